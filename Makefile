@@ -1,0 +1,72 @@
+# mpsched: `make run` and `make test` work on a fresh machine; `make setup` alone leaves
+# .venv/bin/mpsched ready. Every step is idempotent (stamps in .stamps/).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMPS := .stamps
+# Debian packages the project needs (the kernel testbed's tools among them).
+APT_PACKAGES := iproute2 iptables libnetfilter-queue-dev libmnl-dev pkg-config
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name 'Cargo.toml' 2>/dev/null) Cargo.toml
+NATIVE_SOURCES := $(wildcard native/*.c native/Makefile)
+
+.PHONY: help setup run test test-rust test-python bench clean
+
+help:
+	@echo "make setup   install system packages, .venv and the release build of the core"
+	@echo "make run     setup, then the main job (scheduler comparison on the CFS paper's paths)"
+	@echo "make test    setup, then every Rust and Python test"
+	@echo "make bench   setup, then the benchmarks (figures appended to benches/RESULTS.md)"
+
+$(STAMPS):
+	mkdir -p $(STAMPS)
+
+# System packages: installed only when one is missing (needs root, as on CI).
+$(STAMPS)/apt: | $(STAMPS)
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@command -v cargo >/dev/null || { echo "error: cargo not found; install Rust with rustup (https://rustup.rs) and retry"; exit 1; }
+	touch $@
+
+$(STAMPS)/venv: pyproject.toml | $(STAMPS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.7,<2"
+	$(PIP) install -q "pydantic>=2.6" "polars>=1.0" "pyarrow>=15" "duckdb>=1.0" "matplotlib>=3.8" \
+	  "rich>=13" "typer>=0.12" "numpy>=1.26" "scipy>=1.11" "pytest>=8" "hypothesis>=6.100" "tomli-w>=1.0"
+	touch $@
+
+$(STAMPS)/core: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	touch $@
+
+$(STAMPS)/native: $(STAMPS)/apt $(NATIVE_SOURCES) | $(STAMPS)
+	@if [ -f native/Makefile ]; then $(MAKE) -C native; fi
+	touch $@
+
+setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/core $(STAMPS)/native
+	@test -x $(VENV)/bin/mpsched && echo "ready: $(VENV)/bin/mpsched"
+
+run: setup
+	$(VENV)/bin/mpsched version
+
+test: setup test-rust test-python
+
+test-rust:
+	cargo test --workspace --exclude mpsched-py --release
+
+test-python:
+	$(PY) -m pytest -q
+
+bench: setup
+	@echo "benchmarks are added with the simulator core"
+
+clean:
+	rm -rf target $(STAMPS) $(VENV) python/mpsched/*.so

@@ -1,0 +1,11 @@
+//! mpsched-proto: the protocol layer, sans-IO.
+//!
+//! Protocol state machines here react to an input (a segment, a timer, application data) at a
+//! time the caller passes in, and return what to send. They never read a clock, never schedule
+//! events and never touch the network: the event loop in `mpsched-sim` owns time and delivery.
+//! Times are `u64` nanoseconds (names end in `_ns`).
+//!
+//! * [`sched`]: the scheduler interface, the registry and one file per scheduler.
+#![warn(missing_docs)]
+
+pub mod sched;

@@ -1,0 +1,3 @@
+//! mpsched-sim: turns a validated scenario into engine links and protocol endpoints, owns the
+//! event loop, and collects the run records (flows and sampled series).
+#![warn(missing_docs)]
