@@ -1,3 +1,5 @@
 //! mpsched-sim: turns a validated scenario into engine links and protocol endpoints, owns the
 //! event loop, and collects the run records (flows and sampled series).
 #![warn(missing_docs)]
+
+pub mod config;

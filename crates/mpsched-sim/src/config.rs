@@ -1,0 +1,346 @@
+//! The normalized run configuration: what the Python front end hands the core.
+//!
+//! Python validates the human-facing scenario (TOML, units like "150Mbit" and "200ms", lists that
+//! expand into one run per combination) and emits exactly one of these per run, as JSON, in base
+//! units: bit/s, nanoseconds, bytes. Every struct denies unknown fields so a mismatch between the
+//! two sides is an error, never a silently ignored setting. `SimConfig::validate` re-checks what
+//! the core relies on, so the core never panics on a config that passed validation.
+//!
+//! The same normalized form drives the kernel testbed engine (`python/mpsched/testbed`).
+
+use serde::{Deserialize, Serialize};
+
+/// One simulation run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Run seed: every random stream derives from (seed, component id).
+    pub seed: u64,
+    /// The run stops at this simulated time even if flows are unfinished (they are recorded as
+    /// incomplete), ns.
+    pub duration_ns: u64,
+    /// Every unidirectional link of the network.
+    pub links: Vec<LinkConfig>,
+    /// Paths between the client and the server. Path `i` is what subflow `i` of a connection
+    /// that uses it runs over.
+    pub paths: Vec<PathConfig>,
+    /// Transport settings, referenced by index from flows.
+    pub transports: Vec<TransportConfig>,
+    /// The application flows.
+    pub flows: Vec<FlowConfig>,
+    /// Constant-bit-rate cross traffic (UDP-like: no congestion control, no retransmission).
+    #[serde(default)]
+    pub cross_traffic: Vec<CrossTrafficConfig>,
+    /// Paths going down and coming back up.
+    #[serde(default)]
+    pub path_events: Vec<PathEvent>,
+    /// What to record.
+    #[serde(default)]
+    pub record: RecordConfig,
+}
+
+/// A unidirectional link: serialisation at a rate, a drop-tail queue in front of it,
+/// propagation delay (with optional variation) after it, and random loss.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Human-readable name used in records, e.g. "wlan.down".
+    pub name: String,
+    /// Serialisation rate, bit/s (the initial rate when `capacity` varies it).
+    pub rate_bps: u64,
+    /// One-way propagation delay, ns.
+    pub delay_ns: u64,
+    /// Drop-tail queue limit in bytes (a packet is dropped if it would exceed it). `None` with
+    /// `queue_packets` also `None` means unlimited (bufferbloat at its worst).
+    #[serde(default)]
+    pub queue_bytes: Option<u64>,
+    /// Drop-tail queue limit in packets.
+    #[serde(default)]
+    pub queue_packets: Option<u64>,
+    /// Random loss applied to packets leaving the link.
+    #[serde(default)]
+    pub loss: LossConfig,
+    /// Variation of the propagation delay.
+    #[serde(default)]
+    pub jitter: JitterConfig,
+    /// Time-varying capacity.
+    #[serde(default)]
+    pub capacity: CapacityConfig,
+}
+
+/// Random loss model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossConfig {
+    /// No random loss.
+    #[default]
+    None,
+    /// Each packet is lost independently with probability `p`.
+    Bernoulli {
+        /// Loss probability in [0, 1].
+        p: f64,
+    },
+    /// Two-state Markov chain (Gilbert-Elliott): per packet, move Good->Bad with `p_good_bad`,
+    /// Bad->Good with `p_bad_good`; lose with `loss_good` / `loss_bad` in each state.
+    GilbertElliott {
+        /// Probability of moving from Good to Bad, per packet.
+        p_good_bad: f64,
+        /// Probability of moving from Bad to Good, per packet.
+        p_bad_good: f64,
+        /// Loss probability in the Good state.
+        loss_good: f64,
+        /// Loss probability in the Bad state.
+        loss_bad: f64,
+    },
+}
+
+/// Delay variation (see `reference/testbed.md` §4d for why the two modes differ).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum JitterConfig {
+    /// Constant delay.
+    #[default]
+    None,
+    /// netem semantics: every packet gets an independent extra delay in [-jitter, +jitter]
+    /// (uniform) or with standard deviation `jitter` (normal, clipped at zero total delay);
+    /// packets reorder.
+    Reorder {
+        /// Jitter amplitude (uniform half-width, or normal standard deviation), ns.
+        jitter_ns: u64,
+        /// "uniform" or "normal".
+        #[serde(default)]
+        distribution: JitterDistribution,
+    },
+    /// A jitter value is sampled uniformly in [-jitter, +jitter] every `period_ns` and linearly
+    /// interpolated in between; the delay drifts within delay ± jitter. Packets never overtake
+    /// one another (a packet leaves no earlier than the one before it).
+    Smooth {
+        /// Jitter amplitude, ns.
+        jitter_ns: u64,
+        /// Time between samples, ns.
+        period_ns: u64,
+    },
+}
+
+/// Distribution of per-packet jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum JitterDistribution {
+    /// Uniform in [-j, +j].
+    #[default]
+    Uniform,
+    /// Normal with standard deviation j.
+    Normal,
+}
+
+/// Time-varying capacity of a link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CapacityConfig {
+    /// `rate_bps` throughout.
+    #[default]
+    Constant,
+    /// Piecewise constant: from each step's time on, the rate is that step's rate (before the
+    /// first step, `rate_bps`).
+    Schedule {
+        /// Steps in increasing time order.
+        steps: Vec<RateStep>,
+    },
+    /// A Mahimahi packet-delivery trace: each entry is a millisecond offset at which one
+    /// `packet_bytes`-byte delivery opportunity occurs; the trace repeats every `period_ms`
+    /// (the last timestamp when not given). `rate_bps` is ignored.
+    Trace {
+        /// Delivery opportunity times, ms, non-decreasing.
+        opportunities_ms: Vec<u64>,
+        /// Bytes one opportunity can carry (Mahimahi: 1500).
+        #[serde(default = "default_trace_packet_bytes")]
+        packet_bytes: u64,
+        /// Trace period, ms; defaults to the last opportunity time.
+        #[serde(default)]
+        period_ms: Option<u64>,
+    },
+}
+
+fn default_trace_packet_bytes() -> u64 {
+    1500
+}
+
+/// One step of a capacity schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    /// Time the step starts, ns.
+    pub at_ns: u64,
+    /// Rate from then on, bit/s (0 = link down: packets wait in the queue).
+    pub rate_bps: u64,
+}
+
+/// A path between client and server: a chain of links each way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathConfig {
+    /// Human-readable name, e.g. "wlan".
+    pub name: String,
+    /// Link indices from server to client (downlink), in order.
+    pub down: Vec<usize>,
+    /// Link indices from client to server (uplink), in order.
+    pub up: Vec<usize>,
+}
+
+/// Transport (TCP or MPTCP) settings shared by the flows that reference them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransportConfig {
+    /// "mptcp" or "tcp" (single path: uses `paths[0]`).
+    pub protocol: Protocol,
+    /// Scheduler registry name, e.g. "minrtt" or "minrtt+rp+bm" (ignored for TCP).
+    pub scheduler: String,
+    /// Scheduler parameters (JSON object; keys checked by the scheduler).
+    #[serde(default = "empty_object")]
+    pub scheduler_params: serde_json::Value,
+    /// Congestion control: "reno", "cubic", "lia", "olia", "balia".
+    pub cc: String,
+    /// Path indices the connection opens subflows on, in order (the first carries the
+    /// MP_CAPABLE handshake).
+    pub paths: Vec<usize>,
+    /// Path indices (subset of `paths`) whose subflows are backups.
+    #[serde(default)]
+    pub backup_paths: Vec<usize>,
+    /// Receive buffer (connection level for MPTCP), bytes.
+    pub rcv_buf_bytes: u64,
+    /// Send buffer, bytes.
+    pub snd_buf_bytes: u64,
+    /// Maximum segment size, bytes.
+    #[serde(default = "default_mss")]
+    pub mss_bytes: u64,
+    /// Initial congestion window, segments.
+    #[serde(default = "default_init_cwnd")]
+    pub init_cwnd_segments: u64,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+fn default_mss() -> u64 {
+    1448
+}
+fn default_init_cwnd() -> u64 {
+    10
+}
+
+/// Transport protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// Multipath TCP over `paths`.
+    Mptcp,
+    /// Single-path TCP over the first of `paths`.
+    Tcp,
+}
+
+/// One application flow on its own connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// Flow id, unique in the run.
+    pub id: u64,
+    /// Index into `transports`.
+    pub transport: usize,
+    /// connect() time, ns.
+    pub start_ns: u64,
+    /// Which way the data goes: "download" (server to client, the default) or "upload".
+    #[serde(default)]
+    pub direction: Direction,
+    /// What the application sends.
+    pub app: AppConfig,
+}
+
+/// Direction of the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Server to client.
+    #[default]
+    Download,
+    /// Client to server.
+    Upload,
+}
+
+/// Application behaviour of a flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AppConfig {
+    /// Send `size_bytes` as fast as the transport allows, then close.
+    Sized {
+        /// Bytes to transfer.
+        size_bytes: u64,
+    },
+    /// Send without end until `stop_ns` (iperf-like).
+    Bulk {
+        /// Time the application stops writing, ns.
+        stop_ns: u64,
+    },
+}
+
+/// Constant-bit-rate cross traffic over a chain of links.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossTrafficConfig {
+    /// Link indices the packets traverse, in order.
+    pub links: Vec<usize>,
+    /// Sending rate, bit/s (on the wire).
+    pub rate_bps: u64,
+    /// Size of each packet, bytes.
+    #[serde(default = "default_cbr_packet")]
+    pub packet_bytes: u64,
+    /// First packet time, ns.
+    pub start_ns: u64,
+    /// No packet at or after this time, ns.
+    pub stop_ns: u64,
+}
+
+fn default_cbr_packet() -> u64 {
+    1500
+}
+
+/// A path failing or recovering (all its links stop or resume forwarding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathEvent {
+    /// Time of the event, ns.
+    pub at_ns: u64,
+    /// Path index.
+    pub path: usize,
+    /// False: the path goes down (packets on it are lost); true: it comes back.
+    pub up: bool,
+}
+
+/// What the run records besides the flow table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordConfig {
+    /// Sampling interval of the time series, ns; 0 disables the series.
+    pub sample_interval_ns: u64,
+}
+
+impl Default for RecordConfig {
+    fn default() -> Self {
+        Self { sample_interval_ns: 10_000_000 }
+    }
+}
+
+/// A configuration the core refuses, with the path of the offending field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Field path, e.g. `links[2].rate_bps`.
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+impl std::error::Error for ConfigError {}
