@@ -11,5 +11,6 @@
 #![warn(missing_docs)]
 
 pub mod event;
+pub mod net;
 pub mod rng;
 pub mod time;

@@ -1,0 +1,172 @@
+//! The network: links joined into routes, and the packets travelling on them.
+//!
+//! A packet carries its route and the index of the link it is on (htsim's packet-carried
+//! route), so forwarding never searches a graph. Each hop costs two events: the end of
+//! serialisation on the link (`TxDone`) and the arrival at the far end (`Arrive`). The network
+//! never owns the event queue: it asks the caller to schedule its events through a closure, so
+//! the event loop (in `mpsched-sim`) stays the only owner of time.
+//!
+//! The payload type `P` is opaque here: the engine knows nothing of TCP.
+
+mod capacity;
+mod jitter;
+mod link;
+mod loss;
+
+pub use capacity::{CapacityConfig, RateStep};
+pub use jitter::{JitterConfig, JitterDistribution};
+pub use link::{LinkSpec, LinkStats};
+pub use loss::LossConfig;
+
+use crate::rng::Rng;
+use link::Link;
+use slab::Slab;
+
+/// Index of a link in its [`Network`].
+pub type LinkId = u32;
+/// Index of a route in its [`Network`].
+pub type RouteId = u32;
+
+/// A packet in the network.
+#[derive(Debug, Clone)]
+pub struct Packet<P> {
+    /// Size on the wire, bytes (headers included): what serialisation and queues count.
+    pub size_bytes: u32,
+    /// Route the packet follows.
+    pub route: RouteId,
+    /// Position in the route of the link the packet is on.
+    pub hop: u16,
+    /// What the packet carries (opaque to the engine).
+    pub payload: P,
+}
+
+/// Network events; the caller schedules them and hands them back to [`Network::handle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetEvent {
+    /// The link finished serialising the packet in service.
+    TxDone(LinkId),
+    /// A packet (index in the propagation slab) reached the far end of its current link.
+    Arrive(u32),
+    /// The link may be able to serve again (its capacity changed, or it was waiting for time).
+    Wake(LinkId),
+}
+
+/// Links, routes and the packets propagating between them.
+pub struct Network<P> {
+    links: Vec<Link<P>>,
+    routes: Vec<Vec<LinkId>>,
+    propagating: Slab<Packet<P>>,
+}
+
+impl<P> Default for Network<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P> Network<P> {
+    /// An empty network.
+    pub fn new() -> Self {
+        Self { links: Vec::new(), routes: Vec::new(), propagating: Slab::new() }
+    }
+
+    /// Adds a link; `rng` is the link's own random stream (loss and jitter).
+    pub fn add_link(&mut self, spec: LinkSpec, rng: Rng) -> LinkId {
+        self.links.push(Link::new(spec, rng));
+        (self.links.len() - 1) as LinkId
+    }
+
+    /// Adds a route through `links` in order; it must hold at least one link.
+    pub fn add_route(&mut self, links: Vec<LinkId>) -> RouteId {
+        assert!(!links.is_empty(), "a route needs at least one link");
+        self.routes.push(links);
+        (self.routes.len() - 1) as RouteId
+    }
+
+    /// Number of links.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Name of a link.
+    pub fn link_name(&self, link: LinkId) -> &str {
+        &self.links[link as usize].spec.name
+    }
+
+    /// Counters of a link.
+    pub fn link_stats(&self, link: LinkId) -> &LinkStats {
+        &self.links[link as usize].stats
+    }
+
+    /// Bytes and packets waiting in a link's queue (the packet in service excluded).
+    pub fn queue_occupancy(&self, link: LinkId) -> (u64, u64) {
+        let l = &self.links[link as usize];
+        (l.queue_bytes, l.queue.len() as u64)
+    }
+
+    /// Links of a route.
+    pub fn route_links(&self, route: RouteId) -> &[LinkId] {
+        &self.routes[route as usize]
+    }
+
+    /// Injects a packet at the start of `route` at time `now_ns`.
+    pub fn send(
+        &mut self,
+        now_ns: u64,
+        route: RouteId,
+        size_bytes: u32,
+        payload: P,
+        schedule: &mut impl FnMut(u64, NetEvent),
+    ) {
+        let first = self.routes[route as usize][0];
+        let pkt = Packet { size_bytes, route, hop: 0, payload };
+        self.links[first as usize].enqueue(now_ns, first, pkt, schedule);
+    }
+
+    /// Processes one network event. Returns a packet that reached the end of its route.
+    #[inline]
+    pub fn handle(
+        &mut self,
+        now_ns: u64,
+        event: NetEvent,
+        schedule: &mut impl FnMut(u64, NetEvent),
+    ) -> Option<Packet<P>> {
+        match event {
+            NetEvent::TxDone(link) => {
+                let l = &mut self.links[link as usize];
+                if let Some((arrive_ns, pkt)) = l.finish_service(now_ns, link, schedule) {
+                    let idx = self.propagating.insert(pkt);
+                    schedule(arrive_ns, NetEvent::Arrive(idx as u32));
+                }
+                None
+            }
+            NetEvent::Wake(link) => {
+                self.links[link as usize].wake(now_ns, link, schedule);
+                None
+            }
+            NetEvent::Arrive(idx) => {
+                let mut pkt = self.propagating.remove(idx as usize);
+                let route = &self.routes[pkt.route as usize];
+                let link = route[pkt.hop as usize];
+                if !self.links[link as usize].arrive_ok() {
+                    return None;
+                }
+                if (pkt.hop as usize) + 1 == route.len() {
+                    return Some(pkt);
+                }
+                pkt.hop += 1;
+                let next = route[pkt.hop as usize];
+                self.links[next as usize].enqueue(now_ns, next, pkt, schedule);
+                None
+            }
+        }
+    }
+
+    /// Takes a link down (its queue is flushed, packets on it are lost) or brings it back up.
+    pub fn set_link_up(&mut self, now_ns: u64, link: LinkId, up: bool, schedule: &mut impl FnMut(u64, NetEvent)) {
+        self.links[link as usize].set_up(now_ns, link, up, schedule);
+    }
+}
+
+#[cfg(test)]
+mod tests;
