@@ -10,6 +10,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Links, their loss, jitter and capacity models are engine types, used here as they are:
+/// see `crates/mpsched-engine/src/net/{link,loss,jitter,capacity}.rs` for their fields.
+pub use mpsched_engine::net::{
+    CapacityConfig, JitterConfig, JitterDistribution, LinkSpec as LinkConfig, LossConfig, RateStep,
+};
+
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,142 +43,6 @@ pub struct SimConfig {
     /// What to record.
     #[serde(default)]
     pub record: RecordConfig,
-}
-
-/// A unidirectional link: serialisation at a rate, a drop-tail queue in front of it,
-/// propagation delay (with optional variation) after it, and random loss.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkConfig {
-    /// Human-readable name used in records, e.g. "wlan.down".
-    pub name: String,
-    /// Serialisation rate, bit/s (the initial rate when `capacity` varies it).
-    pub rate_bps: u64,
-    /// One-way propagation delay, ns.
-    pub delay_ns: u64,
-    /// Drop-tail queue limit in bytes (a packet is dropped if it would exceed it). `None` with
-    /// `queue_packets` also `None` means unlimited (bufferbloat at its worst).
-    #[serde(default)]
-    pub queue_bytes: Option<u64>,
-    /// Drop-tail queue limit in packets.
-    #[serde(default)]
-    pub queue_packets: Option<u64>,
-    /// Random loss applied to packets leaving the link.
-    #[serde(default)]
-    pub loss: LossConfig,
-    /// Variation of the propagation delay.
-    #[serde(default)]
-    pub jitter: JitterConfig,
-    /// Time-varying capacity.
-    #[serde(default)]
-    pub capacity: CapacityConfig,
-}
-
-/// Random loss model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
-pub enum LossConfig {
-    /// No random loss.
-    #[default]
-    None,
-    /// Each packet is lost independently with probability `p`.
-    Bernoulli {
-        /// Loss probability in [0, 1].
-        p: f64,
-    },
-    /// Two-state Markov chain (Gilbert-Elliott): per packet, move Good->Bad with `p_good_bad`,
-    /// Bad->Good with `p_bad_good`; lose with `loss_good` / `loss_bad` in each state.
-    GilbertElliott {
-        /// Probability of moving from Good to Bad, per packet.
-        p_good_bad: f64,
-        /// Probability of moving from Bad to Good, per packet.
-        p_bad_good: f64,
-        /// Loss probability in the Good state.
-        loss_good: f64,
-        /// Loss probability in the Bad state.
-        loss_bad: f64,
-    },
-}
-
-/// Delay variation (see `reference/testbed.md` §4d for why the two modes differ).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
-pub enum JitterConfig {
-    /// Constant delay.
-    #[default]
-    None,
-    /// netem semantics: every packet gets an independent extra delay in [-jitter, +jitter]
-    /// (uniform) or with standard deviation `jitter` (normal, clipped at zero total delay);
-    /// packets reorder.
-    Reorder {
-        /// Jitter amplitude (uniform half-width, or normal standard deviation), ns.
-        jitter_ns: u64,
-        /// "uniform" or "normal".
-        #[serde(default)]
-        distribution: JitterDistribution,
-    },
-    /// A jitter value is sampled uniformly in [-jitter, +jitter] every `period_ns` and linearly
-    /// interpolated in between; the delay drifts within delay ± jitter. Packets never overtake
-    /// one another (a packet leaves no earlier than the one before it).
-    Smooth {
-        /// Jitter amplitude, ns.
-        jitter_ns: u64,
-        /// Time between samples, ns.
-        period_ns: u64,
-    },
-}
-
-/// Distribution of per-packet jitter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum JitterDistribution {
-    /// Uniform in [-j, +j].
-    #[default]
-    Uniform,
-    /// Normal with standard deviation j.
-    Normal,
-}
-
-/// Time-varying capacity of a link.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum CapacityConfig {
-    /// `rate_bps` throughout.
-    #[default]
-    Constant,
-    /// Piecewise constant: from each step's time on, the rate is that step's rate (before the
-    /// first step, `rate_bps`).
-    Schedule {
-        /// Steps in increasing time order.
-        steps: Vec<RateStep>,
-    },
-    /// A Mahimahi packet-delivery trace: each entry is a millisecond offset at which one
-    /// `packet_bytes`-byte delivery opportunity occurs; the trace repeats every `period_ms`
-    /// (the last timestamp when not given). `rate_bps` is ignored.
-    Trace {
-        /// Delivery opportunity times, ms, non-decreasing.
-        opportunities_ms: Vec<u64>,
-        /// Bytes one opportunity can carry (Mahimahi: 1500).
-        #[serde(default = "default_trace_packet_bytes")]
-        packet_bytes: u64,
-        /// Trace period, ms; defaults to the last opportunity time.
-        #[serde(default)]
-        period_ms: Option<u64>,
-    },
-}
-
-fn default_trace_packet_bytes() -> u64 {
-    1500
-}
-
-/// One step of a capacity schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RateStep {
-    /// Time the step starts, ns.
-    pub at_ns: u64,
-    /// Rate from then on, bit/s (0 = link down: packets wait in the queue).
-    pub rate_bps: u64,
 }
 
 /// A path between client and server: a chain of links each way.
