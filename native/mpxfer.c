@@ -1,0 +1,445 @@
+// mpxfer: MPTCP/TCP transfers for the kernel testbed (mpsched, native/).
+//
+//   mpxfer server --port P [--sample-ns S]
+//   mpxfer client --server IP --port P --epoch-ns E --deadline-ns D --sample-ns S --flows FILE
+//   mpxfer cbr --dst IP --port P --bind IP --rate-bps R --packet-bytes B --epoch-ns E
+//              --start-ns S --stop-ns T
+//   mpxfer sink --port P
+//
+// All times are CLOCK_MONOTONIC, which every network namespace shares, so the harness can put
+// client, server and router events on one time axis. The flows file has one flow per line:
+//   id protocol(mptcp|tcp) cc bind_ip direction(download|upload) kind(sized|bulk) amount start_ns
+// (amount: bytes for sized, stop time relative to the epoch for bulk; start relative too).
+// The client opens each flow at epoch + start (socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP) or
+// plain TCP), sends a struct mpx_request and measures from the start of connect() to the last
+// byte (download: received by the client; upload: the server reports when its last byte came).
+// Whoever sends the data samples its subflows every S ns (mpxfer_info.c). Output: JSON lines.
+
+#define _GNU_SOURCE
+#include "mpxfer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK_BYTES (256 * 1024)
+#define MAX_FLOWS 4096
+// How long a finished sender keeps the connection open waiting for the peer's final word.
+#define LINGER_NS 10000000000ull
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static const char *arg(int argc, char **argv, const char *key, const char *def) {
+    for (int i = 2; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], key)) return argv[i + 1];
+    if (!def) {
+        fprintf(stderr, "mpxfer: missing %s\n", key);
+        exit(2);
+    }
+    return def;
+}
+
+static uint64_t u64arg(int argc, char **argv, const char *key, const char *def) {
+    return strtoull(arg(argc, argv, key, def), NULL, 10);
+}
+
+static void sleep_until(uint64_t abs_ns) {
+    struct timespec ts = {.tv_sec = (time_t)(abs_ns / 1000000000ull),
+                          .tv_nsec = (long)(abs_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !g_stop) {
+    }
+}
+
+// Waits for `events` on fd until abs_ns; returns revents (0 on timeout).
+static short wait_fd(int fd, short events, uint64_t abs_ns) {
+    uint64_t now = mpx_now_ns();
+    uint64_t d = abs_ns > now ? abs_ns - now : 0;
+    struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ull), .tv_nsec = (long)(d % 1000000000ull)};
+    struct pollfd p = {.fd = fd, .events = events};
+    return ppoll(&p, 1, &ts, NULL) > 0 ? p.revents : 0;
+}
+
+static uint64_t min3(uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t m = a < b ? a : b;
+    return m < c ? m : c;
+}
+
+// Sends up to limit bytes until stop_abs, sampling every sample_ns; stops early when the peer
+// sends something (watch_read). Returns bytes sent.
+static uint64_t send_loop(int fd, uint64_t flow_id, uint64_t limit, uint64_t stop_abs,
+                          uint64_t sample_ns, int client_side, int watch_read) {
+    static const char zeros[CHUNK_BYTES];
+    uint64_t sent = 0, next_sample = mpx_now_ns();
+    while (sent < limit && !g_stop) {
+        uint64_t now = mpx_now_ns();
+        if (now >= stop_abs) break;
+        if (sample_ns && now >= next_sample) {
+            mpx_report_subflows(stdout, fd, flow_id, now, 0, client_side);
+            next_sample = next_sample + sample_ns > now ? next_sample + sample_ns : now + sample_ns;
+        }
+        short ev = wait_fd(fd, POLLOUT | (watch_read ? POLLIN : 0),
+                           min3(sample_ns ? next_sample : UINT64_MAX, stop_abs, UINT64_MAX));
+        if (ev & (POLLIN | POLLERR | POLLHUP)) break;
+        if (ev & POLLOUT) {
+            uint64_t want = limit - sent < CHUNK_BYTES ? limit - sent : CHUNK_BYTES;
+            ssize_t n = send(fd, zeros, (size_t)want, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n > 0) sent += (uint64_t)n;
+            else if (n < 0 && errno != EAGAIN && errno != EINTR) break;
+        }
+    }
+    return sent;
+}
+
+// Keeps sampling while waiting for the peer to send something; true if it did.
+static int sample_until_readable(int fd, uint64_t flow_id, uint64_t stop_abs, uint64_t sample_ns,
+                                 int client_side) {
+    uint64_t next_sample = mpx_now_ns();
+    while (!g_stop) {
+        uint64_t now = mpx_now_ns();
+        if (now >= stop_abs) return 0;
+        if (sample_ns && now >= next_sample) {
+            mpx_report_subflows(stdout, fd, flow_id, now, 0, client_side);
+            next_sample = now + sample_ns;
+        }
+        if (wait_fd(fd, POLLIN, min3(sample_ns ? next_sample : UINT64_MAX, stop_abs, UINT64_MAX)))
+            return 1;
+    }
+    return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len, uint64_t stop_abs) {
+    size_t got = 0;
+    while (got < len) {
+        if (!(wait_fd(fd, POLLIN, stop_abs) & (POLLIN | POLLHUP | POLLERR))) return -1;
+        ssize_t n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+        if (n == 0) return -1;
+        if (n < 0 && errno != EAGAIN && errno != EINTR) return -1;
+        if (n > 0) got += (size_t)n;
+    }
+    return 0;
+}
+
+static void set_cc(int fd, const char *cc) {
+    if (cc[0] && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) < 0)
+        fprintf(stderr, "mpxfer: TCP_CONGESTION %s: %s\n", cc, strerror(errno));
+}
+
+/* ---------------------------------- server ---------------------------------- */
+
+struct conn {
+    int fd;
+    uint64_t sample_ns;
+};
+
+static void *serve(void *p) {
+    struct conn c = *(struct conn *)p;
+    free(p);
+    struct mpx_request rq;
+    uint64_t give_up = mpx_now_ns() + 30000000000ull;
+    if (read_full(c.fd, &rq, sizeof rq, give_up) < 0 || ntohl(rq.magic) != MPX_MAGIC) goto out;
+    rq.cc[sizeof rq.cc - 1] = 0;
+    set_cc(c.fd, rq.cc);
+    uint64_t flow_id = be64toh(rq.flow_id), size = be64toh(rq.size_bytes);
+    if (rq.direction == MPX_DOWNLOAD) {
+        uint64_t limit = rq.kind == MPX_BULK ? UINT64_MAX : size;
+        send_loop(c.fd, flow_id, limit, UINT64_MAX, c.sample_ns, 0, 1);
+        // The client sends one byte once it has everything (or its bulk period ended).
+        sample_until_readable(c.fd, flow_id, mpx_now_ns() + LINGER_NS, c.sample_ns, 0);
+        mpx_report_subflows(stdout, c.fd, flow_id, mpx_now_ns(), 1, 0);
+    } else {
+        static __thread char buf[CHUNK_BYTES];
+        uint64_t got = 0, last = 0;
+        while (rq.kind == MPX_BULK || got < size) {
+            if (!(wait_fd(c.fd, POLLIN, mpx_now_ns() + LINGER_NS * 60) & (POLLIN | POLLHUP | POLLERR)))
+                break;
+            ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (n == 0) break;
+            if (n < 0 && errno != EAGAIN && errno != EINTR) break;
+            if (n > 0) {
+                got += (uint64_t)n;
+                last = mpx_now_ns();
+            }
+        }
+        struct mpx_upload_reply r = {.last_byte_ns = htobe64(last), .bytes_received = htobe64(got)};
+        send(c.fd, &r, sizeof r, MSG_NOSIGNAL);
+        // Wait for the client's close so the reply is not lost to a reset.
+        wait_fd(c.fd, POLLIN, mpx_now_ns() + LINGER_NS);
+    }
+out:
+    close(c.fd);
+    return NULL;
+}
+
+static int run_server(int argc, char **argv) {
+    int port = (int)u64arg(argc, argv, "--port", NULL);
+    uint64_t sample_ns = u64arg(argc, argv, "--sample-ns", "10000000");
+    // An MPTCP listener also accepts plain TCP clients (they fall back).
+    int ls = socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP);
+    if (ls < 0) {
+        fprintf(stderr, "mpxfer: MPTCP socket: %s (is net.mptcp.enabled=1?)\n", strerror(errno));
+        return 1;
+    }
+    int one = 1;
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (bind(ls, (struct sockaddr *)&a, sizeof a) < 0 || listen(ls, 128) < 0) {
+        fprintf(stderr, "mpxfer: listen on %d: %s\n", port, strerror(errno));
+        return 1;
+    }
+    printf("{\"type\": \"ready\"}\n");
+    while (!g_stop) {
+        if (!(wait_fd(ls, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
+        int fd = accept(ls, NULL, NULL);
+        if (fd < 0) continue;
+        struct conn *c = malloc(sizeof *c);
+        c->fd = fd;
+        c->sample_ns = sample_ns;
+        pthread_t t;
+        if (pthread_create(&t, NULL, serve, c) == 0) pthread_detach(t);
+        else {
+            close(fd);
+            free(c);
+        }
+    }
+    fflush(stdout);
+    return 0;
+}
+
+/* ---------------------------------- client ---------------------------------- */
+
+struct flow {
+    uint64_t id, amount, start_ns;
+    char protocol[8], cc[16], bind_ip[48], direction[12], kind[8];
+    const char *server;
+    int port;
+    uint64_t epoch, deadline_abs, sample_ns;
+};
+
+static void flow_result(const struct flow *f, uint64_t t_connect, uint64_t end, int completed,
+                        uint64_t delivered, const char *error) {
+    printf("{\"type\": \"flow\", \"flow_id\": %" PRIu64 ", \"connect_ns\": %" PRIu64
+           ", \"end_ns\": %" PRIu64 ", \"completed\": %s, \"bytes_delivered\": %" PRIu64
+           ", \"error\": \"%s\"}\n",
+           f->id, t_connect, end, completed ? "true" : "false", delivered, error);
+}
+
+static void *run_flow(void *p) {
+    struct flow *f = p;
+    int upload = !strcmp(f->direction, "upload"), bulk = !strcmp(f->kind, "bulk");
+    uint64_t stop_abs = bulk ? f->epoch + f->amount : UINT64_MAX;
+    if (stop_abs > f->deadline_abs) stop_abs = f->deadline_abs;
+    sleep_until(f->epoch + f->start_ns);
+    int fd = socket(AF_INET, SOCK_STREAM, !strcmp(f->protocol, "mptcp") ? IPPROTO_MPTCP : IPPROTO_TCP);
+    if (fd < 0) {
+        flow_result(f, 0, 0, 0, 0, "socket");
+        return NULL;
+    }
+    set_cc(fd, f->cc);
+    struct sockaddr_in local = {.sin_family = AF_INET}, remote = {.sin_family = AF_INET};
+    inet_pton(AF_INET, f->bind_ip, &local.sin_addr);
+    inet_pton(AF_INET, f->server, &remote.sin_addr);
+    remote.sin_port = htons((uint16_t)f->port);
+    if (bind(fd, (struct sockaddr *)&local, sizeof local) < 0) {
+        flow_result(f, 0, 0, 0, 0, "bind");
+        close(fd);
+        return NULL;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    uint64_t t_connect = mpx_now_ns();
+    int r = connect(fd, (struct sockaddr *)&remote, sizeof remote);
+    if (r < 0 && errno == EINPROGRESS) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (!(wait_fd(fd, POLLOUT, f->deadline_abs) & POLLOUT) ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) r = -1;
+        else r = 0;
+    }
+    if (r < 0) {
+        flow_result(f, t_connect, mpx_now_ns(), 0, 0, "connect");
+        close(fd);
+        return NULL;
+    }
+    struct mpx_request rq = {.magic = htonl(MPX_MAGIC), .direction = upload ? MPX_UPLOAD : MPX_DOWNLOAD,
+                             .kind = bulk ? MPX_BULK : MPX_SIZED, .flow_id = htobe64(f->id),
+                             .size_bytes = htobe64(bulk ? 0 : f->amount)};
+    snprintf(rq.cc, sizeof rq.cc, "%s", f->cc);
+    if (send(fd, &rq, sizeof rq, MSG_NOSIGNAL) != (ssize_t)sizeof rq) {
+        flow_result(f, t_connect, mpx_now_ns(), 0, 0, "request");
+        close(fd);
+        return NULL;
+    }
+    if (!upload) {
+        static __thread char buf[CHUNK_BYTES];
+        uint64_t got = 0, end = 0, want = bulk ? UINT64_MAX : f->amount;
+        int failed = 0;
+        while (got < want && !g_stop) {
+            short ev = wait_fd(fd, POLLIN, stop_abs);
+            if (!ev) break; // stop time or deadline
+            ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                failed = 1;
+                break;
+            }
+            if (n > 0) {
+                got += (uint64_t)n;
+                end = mpx_now_ns();
+            }
+        }
+        int completed = bulk ? (!failed && mpx_now_ns() >= stop_abs && stop_abs < f->deadline_abs)
+                             : got >= want;
+        if (bulk || !completed) end = mpx_now_ns();
+        char done = 1;
+        send(fd, &done, 1, MSG_NOSIGNAL);
+        shutdown(fd, SHUT_WR);
+        // Drain until the server closes, so its final counters are taken on a live connection.
+        uint64_t drain_until = mpx_now_ns() + LINGER_NS;
+        while (wait_fd(fd, POLLIN, drain_until) && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+        }
+        flow_result(f, t_connect, end, completed, got, failed ? "reset" : "");
+    } else {
+        uint64_t limit = bulk ? UINT64_MAX : f->amount;
+        uint64_t sent = send_loop(fd, f->id, limit, stop_abs, f->sample_ns, 1, 0);
+        shutdown(fd, SHUT_WR);
+        struct mpx_upload_reply rep;
+        int ok = read_full(fd, &rep, sizeof rep, f->deadline_abs) == 0;
+        mpx_report_subflows(stdout, fd, f->id, mpx_now_ns(), 1, 1);
+        uint64_t got = ok ? be64toh(rep.bytes_received) : 0;
+        uint64_t end = ok ? be64toh(rep.last_byte_ns) : mpx_now_ns();
+        int completed = ok && (bulk ? stop_abs < f->deadline_abs : got >= f->amount && sent >= f->amount);
+        if (bulk) end = stop_abs;
+        flow_result(f, t_connect, end, completed, got, ok ? "" : "no reply");
+    }
+    close(fd);
+    return NULL;
+}
+
+static int run_client(int argc, char **argv) {
+    static struct flow flows[MAX_FLOWS];
+    static pthread_t threads[MAX_FLOWS];
+    const char *server = arg(argc, argv, "--server", NULL), *path = arg(argc, argv, "--flows", NULL);
+    int port = (int)u64arg(argc, argv, "--port", NULL);
+    uint64_t epoch = u64arg(argc, argv, "--epoch-ns", NULL);
+    uint64_t deadline = epoch + u64arg(argc, argv, "--deadline-ns", NULL);
+    uint64_t sample_ns = u64arg(argc, argv, "--sample-ns", "10000000");
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "mpxfer: %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    int n = 0;
+    struct flow f = {0};
+    while (n < MAX_FLOWS &&
+           fscanf(in, "%" SCNu64 " %7s %15s %47s %11s %7s %" SCNu64 " %" SCNu64, &f.id, f.protocol,
+                  f.cc, f.bind_ip, f.direction, f.kind, &f.amount, &f.start_ns) == 8) {
+        f.server = server;
+        f.port = port;
+        f.epoch = epoch;
+        f.deadline_abs = deadline;
+        f.sample_ns = sample_ns;
+        flows[n++] = f;
+    }
+    fclose(in);
+    for (int i = 0; i < n; i++) pthread_create(&threads[i], NULL, run_flow, &flows[i]);
+    for (int i = 0; i < n; i++) pthread_join(threads[i], NULL);
+    fflush(stdout);
+    return 0;
+}
+
+/* --------------------------- constant-bit-rate UDP --------------------------- */
+
+static int run_cbr(int argc, char **argv) {
+    const char *dst = arg(argc, argv, "--dst", NULL), *bind_ip = arg(argc, argv, "--bind", "0.0.0.0");
+    int port = (int)u64arg(argc, argv, "--port", NULL);
+    uint64_t rate = u64arg(argc, argv, "--rate-bps", NULL);
+    uint64_t pkt = u64arg(argc, argv, "--packet-bytes", "1500");
+    uint64_t epoch = u64arg(argc, argv, "--epoch-ns", NULL);
+    uint64_t start = epoch + u64arg(argc, argv, "--start-ns", "0");
+    uint64_t stop = epoch + u64arg(argc, argv, "--stop-ns", NULL);
+    if (rate == 0 || pkt < 29 || pkt > 65535) {
+        fprintf(stderr, "mpxfer cbr: need rate > 0 and 29 <= packet bytes <= 65535\n");
+        return 2;
+    }
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in l = {.sin_family = AF_INET}, r = {.sin_family = AF_INET};
+    inet_pton(AF_INET, bind_ip, &l.sin_addr);
+    inet_pton(AF_INET, dst, &r.sin_addr);
+    r.sin_port = htons((uint16_t)port);
+    if (bind(fd, (struct sockaddr *)&l, sizeof l) < 0) {
+        fprintf(stderr, "mpxfer cbr: bind %s: %s\n", bind_ip, strerror(errno));
+        return 1;
+    }
+    // The configured size is the IP packet: 20 bytes of IPv4 and 8 of UDP header come off.
+    static char payload[65536];
+    size_t plen = (size_t)(pkt - 28);
+    double gap_ns = (double)pkt * 8.0 * 1e9 / (double)rate;
+    uint64_t sent = 0, errors = 0;
+    sleep_until(start);
+    for (uint64_t k = 0; !g_stop; k++) {
+        uint64_t due = start + (uint64_t)((double)k * gap_ns);
+        if (due >= stop) break;
+        if (due > mpx_now_ns()) sleep_until(due);
+        if (sendto(fd, payload, plen, 0, (struct sockaddr *)&r, sizeof r) < 0) errors++;
+        else sent++;
+    }
+    printf("{\"type\": \"cbr\", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"errors\": %" PRIu64 "}\n",
+           sent, sent * pkt, errors);
+    return 0;
+}
+
+static int run_sink(int argc, char **argv) {
+    int port = (int)u64arg(argc, argv, "--port", NULL);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        fprintf(stderr, "mpxfer sink: bind %d: %s\n", port, strerror(errno));
+        return 1;
+    }
+    printf("{\"type\": \"ready\"}\n");
+    fflush(stdout);
+    static char buf[65536];
+    uint64_t packets = 0, bytes = 0;
+    while (!g_stop) {
+        if (!(wait_fd(fd, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
+        ssize_t n;
+        while ((n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) >= 0) {
+            packets++;
+            bytes += (uint64_t)n + 28;
+        }
+    }
+    printf("{\"type\": \"sink\", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 "}\n", packets, bytes);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2) {
+        fprintf(stderr, "usage: mpxfer server|client|cbr|sink --key value ...\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "server")) return run_server(argc, argv);
+    if (!strcmp(argv[1], "client")) return run_client(argc, argv);
+    if (!strcmp(argv[1], "cbr")) return run_cbr(argc, argv);
+    if (!strcmp(argv[1], "sink")) return run_sink(argc, argv);
+    fprintf(stderr, "mpxfer: unknown mode %s\n", argv[1]);
+    return 2;
+}

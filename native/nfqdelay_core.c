@@ -1,0 +1,295 @@
+// nfqdelay_core: release-time computation, holding queues and statistics of the delayer.
+// Semantics follow the normalized config (crates/mpsched-sim/src/config.rs, JitterConfig):
+// smooth = a jitter sample uniform in [-J, +J] every period, linearly interpolated, and no
+// packet leaves before the one ahead of it; reorder = netem's independent per-packet jitter.
+
+#include "nfqdelay_core.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// splitmix64 (Steele, Lea, Flood 2014): small, seedable, good enough for loss/jitter draws.
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s) { return (double)(next_u64(s) >> 11) * 0x1.0p-53; }
+
+static double normal01(uint64_t *s) {
+    // Box-Muller; 1 - u keeps the log argument in (0, 1].
+    double u1 = 1.0 - uniform01(s), u2 = uniform01(s);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void dq_init(struct dq_queue *q, uint16_t qnum, enum dq_mode mode, uint64_t delay_ns,
+             uint64_t jitter_ns, uint64_t period_ns, double loss_prob, uint64_t seed) {
+    memset(q, 0, sizeof *q);
+    q->qnum = qnum;
+    q->mode = mode;
+    q->dist = DQ_UNIFORM;
+    q->delay_ns = delay_ns;
+    q->jitter_ns = jitter_ns;
+    q->period_ns = period_ns;
+    q->loss_prob = loss_prob;
+    // Each queue gets its own stream derived from (seed, queue number).
+    q->rng = seed * 0x100000001b3ull ^ ((uint64_t)qnum << 32 | 0x5eedu);
+    next_u64(&q->rng);
+}
+
+void dq_free(struct dq_queue *q) {
+    free(q->buf);
+    q->buf = NULL;
+    q->cap = q->len = q->head = 0;
+}
+
+int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err, size_t errlen) {
+    char copy[256];
+    if (strlen(spec) >= sizeof copy) {
+        snprintf(err, errlen, "too long");
+        return -1;
+    }
+    strcpy(copy, spec);
+    char *save = NULL, *tok = strtok_r(copy, ",", &save);
+    char *end;
+    long qnum = tok ? strtol(tok, &end, 10) : -1;
+    if (!tok || *end || qnum < 0 || qnum > 65535) {
+        snprintf(err, errlen, "first field must be the queue number (0-65535)");
+        return -1;
+    }
+    double delay_us = 0, jitter_us = 0, period_us = 0, loss = 0;
+    int mode = -1;
+    enum dq_dist dist = DQ_UNIFORM;
+    while ((tok = strtok_r(NULL, ",", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            snprintf(err, errlen, "'%s' is not key=value", tok);
+            return -1;
+        }
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        double x = strtod(v, &end);
+        int numeric = *v && !*end;
+        if (!strcmp(k, "delay_us") && numeric && x >= 0) delay_us = x;
+        else if (!strcmp(k, "jitter_us") && numeric && x >= 0) jitter_us = x;
+        else if (!strcmp(k, "period_us") && numeric && x >= 0) period_us = x;
+        else if (!strcmp(k, "loss") && numeric && x >= 0 && x <= 1) loss = x;
+        else if (!strcmp(k, "mode") && !strcmp(v, "fifo")) mode = DQ_FIFO;
+        else if (!strcmp(k, "mode") && !strcmp(v, "smooth")) mode = DQ_SMOOTH;
+        else if (!strcmp(k, "mode") && !strcmp(v, "reorder")) mode = DQ_REORDER;
+        else if (!strcmp(k, "dist") && !strcmp(v, "uniform")) dist = DQ_UNIFORM;
+        else if (!strcmp(k, "dist") && !strcmp(v, "normal")) dist = DQ_NORMAL;
+        else {
+            snprintf(err, errlen, "bad setting %s=%s", k, v);
+            return -1;
+        }
+    }
+    if (mode < 0) mode = jitter_us > 0 ? DQ_SMOOTH : DQ_FIFO;
+    if (mode == DQ_SMOOTH && jitter_us > 0 && period_us <= 0) {
+        snprintf(err, errlen, "smooth jitter needs period_us > 0");
+        return -1;
+    }
+    dq_init(q, (uint16_t)qnum, (enum dq_mode)mode, (uint64_t)llround(delay_us * 1e3),
+            (uint64_t)llround(jitter_us * 1e3), (uint64_t)llround(period_us * 1e3), loss, seed);
+    q->dist = dist;
+    return 0;
+}
+
+static double jitter_sample(struct dq_queue *q) {
+    double j = (double)q->jitter_ns;
+    if (q->dist == DQ_NORMAL) return normal01(&q->rng) * j;
+    return (2.0 * uniform01(&q->rng) - 1.0) * j;
+}
+
+uint64_t dq_delay_at(struct dq_queue *q, uint64_t now_ns) {
+    if (q->jitter_ns == 0 || q->mode == DQ_FIFO) return q->delay_ns;
+    double j;
+    if (q->mode == DQ_REORDER) {
+        j = jitter_sample(q);
+    } else {
+        if (!q->smooth_started) {
+            q->smooth_started = 1;
+            q->origin_ns = now_ns;
+            q->seg_index = 0;
+            q->seg_j0_ns = jitter_sample(q);
+            q->seg_j1_ns = jitter_sample(q);
+        }
+        uint64_t since = now_ns > q->origin_ns ? now_ns - q->origin_ns : 0;
+        uint64_t seg = since / q->period_ns;
+        if (seg == q->seg_index + 1) {
+            q->seg_j0_ns = q->seg_j1_ns;
+            q->seg_j1_ns = jitter_sample(q);
+        } else if (seg > q->seg_index + 1) {
+            // Idle for more than a period: the interpolation restarts from fresh samples.
+            q->seg_j0_ns = jitter_sample(q);
+            q->seg_j1_ns = jitter_sample(q);
+        }
+        q->seg_index = seg;
+        double frac = (double)(since - seg * q->period_ns) / (double)q->period_ns;
+        j = q->seg_j0_ns + (q->seg_j1_ns - q->seg_j0_ns) * frac;
+    }
+    double d = (double)q->delay_ns + j;
+    return d <= 0 ? 0 : (uint64_t)d;
+}
+
+static int before(const struct dq_pkt *a, const struct dq_pkt *b) {
+    return a->target_ns < b->target_ns || (a->target_ns == b->target_ns && a->seq < b->seq);
+}
+
+static int grow(struct dq_queue *q) {
+    size_t ncap = q->cap ? q->cap * 2 : 4096;
+    struct dq_pkt *nb = malloc(ncap * sizeof *nb);
+    if (!nb) return -1;
+    for (size_t i = 0; i < q->len; i++) {
+        size_t at = q->mode == DQ_REORDER ? i : (q->head + i) % q->cap;
+        nb[i] = q->buf[at];
+    }
+    free(q->buf);
+    q->buf = nb;
+    q->cap = ncap;
+    q->head = 0;
+    return 0;
+}
+
+enum dq_verdict dq_arrive(struct dq_queue *q, uint32_t id, uint32_t len_bytes, uint64_t now_ns) {
+    q->packets++;
+    q->bytes += len_bytes;
+    if (q->loss_prob > 0 && uniform01(&q->rng) < q->loss_prob) {
+        q->lost++;
+        q->lost_bytes += len_bytes;
+        return DQ_DROP;
+    }
+    if (q->len == q->cap && grow(q) < 0) {
+        // Out of memory: losing the packet is the only safe answer.
+        q->lost++;
+        q->lost_bytes += len_bytes;
+        return DQ_DROP;
+    }
+    struct dq_pkt p = {.id = id, .len_bytes = len_bytes, .seq = q->next_seq++};
+    p.target_ns = now_ns + dq_delay_at(q, now_ns);
+    if (q->mode == DQ_REORDER) {
+        size_t i = q->len++;
+        while (i > 0 && before(&p, &q->buf[(i - 1) / 2])) {
+            q->buf[i] = q->buf[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        q->buf[i] = p;
+    } else {
+        // FIFO modes: a packet never leaves before the one ahead of it.
+        if (p.target_ns < q->last_target_ns) p.target_ns = q->last_target_ns;
+        q->last_target_ns = p.target_ns;
+        q->buf[(q->head + q->len) % q->cap] = p;
+        q->len++;
+    }
+    if (q->len > q->max_occupancy) q->max_occupancy = q->len;
+    return DQ_HOLD;
+}
+
+uint64_t dq_next_target(const struct dq_queue *q) {
+    if (q->len == 0) return 0;
+    return q->mode == DQ_REORDER ? q->buf[0].target_ns : q->buf[q->head].target_ns;
+}
+
+size_t dq_hist_index(uint64_t ns) {
+    if (ns < 1024) return 0;
+    int msb = 63 - __builtin_clzll(ns);
+    size_t sub = (size_t)(ns >> (msb - 2)) & 3;
+    size_t idx = 1 + (size_t)(msb - 10) * 4 + sub;
+    return idx < DQ_HIST_BUCKETS ? idx : DQ_HIST_BUCKETS - 1;
+}
+
+uint64_t dq_hist_upper_ns(size_t index) {
+    if (index == 0) return 1024;
+    size_t msb = (index - 1) / 4 + 10, sub = (index - 1) % 4;
+    return (uint64_t)(4 + sub + 1) << (msb - 2);
+}
+
+static void record_lateness(struct dq_queue *q, uint64_t late_ns) {
+    q->hist[dq_hist_index(late_ns)]++;
+    q->late_sum_ns += late_ns;
+    if (late_ns > q->late_max_ns) q->late_max_ns = late_ns;
+}
+
+int dq_pop_due(struct dq_queue *q, uint64_t now_ns, struct dq_pkt *out) {
+    if (q->len == 0) return 0;
+    if (q->mode == DQ_REORDER) {
+        if (q->buf[0].target_ns > now_ns) return 0;
+        *out = q->buf[0];
+        struct dq_pkt last = q->buf[--q->len];
+        size_t i = 0;
+        for (;;) {
+            size_t l = 2 * i + 1, r = l + 1, m = i;
+            const struct dq_pkt *best = &last;
+            if (l < q->len && before(&q->buf[l], best)) m = l, best = &q->buf[l];
+            if (r < q->len && before(&q->buf[r], best)) m = r;
+            if (m == i) break;
+            q->buf[i] = q->buf[m];
+            i = m;
+        }
+        if (q->len) q->buf[i] = last;
+    } else {
+        if (q->buf[q->head].target_ns > now_ns) return 0;
+        *out = q->buf[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->len--;
+    }
+    q->released++;
+    // release_all passes UINT64_MAX: those are not timed releases, keep them out of the stats
+    if (now_ns != UINT64_MAX) record_lateness(q, now_ns - out->target_ns);
+    return 1;
+}
+
+uint64_t dq_lateness_percentile_ns(const struct dq_queue *q, double pct) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) total += q->hist[i];
+    if (total == 0) return 0;
+    uint64_t rank = (uint64_t)ceil(pct / 100.0 * (double)total);
+    if (rank == 0) rank = 1;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) {
+        seen += q->hist[i];
+        if (seen >= rank) {
+            uint64_t up = dq_hist_upper_ns(i);
+            return up < q->late_max_ns ? up : q->late_max_ns;
+        }
+    }
+    return q->late_max_ns;
+}
+
+void dq_write_stats(FILE *out, const struct dq_queue *qs, int n, uint64_t enobufs,
+                    uint64_t send_errors) {
+    static const char *modes[] = {"fifo", "smooth", "reorder"};
+    fprintf(out, "{\"enobufs\": %" PRIu64 ", \"send_errors\": %" PRIu64 ", \"queues\": [",
+            enobufs, send_errors);
+    for (int k = 0; k < n; k++) {
+        const struct dq_queue *q = &qs[k];
+        uint64_t timed = 0;
+        for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) timed += q->hist[i];
+        fprintf(out,
+                "%s\n {\"qnum\": %u, \"mode\": \"%s\", \"delay_ns\": %" PRIu64
+                ", \"jitter_ns\": %" PRIu64 ", \"loss\": %g, \"packets\": %" PRIu64
+                ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_bytes\": %" PRIu64
+                ", \"released\": %" PRIu64 ", \"max_occupancy\": %" PRIu64
+                ", \"lateness_ns\": {\"mean\": %" PRIu64 ", \"p50\": %" PRIu64
+                ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64
+                ", \"max\": %" PRIu64 "}, \"hist\": [",
+                k ? "," : "", q->qnum, modes[q->mode], q->delay_ns, q->jitter_ns, q->loss_prob,
+                q->packets, q->bytes, q->lost, q->lost_bytes, q->released, q->max_occupancy,
+                timed ? q->late_sum_ns / timed : 0, dq_lateness_percentile_ns(q, 50),
+                dq_lateness_percentile_ns(q, 90), dq_lateness_percentile_ns(q, 99),
+                dq_lateness_percentile_ns(q, 99.9), q->late_max_ns);
+        int first = 1;
+        for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) {
+            if (!q->hist[i]) continue;
+            fprintf(out, "%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ", dq_hist_upper_ns(i),
+                    q->hist[i]);
+            first = 0;
+        }
+        fprintf(out, "]}");
+    }
+    fprintf(out, "\n]}\n");
+}

@@ -1,0 +1,75 @@
+// nfqdelay_core: the delayer's packet-timing logic, free of netlink and of the clock (time is
+// passed in as now_ns), so native/test_nfqdelay_core.c can check it without root.
+#ifndef NFQDELAY_CORE_H
+#define NFQDELAY_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum dq_mode {
+    DQ_FIFO,    // constant delay (jitter 0), release in arrival order
+    DQ_SMOOTH,  // jitter sampled every period, linearly interpolated, never reorders
+    DQ_REORDER, // netem-like independent per-packet jitter, packets overtake each other
+};
+
+enum dq_dist { DQ_UNIFORM, DQ_NORMAL };
+
+enum dq_verdict { DQ_HOLD, DQ_DROP };
+
+struct dq_pkt {
+    uint32_t id;
+    uint32_t len_bytes;
+    uint64_t target_ns;
+    uint64_t seq; // arrival order: breaks ties in the reorder heap
+};
+
+// Lateness histogram: bucket 0 is [0, 1024) ns; above that, 4 buckets per power of two
+// (each about 19 % wide), up to 2^44 ns.
+#define DQ_HIST_BUCKETS (1 + 34 * 4)
+
+struct dq_queue {
+    uint16_t qnum;
+    enum dq_mode mode;
+    enum dq_dist dist;
+    uint64_t delay_ns;
+    uint64_t jitter_ns;
+    uint64_t period_ns;
+    double loss_prob;
+    uint64_t rng;
+    // smooth jitter: segment index and the jitter samples (signed ns) at its two ends
+    int smooth_started;
+    uint64_t seg_index;
+    double seg_j0_ns, seg_j1_ns;
+    uint64_t origin_ns;
+    uint64_t last_target_ns;
+    uint64_t next_seq;
+    // FIFO ring (fifo, smooth) or binary min-heap on (target, seq) (reorder)
+    struct dq_pkt *buf;
+    size_t cap, head, len;
+    // statistics
+    uint64_t packets, bytes, lost, lost_bytes, released, max_occupancy;
+    uint64_t late_sum_ns, late_max_ns;
+    uint64_t hist[DQ_HIST_BUCKETS];
+};
+
+int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err, size_t errlen);
+void dq_init(struct dq_queue *q, uint16_t qnum, enum dq_mode mode, uint64_t delay_ns,
+             uint64_t jitter_ns, uint64_t period_ns, double loss_prob, uint64_t seed);
+void dq_free(struct dq_queue *q);
+// The delay a packet arriving at now_ns would get (before the no-overtaking rule).
+uint64_t dq_delay_at(struct dq_queue *q, uint64_t now_ns);
+// A packet arrived: decides loss, computes its release time and holds it.
+enum dq_verdict dq_arrive(struct dq_queue *q, uint32_t id, uint32_t len_bytes, uint64_t now_ns);
+// Pops the next packet due at now_ns (records its lateness); 0 when none is due.
+int dq_pop_due(struct dq_queue *q, uint64_t now_ns, struct dq_pkt *out);
+// Release time of the next held packet, 0 when the queue is empty.
+uint64_t dq_next_target(const struct dq_queue *q);
+size_t dq_hist_index(uint64_t ns);
+uint64_t dq_hist_upper_ns(size_t index);
+// Lateness percentile (upper edge of the bucket that holds it), ns.
+uint64_t dq_lateness_percentile_ns(const struct dq_queue *q, double pct);
+void dq_write_stats(FILE *out, const struct dq_queue *qs, int n, uint64_t enobufs,
+                    uint64_t send_errors);
+
+#endif

@@ -1,0 +1,160 @@
+// Checks of the delayer's timing logic (no root, no netlink): the defining behaviour of each
+// mode in a scenario built to show it. Run by `make -C native check` and tests/test_kernel_native.py.
+#include "nfqdelay_core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                                         \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            failures++;                                                                          \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                 \
+            fprintf(stderr, __VA_ARGS__);                                                        \
+            fprintf(stderr, "\n");                                                               \
+        }                                                                                        \
+    } while (0)
+
+#define MS 1000000ull
+
+// Constant delay: every packet leaves exactly delay after it arrived, in order.
+static void fifo_constant_delay(void) {
+    struct dq_queue q;
+    dq_init(&q, 1, DQ_FIFO, 10 * MS, 0, 0, 0, 1);
+    for (uint32_t i = 0; i < 100; i++) dq_arrive(&q, i + 1, 1500, i * 100000ull);
+    CHECK(dq_next_target(&q) == 10 * MS, "first target %llu", (unsigned long long)dq_next_target(&q));
+    struct dq_pkt p;
+    CHECK(!dq_pop_due(&q, 10 * MS - 1, &p), "released before its time");
+    uint32_t expect = 1;
+    uint64_t now = 10 * MS;
+    while (q.len) {
+        while (dq_pop_due(&q, now, &p)) {
+            CHECK(p.id == expect, "order: got %u want %u", p.id, expect);
+            CHECK(p.target_ns == (expect - 1) * 100000ull + 10 * MS, "target of %u", p.id);
+            expect++;
+        }
+        now += 100000ull;
+    }
+    CHECK(expect == 101, "released %u", expect - 1);
+    CHECK(q.late_max_ns == 0, "lateness recorded when popped on time");
+    dq_free(&q);
+}
+
+// Smooth jitter: the delay stays within d +- J, its mean is d, and packets never overtake.
+static void smooth_bounds_mean_order(void) {
+    struct dq_queue q;
+    dq_init(&q, 3, DQ_SMOOTH, 100 * MS, 75 * MS, 200 * MS, 0, 7);
+    double sum = 0, lo = 1e18, hi = 0;
+    uint64_t last_target = 0;
+    int n = 0, reordered = 0;
+    for (uint64_t t = 0; t < 2000000 * MS; t += MS) { // 1 kpkt/s for 2000 s: 10000 periods
+        uint64_t d = dq_delay_at(&q, t);
+        sum += (double)d;
+        lo = d < lo ? d : lo;
+        hi = d > hi ? d : hi;
+        n++;
+    }
+    double mean = sum / n;
+    CHECK(lo >= 25 * MS && hi <= 175 * MS, "range %.1f..%.1f ms", lo / MS, hi / MS);
+    CHECK(fabs(mean - 100 * MS) < 3 * MS, "mean %.2f ms", mean / MS);
+    CHECK(hi - lo > 100 * MS, "jitter barely used: %.1f..%.1f ms", lo / MS, hi / MS);
+    dq_free(&q);
+    dq_init(&q, 3, DQ_SMOOTH, 10 * MS, 7 * MS, 20 * MS, 0, 7);
+    for (uint32_t i = 0; i < 20000; i++) dq_arrive(&q, i + 1, 1500, i * 50000ull);
+    struct dq_pkt p;
+    uint32_t prev = 0;
+    while (dq_pop_due(&q, UINT64_MAX, &p)) {
+        if (p.id != prev + 1) reordered++;
+        CHECK(p.target_ns >= last_target, "target went back");
+        last_target = p.target_ns;
+        prev = p.id;
+    }
+    CHECK(reordered == 0, "%d reordered", reordered);
+    dq_free(&q);
+}
+
+// Reorder jitter (netem semantics): independent per-packet delays, so close packets overtake.
+static void reorder_overtakes(void) {
+    struct dq_queue q;
+    dq_init(&q, 2, DQ_REORDER, 100 * MS, 75 * MS, 0, 0, 3);
+    for (uint32_t i = 0; i < 10000; i++) dq_arrive(&q, i + 1, 1500, i * 100000ull);
+    struct dq_pkt p;
+    uint32_t prev = 0, out_of_order = 0, count = 0;
+    uint64_t prev_target = 0;
+    while (dq_pop_due(&q, UINT64_MAX, &p)) {
+        CHECK(p.target_ns >= prev_target, "heap order broken");
+        prev_target = p.target_ns;
+        if (p.id < prev) out_of_order++;
+        prev = p.id;
+        count++;
+    }
+    CHECK(count == 10000, "released %u", count);
+    CHECK(out_of_order > 5000, "only %u overtakes at 10 kpkt/s with +-75 ms", out_of_order);
+    dq_free(&q);
+}
+
+// Bernoulli loss: the loss rate matches p within sampling error, losses are never held.
+static void bernoulli_loss(void) {
+    struct dq_queue q;
+    dq_init(&q, 4, DQ_FIFO, MS, 0, 0, 0.02, 11);
+    int dropped = 0;
+    for (uint32_t i = 0; i < 100000; i++) dropped += dq_arrive(&q, i + 1, 1000, i) == DQ_DROP;
+    // sd of the count = sqrt(n p (1-p)) = 44; allow 5 sd.
+    CHECK(abs(dropped - 2000) < 220, "dropped %d of 100000 at p=0.02", dropped);
+    CHECK(q.len == (size_t)(100000 - dropped), "held %zu", q.len);
+    CHECK(q.lost_bytes == (uint64_t)dropped * 1000, "lost bytes");
+    dq_free(&q);
+}
+
+// Histogram buckets: every value falls in a bucket whose upper edge is above it and within 25 %.
+static void histogram_edges(void) {
+    for (uint64_t v = 1; v < (1ull << 40); v = v * 5 / 4 + 1) {
+        size_t i = dq_hist_index(v);
+        uint64_t up = dq_hist_upper_ns(i);
+        CHECK(v < up, "value %llu upper %llu", (unsigned long long)v, (unsigned long long)up);
+        if (i > 0) CHECK(dq_hist_upper_ns(i - 1) <= v, "value %llu below bucket", (unsigned long long)v);
+    }
+    struct dq_queue q;
+    dq_init(&q, 1, DQ_FIFO, 0, 0, 0, 0, 1);
+    for (uint32_t i = 0; i < 1000; i++) dq_arrive(&q, i + 1, 100, 0);
+    struct dq_pkt p;
+    // Pop packet k at time k*1000 ns: lateness is uniform in [0, 1 ms).
+    for (uint64_t k = 0; dq_pop_due(&q, k * 1000, &p); k++) {
+    }
+    uint64_t p50 = dq_lateness_percentile_ns(&q, 50);
+    CHECK(p50 >= 500000 && p50 < 650000, "p50 %llu", (unsigned long long)p50);
+    dq_free(&q);
+}
+
+static void parse_specs(void) {
+    struct dq_queue q;
+    char err[200];
+    CHECK(dq_parse_spec(&q, "3,delay_us=100000,jitter_us=75000,period_us=200000,loss=0.01", 1, err,
+                        sizeof err) == 0, "%s", err);
+    CHECK(q.qnum == 3 && q.mode == DQ_SMOOTH && q.delay_ns == 100 * MS && q.jitter_ns == 75 * MS &&
+              q.period_ns == 200 * MS && q.loss_prob == 0.01, "fields");
+    CHECK(dq_parse_spec(&q, "2,delay_us=5,mode=reorder,jitter_us=3,dist=normal", 1, err, sizeof err) == 0,
+          "%s", err);
+    CHECK(q.mode == DQ_REORDER && q.dist == DQ_NORMAL, "reorder normal");
+    CHECK(dq_parse_spec(&q, "1,delay_us=5,jitter_us=3", 1, err, sizeof err) < 0, "smooth without period");
+    CHECK(dq_parse_spec(&q, "1,loss=2", 1, err, sizeof err) < 0, "loss > 1");
+    CHECK(dq_parse_spec(&q, "x,delay_us=1", 1, err, sizeof err) < 0, "queue not a number");
+    CHECK(dq_parse_spec(&q, "1,colour=blue", 1, err, sizeof err) < 0, "unknown key");
+}
+
+int main(void) {
+    fifo_constant_delay();
+    smooth_bounds_mean_order();
+    reorder_overtakes();
+    bernoulli_loss();
+    histogram_edges();
+    parse_specs();
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("nfqdelay_core: all checks passed\n");
+    return 0;
+}
