@@ -1,8 +1,36 @@
-"""The `mpsched` command."""
+"""The `mpsched` command: run scenarios, list schedulers, summarise and plot studies.
+
+A bad scenario prints one message naming the field and exits with status 2 (like a usage error);
+an engine failure prints its message and exits with 1. Neither prints a Python traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(help="mpsched: a laboratory for MPTCP packet schedulers.", no_args_is_help=True)
+app = typer.Typer(
+    help="mpsched: a laboratory for MPTCP packet schedulers.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+err = Console(stderr=True)
+out = Console()
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+
+def _fail(message: str, status: int) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(status)
 
 
 @app.callback()
@@ -18,5 +46,183 @@ def version() -> None:
     typer.echo(mpsched.__version__)
 
 
+def _load(path: Path):
+    from mpsched.scenario import ScenarioError, load_scenario
+
+    try:
+        return load_scenario(path)
+    except ScenarioError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+
+
+def _with_source(e, path: Path) -> str:
+    """Errors found after loading (unit checks on expanded runs) name the file too."""
+    return str(e) if e.source else f"{path}: {e}"
+
+
+def _escape(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)
+
+
+@app.command()
+def check(scenario: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
+    """Validate a scenario and show what it expands to, without running it."""
+    from mpsched.runner import describe, plan
+    from mpsched.scenario import ScenarioError
+
+    s = _load(scenario)
+    try:
+        tasks = plan(s)
+    except ScenarioError as e:
+        _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
+    d = describe(s)
+    out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)")
+    for label, values in d["axes"].items():
+        out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False)
+
+
+@app.command()
+def run(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Study directory (default: results/<scenario name>)."),
+    engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+) -> None:
+    """Run every combination of a scenario and store the results (resumes an interrupted study)."""
+    from mpsched import engines
+    from mpsched.runner import RunFailed, plan
+    from mpsched.runner import run as run_study
+    from mpsched.scenario import ScenarioError
+
+    s = _load(scenario)
+    try:
+        engines.check_engine(engine)
+        n = len(plan(s, engine))
+    except ScenarioError as e:
+        _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
+    except engines.EngineUnavailable as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    target = out_dir or Path("results") / s.name
+    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False)
+    try:
+        with _progress(n) as update:
+            res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update)
+    except RunFailed as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    _print_summary(res)
+    err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
+
+
+class _progress:
+    """A rich progress bar for runs, shown once the study has taken more than a second."""
+
+    def __init__(self, total: int):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.total = total
+        self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=err, transient=False)
+        self.task = self.bar.add_task("runs", total=total)
+        self.started = False
+        import time
+
+        self.t0 = time.monotonic()
+        self._time = time.monotonic
+
+    def __enter__(self):
+        def update(done: int, total: int) -> None:
+            if not self.started and self._time() - self.t0 > 1.0 and err.is_terminal:
+                self.bar.start()
+                self.started = True
+            self.bar.update(self.task, completed=done, total=total)
+
+        return update
+
+    def __exit__(self, *exc) -> None:
+        if self.started:
+            self.bar.stop()
+
+
+def _print_summary(res) -> None:
+    import polars as pl
+
+    from mpsched.analysis import fct_summary
+
+    df = fct_summary(res)
+    if df.is_empty():
+        out.print("no flows recorded")
+        return
+    table = Table(title=f"Flow completion time ({res.runs.height} runs)", show_lines=False)
+    for c in df.columns:
+        table.add_column(c, justify="left" if df.schema[c] == pl.String else "right")
+    for row in df.iter_rows():
+        table.add_row(*(_cell(v) for v in row))
+    out.print(table)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(v)
+
+
+def _open(path: Path):
+    from mpsched.results import load
+
+    if not path.is_dir():
+        _fail(f"no results directory at {_escape(str(path))}", EXIT_BAD_INPUT)
+    res = load(path)
+    if res.runs.height == 0:
+        _fail(f"{_escape(str(path))} holds no complete run", EXIT_BAD_INPUT)
+    return res
+
+
+@app.command()
+def show(path: Path = typer.Argument(..., help="Study directory written by `mpsched run`.")) -> None:
+    """Summarise a study: FCT median / p95 / mean per scheduler and setting, path shares."""
+    _print_summary(_open(path))
+
+
+@app.command()
+def plot(
+    path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
+    fig_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write figures (default: DIR/figures)."),
+) -> None:
+    """Draw the standard figures (FCT box plots and CDFs, subflow and receive-buffer time series)."""
+    from mpsched.plots import save_all
+
+    res = _open(path)
+    target = fig_dir or path / "figures"
+    files = save_all(res, target)
+    err.print(f"{len(files)} file(s) in {target}", highlight=False)
+
+
+@app.command()
+def schedulers() -> None:
+    """List the schedulers the core offers, with their parameters and defaults."""
+    from mpsched.registry import schedulers as registry
+
+    reg = registry()
+    if reg is None:
+        _fail("this build of the core does not export its scheduler registry (schedulers_json); rebuild with `make setup`",
+              EXIT_FAILED)
+    table = Table(title="Schedulers")
+    for c in ("name", "kind", "parameters (defaults)", "description", "source"):
+        table.add_column(c)
+    for s in reg:
+        params = ", ".join(f"{k}={v}" for k, v in s.default_params.items()) or "–"
+        table.add_row(s.name, "extension" if s.is_extension else "scheduler", params, s.summary, s.source)
+    out.print(table)
+
+
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted; completed runs are kept, run the same command again to resume")
+        sys.exit(130)

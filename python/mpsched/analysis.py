@@ -1,0 +1,76 @@
+"""Tables from a study: flow completion time statistics and how traffic split over the paths."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from mpsched.results import Results
+
+__all__ = ["group_keys", "fct_summary", "path_shares", "throughput_series"]
+
+
+def group_keys(res: Results, table: pl.DataFrame) -> list[str]:
+    """What a summary groups by: the scheduler, then every swept parameter except the seed."""
+    keys = ["scheduler"] if "scheduler" in table.columns else []
+    keys += [p for p in res.group_params if p in table.columns and p not in keys]
+    return keys
+
+
+def fct_summary(res: Results) -> pl.DataFrame:
+    """Per scheduler x swept setting (seeds pooled): flows, how many completed, FCT median /
+    p95 / mean in seconds (completed flows only), the share of bytes sent redundantly, and the
+    share of bytes each path carried. Rows keep the order of the sweep."""
+    flows = res.flows
+    if flows.is_empty():
+        return pl.DataFrame()
+    keys = group_keys(res, flows)
+    fct_s = pl.col("fct_ns").filter(pl.col("completed")).cast(pl.Float64) / 1e9
+    aggs = [
+        pl.len().alias("flows"),
+        pl.col("completed").sum().alias("completed"),
+        fct_s.median().alias("fct_median_s"),
+        fct_s.quantile(0.95, interpolation="linear").alias("fct_p95_s"),
+        fct_s.mean().alias("fct_mean_s"),
+    ]
+    if {"bytes_redundant", "bytes_sent"} <= set(flows.columns):
+        aggs.append((pl.col("bytes_redundant").sum() / pl.col("bytes_sent").sum()).alias("redundant_share"))
+    summary = flows.group_by(keys, maintain_order=True).agg(aggs) if keys else flows.select(aggs)
+    shares = path_shares(res)
+    if keys and not shares.is_empty():
+        summary = summary.join(shares, on=keys, how="left", maintain_order="left")
+    return summary
+
+
+def path_shares(res: Results) -> pl.DataFrame:
+    """Per scheduler x swept setting: the fraction of subflow bytes sent on each path, one
+    column `share_<path>` per path."""
+    sub = res.subflows
+    if sub.is_empty() or not {"path", "bytes_sent"} <= set(sub.columns):
+        return pl.DataFrame()
+    flows = res.flows
+    keys = group_keys(res, flows)
+    # subflows lack the scheduler column when the engine does not repeat it: take it from flows
+    if "scheduler" in keys and "scheduler" not in sub.columns:
+        sub = sub.join(flows.select("run_id", "flow_id", "scheduler"), on=["run_id", "flow_id"], how="left")
+    keys = [k for k in keys if k in sub.columns]
+    if not keys:
+        return pl.DataFrame()
+    per_path = sub.group_by([*keys, "path"], maintain_order=True).agg(pl.col("bytes_sent").sum())
+    per_path = per_path.with_columns(
+        (pl.col("bytes_sent") / pl.col("bytes_sent").sum().over(keys)).alias("share"),
+        pl.format("share_{}", pl.col("path").cast(pl.String)).alias("column"),
+    )
+    return per_path.pivot(on="column", index=keys, values="share", maintain_order=True)
+
+
+def throughput_series(res: Results) -> pl.DataFrame:
+    """`subflow_series` with a `throughput_bps` column: the growth of `bytes_acked` between
+    samples, per run, flow and subflow."""
+    s = res.subflow_series
+    if s.is_empty():
+        return s
+    part = ["run_id", "flow_id", "subflow"]
+    s = s.sort([*part, "time_ns"])
+    d_bytes = pl.col("bytes_acked").diff().over(part)
+    d_t = pl.col("time_ns").diff().over(part)
+    return s.with_columns((d_bytes.cast(pl.Float64) * 8e9 / d_t.cast(pl.Float64)).alias("throughput_bps"))

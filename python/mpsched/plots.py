@@ -1,0 +1,168 @@
+"""Figures from a study (matplotlib, no pyplot state: each function returns a `Figure`).
+
+* `fct_boxplot`, `fct_cdf`: flow completion time per scheduler, one panel per swept setting.
+* `subflow_timeseries`: per-subflow throughput, cwnd and smoothed RTT over time for one run.
+* `ofo_timeseries`: receive-side out-of-order bytes over time, one panel per scheduler.
+
+`save_all` writes every figure as PNG and SVG. Figures are rendered by the Agg backend through
+`Figure.savefig`, so nothing here touches the user's interactive backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+
+from mpsched.analysis import group_keys, throughput_series
+from mpsched.results import Results
+
+__all__ = ["fct_boxplot", "fct_cdf", "subflow_timeseries", "ofo_timeseries", "save_all"]
+
+
+def _panels(res: Results, flows: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """Split completed flows by the swept settings other than scheduler and seed."""
+    keys = [k for k in group_keys(res, flows) if k != "scheduler"]
+    done = flows.filter(pl.col("completed"))
+    if not keys:
+        return [("all flows", done)]
+    out = []
+    for key, part in done.group_by(keys, maintain_order=True):
+        title = ", ".join(f"{k}={v}" for k, v in zip(keys, key))
+        out.append((title, part))
+    return out
+
+
+def _schedulers(flows: pl.DataFrame) -> list[str]:
+    return flows.get_column("scheduler").unique(maintain_order=True).to_list() if "scheduler" in flows.columns else []
+
+
+def _grid(n: int, *, width: float = 4.0, height: float = 3.2) -> tuple[Figure, list]:
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def fct_boxplot(res: Results) -> Figure:
+    """Box plots of FCT (s) per scheduler; one panel per swept setting (e.g. flow size)."""
+    panels = _panels(res, res.flows)
+    scheds = _schedulers(res.flows)
+    fig, axes = _grid(len(panels))
+    for ax, (title, part) in zip(axes, panels):
+        data = [part.filter(pl.col("scheduler") == s).get_column("fct_ns").to_numpy() / 1e9 for s in scheds]
+        ax.boxplot(data, tick_labels=scheds, showfliers=True)
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("flow completion time (s)")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Flow completion time per scheduler")
+    return fig
+
+
+def fct_cdf(res: Results) -> Figure:
+    """Empirical CDFs of FCT (s), one line per scheduler; one panel per swept setting."""
+    panels = _panels(res, res.flows)
+    scheds = _schedulers(res.flows)
+    fig, axes = _grid(len(panels))
+    for ax, (title, part) in zip(axes, panels):
+        for s in scheds:
+            x = np.sort(part.filter(pl.col("scheduler") == s).get_column("fct_ns").to_numpy() / 1e9)
+            if x.size:
+                ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=s)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("flow completion time (s)")
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Flow completion time CDF")
+    return fig
+
+
+def _first_run_per_scheduler(res: Results) -> dict[str, str]:
+    """scheduler -> the first run id (in sweep order) that used it."""
+    flows = res.flows
+    if flows.is_empty() or "scheduler" not in flows.columns:
+        return {}
+    first = flows.select("scheduler", "run_id").unique(subset="scheduler", keep="first", maintain_order=True)
+    return dict(zip(first.get_column("scheduler").to_list(), first.get_column("run_id").to_list()))
+
+
+def subflow_timeseries(res: Results, run_id: str | None = None) -> Figure:
+    """Throughput (Mbit/s), cwnd (KB) and smoothed RTT (ms) of every subflow of one run over
+    time, coloured by path (default: the first run)."""
+    series = throughput_series(res)
+    if run_id is None:
+        run_id = res.runs.get_column("run_id")[0] if res.runs.height else None
+    fig = Figure(figsize=(9, 7), layout="constrained")
+    axes = fig.subplots(3, 1, sharex=True)
+    part = series.filter(pl.col("run_id") == run_id) if not series.is_empty() else series
+    paths = part.get_column("path").unique(maintain_order=True).to_list() if "path" in part.columns else []
+    colors = {p: f"C{i}" for i, p in enumerate(paths)}
+    metrics = [("throughput_bps", 1e-6, "throughput (Mbit/s)"), ("cwnd_bytes", 1e-3, "cwnd (kB)"),
+               ("srtt_ns", 1e-6, "smoothed RTT (ms)")]
+    if not part.is_empty():
+        for (_flow, _sub, path), g in part.group_by(["flow_id", "subflow", "path"], maintain_order=True):
+            t = g.get_column("time_ns").to_numpy() / 1e9
+            for ax, (col, scale, _label) in zip(axes, metrics):
+                if col in g.columns:
+                    ax.plot(t, g.get_column(col).to_numpy().astype(float) * scale, color=colors[path], lw=0.8, alpha=0.8)
+    for ax, (_col, _scale, label) in zip(axes, metrics):
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("time (s)")
+    for p, c in colors.items():
+        axes[0].plot([], [], color=c, label=str(p))
+    if colors:
+        axes[0].legend(title="path", fontsize=8)
+    fig.suptitle(f"Subflows over time — run {run_id}", fontsize=10)
+    return fig
+
+
+def ofo_timeseries(res: Results) -> Figure:
+    """Out-of-order bytes held by the receiver over time: one panel per scheduler (its first
+    run), one line per flow."""
+    runs = _first_run_per_scheduler(res)
+    fig, axes = _grid(max(len(runs), 1), width=4.5)
+    cs = res.conn_series
+    for ax, (sched, run_id) in zip(axes, runs.items()):
+        part = cs.filter(pl.col("run_id") == run_id) if not cs.is_empty() else cs
+        if not part.is_empty():
+            for _flow, g in part.group_by("flow_id", maintain_order=True):
+                ax.plot(g.get_column("time_ns").to_numpy() / 1e9, g.get_column("ofo_bytes").to_numpy() / 1e3, lw=0.8)
+        ax.set_title(f"{sched} ({run_id})", fontsize=8)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("out-of-order bytes (kB)")
+        ax.grid(alpha=0.3)
+    fig.suptitle("Receive buffer: out-of-order data")
+    return fig
+
+
+def save_all(res: Results, out: Path) -> list[Path]:
+    """Write the standard figures into `out` as PNG and SVG; returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, Figure] = {}
+    if not res.flows.is_empty() and res.flows.get_column("completed").any():
+        figures["fct_box"] = fct_boxplot(res)
+        figures["fct_cdf"] = fct_cdf(res)
+    if not res.subflow_series.is_empty():
+        for sched, run_id in _first_run_per_scheduler(res).items():
+            figures[f"subflows_{_safe(sched)}"] = subflow_timeseries(res, run_id)
+    if not res.conn_series.is_empty():
+        figures["ofo"] = ofo_timeseries(res)
+    written = []
+    for name, fig in figures.items():
+        for ext in ("png", "svg"):
+            path = out / f"{name}.{ext}"
+            fig.savefig(path, dpi=120)
+            written.append(path)
+    return written
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in name)

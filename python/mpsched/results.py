@@ -1,0 +1,91 @@
+"""A study's results in memory: one polars DataFrame per record table, across all its runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import polars as pl
+
+from mpsched.store import TABLES, run_dirs
+
+__all__ = ["Results", "load"]
+
+
+class Results:
+    """The record tables of one or more runs, each a polars DataFrame with `run_id` and the
+    swept parameters as columns.
+
+    Attributes: `flows`, `subflows`, `subflow_series`, `conn_series`, `link_series`, `links`
+    (the engine's tables), `runs` (one row per run), `params` (the swept parameter labels, in
+    sweep order), `meta` (run id -> meta.json), `path` (the study directory, if on disk).
+    """
+
+    def __init__(self, tables: dict[str, pl.DataFrame], runs: pl.DataFrame, params: list[str],
+                 meta: dict[str, dict[str, Any]], path: Path | None = None):
+        self.tables = tables
+        self.runs = runs
+        self.params = params
+        self.meta = meta
+        self.path = path
+
+    flows = property(lambda self: self.tables["flows"], doc="One row per transfer.")
+    subflows = property(lambda self: self.tables["subflows"], doc="One row per subflow.")
+    subflow_series = property(lambda self: self.tables["subflow_series"], doc="Per-subflow time series.")
+    conn_series = property(lambda self: self.tables["conn_series"], doc="Per-connection time series.")
+    link_series = property(lambda self: self.tables["link_series"], doc="Per-link time series.")
+    links = property(lambda self: self.tables["links"], doc="One row per link.")
+
+    @property
+    def group_params(self) -> list[str]:
+        """Swept parameters other than the seed: what a summary groups by."""
+        return [p for p in self.params if p != "seed"]
+
+    def summary(self) -> pl.DataFrame:
+        """FCT statistics per scheduler and swept setting (see `mpsched.analysis.fct_summary`)."""
+        from mpsched.analysis import fct_summary
+
+        return fct_summary(self)
+
+    def plot(self, out: str | Path) -> list[Path]:
+        """Write the standard figures (PNG and SVG) into `out`; returns the files."""
+        from mpsched.plots import save_all
+
+        return save_all(self, Path(out))
+
+    def __len__(self) -> int:
+        return self.runs.height
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={v.height}" for k, v in self.tables.items())
+        where = f" at {str(self.path)!r}" if self.path else ""
+        return f"<Results: {self.runs.height} runs{where}; params={self.params}; rows: {sizes}>"
+
+
+def load(path: str | Path, run_ids: Iterable[str] | None = None) -> Results:
+    """Read a results directory (written by `mpsched run`) back into a `Results`.
+
+    Only complete runs are read; `run_ids` restricts to those runs.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no results directory at {str(root)!r}")
+    wanted = None if run_ids is None else set(run_ids)
+    dirs = [d for d in run_dirs(root) if wanted is None or d.name in wanted]
+    meta = {d.name: json.loads((d / "meta.json").read_text()) for d in dirs}
+    params: list[str] = []
+    for m in meta.values():
+        for k in m.get("params", {}):
+            if k not in params:
+                params.append(k)
+    tables = {name: _concat([d / f"{name}.parquet" for d in dirs]) for name in TABLES}
+    runs = _concat([d / "run.parquet" for d in dirs])
+    return Results(tables, runs, params, meta, root)
+
+
+def _concat(files: list[Path]) -> pl.DataFrame:
+    frames = [pl.read_parquet(f) for f in files if f.is_file()]
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames, how="diagonal_relaxed")

@@ -1,0 +1,188 @@
+"""Running a scenario: expand the sweep, run each configuration on an engine, store the records.
+
+Runs are independent, so they go to a local process pool (`jobs` workers, "spawn" start method so
+no worker inherits a half-initialised thread pool from the parent). Every configuration is built
+and checked before the first run starts, so a bad sweep fails at once, not an hour in.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable
+
+from mpsched import engines, store
+from mpsched.normalize import to_config
+from mpsched.results import Results, load
+from mpsched.scenario import Scenario, ScenarioError, load_scenario
+from mpsched.sweep import axes, expand
+
+__all__ = ["RunFailed", "Task", "code_version", "describe", "plan", "run"]
+
+
+class RunFailed(RuntimeError):
+    """Some runs of a study failed; the others are stored. `failures` maps run id -> message."""
+
+    def __init__(self, failures: dict[str, str], out: Path):
+        self.failures = failures
+        first_id, first = next(iter(failures.items()))
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        super().__init__(f"{len(failures)} run(s) failed; {first_id}: {first}{more}; completed runs are in {out}")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run, ready to execute: everything a worker process needs, all picklable."""
+
+    index: int
+    run_id: str
+    params: dict[str, Any]
+    config: dict[str, Any]
+    scenario_toml: str
+
+
+def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
+    """Expand and normalize every run of `scenario` (raises `ScenarioError` on the first bad one)."""
+    types = _param_types(scenario)
+    tasks = []
+    runs = expand(scenario)
+    for r in runs:
+        try:
+            config = to_config(r.scenario)
+        except ScenarioError as e:
+            if len(runs) == 1:
+                raise
+            where = ", ".join(f"{k}={v}" for k, v in r.params.items())
+            raise ScenarioError(e.field, f"{e.message} (in the run with {where})", e.source) from None
+        params = {k: (str(v) if types.get(k) is str else v) for k, v in r.params.items()}
+        run_id = store.run_id_for(params, config, engine)
+        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml()))
+    return tasks
+
+
+def _param_types(scenario: Scenario) -> dict[str, type]:
+    """A swept field whose values mix types (e.g. "1%" and 0.02) is stored as strings, so each
+    result column has one type."""
+    out = {}
+    for a in axes(scenario):
+        kinds = {type(v) for v in a.values}
+        out[a.label] = kinds.pop() if len(kinds) == 1 else str
+    return out
+
+
+def run(
+    scenario: Scenario | str | Path,
+    out: str | Path | None = None,
+    *,
+    engine: str = "sim",
+    jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Results:
+    """Run every combination of `scenario` on `engine` and return the results.
+
+    With `out`, each run is stored under ``out/<run_id>/`` (runs already there are reused, so an
+    interrupted study resumes); without it, runs go to a temporary directory and the results are
+    returned in memory. `on_progress(done, total)` is called as runs finish.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    engines.check_engine(engine)
+    tasks = plan(scenario, engine)
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
+            res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress)
+            res.path = None
+            return res
+    return _run_tasks(tasks, Path(out), engine, jobs, on_progress)
+
+
+def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress) -> Results:
+    out.mkdir(parents=True, exist_ok=True)
+    store.clean_stale_tmp(out)
+    todo = [t for t in tasks if not store.is_complete(out / t.run_id)]
+    done = len(tasks) - len(todo)
+    if on_progress:
+        on_progress(done, len(tasks))
+    failures: dict[str, str] = {}
+    version = code_version()
+    if engine == "kernel":
+        jobs = 1  # one testbed per machine: its namespaces and addresses are fixed
+    if jobs <= 1 or len(todo) <= 1:
+        for t in todo:
+            err = _execute(t, str(out), engine, version)
+            if err:
+                failures[t.run_id] = err
+            done += 1
+            if on_progress:
+                on_progress(done, len(tasks))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+            pending = {pool.submit(_execute, t, str(out), engine, version): t for t in todo}
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    t = pending.pop(f)
+                    exc = f.exception()
+                    err = f"{type(exc).__name__}: {exc}" if exc is not None else f.result()
+                    if err:
+                        failures[t.run_id] = err
+                    done += 1
+                    if on_progress:
+                        on_progress(done, len(tasks))
+    if failures:
+        raise RunFailed(failures, out)
+    return load(out, run_ids=[t.run_id for t in tasks])
+
+
+def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
+    """Run one task and store it; returns an error message instead of raising (so one bad run
+    does not take the pool down)."""
+    started = time.time()
+    try:
+        tables = engines.run_config(task.config, engine)
+    except engines.EngineError as e:
+        return str(e)
+    meta = {
+        "run_id": task.run_id,
+        "index": task.index,
+        "params": task.params,
+        "seed": task.config["seed"],
+        "engine": engine,
+        "code_version": version,
+        "scenario_hash": store.config_hash(task.config),
+        "schema_version": store.SCHEMA_VERSION,
+        "started_unix_s": started,
+        "wall_time_s": time.time() - started,
+    }
+    store.write_run(Path(out), task.run_id, tables, params=task.params, meta=meta,
+                    scenario_toml=task.scenario_toml, config=task.config)
+    return None
+
+
+def code_version() -> str:
+    """The package version, plus the git commit (and "-dirty") when run from a checkout."""
+    import mpsched
+
+    version = mpsched.__version__
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty", "--abbrev=12"],
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return version
+    return f"{version}+git.{rev.stdout.strip()}" if rev.returncode == 0 and rev.stdout.strip() else version
+
+
+def describe(scenario: Scenario) -> dict[str, Any]:
+    """What a scenario expands to: the swept fields and the number of runs (for `mpsched check`)."""
+    ax = axes(scenario)
+    n = 1
+    for a in ax:
+        n *= len(a.values)
+    return {"runs": n, "axes": {a.label: list(a.values) for a in ax}}
+

@@ -1,0 +1,540 @@
+"""The scenario: pydantic models of what a user writes in a TOML file, and their loading.
+
+A scenario describes paths (one link each way), cross traffic, the MPTCP (or TCP) connection
+settings, the workload, what to record, the duration and the seed. Values keep the human form the
+user wrote ("150Mbit", "200ms", "64KiB"); they are checked here and converted to the core's base
+units by `mpsched.normalize`. Fields marked *sweepable* accept a list, and `Scenario.expand()` turns
+the scenario into one concrete scenario per combination (`mpsched.sweep`).
+
+Validation happens once, at the boundary: any problem raises `ScenarioError`, one message naming
+the field path (``paths[1].rate``) and what is allowed.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo
+from pydantic import field_validator, model_validator
+
+from mpsched import registry
+from mpsched.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
+
+__all__ = [
+    "Scenario",
+    "PathSpec",
+    "LinkOverride",
+    "ConnectionSpec",
+    "WorkloadSpec",
+    "CrossTrafficSpec",
+    "PathEventSpec",
+    "RecordSpec",
+    "RateStepSpec",
+    "ScenarioError",
+    "load_scenario",
+    "loads_scenario",
+]
+
+
+class ScenarioError(ValueError):
+    """A scenario the front end refuses: `field` is the path of the offending field (may be
+    empty for file-level problems), `message` says what is wrong and what is allowed."""
+
+    def __init__(self, field: str, message: str, source: str | None = None):
+        self.field = field
+        self.message = message
+        self.source = source
+        where = f"{source}: " if source else ""
+        at = f"{field}: " if field else ""
+        super().__init__(f"{where}{at}{message}")
+
+
+class _FieldError(ValueError):
+    """Raised inside model validators to point at a sub-field of the model being validated."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
+# --- value types -------------------------------------------------------------------------------
+
+
+class _Sweepable:
+    """Marker in a field's metadata: the field accepts a list, one run per element."""
+
+
+SWEEP = _Sweepable()
+
+
+def _checked(parser, *, positive: bool = False):
+    """A before-validator that checks a human value with `parser` and keeps it as written."""
+
+    def check(v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip()
+        x = parser(v)
+        if positive and x <= 0:
+            raise ValueError(f"must be positive, got {v!r}")
+        return v
+
+    return check
+
+
+def _sweepable(check):
+    """Accept a scalar, or a non-empty list of scalars each passing `check` (a sweep)."""
+
+    def validate(v: Any) -> Any:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("an empty list sweeps over nothing; give at least one value")
+            out = []
+            for i, item in enumerate(v):
+                if isinstance(item, (list, dict)):
+                    raise ValueError(f"item {i}: a sweep list holds plain values, got {item!r}")
+                try:
+                    out.append(check(item))
+                except ValueError as e:
+                    raise ValueError(f"item {i}: {e}") from None
+            if len(set(map(repr, out))) != len(out):
+                raise ValueError(f"a sweep list must not repeat a value, got {v!r}")
+            return out
+        return check(v)
+
+    return validate
+
+
+def _name(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError(f"expected a non-empty name, got {v!r}")
+    return v.strip()
+
+
+def _seed(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**64:
+        raise ValueError(f"a seed is a whole number in [0, 2^64), got {v!r}")
+    return v
+
+
+def _scheduler(v: Any) -> str:
+    v = _name(v)
+    registry.check_scheduler(v)
+    return v
+
+
+def _cc(v: Any) -> str:
+    if v not in registry.CC_NAMES:
+        raise ValueError(f"unknown congestion control {v!r}; available: {', '.join(registry.CC_NAMES)}")
+    return v
+
+
+def _count(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"expected a whole number >= 1, got {v!r}")
+    return v
+
+
+def _loss(v: Any) -> Any:
+    """A loss probability ("1%", 0.01) or a model table {model = "gilbert_elliott", ...}."""
+    if isinstance(v, dict):
+        model = v.get("model")
+        fields = {"bernoulli": ("p",), "gilbert_elliott": ("p_good_bad", "p_bad_good", "loss_good", "loss_bad")}
+        if model not in fields:
+            raise ValueError(f"loss model must be 'bernoulli' or 'gilbert_elliott', got {model!r}")
+        want = set(fields[model])
+        got = set(v) - {"model"}
+        if got - want:
+            raise ValueError(f"unknown key(s) {', '.join(sorted(got - want))} for loss model {model!r}; allowed: {', '.join(fields[model])}")
+        if want - got:
+            raise ValueError(f"loss model {model!r} needs {', '.join(sorted(want - got))}")
+        for k in fields[model]:
+            try:
+                parse_fraction(v[k])
+            except ValueError as e:
+                raise ValueError(f"{k}: {e}") from None
+        return dict(v)
+    return _sweepable(_checked(parse_fraction))(v)
+
+
+Rate = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_rate_bps, positive=True))), SWEEP]
+Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP]
+PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP]
+Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP]
+Queue = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_queue))), SWEEP]
+Loss = Annotated[Any, BeforeValidator(_loss), SWEEP]
+Seed = Annotated[Any, BeforeValidator(_sweepable(_seed)), SWEEP]
+SchedulerName = Annotated[Any, BeforeValidator(_sweepable(_scheduler)), SWEEP]
+CcName = Annotated[Any, BeforeValidator(_sweepable(_cc)), SWEEP]
+Count = Annotated[Any, BeforeValidator(_sweepable(_count)), SWEEP]
+# Not sweepable: a single value of the same kinds.
+FixedTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns))]
+FixedRate = Annotated[Any, BeforeValidator(_checked(parse_rate_bps))]
+FixedSize = Annotated[Any, BeforeValidator(_checked(parse_size_bytes, positive=True))]
+Name = Annotated[str, BeforeValidator(_name)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- paths -------------------------------------------------------------------------------------
+
+
+class RateStepSpec(_Model):
+    """One step of a capacity schedule: from `at` on, the link runs at `rate` ("0" = down)."""
+
+    at: FixedTime
+    rate: FixedRate
+
+
+class LinkOverride(_Model):
+    """Settings of one direction of a path that differ from the path-level ones."""
+
+    rate: Rate | None = None
+    delay: Time | None = None
+    jitter: Time | None = None
+    jitter_mode: Literal["smooth", "reorder"] | None = None
+    jitter_distribution: Literal["uniform", "normal"] | None = None
+    jitter_period: PositiveTime | None = None
+    queue: Queue | None = None
+    loss: Loss | None = None
+    trace: str | None = None
+    trace_period: PositiveTime | None = None
+    schedule: list[RateStepSpec] | None = None
+
+    @field_validator("trace")
+    @classmethod
+    def _trace_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _resolve_trace(v, info)
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule_ordered(cls, v: list[RateStepSpec] | None) -> list[RateStepSpec] | None:
+        if v:
+            times = [parse_time_ns(s.at) for s in v]
+            for i in range(1, len(times)):
+                if times[i] <= times[i - 1]:
+                    raise _FieldError(f"[{i}].at", "schedule steps must be in increasing time order")
+        return v
+
+
+def _resolve_trace(v: str, info: ValidationInfo) -> str:
+    """Resolve a trace path relative to the scenario file (or the working directory) and check
+    the file exists; the absolute path is kept so an expanded run does not depend on its cwd."""
+    base = Path((info.context or {}).get("base_dir", "."))
+    p = Path(v).expanduser()
+    if not p.is_absolute():
+        p = base / p
+    if not p.is_file():
+        raise ValueError(f"trace file not found: {str(p.resolve())!r} (a relative path is resolved against the scenario file's folder)")
+    return str(p.resolve())
+
+
+class PathSpec(LinkOverride):
+    """A path between client and server: a link each way. Path-level settings apply to both
+    directions; `down` / `up` override them for one direction.
+
+    Delay is given either as `rtt` (split evenly between the directions) or as one-way `delay`.
+    `jitter` is the one-way delay variation amplitude of each direction (an RTT of
+    "200ms ± 150ms" is `rtt = "200ms"`, `jitter = "75ms"`).
+    """
+
+    name: Name
+    rtt: Time | None = None
+    down: LinkOverride = Field(default_factory=LinkOverride)
+    up: LinkOverride = Field(default_factory=LinkOverride)
+
+    @model_validator(mode="after")
+    def _complete(self) -> PathSpec:
+        if self.rtt is not None and self.delay is not None:
+            raise _FieldError("rtt", "give either rtt (round trip) or delay (one way), not both")
+        for d in ("down", "up"):
+            o: LinkOverride = getattr(self, d)
+            if self.rtt is None and self.delay is None and o.delay is None:
+                raise _FieldError("rtt", f"no delay for the {d} direction: set rtt, delay or {d}.delay")
+            has_trace = (o.trace or self.trace) is not None
+            if not has_trace and o.rate is None and self.rate is None:
+                raise _FieldError("rate", f"no rate for the {d} direction: set rate, {d}.rate or a trace")
+        return self
+
+
+# --- connections, workload, the rest -------------------------------------------------------------
+
+
+class ConnectionSpec(_Model):
+    """Transport settings of the connections a workload opens (one fresh connection per flow).
+
+    Defaults follow Linux: receive buffer 6 MiB and send buffer 4 MiB (the maxima of
+    net.ipv4.tcp_rmem = "4096 131072 6291456" and tcp_wmem = "4096 16384 4194304"), MSS 1448 B
+    (1500 B MTU minus IP, TCP and timestamp option), initial window 10 segments (RFC 6928).
+    """
+
+    name: Name = "main"
+    protocol: Literal["mptcp", "tcp"] = "mptcp"
+    scheduler: SchedulerName = "minrtt"
+    scheduler_params: dict[str, Any] = Field(default_factory=dict)
+    cc: CcName = "cubic"
+    paths: list[Name] | None = None
+    backup: list[Name] = Field(default_factory=list)
+    rcv_buf: Size = "6MiB"
+    snd_buf: Size = "4MiB"
+    mss: FixedSize = 1448
+    init_cwnd: Annotated[Any, BeforeValidator(_count)] = 10
+
+    @model_validator(mode="after")
+    def _params_known(self) -> ConnectionSpec:
+        names = self.scheduler if isinstance(self.scheduler, list) else [self.scheduler]
+        for n in names:
+            try:
+                registry.check_scheduler_params(n, self.scheduler_params)
+            except ValueError as e:
+                raise _FieldError("scheduler_params", str(e)) from None
+        return self
+
+
+class WorkloadSpec(_Model):
+    """What the application does.
+
+    * ``kind = "sized"``: flows of `size` bytes (sweepable), or of each of `sizes` in turn within
+      one run, `repeat` times, each on a fresh connection. Arrivals: ``"periodic"`` (a flow
+      every `interval`), ``"poisson"`` (exponential gaps with mean `mean_gap`, drawn from the
+      run seed) or ``"back_to_back"`` (the next flow starts when the previous one ends; needs
+      flow chaining in the core).
+    * ``kind = "bulk"``: `count` flows sending without end from `start` until `stop` (default:
+      the scenario duration).
+    """
+
+    kind: Literal["sized", "bulk"] = "sized"
+    connection: Name | None = None
+    direction: Literal["download", "upload"] = "download"
+    size: Size | None = None
+    sizes: list[FixedSize] | None = None
+    repeat: Count = 1
+    arrival: Literal["periodic", "poisson", "back_to_back"] = "periodic"
+    interval: PositiveTime | None = None
+    mean_gap: PositiveTime | None = None
+    start: FixedTime = 0
+    stop: FixedTime | None = None
+    count: Annotated[Any, BeforeValidator(_count)] = 1
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkloadSpec:
+        if self.kind == "sized":
+            if (self.size is None) == (self.sizes is None):
+                raise _FieldError("size", "a sized workload needs exactly one of size (sweepable) or sizes (a list within one run)")
+            if self.sizes is not None and not self.sizes:
+                raise _FieldError("sizes", "give at least one size")
+            if self.arrival == "periodic" and self.interval is None:
+                raise _FieldError("interval", "periodic arrivals need an interval, e.g. interval = \"2s\"")
+            if self.arrival == "poisson" and self.mean_gap is None:
+                raise _FieldError("mean_gap", "poisson arrivals need a mean_gap, e.g. mean_gap = \"500ms\"")
+        else:
+            for f in ("size", "sizes", "interval", "mean_gap"):
+                if getattr(self, f) is not None:
+                    raise _FieldError(f, "only a sized workload takes this field")
+        return self
+
+
+class CrossTrafficSpec(_Model):
+    """Constant-bit-rate traffic (no congestion control) through one direction of a path."""
+
+    path: Name
+    direction: Literal["down", "up"] = "down"
+    rate: Rate
+    packet: FixedSize = 1500
+    start: FixedTime = 0
+    stop: FixedTime | None = None
+
+
+class PathEventSpec(_Model):
+    """A path going down (`up = false`) or coming back (`up = true`) at time `at`."""
+
+    at: FixedTime
+    path: Name
+    up: bool
+
+
+class RecordSpec(_Model):
+    """Sampling interval of the time series ("0" turns them off)."""
+
+    interval: FixedTime = "10ms"
+
+
+def _one_or_many(v: Any) -> Any:
+    """`[connection]` (one table) and `[[connection]]` (an array of tables) both work."""
+    return [v] if isinstance(v, dict) else v
+
+
+class Scenario(_Model):
+    """One scenario; lists in sweepable fields make it a template for many runs.
+
+    Sweepable fields: `seed`, `duration`; per path (and per direction) `rate`, `rtt`, `delay`,
+    `jitter`, `jitter_period`, `queue`, `loss` (a probability), `trace_period`; per connection
+    `scheduler`, `cc`, `rcv_buf`, `snd_buf`; per workload `size`, `repeat`, `interval`,
+    `mean_gap`; per cross-traffic source `rate`.
+    """
+
+    name: str = "scenario"
+    description: str = ""
+    seed: Seed = 1
+    duration: PositiveTime
+    paths: list[PathSpec] = Field(min_length=1)
+    connection: Annotated[list[ConnectionSpec], BeforeValidator(_one_or_many)] = Field(
+        default_factory=lambda: [ConnectionSpec()]
+    )
+    workload: Annotated[list[WorkloadSpec], BeforeValidator(_one_or_many)] = Field(min_length=1)
+    cross_traffic: list[CrossTrafficSpec] = Field(default_factory=list)
+    path_events: list[PathEventSpec] = Field(default_factory=list)
+    record: RecordSpec = Field(default_factory=RecordSpec)
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        def unique(items, what):
+            seen = set()
+            for i, it in enumerate(items):
+                if it.name in seen:
+                    raise _FieldError(f"{what}[{i}].name", f"duplicate name {it.name!r}")
+                seen.add(it.name)
+
+        unique(self.paths, "paths")
+        unique(self.connection, "connection")
+        paths = [p.name for p in self.paths]
+        conns = [c.name for c in self.connection]
+
+        def known(name, field, allowed, what):
+            if name not in allowed:
+                raise _FieldError(field, f"unknown {what} {name!r}; defined: {', '.join(allowed)}")
+
+        for i, c in enumerate(self.connection):
+            for j, p in enumerate(c.paths or []):
+                known(p, f"connection[{i}].paths[{j}]", paths, "path")
+            if c.paths is not None and not c.paths:
+                raise _FieldError(f"connection[{i}].paths", "a connection needs at least one path")
+            for j, p in enumerate(c.backup):
+                known(p, f"connection[{i}].backup[{j}]", c.paths or paths, "path of this connection")
+        for i, w in enumerate(self.workload):
+            if w.connection is not None:
+                known(w.connection, f"workload[{i}].connection", conns, "connection")
+        for i, x in enumerate(self.cross_traffic):
+            known(x.path, f"cross_traffic[{i}].path", paths, "path")
+        for i, e in enumerate(self.path_events):
+            known(e.path, f"path_events[{i}].path", paths, "path")
+        return self
+
+    # --- conveniences (implemented in other modules; kept here so users find them) ---
+
+    def expand(self) -> list[Scenario]:
+        """One concrete scenario per combination of the swept fields (see `mpsched.sweep`)."""
+        from mpsched.sweep import expand
+
+        return [r.scenario for r in expand(self)]
+
+    def to_toml(self) -> str:
+        """The scenario as TOML text (loads back into an equal scenario)."""
+        import tomli_w
+
+        return tomli_w.dumps(self.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario as plain data, without unset optional fields (TOML has no null)."""
+        return self.model_dump(mode="python", exclude_none=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, base_dir: str | Path = ".", source: str | None = None) -> Scenario:
+        """Validate plain data (e.g. parsed TOML); raises `ScenarioError`."""
+        try:
+            return cls.model_validate(data, context={"base_dir": str(base_dir)})
+        except ValidationError as e:
+            raise _to_scenario_error(e, source) from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Scenario:
+        """Read and validate a TOML scenario file; raises `ScenarioError`."""
+        return load_scenario(path)
+
+
+def loads_scenario(text: str, *, base_dir: str | Path = ".", source: str | None = None, name: str | None = None) -> Scenario:
+    """Parse and validate TOML text; raises `ScenarioError`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError("", f"TOML syntax error: {e}", source) from None
+    if name is not None and "name" not in data:
+        data["name"] = name
+    return Scenario.from_dict(data, base_dir=base_dir, source=source)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read a TOML scenario file (relative trace paths resolve against its folder)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError("", "scenario file not found", str(p)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError("", f"cannot read the scenario file: {e}", str(p)) from None
+    return loads_scenario(text, base_dir=p.parent, source=str(p), name=p.stem)
+
+
+def _format_loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.startswith("["):
+            out += part
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _to_scenario_error(e: ValidationError, source: str | None) -> ScenarioError:
+    """Turn pydantic's errors into one message: the first error in full, then a count."""
+    errs = e.errors()
+    first = errs[0]
+    loc = tuple(first["loc"])
+    err = (first.get("ctx") or {}).get("error")
+    if isinstance(err, _FieldError):
+        field = _format_loc(loc)
+        sub = err.field
+        field = (field + ("" if sub.startswith("[") or not field else ".") + sub) if field else sub
+        msg = str(err)
+    else:
+        field = _format_loc(loc)
+        msg = first["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if first["type"] == "extra_forbidden":
+            msg = f"unknown field {loc[-1]!r}" + _allowed_fields_hint(e, loc)
+        elif first["type"] == "missing":
+            msg = "this field is required"
+        elif first["type"] == "literal_error":
+            msg = f"{msg}, got {first['input']!r}"
+    if len(errs) > 1:
+        msg += f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})"
+    return ScenarioError(field, msg, source)
+
+
+def _allowed_fields_hint(e: ValidationError, loc: tuple) -> str:
+    """List the fields the model at `loc[:-1]` accepts."""
+    model: Any = Scenario
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        f = getattr(model, "model_fields", {}).get(part)
+        if f is None:
+            return ""
+        ann = f.annotation
+        for _ in range(3):  # unwrap list[...] / Optional / Annotated
+            args = getattr(ann, "__args__", None)
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                break
+            if not args:
+                break
+            ann = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[0])
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return ""
+        model = ann
+    return "; allowed: " + ", ".join(model.model_fields)
