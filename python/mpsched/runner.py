@@ -147,6 +147,7 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
         tables = engines.run_config(task.config, engine)
     except engines.EngineError as e:
         return str(e)
+    engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
     meta = {
         "run_id": task.run_id,
         "index": task.index,
@@ -158,6 +159,7 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
         "schema_version": store.SCHEMA_VERSION,
         "started_unix_s": started,
         "wall_time_s": time.time() - started,
+        "engine_stats": engine_stats,
     }
     store.write_run(Path(out), task.run_id, tables, params=task.params, meta=meta,
                     scenario_toml=task.scenario_toml, config=task.config)

@@ -62,7 +62,7 @@ def run_id_for(params: dict[str, Any], config: dict[str, Any], engine: str) -> s
     parts = [str(v) for k, v in params.items() if k != "seed"]
     if "seed" in params:
         parts.append(f"s{params['seed']}")
-    slug = re.sub(r"[^A-Za-z0-9.+-]+", "-", "_".join(parts).replace("%", "pct")).strip("-")[:60]
+    slug = re.sub(r"[^A-Za-z0-9._+-]+", "-", "_".join(parts).replace("%", "pct")).strip("-")[:60]
     return f"{slug}_{digest}" if slug else digest
 
 
@@ -145,7 +145,7 @@ def write_run(
         (tmp / "scenario.toml").write_text(scenario_toml, encoding="utf-8")
         (tmp / "config.json").write_text(json.dumps(config, indent=1, sort_keys=True), encoding="utf-8")
         # meta.json last: its presence marks a complete run.
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True, default=str), encoding="utf-8")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
         _fsync_dir(tmp)
         try:
             os.rename(tmp, final)

@@ -1,0 +1,153 @@
+"""The results store: atomic run directories, resume, and reading a study back (DuckDB, polars)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import duckdb
+import polars as pl
+import pytest
+
+import mpsched
+from mpsched import store
+from mpsched.runner import plan
+
+from conftest import SCENARIOS, synthetic_tables
+
+
+def test_a_run_writes_every_table_with_run_id_and_swept_columns(tmp_path, fake_engine):
+    res = mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert len(res) == 4 and len(fake_engine) == 4
+    dirs = sorted(p for p in tmp_path.iterdir() if not p.name.startswith("."))
+    assert len(dirs) == 4
+    for d in dirs:
+        for name in (*store.TABLES, "run"):
+            assert (d / f"{name}.parquet").is_file()
+        meta = json.loads((d / "meta.json").read_text())
+        assert meta["run_id"] == d.name and meta["engine"] == "sim" and meta["seed"] == 1
+        assert meta["scenario_hash"] == store.config_hash(json.loads((d / "config.json").read_text()))
+        assert meta["engine_stats"] == {"events": 1}  # `_stats` goes to meta, not to a table
+        assert mpsched.__version__ in meta["code_version"]
+        # the stored scenario is the concrete run: it loads, and is not a sweep any more
+        assert len(mpsched.loads_scenario((d / "scenario.toml").read_text()).expand()) == 1
+    flows = pl.read_parquet(tmp_path / "*" / "flows.parquet")
+    assert flows.height == 4 * 3
+    assert {"run_id", "scheduler", "size", "seed"} <= set(flows.columns)
+    # the synthetic engine completes every flow; the swept size label matches the flow's bytes
+    sizes = dict(flows.select("size", "size_bytes").unique().iter_rows())
+    assert sizes == {"64KiB": 65536, "256KiB": 262144}
+
+
+def test_duckdb_queries_the_study_by_glob(tmp_path, fake_engine):
+    mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    rows = duckdb.sql(
+        f"SELECT scheduler, size, count(*) AS n, median(fct_ns) AS m FROM '{tmp_path}/*/flows.parquet' "
+        "GROUP BY ALL ORDER BY scheduler, size"
+    ).fetchall()
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("minrtt", "256KiB", 3), ("minrtt", "64KiB", 3), ("roundrobin", "256KiB", 3), ("roundrobin", "64KiB", 3)]
+    # synthetic FCT: round-robin is 1.5x minRTT on the same flows
+    m = {(r[0], r[1]): r[3] for r in rows}
+    assert m[("roundrobin", "64KiB")] == pytest.approx(1.5 * m[("minrtt", "64KiB")], rel=1e-6)
+
+
+def test_results_load_back_equal_and_resume_skips_done_runs(tmp_path, fake_engine):
+    first = mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    again = mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert len(fake_engine) == 4  # the second call found every run complete
+    loaded = mpsched.load(tmp_path)
+    assert loaded.params == ["scheduler", "size", "seed"]
+    for name in store.TABLES:
+        assert loaded.tables[name].equals(first.tables[name]), name
+        assert again.tables[name].equals(first.tables[name]), name
+
+
+def test_in_memory_run_returns_results_without_a_directory(fake_engine):
+    res = mpsched.run(mpsched.load_scenario(SCENARIOS / "quick.toml"))
+    assert res.path is None and res.flows.height == 12
+    s = res.summary()
+    assert s.height == 4 and s.get_column("completed").to_list() == [3, 3, 3, 3]
+
+
+_INTERRUPTED_WRITER = textwrap.dedent(
+    """
+    import os, sys
+    import polars as pl
+    from mpsched import store
+    from mpsched.runner import plan
+    from mpsched.scenario import load_scenario
+    sys.path.insert(0, {tests!r})
+    from conftest import synthetic_tables
+
+    calls = 0
+    real = pl.DataFrame.write_parquet
+    def dying(self, *a, **k):
+        global calls
+        calls += 1
+        if calls == 3:
+            os._exit(9)  # the process dies mid-run, like a kill -9 or a power cut
+        return real(self, *a, **k)
+    pl.DataFrame.write_parquet = dying
+    t = plan(load_scenario({scenario!r}))[0]
+    store.write_run({out!r}, t.run_id, synthetic_tables(t.config), params=t.params,
+                    meta={{"engine": "sim", "index": 0, "scenario_hash": "x"}},
+                    scenario_toml=t.scenario_toml, config=t.config)
+    """
+)
+
+
+def test_a_run_killed_mid_write_leaves_no_visible_directory(tmp_path, fake_engine):
+    from conftest import REPO
+
+    script = _INTERRUPTED_WRITER.format(tests=str(REPO / "tests"), scenario=str(SCENARIOS / "quick.toml"), out=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    visible = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert visible == []
+    leftovers = list((tmp_path / ".tmp").iterdir())
+    assert len(leftovers) == 1 and (leftovers[0] / "flows.parquet").exists()  # the half run is hidden
+    assert not list(tmp_path.glob("*/flows.parquet"))
+    assert len(mpsched.load(tmp_path)) == 0
+    # the next run cleans the dead writer's leftovers and completes the study
+    res = mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert len(res) == 4
+    assert list((tmp_path / ".tmp").iterdir()) == []
+
+
+def test_a_failing_write_removes_its_temporary_directory(tmp_path, monkeypatch):
+    t = plan(mpsched.load_scenario(SCENARIOS / "quick.toml"))[0]
+    real = pl.DataFrame.write_parquet
+    calls = []
+
+    def failing(self, *a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", failing)
+    with pytest.raises(OSError, match="disk full"):
+        store.write_run(tmp_path, t.run_id, synthetic_tables(t.config), params=t.params,
+                        meta={"engine": "sim", "index": 0, "scenario_hash": "x"},
+                        scenario_toml=t.scenario_toml, config=t.config)
+    assert not (tmp_path / t.run_id).exists()
+    assert list((tmp_path / ".tmp").iterdir()) == []
+
+
+def test_run_ids_are_deterministic_and_readable():
+    tasks = plan(mpsched.load_scenario(SCENARIOS / "quick.toml"))
+    again = plan(mpsched.load_scenario(SCENARIOS / "quick.toml"))
+    assert [t.run_id for t in tasks] == [t.run_id for t in again]
+    assert tasks[0].run_id.startswith("minrtt_64KiB_s1_")
+    kernel = plan(mpsched.load_scenario(SCENARIOS / "quick.toml"), engine="kernel")
+    assert tasks[0].run_id != kernel[0].run_id  # the engine is part of what ran
+
+
+def test_empty_and_partial_tables_keep_their_columns(tmp_path):
+    df = store.to_frame({}, {"run_id": "r", "seed": 3})
+    assert df.columns == ["run_id", "seed"] and df.height == 0
+    df = store.to_frame({"flow_id": [1, 2], "end_ns": [5, None], "completed": [True, False]}, {"run_id": "r"})
+    assert df.schema["end_ns"] == pl.Int64 and df.get_column("run_id").to_list() == ["r", "r"]
