@@ -38,6 +38,9 @@
 // How long a finished sender keeps the connection open waiting for the peer's final word.
 #define LINGER_NS 10000000000ull
 
+// Longest wait for the last ACKs before the final counters are read anyway.
+#define FINAL_WAIT_NS 3000000000ull
+
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
     (void)sig;
@@ -122,6 +125,17 @@ static int sample_until_readable(int fd, uint64_t flow_id, uint64_t stop_abs, ui
     return 0;
 }
 
+// The final counters are read once every sent segment is acknowledged (the peer having all the
+// data does not mean its last ACKs have come back), or after `max_wait_ns`.
+static void final_report(int fd, uint64_t flow_id, int client_side, uint64_t max_wait_ns) {
+    uint64_t until = mpx_now_ns() + max_wait_ns;
+    while (mpx_unacked_segments(fd) > 0 && mpx_now_ns() < until && !g_stop) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 2000000};
+        nanosleep(&ts, NULL);
+    }
+    mpx_report_subflows(stdout, fd, flow_id, mpx_now_ns(), 1, client_side);
+}
+
 static int read_full(int fd, void *buf, size_t len, uint64_t stop_abs) {
     size_t got = 0;
     while (got < len) {
@@ -160,7 +174,7 @@ static void *serve(void *p) {
         send_loop(c.fd, flow_id, limit, UINT64_MAX, c.sample_ns, 0, 1);
         // The client sends one byte once it has everything (or its bulk period ended).
         sample_until_readable(c.fd, flow_id, mpx_now_ns() + LINGER_NS, c.sample_ns, 0);
-        mpx_report_subflows(stdout, c.fd, flow_id, mpx_now_ns(), 1, 0);
+        final_report(c.fd, flow_id, 0, FINAL_WAIT_NS);
     } else {
         static __thread char buf[CHUNK_BYTES];
         uint64_t got = 0, last = 0;
@@ -317,7 +331,7 @@ static void *run_flow(void *p) {
         shutdown(fd, SHUT_WR);
         struct mpx_upload_reply rep;
         int ok = read_full(fd, &rep, sizeof rep, f->deadline_abs) == 0;
-        mpx_report_subflows(stdout, fd, f->id, mpx_now_ns(), 1, 1);
+        final_report(fd, f->id, 1, FINAL_WAIT_NS);
         uint64_t got = ok ? be64toh(rep.bytes_received) : 0;
         uint64_t end = ok ? be64toh(rep.last_byte_ns) : mpx_now_ns();
         int completed = ok && (bulk ? stop_abs < f->deadline_abs : got >= f->amount && sent >= f->amount);

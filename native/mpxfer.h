@@ -39,5 +39,7 @@ uint64_t mpx_now_ns(void);
 // Returns the number of subflows seen.
 int mpx_report_subflows(FILE *out, int fd, uint64_t flow_id, uint64_t now_ns, int final,
                         int client_side);
+// Segments sent but not yet acknowledged, summed over the subflows of `fd`.
+uint64_t mpx_unacked_segments(int fd);
 
 #endif

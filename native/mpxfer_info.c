@@ -72,8 +72,8 @@ static void emit(FILE *out, uint64_t flow_id, uint64_t now_ns, int final,
             t->tcpi_ca_state);
 }
 
-int mpx_report_subflows(FILE *out, int fd, uint64_t flow_id, uint64_t now_ns, int final,
-                        int client_side) {
+// Reads every subflow's tcp_info (and addresses); returns the count, or -1 if not MPTCP.
+static int read_subflows(int fd, struct xtcp_info *ti, struct sf_addrs *ad, size_t *valid) {
     struct {
         struct mptcp_subflow_data d;
         struct xtcp_info ti[MAX_SUBFLOWS];
@@ -89,20 +89,43 @@ int mpx_report_subflows(FILE *out, int fd, uint64_t flow_id, uint64_t now_ns, in
     addrs.d.size_subflow_data = sizeof addrs.d;
     addrs.d.size_user = sizeof(struct sf_addrs);
     socklen_t l1 = sizeof infos, l2 = sizeof addrs;
-    if (getsockopt(fd, SOL_MPTCP, MPTCP_TCPINFO, &infos, &l1) == 0 &&
-        getsockopt(fd, SOL_MPTCP, MPTCP_SUBFLOW_ADDRS, &addrs, &l2) == 0 &&
-        infos.d.num_subflows > 0) {
-        unsigned n = infos.d.num_subflows;
-        if (addrs.d.num_subflows < n) n = addrs.d.num_subflows;
-        if (n > MAX_SUBFLOWS) n = MAX_SUBFLOWS;
-        size_t valid = infos.d.size_kernel < sizeof(struct xtcp_info) ? infos.d.size_kernel
-                                                                       : sizeof(struct xtcp_info);
-        for (unsigned i = 0; i < n; i++) {
-            const struct sf_addrs *a = &addrs.a[i];
-            emit(out, flow_id, now_ns, final, &infos.ti[i], valid,
-                 client_side ? &a->local : &a->remote);
-        }
-        return (int)n;
+    if (getsockopt(fd, SOL_MPTCP, MPTCP_TCPINFO, &infos, &l1) < 0 ||
+        getsockopt(fd, SOL_MPTCP, MPTCP_SUBFLOW_ADDRS, &addrs, &l2) < 0 || infos.d.num_subflows == 0)
+        return -1;
+    unsigned n = infos.d.num_subflows;
+    if (addrs.d.num_subflows < n) n = addrs.d.num_subflows;
+    if (n > MAX_SUBFLOWS) n = MAX_SUBFLOWS;
+    *valid = infos.d.size_kernel < sizeof(struct xtcp_info) ? infos.d.size_kernel : sizeof(struct xtcp_info);
+    memcpy(ti, infos.ti, n * sizeof *ti);
+    memcpy(ad, addrs.a, n * sizeof *ad);
+    return (int)n;
+}
+
+uint64_t mpx_unacked_segments(int fd) {
+    struct xtcp_info ti[MAX_SUBFLOWS];
+    struct sf_addrs ad[MAX_SUBFLOWS];
+    size_t valid;
+    uint64_t sum = 0;
+    int n = read_subflows(fd, ti, ad, &valid);
+    if (n < 0) {
+        socklen_t tl = sizeof ti[0];
+        if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti[0], &tl) < 0) return 0;
+        n = 1;
+    }
+    for (int i = 0; i < n; i++) sum += ti[i].base.tcpi_unacked;
+    return sum;
+}
+
+int mpx_report_subflows(FILE *out, int fd, uint64_t flow_id, uint64_t now_ns, int final,
+                        int client_side) {
+    struct xtcp_info tis[MAX_SUBFLOWS];
+    struct sf_addrs ads[MAX_SUBFLOWS];
+    size_t valid;
+    int n = read_subflows(fd, tis, ads, &valid);
+    if (n > 0) {
+        for (int i = 0; i < n; i++)
+            emit(out, flow_id, now_ns, final, &tis[i], valid, client_side ? &ads[i].local : &ads[i].remote);
+        return n;
     }
     // Plain TCP, or an MPTCP socket that fell back to TCP.
     struct xtcp_info ti;

@@ -18,6 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from mpsched.engines import EngineError, EngineUnavailable
+
 __all__ = ["TestbedUnavailable", "TestbedError", "sh", "ns_sh", "native_tool", "preflight",
            "remove_leftovers", "list_namespaces", "PREFIX"]
 
@@ -25,13 +27,13 @@ PREFIX = "mpsb"
 _NS_RE = re.compile(rf"^{PREFIX}-(\d+)-(\w+)$")
 
 
-class TestbedUnavailable(RuntimeError):
+class TestbedUnavailable(EngineUnavailable):
     """This machine cannot host a kernel run (not root, no MPTCP, missing tools...)."""
 
     __test__ = False
 
 
-class TestbedError(RuntimeError):
+class TestbedError(EngineError):
     """A kernel run failed while it was being set up or run."""
 
     __test__ = False

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpsched.engines import EngineError
+
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
            "client_addr", "SERVER_ADDR", "MAX_PATHS"]
 
@@ -30,7 +32,7 @@ KERNEL_SCHEDULERS = ("linux", "default", "minrtt")
 UNLIMITED_QUEUE_BYTES = 1 << 30
 
 
-class TestbedConfigError(ValueError):
+class TestbedConfigError(EngineError, ValueError):
     """The configuration asks for something the kernel testbed cannot emulate."""
 
     __test__ = False  # not a pytest test class

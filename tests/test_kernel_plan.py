@@ -1,0 +1,157 @@
+"""The kernel testbed's parts that need neither root nor MPTCP: the plan (what the testbed
+refuses, and how it maps a configuration), the comparison with the simulator, the delayer's
+timing logic (native/test_nfqdelay_core.c) and the message a machine without root gets."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mpsched.testbed import TestbedConfigError, compare, make_plan, validate
+from mpsched.testbed.plan import client_addr
+
+MS = 1_000_000
+REPO = Path(__file__).resolve().parents[1]
+
+
+def base_config():
+    def link(name, rate, delay):
+        return {"name": name, "rate_bps": rate, "delay_ns": delay, "queue_bytes": 250_000}
+    return {
+        "seed": 5, "duration_ns": 10_000 * MS,
+        "links": [link("wlan.down", 50_000_000, 10 * MS), link("wlan.up", 50_000_000, 10 * MS),
+                  link("lte.down", 15_000_000, 100 * MS), link("lte.up", 15_000_000, 100 * MS)],
+        "paths": [{"name": "wlan", "down": [0], "up": [1]}, {"name": "lte", "down": [2], "up": [3]}],
+        "transports": [{"protocol": "mptcp", "scheduler": "linux", "cc": "cubic", "paths": [1, 0],
+                        "rcv_buf_bytes": 8 << 20, "snd_buf_bytes": 8 << 20}],
+        "flows": [{"id": 4, "transport": 0, "start_ns": 5 * MS, "app": {"kind": "sized", "size_bytes": 1000}}],
+    }
+
+
+def test_plan_maps_paths_to_router_interfaces_and_queues():
+    plan = make_plan(base_config())
+    by_name = {lk.name: lk for lk in plan.links}
+    assert (by_name["lte.down"].out_dev, by_name["lte.down"].in_dev) == ("rp1", "rsrv")
+    assert (by_name["lte.up"].out_dev, by_name["lte.up"].in_dev) == ("rsrv", "rp1")
+    assert len({lk.qnum for lk in plan.links}) == 4
+    assert by_name["lte.down"].delayer_spec() == f"{by_name['lte.down'].qnum},delay_us=100000.000"
+    # The flow binds to its transport's first path: the MP_CAPABLE subflow goes over LTE.
+    assert plan.flows[0].line() == f"4 mptcp cubic {client_addr(1)} download sized 1000 {5 * MS}"
+    assert plan.mptcp_paths == (0, 1)
+
+
+def test_plan_delayer_spec_carries_jitter_and_loss():
+    cfg = base_config()
+    cfg["links"][2]["jitter"] = {"mode": "smooth", "jitter_ns": 75 * MS, "period_ns": 200 * MS}
+    cfg["links"][2]["loss"] = {"model": "bernoulli", "p": 0.01}
+    cfg["links"][3]["jitter"] = {"mode": "reorder", "jitter_ns": 5 * MS, "distribution": "normal"}
+    plan = make_plan(cfg)
+    down = next(lk for lk in plan.links if lk.name == "lte.down")
+    up = next(lk for lk in plan.links if lk.name == "lte.up")
+    assert down.delayer_spec().endswith(",jitter_us=75000.000,mode=smooth,period_us=200000.000,loss=0.01")
+    assert up.delayer_spec().endswith(",jitter_us=5000.000,mode=reorder,dist=normal")
+
+
+def test_links_without_delay_or_loss_skip_the_delayer():
+    cfg = base_config()
+    cfg["links"][0]["delay_ns"] = 0
+    plan = make_plan(cfg)
+    assert [lk.needs_delayer for lk in plan.links] == [False, True, True, True]
+
+
+@pytest.mark.parametrize("mutate, field, words", [
+    (lambda c: c["paths"][0].__setitem__("down", [0, 2]), "paths[0].down", "exactly one link"),
+    (lambda c: c["paths"][1].__setitem__("up", [1]), "paths[1].up", "already"),
+    (lambda c: c["links"][0].__setitem__("loss", {"model": "gilbert_elliott", "p_good_bad": 0.1,
+                                                   "p_bad_good": 0.5, "loss_good": 0, "loss_bad": 0.5}),
+     "links[0].loss", "Bernoulli"),
+    (lambda c: c["links"][2].__setitem__("capacity", {"kind": "schedule", "steps": []}),
+     "links[2].capacity", "constant"),
+    (lambda c: c["transports"][0].__setitem__("cc", "olia"), "transports[0].cc", "upstream Linux"),
+    (lambda c: c["transports"][0].__setitem__("scheduler", "blest"), "transports[0].scheduler", "only in the simulator"),
+    (lambda c: c.__setitem__("path_events", [{"at_ns": 1, "path": 0, "up": False}]), "path_events", "not emulated"),
+    (lambda c: c["flows"].append(dict(c["flows"][0])), "flows[1].id", "duplicate"),
+])
+def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
+    cfg = copy.deepcopy(base_config())
+    mutate(cfg)
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(cfg)
+    assert e.value.field == field
+    assert words in str(e.value)
+
+
+def _tables(fcts_by_size, acked_by_path):
+    flows = {"flow_id": [], "size_bytes": [], "fct_ns": [], "completed": []}
+    i = 0
+    for size, fcts in fcts_by_size.items():
+        for f in fcts:
+            flows["flow_id"].append(i)
+            flows["size_bytes"].append(size)
+            flows["fct_ns"].append(f)
+            flows["completed"].append(True)
+            i += 1
+    # an unfinished flow never counts
+    flows["flow_id"].append(i)
+    flows["size_bytes"].append(1000)
+    flows["fct_ns"].append(None)
+    flows["completed"].append(False)
+    subflows = {"flow_id": [0] * len(acked_by_path), "path": list(acked_by_path),
+                "bytes_acked": list(acked_by_path.values())}
+    return {"flows": flows, "subflows": subflows}
+
+
+def test_compare_reports_median_error_share_and_distance():
+    sim = _tables({1000: [100, 110, 120], 16000: [1000, 1000]}, {0: 750, 1: 250})
+    ker = _tables({1000: [200, 220, 240]}, {0: 900, 1: 100})
+    out = compare(sim, ker)
+    fct = out["fct"]
+    assert fct["size_bytes"] == [1000, 16000]
+    assert fct["sim_median_ns"][0] == 110 and fct["kernel_median_ns"][0] == 220
+    assert fct["median_rel_error"][0] == pytest.approx(-0.5)
+    assert fct["ks_distance"][0] == pytest.approx(1.0)  # disjoint distributions
+    assert fct["kernel_n"][1] == 0 and fct["median_rel_error"][1] is None
+    share = out["path_share"]
+    assert share["sim_share"] == [0.75, 0.25] and share["kernel_share"] == [0.9, 0.1]
+    assert share["difference"] == pytest.approx([-0.15, 0.15])
+    same = compare(sim, sim)["fct"]
+    assert same["median_rel_error"][0] == 0 and same["ks_distance"][0] == 0
+
+
+def test_validate_names_paths_and_draws(tmp_path):
+    rng = np.random.default_rng(1)
+    sim = _tables({1 << 20: list(rng.normal(250e6, 5e6, 20))}, {0: 1, 1: 1})
+    ker = _tables({1 << 20: list(rng.normal(260e6, 5e6, 20))}, {0: 1})
+    out = validate(base_config(), sim, ker, out=tmp_path)
+    assert out["path_share"]["path_name"] == ["wlan", "lte"]
+    assert (tmp_path / "validation.png").stat().st_size > 1000
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="needs make and a C compiler")
+def test_delayer_timing_core(tmp_path):
+    """native/test_nfqdelay_core.c: constant delay, smooth jitter bounds/mean/order, reorder
+    overtakes, Bernoulli loss rate, histogram edges, spec parsing."""
+    r = subprocess.run(["make", "-s", "-C", str(REPO / "native"), "check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "all checks passed" in r.stdout
+
+
+def test_without_root_one_clear_message():
+    code = ("from mpsched.testbed import preflight, TestbedUnavailable\n"
+            "try:\n    preflight()\nexcept TestbedUnavailable as e:\n    print('MSG', e)\n")
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("needs setpriv to drop root")
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code]
+    else:
+        cmd = [sys.executable, "-c", code]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd="/", env={**os.environ, "HOME": "/"})
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.startswith("MSG the kernel testbed needs root"), r.stdout + r.stderr
