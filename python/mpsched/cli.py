@@ -21,15 +21,27 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-err = Console(stderr=True)
-out = Console()
+
+
+class _Consoles:
+    """Rich consoles made on use, so they write to whatever sys.stdout / sys.stderr are then
+    (test runners swap them); a wide virtual width when the output is not a terminal, so a
+    summary piped to a file is not truncated."""
+
+    def __getattr__(self, name: str) -> Console:
+        stream = sys.stderr if name == "err" else sys.stdout
+        width = None if stream.isatty() else 160
+        return Console(file=stream, width=width, stderr=name == "err")
+
+
+_c = _Consoles()
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 
 
 def _fail(message: str, status: int) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    _c.err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(status)
 
 
@@ -78,9 +90,9 @@ def check(scenario: Path = typer.Argument(..., help="Scenario TOML file.")) -> N
     except ScenarioError as e:
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     d = describe(s)
-    out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)")
+    _c.out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)")
     for label, values in d["axes"].items():
-        out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False)
+        _c.out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False)
 
 
 @app.command()
@@ -106,14 +118,14 @@ def run(
         _fail(_escape(str(e)), EXIT_FAILED)
     target = out_dir or Path("results") / s.name
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False)
+    _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False)
     try:
         with _progress(n) as update:
             res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update)
     except RunFailed as e:
         _fail(_escape(str(e)), EXIT_FAILED)
     _print_summary(res)
-    err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
+    _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
 
 
 class _progress:
@@ -124,7 +136,7 @@ class _progress:
 
         self.total = total
         self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=err, transient=False)
+                            console=_c.err, transient=False)
         self.task = self.bar.add_task("runs", total=total)
         self.started = False
         import time
@@ -134,7 +146,7 @@ class _progress:
 
     def __enter__(self):
         def update(done: int, total: int) -> None:
-            if not self.started and self._time() - self.t0 > 1.0 and err.is_terminal:
+            if not self.started and self._time() - self.t0 > 1.0 and self.bar.console.is_terminal:
                 self.bar.start()
                 self.started = True
             self.bar.update(self.task, completed=done, total=total)
@@ -153,14 +165,18 @@ def _print_summary(res) -> None:
 
     df = fct_summary(res)
     if df.is_empty():
-        out.print("no flows recorded")
+        _c.out.print("no flows recorded")
         return
-    table = Table(title=f"Flow completion time ({res.runs.height} runs)", show_lines=False)
+    table = Table(title=f"Flow completion time ({res.runs.height} runs, seeds pooled)", show_lines=False)
     for c in df.columns:
-        table.add_column(c, justify="left" if df.schema[c] == pl.String else "right")
+        table.add_column(_HEADERS.get(c, c.replace("share_", "on ")), justify="left" if df.schema[c] == pl.String else "right")
     for row in df.iter_rows():
         table.add_row(*(_cell(v) for v in row))
-    out.print(table)
+    _c.out.print(table)
+
+
+_HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FCT p95 (s)",
+            "fct_mean_s": "FCT mean (s)", "redundant_share": "redundant"}
 
 
 def _cell(v) -> str:
@@ -199,7 +215,7 @@ def plot(
     res = _open(path)
     target = fig_dir or path / "figures"
     files = save_all(res, target)
-    err.print(f"{len(files)} file(s) in {target}", highlight=False)
+    _c.err.print(f"{len(files)} file(s) in {target}", highlight=False)
 
 
 @app.command()
@@ -217,12 +233,12 @@ def schedulers() -> None:
     for s in reg:
         params = ", ".join(f"{k}={v}" for k, v in s.default_params.items()) or "–"
         table.add_row(s.name, "extension" if s.is_extension else "scheduler", params, s.summary, s.source)
-    out.print(table)
+    _c.out.print(table)
 
 
 def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        err.print("interrupted; completed runs are kept, run the same command again to resume")
+        _c.err.print("interrupted; completed runs are kept, run the same command again to resume")
         sys.exit(130)

@@ -38,9 +38,10 @@ def check_engine(engine: str) -> None:
             )
     else:
         try:
-            from mpsched.testbed import run_kernel  # noqa: F401
+            from mpsched.testbed import preflight
         except ImportError as e:
             raise EngineUnavailable(f"the kernel testbed engine is not available: {e}") from None
+        preflight()  # raises an EngineUnavailable naming what the machine lacks
 
 
 def run_config(config: dict[str, Any], engine: str = "sim") -> Tables:
