@@ -42,7 +42,7 @@ if _reason:
     pytest.skip(_reason, allow_module_level=True)
 
 from mpsched.testbed import run_kernel, run_once  # noqa: E402
-from mpsched.testbed.host import PREFIX, list_namespaces, remove_leftovers  # noqa: E402
+from mpsched.testbed.host import PREFIX, list_namespaces, remove_leftovers, run_processes  # noqa: E402
 
 
 def _link(name, rate_bps, delay_ns, queue_bytes, **kw):
@@ -69,11 +69,10 @@ def _rows(table):
     return [dict(zip(cols, vals)) for vals in zip(*table.values())]
 
 
-def _leftovers():
-    ns = list_namespaces()
-    procs = subprocess.run(["pgrep", "-a", "-f", "native/build/(nfqdelay|mpxfer)"], capture_output=True,
-                           text=True).stdout.strip()
-    return ns, procs
+def _leftovers(pid: int):
+    """Namespaces and processes of the run made by process `pid` that still exist."""
+    tag = f"{PREFIX}-{pid}"
+    return [n for n in list_namespaces() if n.startswith(tag + "-")], run_processes(tag)
 
 
 @pytest.fixture(scope="module")
@@ -135,9 +134,10 @@ def test_delayer_is_accurate(table_a):
 
 
 def test_run_leaves_nothing_behind(table_a):
-    ns, procs = _leftovers()
-    assert not [n for n in ns if n.startswith(f"{PREFIX}-{os.getpid()}-")], ns
-    assert procs == ""
+    assert _leftovers(os.getpid()) == ([], [])
+    # Rules only ever go into the router namespace, never the host's.
+    host_rules = subprocess.run(["iptables", "-t", "mangle", "-S"], capture_output=True, text=True).stdout
+    assert "NFQUEUE" not in host_rules
 
 
 def test_upload_with_loss_over_tcp():
@@ -179,12 +179,11 @@ def test_interrupted_run_cleans_up(tmp_path):
         time.sleep(0.1)
     assert any(n.startswith(mine) for n in list_namespaces()), "the run never built its namespaces"
     time.sleep(1.5)  # into the transfer
+    assert len(run_processes(f"{PREFIX}-{proc.pid}")) >= 3  # delayer, server, client at least
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert "KeyboardInterrupt" in err  # it was interrupted mid-run, not finished
-    ns, procs = _leftovers()
-    assert not [n for n in ns if n.startswith(mine)], ns
-    assert procs == ""
+    assert _leftovers(proc.pid) == ([], [])
 
 
 def test_leftovers_of_a_crashed_run_are_removed():

@@ -21,9 +21,11 @@ from pathlib import Path
 from mpsched.engines import EngineError, EngineUnavailable
 
 __all__ = ["TestbedUnavailable", "TestbedError", "sh", "ns_sh", "native_tool", "preflight",
-           "remove_leftovers", "list_namespaces", "PREFIX"]
+           "remove_leftovers", "list_namespaces", "run_processes", "PREFIX", "RUN_ENV"]
 
 PREFIX = "mpsb"
+#: Environment variable carrying the run tag (`mpsb-<pid>`) into every process a run starts.
+RUN_ENV = "MPSCHED_TESTBED_RUN"
 _NS_RE = re.compile(rf"^{PREFIX}-(\d+)-(\w+)$")
 
 
@@ -163,3 +165,19 @@ def remove_leftovers() -> list[str]:
         kill_namespace(ns)
         removed.append(ns)
     return removed
+
+
+def run_processes(run_tag: str) -> list[int]:
+    """Live processes started by the run tagged `run_tag` (`mpsb-<pid>`)."""
+    needle = f"{RUN_ENV}={run_tag}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if needle in env and _alive(int(d.name)):
+            found.append(int(d.name))
+    return found

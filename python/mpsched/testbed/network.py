@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from mpsched.testbed.host import PREFIX, TestbedError, kill_namespace, native_tool, ns_sh, probe_features, sh
+from mpsched.testbed.host import PREFIX, RUN_ENV, TestbedError, kill_namespace, native_tool, ns_sh, probe_features, sh
 from mpsched.testbed.plan import ROUTER_SERVER_ADDR, SERVER_ADDR, UNLIMITED_QUEUE_BYTES, Plan, client_addr, router_addr
 
 __all__ = ["Testbed"]
@@ -43,6 +43,7 @@ class Testbed:
         self.plan = plan
         self.workdir = workdir
         base = f"{PREFIX}-{os.getpid()}"
+        self.run_tag = base
         # Keep names short: `ip netns` names end up in /run/netns and in iptables comments.
         self.cli, self.rtr, self.srv = f"{base}-c{tag}", f"{base}-r{tag}", f"{base}-s{tag}"
         self.delayer: subprocess.Popen | None = None
@@ -169,7 +170,7 @@ class Testbed:
             cmd += ["-q", lk.delayer_spec()]
         rt = ["chrt", "-f", DELAYER_RT_PRIO] if sh("chrt", "-f", DELAYER_RT_PRIO, "true", check=False).returncode == 0 else []
         self.delayer = subprocess.Popen(["ip", "netns", "exec", self.rtr, *rt, *cmd], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+                                        stderr=subprocess.PIPE, text=True, env=self._env())
         ready, _, _ = select.select([self.delayer.stdout], [], [], 5)
         line = self.delayer.stdout.readline() if ready else ""
         if line.strip() != "ready":
@@ -204,10 +205,15 @@ class Testbed:
     def spawn(self, ns: str, args: list[str], stdout: Path) -> subprocess.Popen:
         """Start a process in `ns` with stdout to a file; it is stopped by `close()`."""
         fh = open(stdout, "w")
-        proc = subprocess.Popen(["ip", "netns", "exec", ns, *args], stdout=fh, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, *args], stdout=fh, stderr=subprocess.PIPE, text=True,
+                                env=self._env())
         fh.close()
         self.procs.append(proc)
         return proc
+
+    def _env(self) -> dict[str, str]:
+        # Marks the run's processes, so leftovers can be found (host.run_processes).
+        return {**os.environ, RUN_ENV: self.run_tag}
 
     @staticmethod
     def _stop(proc: subprocess.Popen, timeout: float = 5) -> str:
