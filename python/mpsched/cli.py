@@ -104,6 +104,7 @@ def run(
 ) -> None:
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
     from mpsched import engines
+    from mpsched.progress import run_progress
     from mpsched.runner import RunFailed, plan
     from mpsched.runner import run as run_study
     from mpsched.scenario import ScenarioError
@@ -120,42 +121,12 @@ def run(
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False)
     try:
-        with _progress(n) as update:
+        with run_progress(n, _c.err) as update:
             res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update)
     except RunFailed as e:
         _fail(_escape(str(e)), EXIT_FAILED)
     _print_summary(res)
     _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
-
-
-class _progress:
-    """A rich progress bar for runs, shown once the study has taken more than a second."""
-
-    def __init__(self, total: int):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.total = total
-        self.bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=_c.err, transient=False)
-        self.task = self.bar.add_task("runs", total=total)
-        self.started = False
-        import time
-
-        self.t0 = time.monotonic()
-        self._time = time.monotonic
-
-    def __enter__(self):
-        def update(done: int, total: int) -> None:
-            if not self.started and self._time() - self.t0 > 1.0 and self.bar.console.is_terminal:
-                self.bar.start()
-                self.started = True
-            self.bar.update(self.task, completed=done, total=total)
-
-        return update
-
-    def __exit__(self, *exc) -> None:
-        if self.started:
-            self.bar.stop()
 
 
 def _print_summary(res) -> None:
@@ -192,7 +163,8 @@ def _open(path: Path):
 
     if not path.is_dir():
         _fail(f"no results directory at {_escape(str(path))}", EXIT_BAD_INPUT)
-    res = load(path)
+    with _c.err.status(f"reading {path}"):
+        res = load(path)
     if res.runs.height == 0:
         _fail(f"{_escape(str(path))} holds no complete run", EXIT_BAD_INPUT)
     return res
@@ -214,7 +186,8 @@ def plot(
 
     res = _open(path)
     target = fig_dir or path / "figures"
-    files = save_all(res, target)
+    with _c.err.status("drawing figures"):
+        files = save_all(res, target)
     _c.err.print(f"{len(files)} file(s) in {target}", highlight=False)
 
 

@@ -82,17 +82,24 @@ def run(
     engine: str = "sim",
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
+    progress: bool = False,
 ) -> Results:
     """Run every combination of `scenario` on `engine` and return the results.
 
     With `out`, each run is stored under ``out/<run_id>/`` (runs already there are reused, so an
     interrupted study resumes); without it, runs go to a temporary directory and the results are
-    returned in memory. `on_progress(done, total)` is called as runs finish.
+    returned in memory. `on_progress(done, total)` is called as runs finish; `progress=True`
+    draws a progress bar instead (terminal or notebook).
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     engines.check_engine(engine)
     tasks = plan(scenario, engine)
+    if progress and on_progress is None:
+        from mpsched.progress import run_progress
+
+        with run_progress(len(tasks)) as update:
+            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
             res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress)
