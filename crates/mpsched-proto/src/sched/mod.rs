@@ -27,6 +27,25 @@
 
 pub mod registry;
 
+mod common;
+#[cfg(test)]
+mod conformance;
+
+pub mod blest;
+pub mod bm;
+pub mod bwm;
+pub mod cfs;
+pub mod daps;
+pub mod ecf;
+pub mod freeze;
+pub mod linux;
+pub mod minrtt;
+pub mod otias;
+pub mod redundant;
+pub mod roundrobin;
+pub mod rp;
+pub mod sttf;
+
 /// Index of a subflow within its connection (0 = the initial subflow).
 pub type SubflowId = usize;
 

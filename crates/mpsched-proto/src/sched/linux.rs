@@ -1,0 +1,214 @@
+//! The upstream Linux MPTCP default scheduler: least linger time, bursts of 64 KB.
+//!
+//! Source: Linux `net/mptcp/protocol.c` (`mptcp_subflow_get_send`,
+//! `mptcp_subflow_get_retrans`, `__mptcp_push_pending`), BPF twin `mptcp_bpf_burst.c`;
+//! `reference/schedulers.md` §2.11.
+//!
+//! New data: among active subflows (established, not failed) pick the one whose queued bytes
+//! would drain soonest at its average pacing rate (`linger = wmem_queued / avg_pacing_rate`,
+//! strict `<`, oldest subflow wins ties); backups only when no active subflow exists. The
+//! chosen subflow gets one burst of at most `MPTCP_SEND_BURST_SIZE` = 65428 bytes (65536 − 20
+//! TCP − 40 options − 40 IPv6 − 8 fragment header), bounded by the receive window and by the
+//! subflow's send-buffer room; if the chosen subflow's send buffer is full the scheduler waits.
+//! The average pacing rate is updated with each burst:
+//! `avg = (avg × wmem + pacing × burst) / (burst + wmem)`.
+//!
+//! Reinjections (`get_retrans`): the first idle (nothing in flight or queued) active
+//! non-backup subflow; an idle backup only when every busy active subflow is in loss recovery.
+//!
+//! Decisions: `wmem_queued` is modelled as `in_flight + queued` bytes (no skb overhead). The
+//! subflow send buffer is modelled as Linux `tcp_sndbuf_expand` sizes it:
+//! `sndbuf_factor × max(10, cwnd in segments) × mss` (factor 2, `TCP_INIT_CWND` = 10), so this
+//! scheduler queues up to about one extra cwnd beyond the window, as upstream does. A subflow
+//! whose pacing rate is still 0 (no RTT sample) counts as infinitely fast, as Linux starts
+//! `sk_pacing_rate` at `~0UL` (`sock_init_data`). The upstream stale counter is approximated by
+//! "in loss recovery".
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{reinject_head, rwnd_blocked};
+use super::{Action, ConnView, ResendKind, Scheduler};
+
+/// `MPTCP_SEND_BURST_SIZE` (net/mptcp/protocol.c): 65536 − 20 − 40 − 40 − 8 bytes.
+pub const SEND_BURST_BYTES: u64 = 65_428;
+/// `TCP_INIT_CWND` (include/net/tcp.h), used as the floor of the send-buffer size, segments.
+const TCP_INIT_CWND_SEGMENTS: u64 = 10;
+
+/// Upstream default parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Maximum bytes per burst. Default 65428 (`MPTCP_SEND_BURST_SIZE`).
+    pub burst_bytes: u64,
+    /// Send buffer of a subflow in units of `max(10, cwnd) × mss`. Default 2
+    /// (`tcp_sndbuf_expand`: `sndmem = 2 × nr_segs × per_mss`).
+    pub sndbuf_factor: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { burst_bytes: SEND_BURST_BYTES, sndbuf_factor: 2 }
+    }
+}
+
+/// Upstream default scheduler state.
+#[derive(Debug, Clone, Default)]
+pub struct Linux {
+    cfg: Config,
+    /// Per subflow: average pacing rate, bit/s (0 = not initialised).
+    avg_pacing_rate_bps: Vec<u64>,
+}
+
+impl Linux {
+    /// Builds the scheduler.
+    pub fn new(cfg: Config) -> Self {
+        Self { cfg, avg_pacing_rate_bps: Vec::new() }
+    }
+
+    fn sndbuf_bytes(&self, sf: &super::SubflowView) -> u64 {
+        let segs = (sf.cwnd_bytes / sf.mss_bytes.max(1)).max(TCP_INIT_CWND_SEGMENTS);
+        self.cfg.sndbuf_factor.saturating_mul(segs).saturating_mul(sf.mss_bytes)
+    }
+
+    fn get_retrans(&self, view: &ConnView<'_>, out: &mut Vec<Action>) {
+        let Some(head) = reinject_head(view) else { return };
+        let mut pick = None;
+        let mut backup = None;
+        let mut all_busy_stuck = true;
+        for sf in view.subflows.iter().filter(|s| s.usable()) {
+            if sf.in_flight_bytes > 0 || sf.queued_bytes > 0 {
+                all_busy_stuck &= sf.in_loss_recovery;
+                continue;
+            }
+            if sf.backup {
+                backup = backup.or(Some(sf.id));
+            } else {
+                pick = pick.or(Some(sf.id));
+            }
+        }
+        let chosen = pick.or(if all_busy_stuck { backup } else { None });
+        if let Some(id) = chosen {
+            out.push(Action::Resend {
+                subflow: id,
+                dsn: head.dsn,
+                len: head.len,
+                kind: ResendKind::Reinject,
+            });
+        }
+    }
+}
+
+impl Scheduler for Linux {
+    fn name(&self) -> &'static str {
+        "linux"
+    }
+
+    fn schedule(&mut self, view: &ConnView<'_>, out: &mut Vec<Action>) {
+        if self.avg_pacing_rate_bps.len() < view.subflows.len() {
+            self.avg_pacing_rate_bps.resize(view.subflows.len(), 0);
+        }
+        self.get_retrans(view, out);
+        if !out.is_empty() || view.unsent_bytes == 0 || rwnd_blocked(view) {
+            return;
+        }
+        // (subflow, linger numerator wmem << 32, rate) for the best active / backup.
+        let mut best: [Option<(usize, u128)>; 2] = [None, None];
+        let mut n_active = 0;
+        for sf in view.subflows.iter().filter(|s| s.usable()) {
+            n_active += usize::from(!sf.backup);
+            let avg = &mut self.avg_pacing_rate_bps[sf.id];
+            if *avg == 0 {
+                *avg = sf.pacing_rate_bps;
+            }
+            let wmem = (sf.in_flight_bytes + sf.queued_bytes) as u128;
+            // linger = wmem / rate, in 2^-32 units; an unknown rate is infinitely fast.
+            let linger = if *avg == 0 { 0 } else { (wmem << 32) / (*avg as u128) };
+            let cls = usize::from(sf.backup);
+            if best[cls].map_or(true, |(_, l)| linger < l) {
+                best[cls] = Some((sf.id, linger));
+            }
+        }
+        let chosen = if n_active == 0 { best[1] } else { best[0] };
+        let Some((id, _)) = chosen else { return };
+        let sf = &view.subflows[id];
+        let wmem = sf.in_flight_bytes + sf.queued_bytes;
+        let sndbuf = self.sndbuf_bytes(sf);
+        if wmem >= sndbuf {
+            return; // the chosen subflow has no send-buffer room: wait
+        }
+        let burst = self
+            .cfg
+            .burst_bytes
+            .min(view.rwnd_room_bytes())
+            .min(sndbuf - wmem)
+            .min(view.unsent_bytes);
+        if burst == 0 {
+            return;
+        }
+        let avg = &mut self.avg_pacing_rate_bps[id];
+        if *avg != 0 && sf.pacing_rate_bps != 0 {
+            let num = (*avg as u128) * (wmem as u128) + (sf.pacing_rate_bps as u128) * (burst as u128);
+            *avg = (num / (burst as u128 + wmem as u128)).min(u64::MAX as u128) as u64;
+        }
+        out.push(Action::SendNew { subflow: id, max_bytes: burst });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::testing::*;
+    use super::*;
+
+    fn run(s: &mut Linux, view: &ConnView<'_>) -> Vec<Action> {
+        let mut out = Vec::new();
+        s.schedule(view, &mut out);
+        out
+    }
+
+    #[test]
+    fn picks_the_least_linger_time_not_the_lowest_rtt() {
+        // Subflow 0: fast RTT but 40 KB queued at 10 Mbit/s (32 ms to drain).
+        // Subflow 1: slower RTT, 10 KB queued at 20 Mbit/s (4 ms to drain).
+        let mut s = [sf(0, 10, 40), sf(1, 50, 40)];
+        s[0].queued_bytes = 40_000;
+        s[0].pacing_rate_bps = 10_000_000;
+        s[1].queued_bytes = 10_000;
+        s[1].pacing_rate_bps = 20_000_000;
+        let out = run(&mut Linux::default(), &conn(&s, 1_000_000));
+        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: SEND_BURST_BYTES }]);
+    }
+
+    #[test]
+    fn burst_is_bounded_by_window_and_send_buffer_and_waits_when_full() {
+        let mut s = [sf(0, 10, 10)];
+        let mut v = conn(&s, 1_000_000);
+        v.peer_rwnd_bytes = 12_000;
+        assert_eq!(run(&mut Linux::default(), &v), vec![Action::SendNew { subflow: 0, max_bytes: 12_000 }]);
+        // sndbuf = 2 x 10 x 1000 = 20 KB; 15 KB charged leaves 5 KB.
+        s[0].in_flight_bytes = 10_000;
+        s[0].queued_bytes = 5_000;
+        let v = conn(&s, 1_000_000);
+        assert_eq!(run(&mut Linux::default(), &v), vec![Action::SendNew { subflow: 0, max_bytes: 5_000 }]);
+        s[0].queued_bytes = 10_000;
+        assert!(run(&mut Linux::default(), &conn(&s, 1_000_000)).is_empty());
+    }
+
+    #[test]
+    fn backup_only_without_active_and_retransmits_on_an_idle_subflow() {
+        let mut s = [sf(0, 10, 10), sf(1, 10, 10)];
+        s[1].backup = true;
+        assert!(matches!(run(&mut Linux::default(), &conn(&s, 5000))[..], [Action::SendNew { subflow: 0, .. }]));
+        s[0].established = false;
+        assert!(matches!(run(&mut Linux::default(), &conn(&s, 5000))[..], [Action::SendNew { subflow: 1, .. }]));
+        let mut s = [sf(0, 10, 10), sf(1, 50, 10)];
+        s[0].in_flight_bytes = 3000;
+        let rq = [chunk(0, 1000, &[0])];
+        let mut v = conn(&s, 0);
+        v.reinject_queue = &rq;
+        v.next_dsn = 1000;
+        assert_eq!(
+            run(&mut Linux::default(), &v),
+            vec![Action::Resend { subflow: 1, dsn: 0, len: 1000, kind: ResendKind::Reinject }]
+        );
+    }
+}
