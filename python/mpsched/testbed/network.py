@@ -29,11 +29,22 @@ ETH_HEADER_BYTES = 14
 FRAME_BYTES = 1514
 #: htb quantum (bytes per round); testbed.md §3 used 60000 at up to 500 Mbit/s.
 HTB_QUANTUM_BYTES = 60000
-#: Above this link rate TSO/GSO super-packets are kept: segmenting everything costs more CPU
-#: than 2 cores have (testbed.md §4a: 140-245 kpkt/s saturate the machine).
-SEGMENT_BELOW_BPS = 200_000_000
+#: Set to "1" to make the endpoints send MSS-sized packets (gso_max_segs 1) instead of TSO/GSO
+#: super-packets. Off by default: TCP's TSO autosizing already limits a super-packet to about
+#: 1 ms of data at the flow's rate, and per-packet processing costs the delayer 8x the CPU and
+#: its accuracy (benches/RESULTS.md: p99 lateness 2-4 ms instead of < 0.1 ms at 150 Mbit/s).
+SEGMENT_ENV = "MPSCHED_TESTBED_SEGMENT"
 #: Real-time priority of the delayer (testbed.md §4a runs it with chrt -f 50).
 DELAYER_RT_PRIO = "50"
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time a process has used so far (/proc/<pid>/stat fields 14, 15)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class Testbed:
@@ -48,6 +59,9 @@ class Testbed:
         self.cli, self.rtr, self.srv = f"{base}-c{tag}", f"{base}-r{tag}", f"{base}-s{tag}"
         self.delayer: subprocess.Popen | None = None
         self.delayer_stats: dict | None = None
+        self.delayer_cpu_s: float | None = None
+        self.delayer_wall_s: float | None = None
+        self._delayer_started = 0.0
         self.rules: list[list[str]] = []
         self.procs: list[subprocess.Popen] = []
 
@@ -66,13 +80,13 @@ class Testbed:
         sh("ip", "link", "add", "srv0", "netns", self.srv, "type", "veth", "peer", "name", "rsrv", "netns", self.rtr)
         ns_sh(self.srv, "ip", "addr", "add", f"{SERVER_ADDR}/24", "dev", "srv0")
         ns_sh(self.rtr, "ip", "addr", "add", f"{ROUTER_SERVER_ADDR}/24", "dev", "rsrv")
-        segment = p.max_rate_bps <= SEGMENT_BELOW_BPS
+        segment = os.environ.get(SEGMENT_ENV) == "1"
         for ns, devs in ((self.cli, [f"p{i}" for i in range(p.n_paths)]), (self.srv, ["srv0"]),
                          (self.rtr, [f"rp{i}" for i in range(p.n_paths)] + ["rsrv"])):
             for dev in devs:
                 if segment and ns != self.rtr:
                     # Senders emit MSS-sized packets, so queues and the delayer see what the
-                    # simulator models rather than 64 KB TSO bursts.
+                    # simulator models rather than TSO bursts.
                     ns_sh(ns, "ip", "link", "set", "dev", dev, "gso_max_segs", "1")
                 ns_sh(ns, "ip", "link", "set", "dev", dev, "up")
         self._routing()
@@ -124,8 +138,8 @@ class Testbed:
             ns_sh(self.cli, *args)
 
     def _shaping(self) -> None:
-        """htb at the link rate with a drop-tail leaf (bfifo in bytes or pfifo in packets) on
-        the router's egress: one class on rp<i> per downlink, one class per path on rsrv."""
+        """htb at the link rate with a drop-tail bfifo leaf on the router's egress: one class
+        on rp<i> per downlink, one class per path on rsrv for the uplinks."""
         up_devs: set[str] = set()
         for lk in self.plan.links:
             dev = lk.out_dev
@@ -136,16 +150,15 @@ class Testbed:
             rate = f"{lk.rate_bps}bit"
             ns_sh(self.rtr, "tc", "class", "add", "dev", dev, "parent", "1:", "classid", classid, "htb",
                   "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM_BYTES))
-            leaf = ["tc", "qdisc", "add", "dev", dev, "parent", classid, "handle", self.leaf_handle(lk)]
-            if lk.queue_packets is not None and lk.queue_bytes is None:
-                leaf += ["pfifo", "limit", str(lk.queue_packets)]
-            else:
-                limit = lk.queue_bytes if lk.queue_bytes is not None else UNLIMITED_QUEUE_BYTES
-                if lk.queue_packets is not None:
-                    limit = min(limit, lk.queue_packets * FRAME_BYTES)
-                # bfifo counts the Ethernet header too; the simulator's limit is IP bytes.
-                limit = min(limit + limit // 1500 * ETH_HEADER_BYTES, UNLIMITED_QUEUE_BYTES)
-                leaf += ["bfifo", "limit", str(max(limit, FRAME_BYTES))]
+            # A byte limit in all cases: GSO super-packets would make a packet-count limit
+            # (pfifo) hold up to 45x more data; a packet limit becomes MTU-sized frames.
+            limit = lk.queue_bytes if lk.queue_bytes is not None else UNLIMITED_QUEUE_BYTES
+            if lk.queue_packets is not None:
+                limit = min(limit, lk.queue_packets * 1500)
+            # bfifo counts the Ethernet header too; the simulator's limit is in IP bytes.
+            limit = min(limit + limit // 1500 * ETH_HEADER_BYTES, UNLIMITED_QUEUE_BYTES)
+            leaf = ["tc", "qdisc", "add", "dev", dev, "parent", classid, "handle", self.leaf_handle(lk),
+                    "bfifo", "limit", str(max(limit, FRAME_BYTES))]
             ns_sh(self.rtr, *leaf)
             if lk.direction == "up":
                 ns_sh(self.rtr, "tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
@@ -169,6 +182,7 @@ class Testbed:
         for lk in delayed:
             cmd += ["-q", lk.delayer_spec()]
         rt = ["chrt", "-f", DELAYER_RT_PRIO] if sh("chrt", "-f", DELAYER_RT_PRIO, "true", check=False).returncode == 0 else []
+        self._delayer_started = time.monotonic()
         self.delayer = subprocess.Popen(["ip", "netns", "exec", self.rtr, *rt, *cmd], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, env=self._env())
         ready, _, _ = select.select([self.delayer.stdout], [], [], 5)
@@ -191,6 +205,8 @@ class Testbed:
             ns_sh(self.rtr, "iptables", *["-D" if a == "-A" else a for a in rule], check=False)
         self.rules = []
         if self.delayer is not None:
+            self.delayer_cpu_s = _cpu_seconds(self.delayer.pid)
+            self.delayer_wall_s = time.monotonic() - self._delayer_started
             self._stop(self.delayer)
             self.delayer = None
             path = self.workdir / f"nfqdelay-{self.rtr}.json"

@@ -156,7 +156,8 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
             tb.stop_delayer()
             tables = _tables(plan, epoch, _json_lines(client_out), _json_lines(server_out), before, after,
                              tb.delayer_stats)
-            diag = {"delayer": tb.delayer_stats, "stderr": {k: v for k, v in errs.items() if v.strip()},
+            diag = {"delayer": tb.delayer_stats, "delayer_cpu_s": tb.delayer_cpu_s,
+                    "delayer_wall_s": tb.delayer_wall_s, "stderr": {k: v for k, v in errs.items() if v.strip()},
                     "notes": plan.notes}
             return tables, diag
     finally:
@@ -198,7 +199,8 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
             series["subflow"].append(f.paths.index(path) if path in f.paths else -1)
             series["path"].append(path)
             series["cwnd_bytes"].append(d["cwnd_bytes"])
-            series["srtt_ns"].append(d["srtt_ns"])
+            # tcpi_rtt is 0 until the subflow has an RTT sample: unknown, not zero.
+            series["srtt_ns"].append(d["srtt_ns"] or None)
             series["in_flight_bytes"].append(d["in_flight_bytes"])
             series["bytes_acked"].append(d["bytes_acked"])
         else:
