@@ -258,3 +258,39 @@ def test_flows_past_the_end_and_back_to_back_are_refused():
     with pytest.raises(ScenarioError) as e:
         plan(Scenario.from_dict({**base, "workload": {"size": "1KB", "arrival": "back_to_back"}}))
     assert e.value.field == "workload[0].arrival"
+
+
+def _leaves(x, path=()):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, path + (k,))
+    elif isinstance(x, list) and x and isinstance(x[0], dict):
+        for i, v in enumerate(x):
+            yield from _leaves(v, path + (i,))
+    else:
+        yield path
+
+
+junk = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12), st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+
+
+@given(scenarios(), st.data(), junk)
+def test_any_value_anywhere_is_either_accepted_or_a_scenario_error(data, pick, value):
+    """Fuzz: put an arbitrary value at an arbitrary place; the front end never fails with anything
+    but a ScenarioError (which the CLI prints as one line, exit 2)."""
+    path = pick.draw(st.sampled_from(list(_leaves(data))))
+    bad = copy.deepcopy(data)
+    target = bad
+    for key in path[:-1]:
+        target = target[key]
+    if value is None:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    try:
+        plan(Scenario.from_dict(bad))
+    except ScenarioError as e:
+        assert e.message and "\n" not in e.message

@@ -141,7 +141,7 @@ def _loss(v: Any) -> Any:
     if isinstance(v, dict):
         model = v.get("model")
         fields = {"bernoulli": ("p",), "gilbert_elliott": ("p_good_bad", "p_bad_good", "loss_good", "loss_bad")}
-        if model not in fields:
+        if not isinstance(model, str) or model not in fields:
             raise ValueError(f"loss model must be 'bernoulli' or 'gilbert_elliott', got {model!r}")
         want = set(fields[model])
         got = set(v) - {"model"}
