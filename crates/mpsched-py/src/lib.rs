@@ -1,7 +1,11 @@
 //! PyO3 bindings: the `mpsched._core` extension module. Thin by design; the public API and its
 //! documentation live in `python/mpsched`.
 
+use mpsched_sim::config::SimConfig;
+use mpsched_sim::records::Column;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 
 /// Version of the compiled core.
 #[pyfunction]
@@ -9,8 +13,64 @@ fn core_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// Runs one normalized configuration (JSON text) and returns its tables as
+/// `{table: {column: list}}` plus a `_stats` entry. Releases the GIL while simulating.
+///
+/// Raises `ValueError("field: message")` for a configuration the core refuses.
+#[pyfunction]
+fn run_json<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
+    let cfg: SimConfig = serde_json::from_str(config_json)
+        .map_err(|e| PyValueError::new_err(format!("config: {e}")))?;
+    let records = py
+        .allow_threads(|| mpsched_sim::run::run(&cfg))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    for table in &records.tables {
+        let cols = PyDict::new(py);
+        for (name, col) in &table.columns {
+            let list = match col {
+                Column::U64(v) => PyList::new(py, v)?,
+                Column::F64(v) => PyList::new(py, v)?,
+                Column::Bool(v) => PyList::new(py, v)?,
+                Column::Str(v) => PyList::new(py, v)?,
+                Column::OptU64(v) => PyList::new(py, v)?,
+            };
+            cols.set_item(*name, list)?;
+        }
+        out.set_item(table.name, cols)?;
+    }
+    let stats = PyDict::new(py);
+    stats.set_item("events", records.stats.events)?;
+    stats.set_item("packets_sent", records.stats.packets_sent)?;
+    stats.set_item("packet_hops", records.stats.packet_hops)?;
+    stats.set_item("end_ns", records.stats.end_ns)?;
+    out.set_item("_stats", stats)?;
+    Ok(out)
+}
+
+/// The scheduler registry as JSON: a list of {name, summary, source, is_extension,
+/// default_params}.
+#[pyfunction]
+fn schedulers_json() -> String {
+    let items: Vec<serde_json::Value> = mpsched_proto::sched::registry::all()
+        .into_iter()
+        .map(|i| {
+            serde_json::json!({
+                "name": i.name,
+                "summary": i.summary,
+                "source": i.source,
+                "is_extension": i.is_extension,
+                "default_params": i.default_params,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(items).to_string()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
     Ok(())
 }

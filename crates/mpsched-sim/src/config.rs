@@ -71,7 +71,7 @@ pub struct TransportConfig {
     /// Congestion control: "reno", "cubic", "lia", "olia", "balia".
     pub cc: String,
     /// Path indices the connection opens subflows on, in order (the first carries the
-    /// MP_CAPABLE handshake).
+    /// MP_CAPABLE handshake); a flow may override them.
     pub paths: Vec<usize>,
     /// Path indices (subset of `paths`) whose subflows are backups.
     #[serde(default)]
@@ -121,6 +121,10 @@ pub struct FlowConfig {
     /// Which way the data goes: "download" (server to client, the default) or "upload".
     #[serde(default)]
     pub direction: Direction,
+    /// Paths this flow's subflows use, overriding the transport's `paths` (topologies where
+    /// every host pair has its own paths, e.g. FatTree).
+    #[serde(default)]
+    pub paths: Option<Vec<usize>>,
     /// What the application sends.
     pub app: AppConfig,
 }

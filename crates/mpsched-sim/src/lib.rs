@@ -3,3 +3,9 @@
 #![warn(missing_docs)]
 
 pub mod config;
+mod endpoint;
+pub mod records;
+pub mod run;
+mod validate;
+
+pub use validate::MAX_SUBFLOWS;

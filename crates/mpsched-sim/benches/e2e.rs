@@ -1,0 +1,123 @@
+//! End-to-end simulator speed on the scenarios our peers (ns-3, htsim) were measured on:
+//! 100 Mbit/s, 20 ms one-way, 333-packet drop-tail queue;
+//!   (1) one 100 MB bulk TCP transfer,
+//!   (2) 1000 flows of 64 KB with Poisson arrivals, mean gap 50 ms,
+//!   (3) 10 000 such flows.
+//! Prints one Markdown table row per scenario: simulated packets per wall-clock second and
+//! the cost per packet, so (2) and (3) can be compared for growth with the number of flows.
+//!
+//! Run: `cargo bench -p mpsched-sim --bench e2e` (or `make bench`, which appends to
+//! benches/RESULTS.md).
+
+use mpsched_engine::rng::Rng;
+use mpsched_engine::time::NS_PER_MS;
+use mpsched_sim::config::*;
+use std::time::Instant;
+
+fn link(name: &str) -> LinkConfig {
+    LinkConfig {
+        name: name.into(),
+        rate_bps: 100_000_000,
+        delay_ns: 20 * NS_PER_MS,
+        queue_bytes: None,
+        queue_packets: Some(333),
+        loss: LossConfig::None,
+        jitter: JitterConfig::None,
+        capacity: CapacityConfig::Constant,
+    }
+}
+
+fn base(flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
+    SimConfig {
+        seed: 1,
+        duration_ns,
+        links: vec![link("down"), link("up")],
+        paths: vec![PathConfig { name: "p".into(), down: vec![0], up: vec![1] }],
+        transports: vec![TransportConfig {
+            protocol: Protocol::Tcp,
+            scheduler: "minrtt".into(),
+            scheduler_params: serde_json::json!({}),
+            cc: "cubic".into(),
+            paths: vec![0],
+            backup_paths: vec![],
+            rcv_buf_bytes: 6 << 20,
+            snd_buf_bytes: 4 << 20,
+            mss_bytes: 1448,
+            init_cwnd_segments: 10,
+        }],
+        flows,
+        cross_traffic: vec![],
+        path_events: vec![],
+        record: RecordConfig { sample_interval_ns: 0 },
+    }
+}
+
+fn poisson_flows(n: usize, mean_gap_ns: f64, size_bytes: u64) -> Vec<FlowConfig> {
+    let mut rng = Rng::stream(42, 0);
+    let mut t = 0.0;
+    (0..n)
+        .map(|i| {
+            t += rng.exponential(mean_gap_ns);
+            FlowConfig {
+                id: i as u64,
+                transport: 0,
+                start_ns: t as u64,
+                direction: Direction::Download,
+                paths: None,
+                app: AppConfig::Sized { size_bytes },
+            }
+        })
+        .collect()
+}
+
+fn measure(name: &str, cfg: &SimConfig) {
+    let started = Instant::now();
+    let rec = mpsched_sim::run::run(cfg).expect("benchmark config is valid");
+    let wall = started.elapsed().as_secs_f64();
+    let s = rec.stats;
+    let flows = rec.table("flows").unwrap();
+    let completed = match flows.column("completed") {
+        Some(mpsched_sim::records::Column::Bool(v)) => v.iter().filter(|b| **b).count(),
+        _ => 0,
+    };
+    println!(
+        "| {name} | {:.3} | {} | {:.2} | {:.0} | {:.0} | {}/{} |",
+        wall,
+        s.packets_sent,
+        s.packets_sent as f64 / wall / 1e6,
+        wall * 1e9 / s.packets_sent.max(1) as f64,
+        s.events as f64 / wall / 1e3,
+        completed,
+        flows.rows(),
+    );
+}
+
+fn main() {
+    let only: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    println!("| scenario | wall s | packets | M packets/s | ns/packet | k events/s | flows done |");
+    println!("|---|---|---|---|---|---|---|");
+    let scenarios: Vec<(&str, SimConfig)> = vec![
+        (
+            "(1) bulk 100 MB",
+            base(
+                vec![FlowConfig {
+                    id: 0,
+                    transport: 0,
+                    start_ns: 0,
+                    direction: Direction::Download,
+                    paths: None,
+                    app: AppConfig::Sized { size_bytes: 100_000_000 },
+                }],
+                60_000 * NS_PER_MS,
+            ),
+        ),
+        ("(2) 1000 x 64 KB Poisson 50 ms", base(poisson_flows(1000, 50e6, 64_000), 200_000 * NS_PER_MS)),
+        ("(3) 10000 x 64 KB Poisson 50 ms", base(poisson_flows(10_000, 50e6, 64_000), 2_000_000 * NS_PER_MS)),
+    ];
+    for (name, cfg) in &scenarios {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        measure(name, cfg);
+    }
+}

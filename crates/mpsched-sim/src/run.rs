@@ -1,0 +1,486 @@
+//! The event loop: assembles a validated [`SimConfig`] onto the engine, drives the protocol
+//! endpoints and collects the [`Records`].
+//!
+//! The loop owns time. Protocol endpoints are sans-IO: after anything happens to an endpoint
+//! (a segment, a timer, application data) the loop drains its output with `poll_transmit`,
+//! puts each segment on the route of its subflow's path, and re-arms the endpoint's timer from
+//! `poll_timeout` (one pending timer event per endpoint; stale ones are ignored).
+
+use crate::config::{AppConfig, ConfigError, Direction, PathEvent, Protocol, SimConfig};
+use crate::endpoint::{build_endpoints, Endpoint, Segment};
+use crate::records::{
+    ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
+};
+use mpsched_engine::event::EventQueue;
+use mpsched_engine::net::{LinkId, NetEvent, Network, RouteId};
+use mpsched_engine::rng::Rng;
+
+/// Component-id bases of the random streams (stable: adding a component of one kind never
+/// shifts the streams of another).
+const RNG_LINK_BASE: u64 = 1 << 32;
+
+/// What travels in a packet.
+#[derive(Debug, Clone)]
+pub(crate) enum Payload {
+    /// A TCP/MPTCP segment of a flow's subflow.
+    Segment {
+        /// Index of the flow in the config.
+        flow: u32,
+        /// Subflow index in the connection.
+        subflow: u8,
+        /// True when travelling to the client (on a path's down route).
+        to_client: bool,
+        /// The segment.
+        seg: Segment,
+    },
+    /// A cross-traffic datagram (absorbed at the end of its route).
+    Cross,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Net(NetEvent),
+    FlowStart(u32),
+    /// Timer of a flow's endpoint (`client` selects the side).
+    Timer { flow: u32, client: bool },
+    Sample,
+    CrossSend(u32),
+    Path(u32),
+}
+
+/// Side of a connection.
+struct Side {
+    ep: Box<dyn Endpoint>,
+    timer_at_ns: Option<u64>,
+}
+
+struct Flow {
+    client: Side,
+    server: Side,
+    /// Bytes the application still has to write (None: bulk until `bulk_stop_ns`).
+    remaining_bytes: Option<u64>,
+    bulk_stop_ns: u64,
+    closed: bool,
+}
+
+/// One simulation: the network, the event queue and the flows.
+pub struct Simulation<'a> {
+    cfg: &'a SimConfig,
+    net: Network<Payload>,
+    queue: EventQueue<Event>,
+    now_ns: u64,
+    /// (down route, up route) of each path.
+    path_routes: Vec<(RouteId, RouteId)>,
+    cross_routes: Vec<RouteId>,
+    flows: Vec<Option<Flow>>,
+    /// Flows whose start time has come (a flow starting after the run's end never does).
+    started: Vec<bool>,
+    finished_rows: Vec<(FlowRow, Vec<SubflowRow>)>,
+    active_flows: usize,
+    pending_flows: usize,
+    stats: RunStats,
+    subflow_samples: Vec<SubflowSample>,
+    conn_samples: Vec<ConnSample>,
+    link_samples: Vec<LinkSample>,
+}
+
+/// Runs a configuration to the end and returns its records.
+pub fn run(cfg: &SimConfig) -> Result<Records, ConfigError> {
+    cfg.validate()?;
+    // Build every connection once up front so a bad scheduler or CC name is a config error
+    // before any time passes, not a failure in the middle of the run.
+    for (i, t) in cfg.transports.iter().enumerate() {
+        crate::endpoint::check_transport(t).map_err(|message| ConfigError { field: format!("transports[{i}]"), message })?;
+    }
+    let mut sim = Simulation::new(cfg);
+    sim.run_to_end();
+    Ok(sim.into_records())
+}
+
+impl<'a> Simulation<'a> {
+    fn new(cfg: &'a SimConfig) -> Self {
+        let mut net = Network::new();
+        for (i, l) in cfg.links.iter().enumerate() {
+            net.add_link(l.clone(), Rng::stream(cfg.seed, RNG_LINK_BASE + i as u64));
+        }
+        let ids = |v: &[usize]| v.iter().map(|&l| l as LinkId).collect::<Vec<_>>();
+        let path_routes = cfg
+            .paths
+            .iter()
+            .map(|p| (net.add_route(ids(&p.down)), net.add_route(ids(&p.up))))
+            .collect();
+        let cross_routes = cfg.cross_traffic.iter().map(|c| net.add_route(ids(&c.links))).collect();
+        let mut queue = EventQueue::new();
+        for (i, f) in cfg.flows.iter().enumerate() {
+            queue.push(f.start_ns, Event::FlowStart(i as u32));
+        }
+        for (i, c) in cfg.cross_traffic.iter().enumerate() {
+            if c.start_ns < c.stop_ns {
+                queue.push(c.start_ns, Event::CrossSend(i as u32));
+            }
+        }
+        for (i, e) in cfg.path_events.iter().enumerate() {
+            queue.push(e.at_ns, Event::Path(i as u32));
+        }
+        if cfg.record.sample_interval_ns > 0 {
+            queue.push(0, Event::Sample);
+        }
+        Self {
+            cfg,
+            net,
+            queue,
+            now_ns: 0,
+            path_routes,
+            cross_routes,
+            flows: (0..cfg.flows.len()).map(|_| None).collect(),
+            started: vec![false; cfg.flows.len()],
+            finished_rows: Vec::new(),
+            active_flows: 0,
+            pending_flows: cfg.flows.len(),
+            stats: RunStats::default(),
+            subflow_samples: Vec::new(),
+            conn_samples: Vec::new(),
+            link_samples: Vec::new(),
+        }
+    }
+
+    /// True when nothing more can happen that the records care about.
+    fn all_done(&self) -> bool {
+        self.pending_flows == 0
+            && self.active_flows == 0
+            && self.cfg.cross_traffic.iter().all(|c| c.stop_ns <= self.now_ns)
+    }
+
+    fn run_to_end(&mut self) {
+        while let Some((at_ns, ev)) = self.queue.pop() {
+            if at_ns > self.cfg.duration_ns {
+                break;
+            }
+            self.now_ns = at_ns;
+            self.stats.events += 1;
+            match ev {
+                Event::Net(ne) => self.on_net(ne),
+                Event::FlowStart(f) => self.start_flow(f as usize),
+                Event::Timer { flow, client } => self.on_timer(flow as usize, client),
+                Event::Sample => {
+                    self.sample();
+                    // Once nothing more can start, stop sampling and let the packets still in
+                    // the network drain (the loop ends when the queue is empty).
+                    if !self.all_done() {
+                        let next = self.now_ns + self.cfg.record.sample_interval_ns;
+                        self.queue.push(next, Event::Sample);
+                    }
+                }
+                Event::CrossSend(c) => self.cross_send(c as usize),
+                Event::Path(e) => self.path_event(self.cfg.path_events[e as usize]),
+            }
+        }
+        self.stats.end_ns = self.now_ns.min(self.cfg.duration_ns);
+    }
+
+    fn on_net(&mut self, ne: NetEvent) {
+        let queue = &mut self.queue;
+        let arrived = self.net.handle(self.now_ns, ne, &mut |t, e| queue.push(t, Event::Net(e)));
+        if matches!(ne, NetEvent::Arrive(_)) {
+            self.stats.packet_hops += 1;
+        }
+        let Some(pkt) = arrived else { return };
+        if let Payload::Segment { flow, subflow, to_client, seg } = pkt.payload {
+            let fi = flow as usize;
+            let now = self.now_ns;
+            if let Some(f) = self.flows[fi].as_mut() {
+                let side = if to_client { &mut f.client } else { &mut f.server };
+                side.ep.handle_segment(now, subflow as usize, &seg);
+                self.after_activity(fi);
+            }
+        }
+    }
+
+    fn start_flow(&mut self, fi: usize) {
+        let fc = &self.cfg.flows[fi];
+        let transport = &self.cfg.transports[fc.transport];
+        let (client, server) = build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns);
+        let (remaining_bytes, bulk_stop_ns) = match fc.app {
+            AppConfig::Sized { size_bytes } => (Some(size_bytes), 0),
+            AppConfig::Bulk { stop_ns } => (None, stop_ns),
+        };
+        self.started[fi] = true;
+        self.flows[fi] = Some(Flow {
+            client: Side { ep: client, timer_at_ns: None },
+            server: Side { ep: server, timer_at_ns: None },
+            remaining_bytes,
+            bulk_stop_ns,
+            closed: false,
+        });
+        self.pending_flows -= 1;
+        self.active_flows += 1;
+        self.after_activity(fi);
+    }
+
+    fn on_timer(&mut self, fi: usize, client: bool) {
+        let now = self.now_ns;
+        let Some(f) = self.flows[fi].as_mut() else { return };
+        let side = if client { &mut f.client } else { &mut f.server };
+        if side.timer_at_ns != Some(now) {
+            return; // superseded by an earlier timer
+        }
+        side.timer_at_ns = None;
+        if side.ep.poll_timeout().is_some_and(|t| t <= now) {
+            side.ep.handle_timeout(now);
+        }
+        self.after_activity(fi);
+    }
+
+    /// Feeds the application, drains both endpoints' output, re-arms their timers, and
+    /// finishes the flow when its last byte has arrived.
+    fn after_activity(&mut self, fi: usize) {
+        let now = self.now_ns;
+        let fc = &self.cfg.flows[fi];
+        let paths = self.cfg.flow_paths(fi);
+        let Some(f) = self.flows[fi].as_mut() else { return };
+        // The application writes whatever the send buffer takes.
+        let sender_is_client = fc.direction == Direction::Upload;
+        {
+            let sender = if sender_is_client { &mut f.client } else { &mut f.server };
+            if !f.closed {
+                let free = sender.ep.send_buffer_free();
+                match &mut f.remaining_bytes {
+                    Some(rem) => {
+                        let n = free.min(*rem);
+                        if n > 0 {
+                            sender.ep.write(now, n);
+                            *rem -= n;
+                        }
+                        if *rem == 0 {
+                            sender.ep.close(now);
+                            f.closed = true;
+                        }
+                    }
+                    None if now < f.bulk_stop_ns => {
+                        if free > 0 {
+                            sender.ep.write(now, free);
+                        }
+                    }
+                    None => {
+                        sender.ep.close(now);
+                        f.closed = true;
+                    }
+                }
+            }
+        }
+        for client_side in [true, false] {
+            let side = if client_side { &mut f.client } else { &mut f.server };
+            while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
+                let path = paths[subflow];
+                let (down, up) = self.path_routes[path];
+                let route = if client_side { up } else { down };
+                let size = seg.wire_bytes() as u32;
+                let payload = Payload::Segment { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, seg };
+                let queue = &mut self.queue;
+                self.net.send(now, route, size, payload, &mut |t, e| queue.push(t, Event::Net(e)));
+                self.stats.packets_sent += 1;
+            }
+            if let Some(want) = side.ep.poll_timeout() {
+                if side.timer_at_ns.is_none_or(|t| want < t) {
+                    let at = want.max(now);
+                    side.timer_at_ns = Some(at);
+                    self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side });
+                }
+            }
+        }
+        // Completion: the receiving application has every byte (sized), or the bulk sender
+        // has stopped and everything it wrote is acknowledged.
+        let receiver = if sender_is_client { &f.server } else { &f.client };
+        let sender = if sender_is_client { &f.client } else { &f.server };
+        let done = match fc.app {
+            AppConfig::Sized { size_bytes } => receiver.ep.delivered_bytes() >= size_bytes,
+            AppConfig::Bulk { .. } => f.closed && sender.ep.all_acked(),
+        };
+        if done {
+            let end_ns = match fc.app {
+                AppConfig::Sized { .. } => receiver.ep.last_delivery_ns().unwrap_or(now),
+                AppConfig::Bulk { stop_ns } => stop_ns.max(fc.start_ns),
+            };
+            self.finish_flow(fi, Some(end_ns));
+        }
+    }
+
+    fn finish_flow(&mut self, fi: usize, end_ns: Option<u64>) {
+        let Some(f) = self.flows[fi].take() else { return };
+        self.active_flows -= 1;
+        let row = self.flow_rows(fi, &f, end_ns);
+        self.finished_rows.push(row);
+    }
+
+    fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> (FlowRow, Vec<SubflowRow>) {
+        let fc = &self.cfg.flows[fi];
+        let sender_is_client = fc.direction == Direction::Upload;
+        let sender = if sender_is_client { &f.client } else { &f.server };
+        let receiver = if sender_is_client { &f.server } else { &f.client };
+        let views = sender.ep.subflow_views();
+        let subflows: Vec<SubflowRow> = views
+            .iter()
+            .map(|v| SubflowRow {
+                flow_id: fc.id,
+                subflow: v.id as u64,
+                path: self.cfg.flow_paths(fi)[v.id] as u64,
+                bytes_sent: v.bytes_sent,
+                bytes_acked: v.bytes_acked,
+                bytes_retransmitted: v.bytes_retransmitted,
+                rto_count: v.rto_count,
+            })
+            .collect();
+        let completed = match fc.app {
+            AppConfig::Sized { size_bytes } => receiver.ep.delivered_bytes() >= size_bytes,
+            AppConfig::Bulk { .. } => end_ns.is_some(),
+        };
+        let row = FlowRow {
+            end_ns,
+            fct_ns: end_ns.map(|e| e - fc.start_ns),
+            completed,
+            bytes_delivered: receiver.ep.delivered_bytes(),
+            bytes_sent: subflows.iter().map(|s| s.bytes_sent).sum(),
+            bytes_retransmitted: subflows.iter().map(|s| s.bytes_retransmitted).sum(),
+            bytes_redundant: sender.ep.redundant_bytes(),
+            ..self.base_row(fi)
+        };
+        (row, subflows)
+    }
+
+    /// The row of a flow that has moved no byte: its identity and zero counters.
+    fn base_row(&self, fi: usize) -> FlowRow {
+        let fc = &self.cfg.flows[fi];
+        let t = &self.cfg.transports[fc.transport];
+        let (size_bytes, app) = match fc.app {
+            AppConfig::Sized { size_bytes } => (Some(size_bytes), "sized"),
+            AppConfig::Bulk { .. } => (None, "bulk"),
+        };
+        FlowRow {
+            flow_id: fc.id,
+            protocol: format!("{:?}", t.protocol).to_lowercase(),
+            scheduler: if t.protocol == Protocol::Tcp { String::new() } else { t.scheduler.clone() },
+            cc: t.cc.clone(),
+            direction: format!("{:?}", fc.direction).to_lowercase(),
+            app: app.into(),
+            size_bytes,
+            start_ns: fc.start_ns,
+            end_ns: None,
+            fct_ns: None,
+            completed: false,
+            bytes_delivered: 0,
+            bytes_sent: 0,
+            bytes_retransmitted: 0,
+            bytes_redundant: 0,
+        }
+    }
+
+    fn cross_send(&mut self, ci: usize) {
+        let c = &self.cfg.cross_traffic[ci];
+        let now = self.now_ns;
+        let queue = &mut self.queue;
+        self.net.send(now, self.cross_routes[ci], c.packet_bytes as u32, Payload::Cross, &mut |t, e| queue.push(t, Event::Net(e)));
+        self.stats.packets_sent += 1;
+        // Integer pacing without drift: the k-th packet leaves at start + k * size * 8 / rate.
+        let gap_ns = mpsched_engine::time::serialization_ns(c.packet_bytes, c.rate_bps);
+        let next = now + gap_ns.max(1);
+        if next < c.stop_ns {
+            self.queue.push(next, Event::CrossSend(ci as u32));
+        }
+    }
+
+    fn path_event(&mut self, e: PathEvent) {
+        let p = &self.cfg.paths[e.path];
+        let now = self.now_ns;
+        for &l in p.down.iter().chain(&p.up) {
+            let queue = &mut self.queue;
+            self.net.set_link_up(now, l as LinkId, e.up, &mut |t, ev| queue.push(t, Event::Net(ev)));
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now_ns;
+        for (fi, f) in self.flows.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let fc = &self.cfg.flows[fi];
+            let paths = self.cfg.flow_paths(fi);
+            let sender_is_client = fc.direction == Direction::Upload;
+            let sender = if sender_is_client { &f.client } else { &f.server };
+            let receiver = if sender_is_client { &f.server } else { &f.client };
+            for v in sender.ep.subflow_views() {
+                self.subflow_samples.push(SubflowSample {
+                    time_ns: now,
+                    flow_id: fc.id,
+                    subflow: v.id as u64,
+                    path: paths[v.id] as u64,
+                    cwnd_bytes: v.cwnd_bytes,
+                    srtt_ns: v.srtt_ns,
+                    in_flight_bytes: v.in_flight_bytes,
+                    bytes_acked: v.bytes_acked,
+                });
+            }
+            let (ofo, used) = receiver.ep.receive_buffer();
+            self.conn_samples.push(ConnSample {
+                time_ns: now,
+                flow_id: fc.id,
+                delivered_bytes: receiver.ep.delivered_bytes(),
+                ofo_bytes: ofo,
+                rcv_buffer_bytes: used,
+            });
+        }
+        for l in 0..self.net.link_count() as LinkId {
+            let (qb, qp) = self.net.queue_occupancy(l);
+            self.link_samples.push(LinkSample {
+                time_ns: now,
+                link: self.net.link_name(l).to_string(),
+                queue_bytes: qb,
+                queue_packets: qp,
+                dropped_packets: self.net.link_stats(l).packets_dropped_queue,
+            });
+        }
+    }
+
+    fn into_records(mut self) -> Records {
+        // Flows still running at the end are recorded as incomplete.
+        for fi in 0..self.flows.len() {
+            if let Some(f) = self.flows[fi].take() {
+                let row = self.flow_rows(fi, &f, None);
+                self.finished_rows.push(row);
+            }
+        }
+        self.finished_rows.sort_by_key(|(r, _)| r.flow_id);
+        let mut flows = Vec::new();
+        let mut subflows = Vec::new();
+        for (r, s) in std::mem::take(&mut self.finished_rows) {
+            flows.push(r);
+            subflows.extend(s);
+        }
+        // Flows that never started (their start lies after the end of the run).
+        for fi in (0..self.cfg.flows.len()).filter(|&fi| !self.started[fi]) {
+            flows.push(self.base_row(fi));
+        }
+        flows.sort_by_key(|r| r.flow_id);
+        let links = (0..self.net.link_count() as LinkId)
+            .map(|l| {
+                let s = self.net.link_stats(l);
+                LinkRow {
+                    link: self.net.link_name(l).to_string(),
+                    bytes_forwarded: s.bytes_forwarded,
+                    packets_forwarded: s.packets_forwarded,
+                    packets_dropped: s.packets_dropped_queue,
+                    packets_lost: s.packets_lost_random + s.packets_lost_down,
+                }
+            })
+            .collect();
+        Records {
+            tables: vec![
+                FlowRow::into_table(flows),
+                SubflowRow::into_table(subflows),
+                SubflowSample::into_table(self.subflow_samples),
+                ConnSample::into_table(self.conn_samples),
+                LinkSample::into_table(self.link_samples),
+                LinkRow::into_table(links),
+            ],
+            stats: self.stats,
+        }
+    }
+}

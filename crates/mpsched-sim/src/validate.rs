@@ -1,0 +1,133 @@
+//! Checks a [`SimConfig`] for everything the core relies on, so the core never panics on a
+//! configuration that passed. The Python front end validates the human scenario first; this is
+//! the last line of defence (and the only one for configs built by hand or by benchmarks).
+
+use crate::config::{AppConfig, ConfigError, JitterConfig, Protocol, SimConfig};
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError { field: field.into(), message: message.into() }
+}
+
+/// Largest number of subflows a connection may open (path masks are 64-bit).
+pub const MAX_SUBFLOWS: usize = 32;
+
+impl SimConfig {
+    /// Paths of flow `flow` (its own, or its transport's).
+    pub fn flow_paths(&self, flow: usize) -> &[usize] {
+        let f = &self.flows[flow];
+        f.paths.as_deref().unwrap_or(&self.transports[f.transport].paths)
+    }
+
+    /// Returns the first problem found, naming the field and what is allowed.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.duration_ns == 0 {
+            return Err(err("duration_ns", "must be positive"));
+        }
+        if self.links.len() > u32::MAX as usize / 2 {
+            return Err(err("links", "too many links"));
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let f = |name: &str| format!("links[{i}].{name}");
+            l.capacity.validate(l.rate_bps).map_err(|(name, m)| err(f(&format!("capacity.{name}")), m))?;
+            l.loss.validate().map_err(|(name, m)| err(f(&format!("loss.{name}")), m))?;
+            if let JitterConfig::Smooth { period_ns: 0, .. } = l.jitter {
+                return Err(err(f("jitter.period_ns"), "must be positive"));
+            }
+            if l.queue_bytes == Some(0) || l.queue_packets == Some(0) {
+                return Err(err(f("queue"), "a queue limit must be positive (omit it for unlimited)"));
+            }
+        }
+        let n_links = self.links.len();
+        for (i, p) in self.paths.iter().enumerate() {
+            for (dir, chain) in [("down", &p.down), ("up", &p.up)] {
+                if chain.is_empty() {
+                    return Err(err(format!("paths[{i}].{dir}"), "a path needs at least one link each way"));
+                }
+                if chain.len() > u16::MAX as usize {
+                    return Err(err(format!("paths[{i}].{dir}"), "too many hops"));
+                }
+                if let Some(bad) = chain.iter().find(|&&l| l >= n_links) {
+                    return Err(err(format!("paths[{i}].{dir}"), format!("link index {bad} does not exist (there are {n_links} links)")));
+                }
+            }
+        }
+        let n_paths = self.paths.len();
+        for (i, t) in self.transports.iter().enumerate() {
+            let f = |name: &str| format!("transports[{i}].{name}");
+            if t.paths.is_empty() {
+                return Err(err(f("paths"), "a transport needs at least one path"));
+            }
+            if t.paths.len() > MAX_SUBFLOWS {
+                return Err(err(f("paths"), format!("at most {MAX_SUBFLOWS} subflows")));
+            }
+            if let Some(bad) = t.paths.iter().chain(&t.backup_paths).find(|&&p| p >= n_paths) {
+                return Err(err(f("paths"), format!("path index {bad} does not exist (there are {n_paths} paths)")));
+            }
+            if let Some(bad) = t.backup_paths.iter().find(|p| !t.paths.contains(p)) {
+                return Err(err(f("backup_paths"), format!("path {bad} is not among the transport's paths")));
+            }
+            if t.protocol == Protocol::Tcp && t.paths.len() != 1 {
+                return Err(err(f("paths"), "plain TCP uses exactly one path"));
+            }
+            if t.mss_bytes < 64 || t.mss_bytes > 65_000 {
+                return Err(err(f("mss_bytes"), "must be between 64 and 65000"));
+            }
+            if t.init_cwnd_segments == 0 {
+                return Err(err(f("init_cwnd_segments"), "must be at least 1"));
+            }
+            if t.rcv_buf_bytes < 2 * t.mss_bytes || t.snd_buf_bytes < 2 * t.mss_bytes {
+                return Err(err(f("rcv_buf_bytes"), "buffers must hold at least two segments"));
+            }
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for (i, fl) in self.flows.iter().enumerate() {
+            let f = |name: &str| format!("flows[{i}].{name}");
+            if fl.transport >= self.transports.len() {
+                return Err(err(f("transport"), format!("transport index {} does not exist", fl.transport)));
+            }
+            if let Some(paths) = &fl.paths {
+                let t = &self.transports[fl.transport];
+                if paths.is_empty() || paths.len() > MAX_SUBFLOWS {
+                    return Err(err(f("paths"), format!("between 1 and {MAX_SUBFLOWS} paths")));
+                }
+                if let Some(bad) = paths.iter().find(|&&p| p >= n_paths) {
+                    return Err(err(f("paths"), format!("path index {bad} does not exist (there are {n_paths} paths)")));
+                }
+                if t.protocol == Protocol::Tcp && paths.len() != 1 {
+                    return Err(err(f("paths"), "plain TCP uses exactly one path"));
+                }
+            }
+            if !ids.insert(fl.id) {
+                return Err(err(f("id"), format!("flow id {} is used twice", fl.id)));
+            }
+            match fl.app {
+                AppConfig::Sized { size_bytes: 0 } => return Err(err(f("app.size_bytes"), "must be positive")),
+                AppConfig::Bulk { stop_ns } if stop_ns <= fl.start_ns => {
+                    return Err(err(f("app.stop_ns"), "must be after the flow's start"))
+                }
+                _ => {}
+            }
+        }
+        if self.flows.len() > u32::MAX as usize {
+            return Err(err("flows", "too many flows"));
+        }
+        for (i, c) in self.cross_traffic.iter().enumerate() {
+            let f = |name: &str| format!("cross_traffic[{i}].{name}");
+            if c.links.is_empty() || c.links.iter().any(|&l| l >= n_links) {
+                return Err(err(f("links"), "must list existing link indices"));
+            }
+            if c.rate_bps == 0 {
+                return Err(err(f("rate_bps"), "must be positive"));
+            }
+            if c.packet_bytes == 0 || c.packet_bytes > 65_535 {
+                return Err(err(f("packet_bytes"), "must be between 1 and 65535"));
+            }
+        }
+        for (i, e) in self.path_events.iter().enumerate() {
+            if e.path >= n_paths {
+                return Err(err(format!("path_events[{i}].path"), format!("path index {} does not exist", e.path)));
+            }
+        }
+        Ok(())
+    }
+}

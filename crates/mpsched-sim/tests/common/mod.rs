@@ -1,0 +1,98 @@
+//! Builders shared by the integration tests: small scenarios in a few lines.
+#![allow(dead_code)]
+
+use mpsched_sim::config::*;
+use mpsched_sim::records::{Column, Records};
+
+pub const MS: u64 = 1_000_000;
+pub const S: u64 = 1_000_000_000;
+
+/// A link with a rate, a one-way delay and a queue limit in packets.
+pub fn link(name: &str, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> LinkConfig {
+    LinkConfig {
+        name: name.into(),
+        rate_bps,
+        delay_ns,
+        queue_bytes: None,
+        queue_packets: Some(queue_packets),
+        loss: LossConfig::None,
+        jitter: JitterConfig::None,
+        capacity: CapacityConfig::Constant,
+    }
+}
+
+/// A transport over `paths`.
+pub fn transport(protocol: Protocol, scheduler: &str, cc: &str, paths: Vec<usize>) -> TransportConfig {
+    TransportConfig {
+        protocol,
+        scheduler: scheduler.into(),
+        scheduler_params: serde_json::json!({}),
+        cc: cc.into(),
+        paths,
+        backup_paths: vec![],
+        rcv_buf_bytes: 6 << 20,
+        snd_buf_bytes: 4 << 20,
+        mss_bytes: 1448,
+        init_cwnd_segments: 10,
+    }
+}
+
+/// A sized download starting at `start_ns` on transport `transport`.
+pub fn sized(id: u64, transport: usize, start_ns: u64, size_bytes: u64) -> FlowConfig {
+    FlowConfig { id, transport, start_ns, direction: Direction::Download, paths: None, app: AppConfig::Sized { size_bytes } }
+}
+
+/// Paths from (down, up) link pairs given as link configs; returns links and paths.
+pub fn paths_of(pairs: Vec<(LinkConfig, LinkConfig)>) -> (Vec<LinkConfig>, Vec<PathConfig>) {
+    let mut links = Vec::new();
+    let mut paths = Vec::new();
+    for (i, (d, u)) in pairs.into_iter().enumerate() {
+        links.push(d);
+        links.push(u);
+        paths.push(PathConfig { name: format!("p{i}"), down: vec![2 * i], up: vec![2 * i + 1] });
+    }
+    (links, paths)
+}
+
+/// An empty scenario over the given links and paths.
+pub fn scenario(links: Vec<LinkConfig>, paths: Vec<PathConfig>, duration_ns: u64) -> SimConfig {
+    SimConfig {
+        seed: 1,
+        duration_ns,
+        links,
+        paths,
+        transports: vec![],
+        flows: vec![],
+        cross_traffic: vec![],
+        path_events: vec![],
+        record: RecordConfig { sample_interval_ns: 0 },
+    }
+}
+
+pub fn u64s(rec: &Records, table: &str, column: &str) -> Vec<u64> {
+    match rec.table(table).and_then(|t| t.column(column)) {
+        Some(Column::U64(v)) => v.clone(),
+        other => panic!("{table}.{column}: {other:?}"),
+    }
+}
+
+pub fn opt_u64s(rec: &Records, table: &str, column: &str) -> Vec<Option<u64>> {
+    match rec.table(table).and_then(|t| t.column(column)) {
+        Some(Column::OptU64(v)) => v.clone(),
+        other => panic!("{table}.{column}: {other:?}"),
+    }
+}
+
+pub fn bools(rec: &Records, table: &str, column: &str) -> Vec<bool> {
+    match rec.table(table).and_then(|t| t.column(column)) {
+        Some(Column::Bool(v)) => v.clone(),
+        other => panic!("{table}.{column}: {other:?}"),
+    }
+}
+
+pub fn strs(rec: &Records, table: &str, column: &str) -> Vec<String> {
+    match rec.table(table).and_then(|t| t.column(column)) {
+        Some(Column::Str(v)) => v.clone(),
+        other => panic!("{table}.{column}: {other:?}"),
+    }
+}
