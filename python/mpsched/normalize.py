@@ -160,7 +160,10 @@ def _link(p: PathSpec, d: str, delay_ns: int, rtt_ns: int, where: str) -> dict[s
     elif q.bytes is not None:
         link["queue_bytes"] = q.bytes
     elif q.bdp is not None:
-        link["queue_bytes"] = max(MIN_QUEUE_BYTES, math.ceil(q.bdp * rate_bps * rtt_ns / 8e9))
+        bdp_bytes = q.bdp * rate_bps * rtt_ns / 8e9
+        if bdp_bytes > 2**63 - 1:
+            raise ScenarioError(field("queue"), f"{q.bdp:g} BDP is {bdp_bytes:.3g} bytes, more than the core can hold")
+        link["queue_bytes"] = max(MIN_QUEUE_BYTES, math.ceil(bdp_bytes))
 
     loss = _get(p, d, "loss")
     link["loss"] = _loss(loss)

@@ -130,9 +130,14 @@ def _cc(v: Any) -> str:
     return v
 
 
+#: Upper bound of counts (flows per workload entry, initial window): far above any real study,
+#: low enough that a typo cannot exhaust memory while flows are laid out.
+MAX_COUNT = 1_000_000
+
+
 def _count(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"expected a whole number >= 1, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_COUNT:
+        raise ValueError(f"expected a whole number from 1 to {MAX_COUNT:,}, got {v!r}")
     return v
 
 

@@ -68,6 +68,17 @@ def _non_negative(x: float, value: object, what: str) -> None:
         raise ValueError(f"{what} must not be negative, got {value!r}")
 
 
+#: Largest value in base units: the core stores u64, the result tables Int64.
+MAX_BASE_UNITS = 2**63 - 1
+
+
+def _to_int(x: float, value: object, what: str) -> int:
+    """Round to base units, refusing what the core's integers cannot hold."""
+    if not math.isfinite(x) or abs(x) > MAX_BASE_UNITS:
+        raise ValueError(f"{what} {value!r} is too large")
+    return round(x)
+
+
 def parse_rate_bps(value: object) -> int:
     """A rate in bit/s: ``"150Mbit"``, ``"1.5 Gbit/s"``, ``"500kbps"``, ``"10MB/s"``, or a number."""
     x, unit = _split(value, "a rate", "'150Mbit' or '1.5Gbit/s'")
@@ -81,7 +92,7 @@ def parse_rate_bps(value: object) -> int:
     scale = _RATE_PREFIX[m.group("p")]
     if m.group("u") in ("B/s", "Bps", "byte/s"):
         scale *= 8
-    return round(x * scale)
+    return _to_int(x * scale, value, "the rate")
 
 
 def parse_time_ns(value: object) -> int:
@@ -97,7 +108,7 @@ def parse_time_ns(value: object) -> int:
             "(a bare number is seconds)"
         )
     _non_negative(x, value, "a time")
-    return round(x * scale)
+    return _to_int(x * scale, value, "the time")
 
 
 def parse_size_bytes(value: object) -> int:
@@ -113,7 +124,7 @@ def parse_size_bytes(value: object) -> int:
             "or KiB/MiB/GiB (powers of 1024)"
         )
     _non_negative(x, value, "a size")
-    return round(x * scale)
+    return _to_int(x * scale, value, "the size")
 
 
 def parse_fraction(value: object) -> float:
@@ -158,8 +169,8 @@ def parse_queue(value: object) -> QueueLimit:
     _non_negative(x, value, "a queue limit")
     low = unit.lower()
     if low in ("p", "pkt", "pkts", "packet", "packets"):
-        if x != int(x):
-            raise ValueError(f"a queue in packets must be a whole number, got {value!r}")
+        if x != int(x) or x > MAX_BASE_UNITS:
+            raise ValueError(f"a queue in packets must be a whole number (and not absurdly large), got {value!r}")
         return QueueLimit(packets=int(x))
     if low == "bdp":
         if x <= 0:
