@@ -76,15 +76,18 @@ def to_config(scenario: Scenario) -> dict[str, Any]:
             )
 
     cross = []
-    for x in scenario.cross_traffic:
+    for xi, x in enumerate(scenario.cross_traffic):
         i = index[x.path]
+        start, stop = parse_time_ns(x.start), parse_time_ns(x.stop) if x.stop is not None else duration_ns
+        if stop <= start:
+            raise ScenarioError(f"cross_traffic[{xi}].stop", "cross traffic must stop after it starts (default stop: the duration)")
         cross.append(
             {
                 "links": [2 * i if x.direction == "down" else 2 * i + 1],
                 "rate_bps": parse_rate_bps(x.rate),
                 "packet_bytes": parse_size_bytes(x.packet),
-                "start_ns": parse_time_ns(x.start),
-                "stop_ns": parse_time_ns(x.stop) if x.stop is not None else duration_ns,
+                "start_ns": start,
+                "stop_ns": stop,
             }
         )
     events = [{"at_ns": parse_time_ns(e.at), "path": index[e.path], "up": e.up} for e in scenario.path_events]

@@ -1,0 +1,14 @@
+"""Typed stubs of the compiled core (`crates/mpsched-py`). The public API lives in `mpsched`."""
+
+def core_version() -> str:
+    """Version of the compiled core (the workspace version)."""
+
+def run_json(config_json: str) -> dict[str, dict[str, list]]:
+    """Run one normalized configuration (JSON text, the serde schema of
+    crates/mpsched-sim/src/config.rs) and return its record tables, table name -> column name ->
+    values, plus a `_stats` entry of run counters. Raises ValueError("field: message") for a
+    configuration the core refuses."""
+
+def schedulers_json() -> str:
+    """The scheduler registry as JSON: a list of {name, summary, source, is_extension,
+    default_params}."""
