@@ -12,7 +12,9 @@
 //
 // Usage: nfqdelay [-g] [-s SEED] [-o STATS.json] -q SPEC [-q SPEC ...]
 //   SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]
-//          [,dist=uniform|normal][,loss=PROB]
+//          [,dist=uniform|normal][,loss=PROB][,gso=0|1]
+// -g queues GSO super-packets whole (NFQA_CFG_F_GSO); gso=0 on a queue makes the kernel segment
+// them before queueing instead, so that loss applies per packet as in the simulator.
 // Prints "ready" on stdout once every queue is bound (add the iptables rules only then: NFQUEUE
 // without a listener drops). SIGINT/SIGTERM: accepts everything still held, unbinds, writes the
 // statistics (packets, bytes, losses, max occupancy, lateness histogram) as JSON.
@@ -224,7 +226,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: nfqdelay [-g] [-s SEED] [-o STATS.json] -q SPEC [-q SPEC ...]\n"
             "  SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]"
-            "[,dist=uniform|normal][,loss=PROB]\n");
+            "[,dist=uniform|normal][,loss=PROB][,gso=0|1]\n");
 }
 
 int main(int argc, char **argv) {
@@ -273,7 +275,7 @@ int main(int argc, char **argv) {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
     setsockopt(fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof one);
     for (int i = 0; i < c.nqueues; i++)
-        if (bind_queue(&c, c.queues[i].qnum, gso) < 0) return 1;
+        if (bind_queue(&c, c.queues[i].qnum, c.queues[i].gso >= 0 ? c.queues[i].gso : gso) < 0) return 1;
 
     // Signals only interrupt ppoll, so the stop flag is never missed between check and sleep.
     sigset_t block, empty;

@@ -36,6 +36,7 @@ void dq_init(struct dq_queue *q, uint16_t qnum, enum dq_mode mode, uint64_t dela
     q->jitter_ns = jitter_ns;
     q->period_ns = period_ns;
     q->loss_prob = loss_prob;
+    q->gso = -1;
     // Each queue gets its own stream derived from (seed, queue number).
     q->rng = seed * 0x100000001b3ull ^ ((uint64_t)qnum << 32 | 0x5eedu);
     next_u64(&q->rng);
@@ -62,7 +63,7 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
         return -1;
     }
     double delay_us = 0, jitter_us = 0, period_us = 0, loss = 0;
-    int mode = -1;
+    int mode = -1, gso = -1;
     enum dq_dist dist = DQ_UNIFORM;
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
@@ -83,6 +84,7 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
         else if (!strcmp(k, "mode") && !strcmp(v, "reorder")) mode = DQ_REORDER;
         else if (!strcmp(k, "dist") && !strcmp(v, "uniform")) dist = DQ_UNIFORM;
         else if (!strcmp(k, "dist") && !strcmp(v, "normal")) dist = DQ_NORMAL;
+        else if (!strcmp(k, "gso") && numeric && (x == 0 || x == 1)) gso = (int)x;
         else {
             snprintf(err, errlen, "bad setting %s=%s", k, v);
             return -1;
@@ -96,6 +98,7 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
     dq_init(q, (uint16_t)qnum, (enum dq_mode)mode, (uint64_t)llround(delay_us * 1e3),
             (uint64_t)llround(jitter_us * 1e3), (uint64_t)llround(period_us * 1e3), loss, seed);
     q->dist = dist;
+    q->gso = gso;
     return 0;
 }
 

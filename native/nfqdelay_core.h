@@ -37,6 +37,7 @@ struct dq_queue {
     uint64_t period_ns;
     double loss_prob;
     uint64_t rng;
+    int gso; // -1: the program's -g setting; 0/1: this queue's (spec key gso=)
     // smooth jitter: segment index and the jitter samples (signed ns) at its two ends
     int smooth_started;
     uint64_t seg_index;

@@ -138,6 +138,8 @@ static void parse_specs(void) {
     CHECK(dq_parse_spec(&q, "2,delay_us=5,mode=reorder,jitter_us=3,dist=normal", 1, err, sizeof err) == 0,
           "%s", err);
     CHECK(q.mode == DQ_REORDER && q.dist == DQ_NORMAL, "reorder normal");
+    CHECK(q.gso == -1, "gso follows -g unless given");
+    CHECK(dq_parse_spec(&q, "2,delay_us=5,loss=0.1,gso=0", 1, err, sizeof err) == 0 && q.gso == 0, "gso=0");
     CHECK(dq_parse_spec(&q, "1,delay_us=5,jitter_us=3", 1, err, sizeof err) < 0, "smooth without period");
     CHECK(dq_parse_spec(&q, "1,loss=2", 1, err, sizeof err) < 0, "loss > 1");
     CHECK(dq_parse_spec(&q, "x,delay_us=1", 1, err, sizeof err) < 0, "queue not a number");

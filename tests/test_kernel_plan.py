@@ -55,7 +55,7 @@ def test_plan_delayer_spec_carries_jitter_and_loss():
     plan = make_plan(cfg)
     down = next(lk for lk in plan.links if lk.name == "lte.down")
     up = next(lk for lk in plan.links if lk.name == "lte.up")
-    assert down.delayer_spec().endswith(",jitter_us=75000.000,mode=smooth,period_us=200000.000,loss=0.01")
+    assert down.delayer_spec().endswith(",jitter_us=75000.000,mode=smooth,period_us=200000.000,loss=0.01,gso=0")
     assert up.delayer_spec().endswith(",jitter_us=5000.000,mode=reorder,dist=normal")
 
 

@@ -94,7 +94,9 @@ class LinkPlan:
             else:
                 spec += f",dist={self.distribution}"
         if self.loss > 0:
-            spec += f",loss={self.loss!r}"
+            # Let the kernel segment GSO super-packets before they reach this queue, so that
+            # loss hits single packets as in the simulator, not bursts of up to 45.
+            spec += f",loss={self.loss!r},gso=0"
         return spec
 
 

@@ -37,7 +37,9 @@ FLOW_COLUMNS = ("flow_id", "protocol", "scheduler", "cc", "direction", "app", "s
                 "bytes_redundant")
 SUBFLOW_COLUMNS = ("flow_id", "subflow", "path", "bytes_sent", "bytes_acked", "bytes_retransmitted", "rto_count")
 SERIES_COLUMNS = ("time_ns", "flow_id", "subflow", "path", "cwnd_bytes", "srtt_ns", "in_flight_bytes", "bytes_acked")
-LINK_COLUMNS = ("link", "bytes_forwarded", "packets_forwarded", "packets_dropped")
+LINK_COLUMNS = ("link", "bytes_forwarded", "packets_forwarded", "packets_dropped", "packets_lost")
+#: A qdisc counts the Ethernet header of every packet (skb->len at egress); the tables count IP bytes.
+ETH_HEADER_BYTES = 14
 
 
 @contextmanager
@@ -251,10 +253,13 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
     for lk in sorted(plan.links, key=lambda lk: lk.index):
         b, a = before.get(lk.index, {}), after.get(lk.index, {})
         links["link"].append(lk.name)
-        links["bytes_forwarded"].append(a.get("bytes", 0) - b.get("bytes", 0))
-        links["packets_forwarded"].append(a.get("packets", 0) - b.get("packets", 0))
-        # Random losses are counted by the delayer over the whole run, warm-up included.
-        links["packets_dropped"].append(a.get("drops", 0) - b.get("drops", 0) + (lost.get(lk.qnum, 0) if lk.needs_delayer else 0))
+        packets = a.get("packets", 0) - b.get("packets", 0)
+        links["bytes_forwarded"].append(a.get("bytes", 0) - b.get("bytes", 0) - ETH_HEADER_BYTES * packets)
+        links["packets_forwarded"].append(packets)
+        # Drop-tail drops of the bfifo (this run only); random losses are the delayer's, which
+        # counts over its whole life, warm-up included (a few packets at most).
+        links["packets_dropped"].append(a.get("drops", 0) - b.get("drops", 0))
+        links["packets_lost"].append(lost.get(lk.qnum, 0) if lk.needs_delayer else 0)
     return {"flows": flows, "subflows": subflows, "subflow_series": series, "links": links}
 
 
