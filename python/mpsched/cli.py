@@ -93,6 +93,12 @@ def check(scenario: Path = typer.Argument(..., help="Scenario TOML file.")) -> N
     _c.out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)")
     for label, values in d["axes"].items():
         _c.out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False)
+    if "design" in d:
+        ds = d["design"]
+        _c.out.print(f"  design: {ds['kind']}, {ds['samples']} points", highlight=False)
+        for label, (lo, hi) in ds["ranges"].items():
+            scale = " (log)" if label in ds["log"] else ""
+            _c.out.print(f"    {label}: {lo} .. {hi}{scale}", highlight=False)
 
 
 @app.command()

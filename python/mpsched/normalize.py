@@ -107,6 +107,8 @@ def to_config(scenario: Scenario) -> dict[str, Any]:
 def _check_concrete(s: Scenario) -> None:
     from mpsched.sweep import axes
 
+    if s.design is not None:
+        raise ScenarioError("design", "a scenario with a design stands for many runs; expand it first (Scenario.expand())")
     ax = axes(s)
     if ax:
         raise ScenarioError(

@@ -190,8 +190,12 @@ def code_version() -> str:
 def describe(scenario: Scenario) -> dict[str, Any]:
     """What a scenario expands to: the swept fields and the number of runs (for `mpsched check`)."""
     ax = axes(scenario)
-    n = 1
+    n = int(scenario.design.samples) if scenario.design is not None else 1
     for a in ax:
         n *= len(a.values)
-    return {"runs": n, "axes": {a.label: list(a.values) for a in ax}}
+    out: dict[str, Any] = {"runs": n, "axes": {a.label: list(a.values) for a in ax}}
+    if scenario.design is not None:
+        d = scenario.design
+        out["design"] = {"kind": d.kind, "samples": int(d.samples), "ranges": dict(d.ranges), "log": list(d.log)}
+    return out
 

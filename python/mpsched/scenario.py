@@ -32,6 +32,7 @@ __all__ = [
     "PathEventSpec",
     "RecordSpec",
     "RateStepSpec",
+    "DesignSpec",
     "ScenarioError",
     "load_scenario",
     "loads_scenario",
@@ -63,10 +64,15 @@ class _FieldError(ValueError):
 
 
 class _Sweepable:
-    """Marker in a field's metadata: the field accepts a list, one run per element."""
+    """Marker in a field's metadata: the field accepts a list, one run per element. `kind` says
+    which parser reads it, so a space-filling design can draw values for it."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
 
 
-SWEEP = _Sweepable()
+SWEEP_RATE, SWEEP_TIME, SWEEP_SIZE = _Sweepable("rate"), _Sweepable("time"), _Sweepable("size")
+SWEEP_FRACTION, SWEEP_COUNT, SWEEP_OTHER = _Sweepable("fraction"), _Sweepable("count"), _Sweepable("other")
 
 
 def _checked(parser, *, positive: bool = False):
@@ -163,16 +169,16 @@ def _loss(v: Any) -> Any:
     return _sweepable(_checked(parse_fraction))(v)
 
 
-Rate = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_rate_bps, positive=True))), SWEEP]
-Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP]
-PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP]
-Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP]
-Queue = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_queue))), SWEEP]
-Loss = Annotated[Any, BeforeValidator(_loss), SWEEP]
-Seed = Annotated[Any, BeforeValidator(_sweepable(_seed)), SWEEP]
-SchedulerName = Annotated[Any, BeforeValidator(_sweepable(_scheduler)), SWEEP]
-CcName = Annotated[Any, BeforeValidator(_sweepable(_cc)), SWEEP]
-Count = Annotated[Any, BeforeValidator(_sweepable(_count)), SWEEP]
+Rate = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_rate_bps, positive=True))), SWEEP_RATE]
+Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP_TIME]
+PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP_TIME]
+Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP_SIZE]
+Queue = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_queue))), SWEEP_OTHER]
+Loss = Annotated[Any, BeforeValidator(_loss), SWEEP_FRACTION]
+Seed = Annotated[Any, BeforeValidator(_sweepable(_seed)), SWEEP_OTHER]
+SchedulerName = Annotated[Any, BeforeValidator(_sweepable(_scheduler)), SWEEP_OTHER]
+CcName = Annotated[Any, BeforeValidator(_sweepable(_cc)), SWEEP_OTHER]
+Count = Annotated[Any, BeforeValidator(_sweepable(_count)), SWEEP_COUNT]
 # Not sweepable: a single value of the same kinds.
 FixedTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns))]
 FixedRate = Annotated[Any, BeforeValidator(_checked(parse_rate_bps))]
@@ -367,6 +373,19 @@ class RecordSpec(_Model):
     interval: FixedTime = "10ms"
 
 
+class DesignSpec(_Model):
+    """A space-filling design over continuous fields (scipy.stats.qmc): `samples` points drawn
+    in `ranges` (field label -> [low, high], labels as in result columns: "lte.rate",
+    "wlan.rtt", "rcv_buf", ...), each run at one point. `log` lists the labels drawn on a log
+    scale. Combines with list sweeps: every point runs for every combination of the lists."""
+
+    kind: Literal["sobol", "lhs", "halton", "random"] = "sobol"
+    samples: Annotated[Any, BeforeValidator(_count)]
+    seed: Annotated[Any, BeforeValidator(_seed)] = 0
+    ranges: dict[str, list[Any]] = Field(min_length=1)
+    log: list[str] = Field(default_factory=list)
+
+
 def _one_or_many(v: Any) -> Any:
     """`[connection]` (one table) and `[[connection]]` (an array of tables) both work."""
     return [v] if isinstance(v, dict) else v
@@ -393,6 +412,15 @@ class Scenario(_Model):
     cross_traffic: list[CrossTrafficSpec] = Field(default_factory=list)
     path_events: list[PathEventSpec] = Field(default_factory=list)
     record: RecordSpec = Field(default_factory=RecordSpec)
+    design: DesignSpec | None = None
+
+    @model_validator(mode="after")
+    def _design_fields(self) -> Scenario:
+        if self.design is not None:
+            from mpsched.sweep import check_design
+
+            check_design(self)  # raises _FieldError naming design.ranges.<label>
+        return self
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:

@@ -59,7 +59,7 @@ def run_id_for(params: dict[str, Any], config: dict[str, Any], engine: str) -> s
     study resumable.
     """
     digest = hashlib.sha256(f"{engine}\n{config_hash(config)}".encode()).hexdigest()[:10]
-    parts = [str(v) for k, v in params.items() if k != "seed"]
+    parts = [f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in params.items() if k != "seed"]
     if "seed" in params:
         parts.append(f"s{params['seed']}")
     slug = re.sub(r"[^A-Za-z0-9._+-]+", "-", "_".join(parts).replace("%", "pct")).strip("-")[:60]

@@ -1,0 +1,111 @@
+"""Sweeps: list grids and space-filling designs, and the columns they give the results."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import mpsched
+from mpsched.runner import describe, plan
+from mpsched.scenario import Scenario, ScenarioError
+from mpsched.sweep import axes, expand
+
+BASE = {
+    "duration": "10s",
+    "paths": [{"name": "wlan", "rate": "50Mbit", "rtt": "20ms"}, {"name": "lte", "rate": "10Mbit", "rtt": "80ms"}],
+    "connection": {"scheduler": ["minrtt", "ecf"]},
+    "workload": {"size": "64KiB", "interval": "1s"},
+}
+
+
+def with_design(**design):
+    return Scenario.from_dict({**BASE, "seed": [1, 2], "design": design})
+
+
+def test_list_labels_are_short_or_named_and_seed_varies_fastest():
+    s = Scenario.from_dict({**BASE, "seed": [5, 6], "paths": [
+        {"name": "wlan", "rate": ["50Mbit", "100Mbit"], "rtt": "20ms"}, {"name": "lte", "rate": "10Mbit", "rtt": "80ms"}]})
+    assert [a.label for a in axes(s)] == ["wlan.rate", "scheduler", "seed"]
+    runs = expand(s)
+    assert len(runs) == 8
+    assert [r.params["seed"] for r in runs[:4]] == [5, 6, 5, 6]
+    assert runs[0].params == {"wlan.rate": "50Mbit", "scheduler": "minrtt", "seed": 5}
+    assert runs[-1].scenario.paths[0].rate == "100Mbit" and runs[-1].scenario.connection[0].scheduler == "ecf"
+
+
+def test_two_connections_sweeping_the_same_field_get_named_labels():
+    s = Scenario.from_dict({**BASE, "connection": [{"name": "a", "scheduler": ["minrtt", "ecf"]},
+                                                   {"name": "b", "scheduler": ["blest", "redundant"]}]})
+    assert [a.label for a in axes(s)] == ["a.scheduler", "b.scheduler"]
+    assert len(expand(s)) == 4
+
+
+@pytest.mark.parametrize("kind", ["sobol", "lhs", "halton", "random"])
+def test_a_design_draws_its_points_inside_the_ranges(kind):
+    s = with_design(kind=kind, samples=8, seed=3,
+                    ranges={"lte.rate": ["1Mbit", "100Mbit"], "lte.rtt": ["20ms", "400ms"], "wlan.loss": ["0%", "2%"]},
+                    log=["lte.rate"])
+    tasks = plan(s)
+    assert len(tasks) == 2 * 8 * 2 == describe(s)["runs"]
+    points = {(t.params["lte.rate_bps"], t.params["lte.rtt_ns"], t.params["wlan.loss"]) for t in tasks}
+    assert len(points) == 8  # each point runs for both schedulers and both seeds
+    for t in tasks:
+        lte_down = t.config["links"][2]
+        assert 1e6 <= lte_down["rate_bps"] == t.params["lte.rate_bps"] <= 1e8
+        assert 10_000_000 <= lte_down["delay_ns"] <= 200_000_000  # half the drawn RTT
+        assert lte_down["delay_ns"] == t.params["lte.rtt_ns"] // 2
+        p = t.config["links"][0]["loss"].get("p", 0.0)
+        assert p == pytest.approx(t.params["wlan.loss"])
+        assert 0 <= p <= 0.02
+    assert plan(s)[5].params == tasks[5].params  # deterministic for a design seed
+
+
+def test_space_filling_designs_cover_each_dimension_evenly():
+    s = with_design(kind="lhs", samples=10, ranges={"lte.rtt": ["0ms", "100ms"]})
+    rtts = sorted({t.params["lte.rtt_ns"] for t in plan(s)})
+    # Latin hypercube: exactly one of the 10 points in each tenth of the range
+    assert [int(r // 10_000_000) for r in rtts] == list(range(10))
+
+
+def test_log_scale_spreads_points_over_decades():
+    s = with_design(kind="lhs", samples=9, ranges={"lte.rate": ["1Mbit", "1000Mbit"]}, log=["lte.rate"])
+    decades = sorted({int(math.log10(t.params["lte.rate_bps"])) for t in plan(s)})
+    assert decades == [6, 7, 8]
+
+
+@pytest.mark.parametrize(
+    "design, field",
+    [
+        ({"samples": 4, "ranges": {"lte.speed": ["1Mbit", "2Mbit"]}}, "design.ranges.lte.speed"),
+        ({"samples": 4, "ranges": {"scheduler": ["a", "b"]}}, "design.ranges.scheduler"),
+        ({"samples": 4, "ranges": {"lte.rate": ["2Mbit", "1Mbit"]}}, "design.ranges.lte.rate"),
+        ({"samples": 4, "ranges": {"lte.rtt": ["0ms", "9ms"]}, "log": ["lte.rtt"]}, "design.ranges.lte.rtt"),
+        ({"samples": 4, "ranges": {"lte.rate": ["1Mbit"]}}, "design.ranges.lte.rate"),
+        ({"samples": 0, "ranges": {"lte.rate": ["1Mbit", "2Mbit"]}}, "design.samples"),
+        ({"samples": 4, "ranges": {"lte.rate": ["1Mbit", "2Mbit"]}, "log": ["wlan.rate"]}, "design.log[0]"),
+    ],
+)
+def test_bad_designs_name_the_field(design, field):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict({**BASE, "design": design})
+    assert e.value.field == field, str(e.value)
+
+
+def test_a_field_cannot_be_both_a_list_and_a_design_range():
+    data = {**BASE, "paths": [{"name": "lte", "rate": ["1Mbit", "2Mbit"], "rtt": "80ms"}],
+            "design": {"samples": 2, "ranges": {"lte.rate": ["1Mbit", "9Mbit"]}}}
+    with pytest.raises(ScenarioError, match="already swept"):
+        Scenario.from_dict(data)
+
+
+def test_design_scenarios_round_trip_and_results_carry_unit_columns(tmp_path, fake_engine):
+    s = with_design(samples=4, ranges={"lte.rate": ["1Mbit", "100Mbit"], "rcv_buf": ["256KiB", "8MiB"]})
+    assert mpsched.loads_scenario(s.to_toml()) == s
+    res = mpsched.run(s, tmp_path)
+    assert {"lte.rate_bps", "rcv_buf_bytes", "scheduler", "seed"} <= set(res.flows.columns)
+    assert res.flows.get_column("lte.rate_bps").n_unique() == 4
+    with pytest.raises(ScenarioError):
+        from mpsched.normalize import to_config
+
+        to_config(s)  # a design is many runs
