@@ -151,3 +151,24 @@ def test_empty_and_partial_tables_keep_their_columns(tmp_path):
     assert df.columns == ["run_id", "seed"] and df.height == 0
     df = store.to_frame({"flow_id": [1, 2], "end_ns": [5, None], "completed": [True, False]}, {"run_id": "r"})
     assert df.schema["end_ns"] == pl.Int64 and df.get_column("run_id").to_list() == ["r", "r"]
+
+
+def test_runs_go_to_a_given_executor_and_failures_are_collected(tmp_path, fake_engine, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mpsched import engines
+
+    with ThreadPoolExecutor(2) as pool:
+        res = mpsched.run(SCENARIOS / "quick.toml", tmp_path / "ok", executor=pool)
+    assert len(res) == 4 and len(fake_engine) == 4
+
+    def flaky(config, engine="sim"):
+        if config["transports"][0]["scheduler"] == "roundrobin":
+            raise engines.EngineError("roundrobin exploded")
+        return synthetic_tables(config)
+
+    monkeypatch.setattr(engines, "run_config", flaky)
+    with ThreadPoolExecutor(2) as pool, pytest.raises(mpsched.RunFailed) as e:
+        mpsched.run(SCENARIOS / "quick.toml", tmp_path / "half", executor=pool)
+    assert len(e.value.failures) == 2 and "roundrobin exploded" in str(e.value)
+    assert len(mpsched.load(tmp_path / "half")) == 2  # the good runs are kept

@@ -10,7 +10,8 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from contextlib import nullcontext
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -83,6 +84,7 @@ def run(
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     progress: bool = False,
+    executor: Executor | None = None,
 ) -> Results:
     """Run every combination of `scenario` on `engine` and return the results.
 
@@ -90,6 +92,10 @@ def run(
     interrupted study resumes); without it, runs go to a temporary directory and the results are
     returned in memory. `on_progress(done, total)` is called as runs finish; `progress=True`
     draws a progress bar instead (terminal or notebook).
+
+    `jobs` local processes run the study, unless an `executor` is given: any
+    `concurrent.futures.Executor`, e.g. a Dask cluster's ``client.get_executor()`` (its workers
+    must see `out` on a shared file system).
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -99,16 +105,17 @@ def run(
         from mpsched.progress import run_progress
 
         with run_progress(len(tasks)) as update:
-            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update)
+            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
-            res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress)
+            res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress, executor)
             res.path = None
             return res
-    return _run_tasks(tasks, Path(out), engine, jobs, on_progress)
+    return _run_tasks(tasks, Path(out), engine, jobs, on_progress, executor)
 
 
-def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress) -> Results:
+def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress,
+               executor: Executor | None = None) -> Results:
     out.mkdir(parents=True, exist_ok=True)
     store.clean_stale_tmp(out)
     todo = [t for t in tasks if not store.is_complete(out / t.run_id)]
@@ -118,8 +125,8 @@ def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress
     failures: dict[str, str] = {}
     version = code_version()
     if engine == "kernel":
-        jobs = 1  # one testbed per machine: its namespaces and addresses are fixed
-    if jobs <= 1 or len(todo) <= 1:
+        jobs, executor = 1, None  # one testbed per machine: its namespaces and addresses are fixed
+    if executor is None and (jobs <= 1 or len(todo) <= 1):
         for t in todo:
             err = _execute(t, str(out), engine, version)
             if err:
@@ -128,7 +135,9 @@ def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress
             if on_progress:
                 on_progress(done, len(tasks))
     else:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        own = executor is None
+        pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) if own else nullcontext(executor)
+        with pool_cm as pool:
             pending = {pool.submit(_execute, t, str(out), engine, version): t for t in todo}
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
