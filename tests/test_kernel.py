@@ -158,6 +158,30 @@ def test_upload_with_loss_over_tcp():
     assert links["lte.up"]["bytes_forwarded"] < 10_000  # TCP stays on path 1
 
 
+def test_path_failure_moves_the_transfer_and_rate_steps_apply():
+    """WLAN fails 0.5 s into an 8 MiB MPTCP download: the kernel moves the rest to LTE and the
+    flow completes. A second flow on LTE-only TCP later sees LTE's rate cut from 15 to 5 Mbit/s."""
+    cfg = two_path_config([
+        {"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 8 << 20}},
+        {"id": 2, "transport": 1, "start_ns": 8000 * MS, "app": {"kind": "bulk", "stop_ns": 11_000 * MS}},
+    ], duration_ns=12_000 * MS)
+    cfg["transports"].append({**cfg["transports"][0], "protocol": "tcp", "paths": [1]})
+    cfg["path_events"] = [{"at_ns": 500 * MS, "path": 0, "up": False}]
+    cfg["links"][2]["capacity"] = {"kind": "schedule", "steps": [{"at_ns": 9000 * MS, "rate_bps": 5_000_000}]}
+    tables, diag = run_once(cfg)
+    assert all(e["ok"] and e["done_ns"] - e["at_ns"] < 100 * MS for e in diag["events"]), diag["events"]
+    flows = {r["flow_id"]: r for r in _rows(tables["flows"])}
+    assert flows[1]["completed"], flows[1]
+    acked = {r["path"]: r["bytes_acked"] for r in _rows(tables["subflows"]) if r["flow_id"] == 1}
+    # At most 0.5 s of WLAN (50 Mbit/s, 3.1 MB incl. slow start); the rest went over LTE.
+    assert acked[0] < 3_500_000 and acked[1] > 8_388_608 - acked[0] - 100_000, acked
+    # 8 MiB minus what WLAN carried, at 15 Mbit/s, after a retransmission timeout or two.
+    assert flows[1]["fct_ns"] > (8_388_608 - acked[0]) * 8 / 15e6 * 1e9
+    # TCP bulk over LTE: 1 s at 15 Mbit/s then 2 s at 5 Mbit/s, minus slow start over 200 ms RTT.
+    got = flows[2]["bytes_delivered"] * 8 / 1e6
+    assert 4 <= got <= 0.956 * (15 + 2 * 5), got
+
+
 def test_interrupted_run_cleans_up(tmp_path):
     """SIGINT in the middle of a run: every namespace, rule and process goes away."""
     script = tmp_path / "run.py"

@@ -72,11 +72,13 @@ def test_links_without_delay_or_loss_skip_the_delayer():
     (lambda c: c["links"][0].__setitem__("loss", {"model": "gilbert_elliott", "p_good_bad": 0.1,
                                                    "p_bad_good": 0.5, "loss_good": 0, "loss_bad": 0.5}),
      "links[0].loss", "Bernoulli"),
-    (lambda c: c["links"][2].__setitem__("capacity", {"kind": "schedule", "steps": []}),
-     "links[2].capacity", "constant"),
+    (lambda c: c["links"][2].__setitem__("capacity", {"kind": "trace", "opportunities_ms": [1, 2]}),
+     "links[2].capacity", "rate schedules"),
+    (lambda c: c["links"][2].__setitem__("capacity", {"kind": "schedule", "steps": [
+        {"at_ns": 5, "rate_bps": 1}, {"at_ns": 4, "rate_bps": 1}]}), "links[2].capacity.steps", "increasing"),
     (lambda c: c["transports"][0].__setitem__("cc", "olia"), "transports[0].cc", "upstream Linux"),
     (lambda c: c["transports"][0].__setitem__("scheduler", "blest"), "transports[0].scheduler", "only in the simulator"),
-    (lambda c: c.__setitem__("path_events", [{"at_ns": 1, "path": 0, "up": False}]), "path_events", "not emulated"),
+    (lambda c: c.__setitem__("path_events", [{"at_ns": 1, "path": 2, "up": False}]), "path_events[0].path", "no path"),
     (lambda c: c["flows"].append(dict(c["flows"][0])), "flows[1].id", "duplicate"),
 ])
 def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
@@ -86,6 +88,24 @@ def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
         make_plan(cfg)
     assert e.value.field == field
     assert words in str(e.value)
+
+
+def test_events_become_router_commands_in_time_order():
+    from mpsched.testbed.events import actions_for
+
+    cfg = base_config()
+    cfg["links"][2]["capacity"] = {"kind": "schedule", "steps": [{"at_ns": 2 * MS, "rate_bps": 0},
+                                                                 {"at_ns": 9 * MS, "rate_bps": 5_000_000}]}
+    cfg["path_events"] = [{"at_ns": 7 * MS, "path": 0, "up": True}, {"at_ns": 3 * MS, "path": 0, "up": False}]
+    acts = actions_for(make_plan(cfg))
+    assert [a[0] for a in acts] == [2 * MS, 3 * MS, 7 * MS, 9 * MS]
+    rate0 = acts[0][2][0]
+    assert rate0[:4] == ["tc", "class", "change", "dev"] and rate0[4] == "rp1" and "8bit" in rate0  # never 0
+    down, up = acts[1][2], acts[2][2]
+    assert all(c[:4] == ["iptables", "-t", "mangle", "-I"] and "DROP" in c for c in down)
+    assert [c[3:5] for c in up] == [["-D", "FORWARD"]] * 2
+    assert [c[5:] for c in up] == [c[6:] for c in down]  # up deletes exactly the rules down inserted
+    assert {c[c.index("-o") + 1] for c in down} == {"rp0", "rsrv"}
 
 
 def _tables(fcts_by_size, acked_by_path):

@@ -69,6 +69,7 @@ class LinkPlan:
     period_ns: int
     distribution: str     # for reorder: "uniform" | "normal"
     qnum: int             # NFQUEUE number (used only when `needs_delayer`)
+    rate_steps: tuple[tuple[int, int], ...] = ()   # (at_ns, rate_bps), applied with `tc class change`
 
     @property
     def needs_delayer(self) -> bool:
@@ -136,6 +137,7 @@ class Plan:
     links: list[LinkPlan]
     flows: list[FlowPlan]
     cross: list[CrossPlan]
+    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up)
     mptcp_paths: tuple[int, ...]     # paths with an MPTCP subflow endpoint on the client
     backup_paths: tuple[int, ...]
     duration_ns: int
@@ -155,9 +157,15 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
     where = f"links[{idx}]"
     lk = cfg["links"][idx]
     cap = lk.get("capacity") or {"kind": "constant"}
-    if cap.get("kind", "constant") != "constant":
-        raise TestbedConfigError(f"{where}.capacity", f"the kernel testbed emulates constant rates only, "
-                                 f"not {cap.get('kind')!r} capacity (use the simulator)")
+    kind = cap.get("kind", "constant")
+    steps: tuple[tuple[int, int], ...] = ()
+    if kind == "schedule":
+        steps = tuple((int(st["at_ns"]), int(st["rate_bps"])) for st in cap.get("steps", []))
+        if any(b[0] < a[0] for a, b in zip(steps, steps[1:])):
+            raise TestbedConfigError(f"{where}.capacity.steps", "steps must be in increasing time order")
+    elif kind != "constant":
+        raise TestbedConfigError(f"{where}.capacity", f"the kernel testbed emulates constant rates and rate "
+                                 f"schedules, not {kind!r} capacity (use the simulator)")
     loss = lk.get("loss") or {"model": "none"}
     model = loss.get("model", "none")
     if model == "none":
@@ -185,7 +193,7 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         index=idx, name=lk["name"], path=path, direction=direction, rate_bps=rate,
         delay_ns=int(lk["delay_ns"]), queue_bytes=lk.get("queue_bytes"), queue_packets=lk.get("queue_packets"),
         loss=p, jitter_mode=mode if jitter_ns > 0 else "none", jitter_ns=jitter_ns, period_ns=period_ns,
-        distribution=jit.get("distribution", "uniform"), qnum=qnum)
+        distribution=jit.get("distribution", "uniform"), qnum=qnum, rate_steps=steps)
 
 
 def make_plan(cfg: dict[str, Any]) -> Plan:
@@ -195,8 +203,11 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         raise TestbedConfigError("paths", "at least one path is needed")
     if len(paths) > MAX_PATHS:
         raise TestbedConfigError("paths", f"the testbed builds at most {MAX_PATHS} paths")
-    if cfg.get("path_events"):
-        raise TestbedConfigError("path_events", "path failures are not emulated on the kernel testbed yet")
+    events = []
+    for e_i, e in enumerate(cfg.get("path_events") or []):
+        if not 0 <= int(e["path"]) < len(paths):
+            raise TestbedConfigError(f"path_events[{e_i}].path", f"no path {e['path']}")
+        events.append((int(e["at_ns"]), int(e["path"]), bool(e["up"])))
     links: list[LinkPlan] = []
     used: dict[int, str] = {}
     for i, p in enumerate(paths):
@@ -286,6 +297,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         notes.append("scheduler: the kernel's default scheduler ran (recorded as 'linux')")
     return Plan(
         n_paths=len(paths), path_names=[p["name"] for p in paths], links=links, flows=flows, cross=cross,
+        path_events=sorted(events),
         mptcp_paths=mptcp_paths, backup_paths=tuple(sorted(backups)), duration_ns=int(cfg["duration_ns"]),
         sample_interval_ns=int(record.get("sample_interval_ns", 10_000_000)), seed=int(cfg.get("seed", 1)),
         rcv_buf_bytes=max((int(t["rcv_buf_bytes"]) for t in transports), default=6 << 20),

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from mpsched.testbed.events import EventPlayer
 from mpsched.testbed.host import TestbedError, native_tool, preflight, remove_leftovers
 from mpsched.testbed.network import Testbed
 from mpsched.testbed.plan import SERVER_ADDR, FlowPlan, Plan, client_addr, make_plan
@@ -113,6 +114,7 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
     tmp = tempfile.TemporaryDirectory(prefix="mpsched-kernel-") if own_tmp else None
     work = Path(tmp.name) if tmp else workdir
     tb = Testbed(plan, work)
+    player: EventPlayer | None = None
     try:
         with _sigterm_as_exit():
             tb.build()
@@ -136,6 +138,8 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
                                   "--rate-bps", str(c.rate_bps), "--packet-bytes", str(c.packet_bytes),
                                   "--epoch-ns", str(epoch), "--start-ns", str(c.start_ns),
                                   "--stop-ns", str(min(c.stop_ns, plan.duration_ns))], work / f"cbr-{k}.jsonl")
+            player = EventPlayer(tb, epoch)
+            player.start()
             flows_file = work / "run.flows"
             flows_file.write_text("".join(f.line() + "\n" for f in plan.flows))
             client_out = work / "client.jsonl"
@@ -153,6 +157,7 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
                     p.poll() is None for p in tb.procs if p is not client and "cbr" in p.args):
                 time.sleep(0.05)
             time.sleep(0.2)
+            player.stop()
             after = tb.qdisc_counters()
             errs = tb.stop_processes()
             tb.stop_delayer()
@@ -160,9 +165,11 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
                              tb.delayer_stats)
             diag = {"delayer": tb.delayer_stats, "delayer_cpu_s": tb.delayer_cpu_s,
                     "delayer_wall_s": tb.delayer_wall_s, "stderr": {k: v for k, v in errs.items() if v.strip()},
-                    "notes": plan.notes}
+                    "notes": plan.notes, "events": player.log}
             return tables, diag
     finally:
+        if player is not None:
+            player.stop()
         tb.close()
         if tmp:
             tmp.cleanup()
