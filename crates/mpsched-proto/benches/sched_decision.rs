@@ -47,7 +47,11 @@ fn bench(c: &mut Criterion) {
     for n in [2usize, 4, 8] {
         let sfs = subflows(n);
         let unacked: Vec<UnackedChunk> = (0..16)
-            .map(|k| UnackedChunk { dsn: k * 4 * MSS, len: 4 * MSS, sent_on_mask: 1 << (k as usize % n) })
+            .map(|k| UnackedChunk {
+                dsn: k * 4 * MSS,
+                len: 4 * MSS,
+                sent_on_mask: 1 << (k as usize % n),
+            })
             .collect();
         let next_dsn = 16 * 4 * MSS;
         for name in all_compositions() {

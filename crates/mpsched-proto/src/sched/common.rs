@@ -67,7 +67,11 @@ fn select_among(
         }
     }
     let best = best.map(|(id, _)| id);
-    let force = if best.is_some() { found_unused } else { unused_busy };
+    let force = if best.is_some() {
+        found_unused
+    } else {
+        unused_busy
+    };
     (best, force)
 }
 
@@ -105,11 +109,20 @@ pub(crate) fn min_rtt_select(subflows: &[SubflowView], mask: u64) -> Option<Subf
     oot_select(subflows, mask, |s| s.srtt_ns, SubflowView::available)
 }
 
-/// The lowest-`srtt_ns` usable subflow, ignoring cwnd and backup state (ECF/BLEST "fastest").
-/// Ties go to the newest subflow (OOT list order).
+/// The lowest-`srtt_ns` usable subflow, ignoring cwnd (ECF/BLEST "fastest"). Ties go to the
+/// newest subflow (OOT list order).
+///
+/// Deviation from the OOT ECF/BLEST loops, which also consider backups: backups count only
+/// when no active subflow is usable. Otherwise a fast backup, which minRTT never picks while an
+/// active subflow exists, would make ECF wait for it forever at the end of a flow.
 pub(crate) fn fastest_usable(subflows: &[SubflowView]) -> Option<SubflowId> {
+    let any_active = subflows.iter().any(|s| s.usable() && !s.backup);
     let mut best: Option<(SubflowId, u64)> = None;
-    for sf in subflows.iter().rev().filter(|s| s.usable()) {
+    for sf in subflows
+        .iter()
+        .rev()
+        .filter(|s| s.usable() && !(any_active && s.backup))
+    {
         if best.map_or(true, |(_, b)| sf.srtt_ns < b) {
             best = Some((sf.id, sf.srtt_ns));
         }
@@ -119,7 +132,12 @@ pub(crate) fn fastest_usable(subflows: &[SubflowView]) -> Option<SubflowId> {
 
 /// Smallest MSS over the subflows (1448 when there are none, so callers never divide by 0).
 pub(crate) fn conn_mss(view: &ConnView<'_>) -> u64 {
-    view.subflows.iter().map(|s| s.mss_bytes).filter(|&m| m > 0).min().unwrap_or(1448)
+    view.subflows
+        .iter()
+        .map(|s| s.mss_bytes)
+        .filter(|&m| m > 0)
+        .min()
+        .unwrap_or(1448)
 }
 
 /// OOT connection-window test for new data: the next segment (`min(unsent, mss)` bytes from
@@ -137,13 +155,17 @@ pub(crate) fn rwnd_blocked(view: &ConnView<'_>) -> bool {
 /// Bytes of new data a cwnd-respecting scheduler hands to `sf` now: its free window, bounded
 /// by what is unsent and what the receive window allows (OOT `limit`, §1.1).
 pub(crate) fn new_data_burst(view: &ConnView<'_>, sf: &SubflowView) -> u64 {
-    sf.free_cwnd_bytes().min(view.unsent_bytes).min(view.rwnd_room_bytes())
+    sf.free_cwnd_bytes()
+        .min(view.unsent_bytes)
+        .min(view.rwnd_room_bytes())
 }
 
 /// First reinjection-queue chunk with bytes not yet DATA_ACKed, clipped to start at
 /// `data_acked`.
 pub(crate) fn reinject_head(view: &ConnView<'_>) -> Option<UnackedChunk> {
-    view.reinject_queue.iter().find_map(|c| clip_unacked(c, view.data_acked))
+    view.reinject_queue
+        .iter()
+        .find_map(|c| clip_unacked(c, view.data_acked))
 }
 
 /// The part of `c` at or above `data_acked`, or `None` when all of it is acknowledged.
@@ -153,7 +175,11 @@ pub(crate) fn clip_unacked(c: &UnackedChunk, data_acked: u64) -> Option<UnackedC
         return None;
     }
     let dsn = c.dsn.max(data_acked);
-    Some(UnackedChunk { dsn, len: end - dsn, sent_on_mask: c.sent_on_mask })
+    Some(UnackedChunk {
+        dsn,
+        len: end - dsn,
+        sent_on_mask: c.sent_on_mask,
+    })
 }
 
 /// OOT reinjection step shared by the minRTT family: the head of the reinjection queue goes to
@@ -170,8 +196,17 @@ pub(crate) fn serve_reinject(
         let sf = &view.subflows[id];
         // Within the free window; a scheduler that queues beyond cwnd gets one segment.
         let room = sf.free_cwnd_bytes();
-        let len = if room > 0 { head.len.min(room) } else { head.len.min(sf.mss_bytes.max(1)) };
-        out.push(Action::Resend { subflow: id, dsn: head.dsn, len, kind: ResendKind::Reinject });
+        let len = if room > 0 {
+            head.len.min(room)
+        } else {
+            head.len.min(sf.mss_bytes.max(1))
+        };
+        out.push(Action::Resend {
+            subflow: id,
+            dsn: head.dsn,
+            len,
+            kind: ResendKind::Reinject,
+        });
     }
     Some(())
 }
@@ -211,7 +246,11 @@ pub(crate) mod testing {
             mss_bytes: MSS,
             cwnd_bytes: cwnd_segs * MSS,
             ssthresh_bytes: u64::MAX,
-            pacing_rate_bps: if srtt_ms > 0 { cwnd_segs * MSS * 8 * 1000 * 12 / 10 / srtt_ms } else { 0 },
+            pacing_rate_bps: if srtt_ms > 0 {
+                cwnd_segs * MSS * 8 * 1000 * 12 / 10 / srtt_ms
+            } else {
+                0
+            },
             ..SubflowView::default()
         }
     }
@@ -233,7 +272,11 @@ pub(crate) mod testing {
 
     /// A chunk `[dsn, dsn+len)` sent on the subflows in `on`.
     pub(crate) fn chunk(dsn: u64, len: u64, on: &[usize]) -> UnackedChunk {
-        UnackedChunk { dsn, len, sent_on_mask: on.iter().fold(0, |m, &i| m | (1 << i)) }
+        UnackedChunk {
+            dsn,
+            len,
+            sent_on_mask: on.iter().fold(0, |m, &i| m | (1 << i)),
+        }
     }
 }
 
@@ -262,6 +305,15 @@ mod tests {
         let s = [sf(0, 10, 10), sf(1, 50, 10)];
         assert_eq!(min_rtt_select(&s, 0b01), Some(1));
         assert_eq!(min_rtt_select(&s, 0b11), Some(0));
+    }
+
+    #[test]
+    fn a_fast_backup_is_not_the_fastest_while_an_active_subflow_exists() {
+        let mut s = [sf(0, 50, 10), sf(1, 5, 10)];
+        s[1].backup = true;
+        assert_eq!(fastest_usable(&s), Some(0));
+        s[0].potentially_failed = true;
+        assert_eq!(fastest_usable(&s), Some(1));
     }
 
     #[test]

@@ -18,40 +18,57 @@ const MSS: u64 = 1448;
 
 fn arb_subflow(id: usize) -> impl Strategy<Value = SubflowView> {
     (
-        (any::<bool>(), prop::bool::weighted(0.2), prop::bool::weighted(0.1), prop::bool::weighted(0.1)),
+        (
+            any::<bool>(),
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.1),
+            prop::bool::weighted(0.1),
+        ),
         (prop::bool::weighted(0.1), prop::bool::weighted(0.9)),
         (0u64..400, 0u64..50, 1u64..200),
         (0u64..120, 0u64..120, 0u64..60),
         (prop::option::of(1u64..100), 0u64..200_000_000),
     )
-        .prop_map(move |((est, backup, pf, loss), (fast_rec, sampled), (srtt_ms, var_ms, cwnd), (infl, queued, ssth), (ss, rate))| {
-            let srtt_ns = if sampled { srtt_ms * 1_000_000 + 100_000 } else { 0 };
-            SubflowView {
-                id,
-                path_index: id,
-                established: est || id == 0,
-                backup,
-                potentially_failed: pf,
-                in_loss_recovery: loss,
-                in_fast_recovery: fast_rec,
-                has_rtt_sample: sampled,
-                srtt_ns,
-                rttvar_ns: var_ms * 1_000_000,
-                min_rtt_ns: srtt_ns / 2,
-                last_rtt_ns: srtt_ns,
-                rto_ns: 200_000_000 + srtt_ns,
-                mss_bytes: MSS,
-                cwnd_bytes: cwnd * MSS,
-                ssthresh_bytes: ss.map_or(u64::MAX, |s| s * MSS).max(ssth * MSS),
-                in_flight_bytes: infl.min(cwnd + 5) * MSS,
-                queued_bytes: queued * MSS,
-                pacing_rate_bps: if sampled { rate } else { 0 },
-                bytes_acked: 0,
-                bytes_sent: 0,
-                bytes_retransmitted: 0,
-                rto_count: 0,
-            }
-        })
+        .prop_map(
+            move |(
+                (est, backup, pf, loss),
+                (fast_rec, sampled),
+                (srtt_ms, var_ms, cwnd),
+                (infl, queued, ssth),
+                (ss, rate),
+            )| {
+                let srtt_ns = if sampled {
+                    srtt_ms * 1_000_000 + 100_000
+                } else {
+                    0
+                };
+                SubflowView {
+                    id,
+                    path_index: id,
+                    established: est || id == 0,
+                    backup,
+                    potentially_failed: pf,
+                    in_loss_recovery: loss,
+                    in_fast_recovery: fast_rec,
+                    has_rtt_sample: sampled,
+                    srtt_ns,
+                    rttvar_ns: var_ms * 1_000_000,
+                    min_rtt_ns: srtt_ns / 2,
+                    last_rtt_ns: srtt_ns,
+                    rto_ns: 200_000_000 + srtt_ns,
+                    mss_bytes: MSS,
+                    cwnd_bytes: cwnd * MSS,
+                    ssthresh_bytes: ss.map_or(u64::MAX, |s| s * MSS).max(ssth * MSS),
+                    in_flight_bytes: infl.min(cwnd + 5) * MSS,
+                    queued_bytes: queued * MSS,
+                    pacing_rate_bps: if sampled { rate } else { 0 },
+                    bytes_acked: 0,
+                    bytes_sent: 0,
+                    bytes_retransmitted: 0,
+                    rto_count: 0,
+                }
+            },
+        )
 }
 
 /// A random connection: subflows, unacked chunks below `next_dsn`, maybe reinjections.
@@ -88,14 +105,21 @@ impl World {
     fn check_and_apply(&mut self, a: Action, name: &str) -> bool {
         let n = self.subflows.len();
         let target = match a {
-            Action::SendNew { subflow, .. } | Action::Resend { subflow, .. } | Action::Penalize { subflow } => subflow,
+            Action::SendNew { subflow, .. }
+            | Action::Resend { subflow, .. }
+            | Action::Penalize { subflow } => subflow,
         };
         assert!(target < n, "{name}: unknown subflow in {a:?}");
         // Only OTIAS, DAPS, STTF (and the upstream default, up to its send buffer) queue
         // beyond the congestion window on purpose; everybody else stays inside it.
         let base = name.split('+').next().unwrap_or(name);
         let queues_beyond_cwnd = matches!(base, "otias" | "daps" | "sttf" | "linux");
-        if let Action::SendNew { subflow, max_bytes: len } | Action::Resend { subflow, len, .. } = a {
+        if let Action::SendNew {
+            subflow,
+            max_bytes: len,
+        }
+        | Action::Resend { subflow, len, .. } = a
+        {
             if !queues_beyond_cwnd {
                 let free = self.subflows[subflow].free_cwnd_bytes();
                 assert!(len <= free, "{name}: {a:?} exceeds the free window {free}");
@@ -103,9 +127,22 @@ impl World {
         }
         match a {
             Action::SendNew { subflow, max_bytes } => {
-                assert!(self.subflows[subflow].usable(), "{name}: SendNew on unusable subflow {a:?}");
+                assert!(
+                    self.subflows[subflow].usable(),
+                    "{name}: SendNew on unusable subflow {a:?}"
+                );
                 assert!(self.unsent_bytes > 0, "{name}: SendNew with nothing unsent");
                 assert!(max_bytes > 0, "{name}: SendNew of 0 bytes");
+                assert!(
+                    max_bytes <= self.unsent_bytes,
+                    "{name}: {a:?} beyond unsent {}",
+                    self.unsent_bytes
+                );
+                let room = (self.data_acked + self.rwnd).saturating_sub(self.next_dsn);
+                assert!(
+                    max_bytes <= room,
+                    "{name}: {a:?} beyond the receive window room {room}"
+                );
                 let room = (self.data_acked + self.rwnd).saturating_sub(self.next_dsn);
                 let bytes = max_bytes.min(self.unsent_bytes).min(room);
                 if bytes == 0 {
@@ -116,16 +153,31 @@ impl World {
                     return false; // SubflowQueueFull
                 }
                 sf.queued_bytes += bytes;
-                self.unacked.push(UnackedChunk { dsn: self.next_dsn, len: bytes, sent_on_mask: 1 << subflow });
+                self.unacked.push(UnackedChunk {
+                    dsn: self.next_dsn,
+                    len: bytes,
+                    sent_on_mask: 1 << subflow,
+                });
                 self.next_dsn += bytes;
                 self.unsent_bytes -= bytes;
                 true
             }
-            Action::Resend { subflow, dsn, len, .. } => {
-                assert!(self.subflows[subflow].usable(), "{name}: Resend on unusable subflow {a:?}");
+            Action::Resend {
+                subflow, dsn, len, ..
+            } => {
+                assert!(
+                    self.subflows[subflow].usable(),
+                    "{name}: Resend on unusable subflow {a:?}"
+                );
                 assert!(len > 0, "{name}: Resend of 0 bytes");
-                assert!(dsn + len <= self.next_dsn, "{name}: Resend of unsent data {a:?}");
-                assert!(dsn + len > self.data_acked, "{name}: Resend of acknowledged data {a:?}");
+                assert!(
+                    dsn + len <= self.next_dsn,
+                    "{name}: Resend of unsent data {a:?}"
+                );
+                assert!(
+                    dsn + len > self.data_acked,
+                    "{name}: Resend of acknowledged data {a:?}"
+                );
                 self.subflows[subflow].queued_bytes += len;
                 for c in self.unacked.iter_mut().chain(self.reinject.iter_mut()) {
                     if c.dsn < dsn + len && dsn < c.dsn + c.len {
@@ -134,10 +186,15 @@ impl World {
                 }
                 // A reinjection whose unacknowledged part was re-sent leaves the queue.
                 let acked = self.data_acked;
-                self.reinject.retain(|c| !(c.dsn.max(acked) >= dsn && c.dsn + c.len <= dsn + len));
+                self.reinject
+                    .retain(|c| !(c.dsn.max(acked) >= dsn && c.dsn + c.len <= dsn + len));
                 true
             }
             Action::Penalize { subflow } => {
+                assert!(
+                    self.subflows[subflow].usable(),
+                    "{name}: penalising an unusable subflow"
+                );
                 let sf = &mut self.subflows[subflow];
                 if sf.cwnd_bytes <= MSS {
                     return false;
@@ -156,31 +213,47 @@ fn arb_world() -> impl Strategy<Value = World> {
             (
                 subflows,
                 prop::collection::vec((1u64..20_000, 1u64..(1 << n)), 0..8),
-                (0u64..4, any::<bool>(), 0u64..3_000_000, prop::bool::weighted(0.3)),
+                (
+                    0u64..4,
+                    any::<bool>(),
+                    0u64..3_000_000,
+                    prop::bool::weighted(0.3),
+                ),
                 (0u64..200_000, 0u64..5_000_000_000),
             )
         })
-        .prop_map(|(subflows, chunks, (n_reinject, app_done, unsent, small_wnd), (rwnd_small, now_ns))| {
-            let mut dsn = 0;
-            let mut unacked = Vec::new();
-            for (len, mask) in chunks {
-                unacked.push(UnackedChunk { dsn, len, sent_on_mask: mask });
-                dsn += len;
-            }
-            let data_acked = unacked.first().map_or(0, |c| c.dsn + c.len / 3);
-            let reinject = unacked.iter().take(n_reinject as usize).copied().collect();
-            World {
+        .prop_map(
+            |(
                 subflows,
-                unacked,
-                reinject,
-                unsent_bytes: unsent,
-                app_done,
-                data_acked,
-                next_dsn: dsn,
-                rwnd: if small_wnd { rwnd_small } else { 1 << 30 },
-                now_ns,
-            }
-        })
+                chunks,
+                (n_reinject, app_done, unsent, small_wnd),
+                (rwnd_small, now_ns),
+            )| {
+                let mut dsn = 0;
+                let mut unacked = Vec::new();
+                for (len, mask) in chunks {
+                    unacked.push(UnackedChunk {
+                        dsn,
+                        len,
+                        sent_on_mask: mask,
+                    });
+                    dsn += len;
+                }
+                let data_acked = unacked.first().map_or(0, |c| c.dsn + c.len / 3);
+                let reinject = unacked.iter().take(n_reinject as usize).copied().collect();
+                World {
+                    subflows,
+                    unacked,
+                    reinject,
+                    unsent_bytes: unsent,
+                    app_done,
+                    data_acked,
+                    next_dsn: dsn,
+                    rwnd: if small_wnd { rwnd_small } else { 1 << 30 },
+                    now_ns,
+                }
+            },
+        )
 }
 
 /// Runs the connection's call loop (at most `max_calls` calls) and returns every action.
