@@ -136,6 +136,28 @@ static void final_report(int fd, uint64_t flow_id, int client_side, uint64_t max
     mpx_report_subflows(stdout, fd, flow_id, mpx_now_ns(), 1, client_side);
 }
 
+// The receiver's progress: application bytes read so far (the conn_series table).
+static void report_conn(uint64_t flow_id, uint64_t now_ns, uint64_t delivered) {
+    printf("{\"type\": \"conn\", \"flow_id\": %" PRIu64 ", \"t_ns\": %" PRIu64
+           ", \"delivered_bytes\": %" PRIu64 "}\n", flow_id, now_ns, delivered);
+}
+
+// Waits for data until stop_abs, reporting progress every sample_ns (0: never) on the way.
+static short wait_readable_sampling(int fd, uint64_t stop_abs, uint64_t flow_id, uint64_t delivered,
+                                    uint64_t sample_ns, uint64_t *next_sample) {
+    for (;;) {
+        uint64_t now = mpx_now_ns();
+        if (sample_ns && now >= *next_sample) {
+            report_conn(flow_id, now, delivered);
+            *next_sample = *next_sample + sample_ns > now ? *next_sample + sample_ns : now + sample_ns;
+        }
+        if (now >= stop_abs || g_stop) return 0;
+        uint64_t until = sample_ns && *next_sample < stop_abs ? *next_sample : stop_abs;
+        short ev = wait_fd(fd, POLLIN, until);
+        if (ev) return ev;
+    }
+}
+
 static int read_full(int fd, void *buf, size_t len, uint64_t stop_abs) {
     size_t got = 0;
     while (got < len) {
@@ -177,10 +199,11 @@ static void *serve(void *p) {
         final_report(c.fd, flow_id, 0, FINAL_WAIT_NS);
     } else {
         static __thread char buf[CHUNK_BYTES];
-        uint64_t got = 0, last = 0;
+        uint64_t got = 0, last = 0, next_sample = mpx_now_ns();
+        uint64_t give_up_abs = mpx_now_ns() + LINGER_NS * 360; // an hour: only a guard
         while (rq.kind == MPX_BULK || got < size) {
-            if (!(wait_fd(c.fd, POLLIN, mpx_now_ns() + LINGER_NS * 60) & (POLLIN | POLLHUP | POLLERR)))
-                break;
+            short ev = wait_readable_sampling(c.fd, give_up_abs, flow_id, got, c.sample_ns, &next_sample);
+            if (!(ev & (POLLIN | POLLHUP | POLLERR))) break;
             ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
             if (n == 0) break;
             if (n < 0 && errno != EAGAIN && errno != EINTR) break;
@@ -189,6 +212,7 @@ static void *serve(void *p) {
                 last = mpx_now_ns();
             }
         }
+        if (c.sample_ns) report_conn(flow_id, mpx_now_ns(), got);
         struct mpx_upload_reply r = {.last_byte_ns = htobe64(last), .bytes_received = htobe64(got)};
         send(c.fd, &r, sizeof r, MSG_NOSIGNAL);
         // Wait for the client's close so the reply is not lost to a reset.
@@ -300,9 +324,10 @@ static void *run_flow(void *p) {
     if (!upload) {
         static __thread char buf[CHUNK_BYTES];
         uint64_t got = 0, end = 0, want = bulk ? UINT64_MAX : f->amount;
+        uint64_t next_sample = mpx_now_ns();
         int failed = 0;
         while (got < want && !g_stop) {
-            short ev = wait_fd(fd, POLLIN, stop_abs);
+            short ev = wait_readable_sampling(fd, stop_abs, f->id, got, f->sample_ns, &next_sample);
             if (!ev) break; // stop time or deadline
             ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
             if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -317,6 +342,7 @@ static void *run_flow(void *p) {
         int completed = bulk ? (!failed && mpx_now_ns() >= stop_abs && stop_abs < f->deadline_abs)
                              : got >= want;
         if (bulk || !completed) end = mpx_now_ns();
+        if (f->sample_ns) report_conn(f->id, end, got);
         char done = 1;
         send(fd, &done, 1, MSG_NOSIGNAL);
         shutdown(fd, SHUT_WR);

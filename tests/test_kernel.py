@@ -123,6 +123,13 @@ def test_series_follow_the_kernel(table_a):
     assert 19 <= srtt_ms[len(srtt_ms) // 2] <= 70, srtt_ms[len(srtt_ms) // 2]
     acked = [r["bytes_acked"] for r in sorted(s, key=lambda r: r["time_ns"])]
     assert all(b >= a for a, b in zip(acked, acked[1:]))
+    # The receiver's progress rises to the flow size, and arrives at about the WLAN rate.
+    conn = [r for r in _rows(tables["conn_series"]) if r["flow_id"] == 2]
+    delivered = [r["delivered_bytes"] for r in conn]
+    assert delivered == sorted(delivered) and delivered[-1] == 16 << 20
+    mid = [r for r in conn if 1.5e9 <= r["time_ns"] <= 3.0e9]  # after slow start, before the end
+    rate_mbps = (mid[-1]["delivered_bytes"] - mid[0]["delivered_bytes"]) * 8 / (mid[-1]["time_ns"] - mid[0]["time_ns"]) * 1e3
+    assert 35 <= rate_mbps <= 65, rate_mbps  # 47.8 Mbit/s WLAN goodput plus what LTE adds
 
 
 def test_delayer_is_accurate(table_a):

@@ -37,6 +37,7 @@ FLOW_COLUMNS = ("flow_id", "protocol", "scheduler", "cc", "direction", "app", "s
                 "end_ns", "fct_ns", "completed", "bytes_delivered", "bytes_sent", "bytes_retransmitted",
                 "bytes_redundant")
 SUBFLOW_COLUMNS = ("flow_id", "subflow", "path", "bytes_sent", "bytes_acked", "bytes_retransmitted", "rto_count")
+CONN_COLUMNS = ("time_ns", "flow_id", "delivered_bytes", "ofo_bytes", "rcv_buffer_bytes")
 SERIES_COLUMNS = ("time_ns", "flow_id", "subflow", "path", "cwnd_bytes", "srtt_ns", "in_flight_bytes", "bytes_acked")
 LINK_COLUMNS = ("link", "bytes_forwarded", "packets_forwarded", "packets_dropped", "packets_lost")
 #: A qdisc counts the Ethernet header of every packet (skb->len at egress); the tables count IP bytes.
@@ -230,6 +231,17 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         sent[fid] = sent.get(fid, 0) + d["bytes_sent"]
         retrans[fid] = retrans.get(fid, 0) + d["bytes_retrans"]
 
+    # The receiver's progress (client for downloads, server for uploads). The kernel does not
+    # expose the MPTCP out-of-order queue or the receive memory in use to the application.
+    conn = {c: [] for c in CONN_COLUMNS}
+    for d in sorted((d for d in client + server if d.get("type") == "conn" and d.get("flow_id") in by_id),
+                    key=lambda d: (d["flow_id"], d["t_ns"])):
+        conn["time_ns"].append(d["t_ns"] - epoch)
+        conn["flow_id"].append(d["flow_id"])
+        conn["delivered_bytes"].append(d["delivered_bytes"])
+        conn["ofo_bytes"].append(None)
+        conn["rcv_buffer_bytes"].append(None)
+
     flows = {c: [] for c in FLOW_COLUMNS}
     for f in plan.flows:
         r = results.get(f.flow_id, {})
@@ -267,13 +279,13 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         # counts over its whole life, warm-up included (a few packets at most).
         links["packets_dropped"].append(a.get("drops", 0) - b.get("drops", 0))
         links["packets_lost"].append(lost.get(lk.qnum, 0) if lk.needs_delayer else 0)
-    return {"flows": flows, "subflows": subflows, "subflow_series": series, "links": links}
+    return {"flows": flows, "subflows": subflows, "subflow_series": series, "conn_series": conn, "links": links}
 
 
 def run_kernel(config: dict[str, Any], repetitions: int = 1) -> Tables:
     """Run a normalized configuration on the real Linux MPTCP stack `repetitions` times, each on
     a freshly built testbed; returns the simulator's tables (`flows`, `subflows`,
-    `subflow_series`, `links`), with a `repetition` column when repetitions > 1."""
+    `subflow_series`, `conn_series`, `links`), with a `repetition` column when repetitions > 1."""
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
     plan = make_plan(config)
