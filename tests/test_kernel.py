@@ -228,3 +228,22 @@ def test_leftovers_of_a_crashed_run_are_removed():
     assert name in removed
     assert name not in list_namespaces()
     assert sleeper.wait(timeout=5) != 0  # killed with its namespace
+
+
+def test_run_validation_compares_both_engines(tmp_path):
+    """Both engines on one small configuration: the comparison has both sides' numbers."""
+    from mpsched import _core
+    from mpsched.testbed.validate import run_validation
+
+    if not hasattr(_core, "run_json"):
+        pytest.skip("the compiled simulator core has no run_json (rebuild with `make setup`)")
+    cfg = two_path_config([{"id": i, "transport": 0, "start_ns": i * 600 * MS,
+                            "app": {"kind": "sized", "size_bytes": 1 << 20}} for i in range(2)],
+                          duration_ns=2_000 * MS)
+    out = run_validation(cfg, repetitions=1, sim_seeds=1, out=tmp_path)
+    fct = out["fct"]
+    assert fct["size_bytes"] == [1 << 20] and fct["sim_n"] == [2] and fct["kernel_n"] == [2]
+    # Both engines send a 1 MB flow on the 20 ms path only, in slow start: 0.2-0.45 s.
+    assert 0.2e9 <= fct["sim_median_ns"][0] <= 0.45e9 and 0.2e9 <= fct["kernel_median_ns"][0] <= 0.45e9, fct
+    assert out["path_share"]["kernel_share"][0] > 0.99
+    assert (tmp_path / "validation.png").exists()

@@ -13,6 +13,10 @@ be concatenated) and returns two tables:
 
 `validate(config, sim_tables, kernel_tables, out=None)` adds the configuration's path names and,
 when `out` is a directory, writes `validation.png` (FCT CDFs per size, both engines).
+
+`run_validation(config, repetitions, sim_seeds)` runs both engines itself (the simulator once per
+seed, the kernel `repetitions` times) and returns `validate`'s tables plus the raw ones: what
+`mpsched validate` needs.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compare", "validate", "fct_by_size", "path_share"]
+__all__ = ["compare", "validate", "run_validation", "fct_by_size", "path_share"]
 
 Tables = dict[str, dict[str, list]]
 
@@ -104,6 +108,40 @@ def validate(config: dict[str, Any], sim_tables: Tables, kernel_tables: Tables,
     share["path_name"] = [names[p] if 0 <= p < len(names) else str(p) for p in share["path"]]
     if out is not None:
         _figure(sim_tables, kernel_tables, Path(out) / "validation.png")
+    return result
+
+
+def _concat(parts: list[Tables]) -> Tables:
+    out: Tables = {}
+    for tables in parts:
+        for name, cols in tables.items():
+            if not isinstance(cols, dict):
+                continue
+            dst = out.setdefault(name, {k: [] for k in cols})
+            n = len(next(iter(cols.values()), []))
+            for k in set(dst) | set(cols):
+                if k not in dst:  # a column only some runs have
+                    dst[k] = [None] * (len(next(iter(dst.values()), [])) if dst else 0)
+                dst[k].extend(cols.get(k, [None] * n))
+    return out
+
+
+def run_validation(config: dict[str, Any], repetitions: int = 3, sim_seeds: int = 3,
+                   out: str | Path | None = None) -> dict[str, Any]:
+    """Run `config` on the simulator (seeds seed, seed+1, ...) and on the kernel (`repetitions`
+    fresh testbeds), then `validate`. Returns {"fct", "path_share", "sim", "kernel"}."""
+    from mpsched.engines import run_config
+    from mpsched.testbed.run import run_kernel
+
+    sims = []
+    for k in range(sim_seeds):
+        cfg = {**config, "seed": int(config.get("seed", 1)) + k}
+        sims.append(run_config(cfg, "sim"))
+    sim_tables = _concat(sims)
+    kernel_tables = run_kernel(config, repetitions=repetitions)
+    result: dict[str, Any] = dict(validate(config, sim_tables, kernel_tables, out=out))
+    result["sim"] = sim_tables
+    result["kernel"] = kernel_tables
     return result
 
 
