@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{
     fastest_usable, min_rtt_select, new_data_burst, new_data_fits_window, rwnd_blocked,
-    serve_reinject,
+    serve_reinject, CheckConfig,
 };
 use super::{Action, ConnView, Scheduler, SubflowView};
 
@@ -41,6 +41,15 @@ pub struct Config {
     pub dyn_lambda_good_milli: u64,
     /// λ × 1000 increase per slow-path RTT with blocking. Default 40 (`dyn_lambda_bad`).
     pub dyn_lambda_bad_milli: u64,
+}
+
+impl CheckConfig for Config {
+    fn check(&self) -> Result<(), String> {
+        if self.min_lambda_milli > self.max_lambda_milli || self.min_lambda_milli == 0 {
+            return Err("need 0 < min_lambda_milli <= max_lambda_milli".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {
@@ -80,7 +89,10 @@ impl Default for Blest {
 impl Blest {
     /// Builds the scheduler.
     pub fn new(cfg: Config) -> Self {
-        let lambda_milli = cfg.lambda_milli.clamp(cfg.min_lambda_milli, cfg.max_lambda_milli.max(cfg.min_lambda_milli));
+        let lambda_milli = cfg.lambda_milli.clamp(
+            cfg.min_lambda_milli,
+            cfg.max_lambda_milli.max(cfg.min_lambda_milli),
+        );
         Self {
             cfg,
             lambda_milli,
@@ -96,7 +108,11 @@ impl Blest {
     }
 
     fn range(&self, sf: &SubflowView) -> (u64, u64) {
-        self.srtt_range_ns.get(sf.id).copied().flatten().unwrap_or((sf.srtt_ns, sf.srtt_ns))
+        self.srtt_range_ns
+            .get(sf.id)
+            .copied()
+            .flatten()
+            .unwrap_or((sf.srtt_ns, sf.srtt_ns))
     }
 
     fn update_lambda(&mut self, s: &SubflowView, now_ns: u64) {
@@ -107,13 +123,16 @@ impl Blest {
             }
         }
         self.lambda_milli = if self.retrans_flag {
-            self.lambda_milli.saturating_add(self.cfg.dyn_lambda_bad_milli)
+            self.lambda_milli
+                .saturating_add(self.cfg.dyn_lambda_bad_milli)
         } else {
-            self.lambda_milli.saturating_sub(self.cfg.dyn_lambda_good_milli)
+            self.lambda_milli
+                .saturating_sub(self.cfg.dyn_lambda_good_milli)
         };
-        self.lambda_milli = self
-            .lambda_milli
-            .clamp(self.cfg.min_lambda_milli, self.cfg.max_lambda_milli.max(self.cfg.min_lambda_milli));
+        self.lambda_milli = self.lambda_milli.clamp(
+            self.cfg.min_lambda_milli,
+            self.cfg.max_lambda_milli.max(self.cfg.min_lambda_milli),
+        );
         self.retrans_flag = false;
         self.last_lambda_update_ns = Some(now_ns);
     }
@@ -135,7 +154,7 @@ impl Blest {
         let (min_srtt, max_srtt) = self.range(f);
         let avg = (min_srtt / 2) + (max_srtt / 2);
         let mss = f.mss_bytes.max(1) as u128;
-        let mut rounds = if avg == 0 { 1 } else { linger_ns / avg + 1 } as u128;
+        let mut rounds = linger_ns.checked_div(avg).map_or(1, |r| r + 1) as u128;
         let cwnd = (f.cwnd_bytes / f.mss_bytes.max(1)) as u128;
         let pkts = if f.ssthresh_bytes >= SSTHRESH_INFINITE {
             rounds = rounds.min(MAX_SS_ROUNDS as u128);
@@ -157,7 +176,11 @@ impl Scheduler for Blest {
         if self.srtt_range_ns.len() < view.subflows.len() {
             self.srtt_range_ns.resize(view.subflows.len(), None);
         }
-        for sf in view.subflows.iter().filter(|s| s.usable() && s.has_rtt_sample) {
+        for sf in view
+            .subflows
+            .iter()
+            .filter(|s| s.usable() && s.has_rtt_sample)
+        {
             let r = &mut self.srtt_range_ns[sf.id];
             *r = Some(match *r {
                 None => (sf.srtt_ns, sf.srtt_ns),
@@ -173,7 +196,9 @@ impl Scheduler for Blest {
         if view.unsent_bytes == 0 {
             return;
         }
-        let Some(s_id) = min_rtt_select(view.subflows, 0) else { return };
+        let Some(s_id) = min_rtt_select(view.subflows, 0) else {
+            return;
+        };
         let s = &view.subflows[s_id];
         if !new_data_fits_window(view, s.mss_bytes) {
             return;
@@ -196,7 +221,10 @@ impl Scheduler for Blest {
             _ => {}
         }
         if bytes > 0 {
-            out.push(Action::SendNew { subflow: s_id, max_bytes: bytes });
+            out.push(Action::SendNew {
+                subflow: s_id,
+                max_bytes: bytes,
+            });
         }
     }
 }
@@ -233,7 +261,13 @@ mod tests {
         v.peer_rwnd_bytes = 1000 * MSS;
         let mut out = Vec::new();
         Blest::default().schedule(&v, &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: MSS
+            }]
+        );
     }
 
     #[test]

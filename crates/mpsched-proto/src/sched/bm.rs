@@ -20,6 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::common::CheckConfig;
 use super::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowId, SubflowView};
 
 /// Which RTT the bloat of a subflow is measured against.
@@ -43,9 +44,24 @@ pub struct Config {
     pub bm_reference: Reference,
 }
 
+impl CheckConfig for Config {
+    fn check(&self) -> Result<(), String> {
+        if self.bm_lambda.is_nan() || self.bm_lambda < 1.0 {
+            return Err(format!(
+                "bm_lambda must be at least 1 (got {})",
+                self.bm_lambda
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { bm_lambda: 3.0, bm_reference: Reference::SubflowMin }
+        Self {
+            bm_lambda: 3.0,
+            bm_reference: Reference::SubflowMin,
+        }
     }
 }
 
@@ -63,7 +79,12 @@ pub struct Bm<S> {
 impl<S: Scheduler> Bm<S> {
     /// Wraps `inner`.
     pub fn new(inner: S, cfg: Config) -> Self {
-        Self { inner, cfg, min_srtt_ns: Vec::new(), capped: Vec::new() }
+        Self {
+            inner,
+            cfg,
+            min_srtt_ns: Vec::new(),
+            capped: Vec::new(),
+        }
     }
 
     /// The in-flight cap of `sf`, bytes (its cwnd when not bloated).
@@ -78,7 +99,11 @@ impl<S: Scheduler> Bm<S> {
         if reference == 0 {
             return sf.cwnd_bytes;
         }
-        let lambda = if self.cfg.bm_lambda.is_finite() { self.cfg.bm_lambda.max(0.0) } else { 1.0 };
+        let lambda = if self.cfg.bm_lambda.is_finite() {
+            self.cfg.bm_lambda.max(0.0)
+        } else {
+            1.0
+        };
         let limit = lambda * (reference as f64 / sf.srtt_ns as f64) * sf.cwnd_bytes as f64;
         if limit >= sf.cwnd_bytes as f64 {
             sf.cwnd_bytes
@@ -97,7 +122,11 @@ impl<S: Scheduler> Scheduler for Bm<S> {
         if self.min_srtt_ns.len() < view.subflows.len() {
             self.min_srtt_ns.resize(view.subflows.len(), 0);
         }
-        for sf in view.subflows.iter().filter(|s| s.has_rtt_sample && s.srtt_ns > 0) {
+        for sf in view
+            .subflows
+            .iter()
+            .filter(|s| s.has_rtt_sample && s.srtt_ns > 0)
+        {
             let m = &mut self.min_srtt_ns[sf.id];
             if *m == 0 || sf.srtt_ns < *m {
                 *m = sf.srtt_ns;
@@ -117,7 +146,10 @@ impl<S: Scheduler> Scheduler for Bm<S> {
             c.cwnd_bytes = self.cap_bytes(sf, conn_min_ns);
             c
         }));
-        let inner_view = ConnView { subflows: &capped, ..*view };
+        let inner_view = ConnView {
+            subflows: &capped,
+            ..*view
+        };
         let start = out.len();
         self.inner.schedule(&inner_view, out);
         // Drop what would still load a capped subflow (schedulers that queue beyond cwnd).
@@ -133,7 +165,8 @@ impl<S: Scheduler> Scheduler for Bm<S> {
             });
             if over {
                 let a = out.remove(i);
-                self.inner.on_rejected(a, Rejection::SubflowQueueFull, view.now_ns);
+                self.inner
+                    .on_rejected(a, Rejection::SubflowQueueFull, view.now_ns);
             } else {
                 i += 1;
             }
@@ -173,7 +206,13 @@ mod tests {
         s[0].in_flight_bytes = s[0].cwnd_bytes;
         let mut out = Vec::new();
         bm.schedule(&conn(&s, 100_000), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: 10 * MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: 10 * MSS
+            }]
+        );
         // Its sRTT bloats to 200 ms (10x): cap = 3 x 0.1 x cwnd = 3 segments < 4 in flight.
         s[1].srtt_ns = 200 * MS;
         s[1].in_flight_bytes = 4 * MSS;
@@ -183,12 +222,21 @@ mod tests {
         // Without BM minRTT would use the bloated subflow.
         let mut out = Vec::new();
         MinRtt::default().schedule(&conn(&s, 100_000), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: 6 * MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: 6 * MSS
+            }]
+        );
     }
 
     #[test]
     fn connection_reference_caps_a_slow_path_and_queueing_schedulers_are_filtered() {
-        let cfg = Config { bm_lambda: 2.0, bm_reference: Reference::ConnectionMin };
+        let cfg = Config {
+            bm_lambda: 2.0,
+            bm_reference: Reference::ConnectionMin,
+        };
         let mut bm = Bm::new(Otias::default(), cfg);
         // Subflow 1 is 10x slower than subflow 0: cap 2 x 0.1 x 10 = 2 segments, 3 in flight.
         let mut s = [sf(0, 10, 10), sf(1, 100, 10)];
@@ -197,6 +245,10 @@ mod tests {
         s[1].in_flight_bytes = 3 * MSS;
         let mut out = Vec::new();
         bm.schedule(&conn(&s, 100_000), &mut out);
-        assert!(out.iter().all(|a| !matches!(a, Action::SendNew { subflow: 1, .. })), "{out:?}");
+        assert!(
+            out.iter()
+                .all(|a| !matches!(a, Action::SendNew { subflow: 1, .. })),
+            "{out:?}"
+        );
     }
 }

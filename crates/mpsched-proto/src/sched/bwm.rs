@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, min_rtt_select, serve_reinject, conn_mss};
+use super::common::{conn_mss, min_rtt_select, new_data_fits_window, serve_reinject, CheckConfig};
 use super::{Action, ConnView, Rejection, Scheduler, SubflowId, SubflowView};
 
 /// BWM parameters.
@@ -41,9 +41,23 @@ pub struct Config {
     pub skip_when_cwnd_full: bool,
 }
 
+impl CheckConfig for Config {
+    fn check(&self) -> Result<(), String> {
+        let ok = |x: f64| (0.0..=1.0).contains(&x);
+        if !ok(self.ewma_keep) || !ok(self.ewma_gain) || self.ewma_gain == 0.0 {
+            return Err("ewma_keep must be in [0, 1] and ewma_gain in (0, 1]".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { ewma_keep: 0.875, ewma_gain: 0.125, skip_when_cwnd_full: false }
+        Self {
+            ewma_keep: 0.875,
+            ewma_gain: 0.125,
+            skip_when_cwnd_full: false,
+        }
     }
 }
 
@@ -75,7 +89,10 @@ pub struct Bwm {
 impl Bwm {
     /// Builds the scheduler.
     pub fn new(cfg: Config) -> Self {
-        Self { cfg, ..Self::default() }
+        Self {
+            cfg,
+            ..Self::default()
+        }
     }
 
     /// Quota of subflow `sf` from its current estimate, segments (`est_bw_window`).
@@ -91,7 +108,11 @@ impl Bwm {
 
     /// Takes a bandwidth sample on every subflow whose sampling period (one sRTT) has elapsed.
     fn measure(&mut self, view: &ConnView<'_>) {
-        for sf in view.subflows.iter().filter(|s| s.usable() && s.has_rtt_sample && s.srtt_ns > 0) {
+        for sf in view
+            .subflows
+            .iter()
+            .filter(|s| s.usable() && s.has_rtt_sample && s.srtt_ns > 0)
+        {
             let p = &mut self.paths[sf.id];
             match p.last_sample_ns {
                 None => {
@@ -119,7 +140,11 @@ impl Bwm {
 
     fn new_round(&mut self, view: &ConnView<'_>) {
         for sf in view.subflows {
-            let q = if sf.usable() { self.quota_segments(sf) } else { 0 };
+            let q = if sf.usable() {
+                self.quota_segments(sf)
+            } else {
+                0
+            };
             self.paths[sf.id].remaining = q;
         }
         self.current = None;
@@ -150,14 +175,22 @@ impl Scheduler for Bwm {
         if !view.subflows.iter().any(|s| open(self, s)) {
             self.new_round(view);
         }
-        let keep = self.current.and_then(|id| view.subflows.get(id)).filter(|s| open(self, s) && self.cwnd_ok(s));
+        let keep = self
+            .current
+            .and_then(|id| view.subflows.get(id))
+            .filter(|s| open(self, s) && self.cwnd_ok(s));
         let cur = match keep {
             Some(sf) => sf.id,
             None => {
                 // Largest remaining quota first; ties to the lower id.
                 let mut best: Option<&SubflowView> = None;
-                for sf in view.subflows.iter().filter(|s| open(self, s) && self.cwnd_ok(s)) {
-                    if best.map_or(true, |b| self.paths[sf.id].remaining > self.paths[b.id].remaining) {
+                for sf in view
+                    .subflows
+                    .iter()
+                    .filter(|s| open(self, s) && self.cwnd_ok(s))
+                {
+                    if best.is_none_or(|b| self.paths[sf.id].remaining > self.paths[b.id].remaining)
+                    {
                         best = Some(sf);
                     }
                 }
@@ -183,7 +216,10 @@ impl Scheduler for Bwm {
         let grant = bytes.div_ceil(mss).min(remaining);
         self.paths[cur].remaining = remaining - grant;
         self.paths[cur].last_grant_segments = grant;
-        out.push(Action::SendNew { subflow: cur, max_bytes: bytes });
+        out.push(Action::SendNew {
+            subflow: cur,
+            max_bytes: bytes,
+        });
     }
 
     fn on_rejected(&mut self, action: Action, _why: Rejection, _now_ns: u64) {
@@ -247,7 +283,10 @@ mod tests {
 
     #[test]
     fn paper_constant_decays_the_estimate() {
-        let mut paper = Bwm::new(Config { ewma_keep: 0.825, ..Config::default() });
+        let mut paper = Bwm::new(Config {
+            ewma_keep: 0.825,
+            ..Config::default()
+        });
         let s = drive(&mut paper, 60);
         // Steady state of 0.825 b + 0.125 x: b = x / 1.4, so 50 -> about 35 segments.
         assert_eq!(paper.quota_segments(&s[0]), 35);

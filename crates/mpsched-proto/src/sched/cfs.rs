@@ -23,7 +23,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{clip_unacked, min_rtt_select, new_data_burst, new_data_fits_window, serve_reinject};
+use super::common::{
+    clip_unacked, min_rtt_select, new_data_burst, new_data_fits_window, serve_reinject, CheckConfig,
+};
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowView};
 
 /// CFS parameters.
@@ -37,9 +39,14 @@ pub struct Config {
     pub fastest_only: bool,
 }
 
+impl CheckConfig for Config {}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { only_when_app_done: false, fastest_only: true }
+        Self {
+            only_when_app_done: false,
+            fastest_only: true,
+        }
     }
 }
 
@@ -57,7 +64,11 @@ impl Cfs {
 
     /// Tail duplication: copy onto `f` the oldest chunk held only by subflows slower than `f`.
     fn duplicate(view: &ConnView<'_>, f: &SubflowView, out: &mut Vec<Action>) -> bool {
-        for c in view.unacked.iter().filter_map(|c| clip_unacked(c, view.data_acked)) {
+        for c in view
+            .unacked
+            .iter()
+            .filter_map(|c| clip_unacked(c, view.data_acked))
+        {
             if c.sent_on(f.id) || c.sent_on_mask == 0 {
                 continue;
             }
@@ -67,10 +78,16 @@ impl Cfs {
                 .filter(|o| c.sent_on(o.id))
                 .all(|o| o.srtt_ns > f.srtt_ns);
             // A carrier index outside the view cannot be compared: skip the chunk.
-            let known = (c.sent_on_mask >> view.subflows.len().min(63)) == 0 || view.subflows.len() >= 64;
+            let known =
+                (c.sent_on_mask >> view.subflows.len().min(63)) == 0 || view.subflows.len() >= 64;
             if held_by_slower && known {
                 let len = c.len.min(f.free_cwnd_bytes());
-                out.push(Action::Resend { subflow: f.id, dsn: c.dsn, len, kind: ResendKind::Redundant });
+                out.push(Action::Resend {
+                    subflow: f.id,
+                    dsn: c.dsn,
+                    len,
+                    kind: ResendKind::Redundant,
+                });
                 return true;
             }
         }
@@ -88,12 +105,17 @@ impl Scheduler for Cfs {
             return;
         }
         if view.unsent_bytes > 0 {
-            let Some(id) = min_rtt_select(view.subflows, 0) else { return };
+            let Some(id) = min_rtt_select(view.subflows, 0) else {
+                return;
+            };
             let sf = &view.subflows[id];
             if new_data_fits_window(view, sf.mss_bytes) {
                 let bytes = new_data_burst(view, sf);
                 if bytes > 0 {
-                    out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+                    out.push(Action::SendNew {
+                        subflow: id,
+                        max_bytes: bytes,
+                    });
                 }
             }
             return;
@@ -101,8 +123,11 @@ impl Scheduler for Cfs {
         if self.cfg.only_when_app_done && !view.app_done {
             return;
         }
-        let mut order: Vec<&SubflowView> =
-            view.subflows.iter().filter(|s| !s.backup && s.usable()).collect();
+        let mut order: Vec<&SubflowView> = view
+            .subflows
+            .iter()
+            .filter(|s| !s.backup && s.usable())
+            .collect();
         order.sort_by_key(|s| (s.srtt_ns, std::cmp::Reverse(s.id)));
         for f in order {
             if !f.available() {
@@ -124,7 +149,11 @@ mod tests {
     fn duplicates_only_the_tail_and_only_what_slower_subflows_hold() {
         let mut s = [sf(0, 10, 10), sf(1, 100, 10), sf(2, 50, 10)];
         s[0].in_flight_bytes = 5 * MSS;
-        let un = [chunk(0, 3000, &[0]), chunk(3000, 4000, &[1]), chunk(7000, 2000, &[2])];
+        let un = [
+            chunk(0, 3000, &[0]),
+            chunk(3000, 4000, &[1]),
+            chunk(7000, 2000, &[2]),
+        ];
         let mut v = conn(&s, 10_000);
         v.unacked = &un;
         v.next_dsn = 9000;
@@ -132,23 +161,43 @@ mod tests {
         // Unassigned data remains: plain minRTT, no copy.
         let mut out = Vec::new();
         cfs.schedule(&v, &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 0, max_bytes: 5 * MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: 5 * MSS
+            }]
+        );
         // Send buffer empty: the oldest chunk held only by slower subflows goes on the fast one.
         v.unsent_bytes = 0;
         let mut out = Vec::new();
         cfs.schedule(&v, &mut out);
         assert_eq!(
             out,
-            vec![Action::Resend { subflow: 0, dsn: 3000, len: 4000, kind: ResendKind::Redundant }]
+            vec![Action::Resend {
+                subflow: 0,
+                dsn: 3000,
+                len: 4000,
+                kind: ResendKind::Redundant
+            }]
         );
         // The chunk on the 50 ms subflow is copied to the fast one only, never to the 100 ms.
-        let un2 = [chunk(0, 3000, &[0]), chunk(3000, 4000, &[0, 1]), chunk(7000, 2000, &[2])];
+        let un2 = [
+            chunk(0, 3000, &[0]),
+            chunk(3000, 4000, &[0, 1]),
+            chunk(7000, 2000, &[2]),
+        ];
         v.unacked = &un2;
         let mut out = Vec::new();
         cfs.schedule(&v, &mut out);
         assert_eq!(
             out,
-            vec![Action::Resend { subflow: 0, dsn: 7000, len: 2000, kind: ResendKind::Redundant }]
+            vec![Action::Resend {
+                subflow: 0,
+                dsn: 7000,
+                len: 2000,
+                kind: ResendKind::Redundant
+            }]
         );
     }
 
@@ -159,7 +208,10 @@ mod tests {
         let mut v = conn(&s, 0);
         v.unacked = &un;
         v.next_dsn = 3000;
-        let mut cfs = Cfs::new(Config { only_when_app_done: true, ..Config::default() });
+        let mut cfs = Cfs::new(Config {
+            only_when_app_done: true,
+            ..Config::default()
+        });
         let mut out = Vec::new();
         cfs.schedule(&v, &mut out);
         assert!(out.is_empty());

@@ -62,7 +62,7 @@ fn select_among(
             found_unused = true;
         }
         let m = metric(sf);
-        if best.map_or(true, |(_, b)| m < b) {
+        if best.is_none_or(|(_, b)| m < b) {
             best = Some((sf.id, m));
         }
     }
@@ -123,7 +123,7 @@ pub(crate) fn fastest_usable(subflows: &[SubflowView]) -> Option<SubflowId> {
         .rev()
         .filter(|s| s.usable() && !(any_active && s.backup))
     {
-        if best.map_or(true, |(_, b)| sf.srtt_ns < b) {
+        if best.is_none_or(|(_, b)| sf.srtt_ns < b) {
             best = Some((sf.id, sf.srtt_ns));
         }
     }
@@ -211,6 +211,16 @@ pub(crate) fn serve_reinject(
     Some(())
 }
 
+/// A scheduler configuration that can check its values after deserialisation (ranges serde
+/// cannot express). The registry calls it, so a bad value is an error at build time rather
+/// than a stalled connection later.
+pub(crate) trait CheckConfig {
+    /// `Err` names the offending parameter and the accepted range.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// Saturating `a * b / c` in 128-bit arithmetic (0 when `c == 0`).
 #[inline]
 pub(crate) fn mul_div(a: u64, b: u64, c: u64) -> u64 {
@@ -246,11 +256,9 @@ pub(crate) mod testing {
             mss_bytes: MSS,
             cwnd_bytes: cwnd_segs * MSS,
             ssthresh_bytes: u64::MAX,
-            pacing_rate_bps: if srtt_ms > 0 {
-                cwnd_segs * MSS * 8 * 1000 * 12 / 10 / srtt_ms
-            } else {
-                0
-            },
+            pacing_rate_bps: (cwnd_segs * MSS * 8 * 1000 * 12 / 10)
+                .checked_div(srtt_ms)
+                .unwrap_or(0),
             ..SubflowView::default()
         }
     }

@@ -23,7 +23,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{min_rtt_select, new_data_fits_window, serve_reinject, clip_unacked};
+use super::common::{
+    clip_unacked, min_rtt_select, new_data_fits_window, serve_reinject, CheckConfig,
+};
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowId, SubflowView};
 
 /// DAPS parameters (KAU module parameters plus the project's bounds).
@@ -48,6 +50,15 @@ pub struct Config {
     /// A subflow takes no more granted data while its unsent queue holds this many cwnds.
     /// Default 1 ([PROJECT DECISION]).
     pub queue_limit_cwnds: u64,
+}
+
+impl CheckConfig for Config {
+    fn check(&self) -> Result<(), String> {
+        if self.max_plan_slots == 0 {
+            return Err("max_plan_slots must be at least 1".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {
@@ -99,7 +110,10 @@ fn gcd(a: u64, b: u64) -> u64 {
 impl Daps {
     /// Builds the scheduler.
     pub fn new(cfg: Config) -> Self {
-        Self { cfg, ..Self::default() }
+        Self {
+            cfg,
+            ..Self::default()
+        }
     }
 
     fn segs(sf: &SubflowView) -> u64 {
@@ -128,14 +142,20 @@ impl Daps {
             .map(|s| {
                 let owd_ms = s.srtt_ns / 2 / 1_000_000;
                 let rounded = ((owd_ms + rd / 2) / rd * rd).max(rd);
-                Planned { id: s.id, delay_slots: rounded, cwnd_segments: self.planned_cwnd(s) }
+                Planned {
+                    id: s.id,
+                    delay_slots: rounded,
+                    cwnd_segments: self.planned_cwnd(s),
+                }
             })
             .collect();
         plan.sort_by_key(|p| (subflows[p.id].srtt_ns, p.id));
         let cap = self.cfg.max_plan_slots.max(1);
         let mut period = 1u64;
         for p in &plan {
-            period = (period / gcd(period, p.delay_slots)).saturating_mul(p.delay_slots).min(cap);
+            period = (period / gcd(period, p.delay_slots))
+                .saturating_mul(p.delay_slots)
+                .min(cap);
         }
         self.plan = plan;
         self.period_slots = period;
@@ -152,7 +172,7 @@ impl Daps {
             while self.idx < self.plan.len() {
                 let p = self.plan[self.idx];
                 self.idx += 1;
-                if self.slot % p.delay_slots != 0 {
+                if !self.slot.is_multiple_of(p.delay_slots) {
                     continue;
                 }
                 let Some(sf) = subflows.get(p.id).filter(|s| s.usable()) else {
@@ -183,7 +203,9 @@ impl Daps {
             if self.scwnd_x8[sf.id] == 0 {
                 self.scwnd_x8[sf.id] = cwnd * 8;
                 self.sample_point[sf.id] = sf.bytes_sent;
-            } else if sf.bytes_acked >= self.sample_point[sf.id] && sf.bytes_sent > self.sample_point[sf.id] {
+            } else if sf.bytes_acked >= self.sample_point[sf.id]
+                && sf.bytes_sent > self.sample_point[sf.id]
+            {
                 self.scwnd_x8[sf.id] = self.scwnd_x8[sf.id] - self.scwnd_x8[sf.id] / 8 + cwnd;
                 self.sample_point[sf.id] = sf.bytes_sent;
             }
@@ -194,10 +216,19 @@ impl Daps {
     fn window_blocked_resend(view: &ConnView<'_>, out: &mut Vec<Action>) {
         let mut order: Vec<&SubflowView> = view.subflows.iter().filter(|s| s.available()).collect();
         order.sort_by_key(|s| (s.srtt_ns, s.id));
-        for c in view.unacked.iter().filter_map(|c| clip_unacked(c, view.data_acked)) {
+        for c in view
+            .unacked
+            .iter()
+            .filter_map(|c| clip_unacked(c, view.data_acked))
+        {
             if let Some(sf) = order.iter().find(|s| !c.sent_on(s.id)) {
                 let len = c.len.min(sf.free_cwnd_bytes());
-                out.push(Action::Resend { subflow: sf.id, dsn: c.dsn, len, kind: ResendKind::Opportunistic });
+                out.push(Action::Resend {
+                    subflow: sf.id,
+                    dsn: c.dsn,
+                    len,
+                    kind: ResendKind::Opportunistic,
+                });
                 return;
             }
         }
@@ -239,25 +270,42 @@ impl Scheduler for Daps {
             // Nothing plannable (no RTT samples yet): minRTT-like fallback.
             if let Some(id) = min_rtt_select(view.subflows, 0) {
                 let sf = &view.subflows[id];
-                let b = sf.free_cwnd_bytes().min(view.unsent_bytes).min(view.rwnd_room_bytes());
+                let b = sf
+                    .free_cwnd_bytes()
+                    .min(view.unsent_bytes)
+                    .min(view.rwnd_room_bytes());
                 if b > 0 {
-                    out.push(Action::SendNew { subflow: id, max_bytes: b });
+                    out.push(Action::SendNew {
+                        subflow: id,
+                        max_bytes: b,
+                    });
                 }
             }
             return;
         };
         let sf = &view.subflows[id];
-        if sf.queued_bytes >= self.cfg.queue_limit_cwnds.saturating_mul(sf.cwnd_bytes).max(sf.mss_bytes) {
+        if sf.queued_bytes
+            >= self
+                .cfg
+                .queue_limit_cwnds
+                .saturating_mul(sf.cwnd_bytes)
+                .max(sf.mss_bytes)
+        {
             return; // its queue is long enough: wait for it to drain (the plan keeps its place)
         }
         let left = self.left[id].unwrap_or(0);
         let mss = sf.mss_bytes.max(1);
-        let bytes = (left.saturating_mul(mss)).min(view.unsent_bytes).min(view.rwnd_room_bytes());
+        let bytes = (left.saturating_mul(mss))
+            .min(view.unsent_bytes)
+            .min(view.rwnd_room_bytes());
         if bytes == 0 {
             return;
         }
         self.left[id] = Some(left - bytes.div_ceil(mss).min(left));
-        out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+        out.push(Action::SendNew {
+            subflow: id,
+            max_bytes: bytes,
+        });
     }
 }
 
@@ -271,7 +319,10 @@ mod tests {
         // One-way delays 5 ms -> 4 slots and 40 ms -> 40 slots (rounded to 4): T = 40, the
         // fast subflow gets 10 windows for the slow one's 1.
         let s = [sf(0, 10, 2), sf(1, 80, 3)];
-        let cfg = Config { queue_limit_cwnds: 1000, ..Config::default() };
+        let cfg = Config {
+            queue_limit_cwnds: 1000,
+            ..Config::default()
+        };
         let mut d = Daps::new(cfg);
         let mut sent = [0u64; 2];
         for _ in 0..11 {
@@ -292,6 +343,12 @@ mod tests {
         s[0].in_flight_bytes = s[0].cwnd_bytes; // full window, still granted
         let mut out = Vec::new();
         Daps::default().schedule(&conn(&s, 1 << 30), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 0, max_bytes: 2 * MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: 2 * MSS
+            }]
+        );
     }
 }

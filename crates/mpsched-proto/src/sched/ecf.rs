@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{
     fastest_usable, min_rtt_select, new_data_burst, new_data_fits_window, serve_reinject,
+    CheckConfig,
 };
 use super::{Action, ConnView, Scheduler, SubflowId};
 
@@ -41,9 +42,14 @@ pub struct Config {
     pub rttvar_factor: u64,
 }
 
+impl CheckConfig for Config {}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { r_beta: 4, rttvar_factor: 2 }
+        Self {
+            r_beta: 4,
+            rttvar_factor: 2,
+        }
     }
 }
 
@@ -57,7 +63,10 @@ pub struct Ecf {
 impl Ecf {
     /// Builds the scheduler.
     pub fn new(cfg: Config) -> Self {
-        Self { cfg, waiting: false }
+        Self {
+            cfg,
+            waiting: false,
+        }
     }
 
     /// True while ECF holds data back for the fast subflow.
@@ -68,7 +77,9 @@ impl Ecf {
     /// ECF's `get_subflow`: the minRTT choice, or `None` to wait for the fastest subflow.
     fn select(&mut self, view: &ConnView<'_>, mask: u64) -> Option<SubflowId> {
         let s_id = min_rtt_select(view.subflows, mask)?;
-        let Some(f_id) = fastest_usable(view.subflows) else { return Some(s_id) };
+        let Some(f_id) = fastest_usable(view.subflows) else {
+            return Some(s_id);
+        };
         if f_id == s_id {
             return Some(s_id);
         }
@@ -106,7 +117,9 @@ impl Scheduler for Ecf {
         if view.unsent_bytes == 0 {
             return;
         }
-        let Some(id) = self.select(view, 0) else { return };
+        let Some(id) = self.select(view, 0) else {
+            return;
+        };
         let sf = &view.subflows[id];
         if !new_data_fits_window(view, sf.mss_bytes) {
             return;
@@ -116,7 +129,10 @@ impl Scheduler for Ecf {
             bytes = bytes.min(sf.mss_bytes.max(1));
         }
         if bytes > 0 {
-            out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+            out.push(Action::SendNew {
+                subflow: id,
+                max_bytes: bytes,
+            });
         }
     }
 }
@@ -155,7 +171,13 @@ mod tests {
         let mut out = Vec::new();
         // 2000 segments left: the fast path alone needs 200 RTTs; use both.
         ecf.schedule(&conn(&s, 2000 * MSS), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: MSS
+            }]
+        );
         assert!(!ecf.is_waiting());
     }
 
@@ -169,7 +191,10 @@ mod tests {
         let mut out = Vec::new();
         fresh.schedule(&conn(&s, 120 * MSS), &mut out);
         assert!(matches!(out[..], [Action::SendNew { subflow: 1, .. }]));
-        let mut waiting = Ecf { waiting: true, ..Ecf::default() };
+        let mut waiting = Ecf {
+            waiting: true,
+            ..Ecf::default()
+        };
         let mut out = Vec::new();
         waiting.schedule(&conn(&s, 120 * MSS), &mut out);
         assert!(out.is_empty());

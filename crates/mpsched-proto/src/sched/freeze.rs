@@ -16,7 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{min_rtt_select, new_data_burst, new_data_fits_window, oot_select, reinject_head};
+use super::common::{
+    min_rtt_select, new_data_burst, new_data_fits_window, oot_select, reinject_head, CheckConfig,
+};
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowView};
 
 /// Freeze parameters.
@@ -33,6 +35,15 @@ pub struct Config {
     pub keep_probe: bool,
     /// Interval between probes on a frozen subflow, ns. Default 1 s.
     pub probe_interval_ns: u64,
+}
+
+impl CheckConfig for Config {
+    fn check(&self) -> Result<(), String> {
+        if self.hysteresis_ns > self.threshold_ns || self.probe_interval_ns == 0 {
+            return Err("need hysteresis_ns <= threshold_ns and probe_interval_ns > 0".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for Config {
@@ -60,7 +71,10 @@ pub struct Freeze {
 impl Freeze {
     /// Builds the scheduler.
     pub fn new(cfg: Config) -> Self {
-        Self { cfg, ..Self::default() }
+        Self {
+            cfg,
+            ..Self::default()
+        }
     }
 
     /// True while subflow `id` is frozen.
@@ -75,7 +89,14 @@ impl Freeze {
             self.last_probe_ns.resize(n, 0);
         }
         let sampled = |s: &&SubflowView| s.usable() && s.has_rtt_sample && s.srtt_ns > 0;
-        let Some(min_ns) = view.subflows.iter().filter(|s| !s.backup).filter(sampled).map(|s| s.srtt_ns).min() else {
+        let Some(min_ns) = view
+            .subflows
+            .iter()
+            .filter(|s| !s.backup)
+            .filter(sampled)
+            .map(|s| s.srtt_ns)
+            .min()
+        else {
             return;
         };
         let thaw_below = self.cfg.threshold_ns.saturating_sub(self.cfg.hysteresis_ns);
@@ -104,13 +125,23 @@ impl Scheduler for Freeze {
         let frozen = &self.frozen_since_ns;
         let thawed_avail = |s: &SubflowView| s.available() && frozen[s.id].is_none();
         if let Some(head) = reinject_head(view) {
-            let mut pick = oot_select(view.subflows, head.sent_on_mask, |s| s.srtt_ns, thawed_avail);
+            let mut pick = oot_select(
+                view.subflows,
+                head.sent_on_mask,
+                |s| s.srtt_ns,
+                thawed_avail,
+            );
             if pick.is_none() && self.cfg.frozen_carry_reinject {
                 pick = min_rtt_select(view.subflows, head.sent_on_mask);
             }
             if let Some(id) = pick {
                 let len = head.len.min(view.subflows[id].free_cwnd_bytes());
-                out.push(Action::Resend { subflow: id, dsn: head.dsn, len, kind: ResendKind::Reinject });
+                out.push(Action::Resend {
+                    subflow: id,
+                    dsn: head.dsn,
+                    len,
+                    kind: ResendKind::Reinject,
+                });
             }
             return;
         }
@@ -118,25 +149,41 @@ impl Scheduler for Freeze {
             return;
         }
         if self.cfg.keep_probe {
-            for sf in view.subflows.iter().filter(|s| frozen[s.id].is_some() && s.available()) {
-                if view.now_ns.saturating_sub(self.last_probe_ns[sf.id]) >= self.cfg.probe_interval_ns
+            for sf in view
+                .subflows
+                .iter()
+                .filter(|s| frozen[s.id].is_some() && s.available())
+            {
+                if view.now_ns.saturating_sub(self.last_probe_ns[sf.id])
+                    >= self.cfg.probe_interval_ns
                     && new_data_fits_window(view, sf.mss_bytes)
                 {
-                    let bytes = sf.mss_bytes.min(view.unsent_bytes).min(view.rwnd_room_bytes());
+                    let bytes = sf
+                        .mss_bytes
+                        .min(view.unsent_bytes)
+                        .min(view.rwnd_room_bytes());
                     self.last_probe_ns[sf.id] = view.now_ns;
-                    out.push(Action::SendNew { subflow: sf.id, max_bytes: bytes });
+                    out.push(Action::SendNew {
+                        subflow: sf.id,
+                        max_bytes: bytes,
+                    });
                     return;
                 }
             }
         }
-        let Some(id) = oot_select(view.subflows, 0, |s| s.srtt_ns, thawed_avail) else { return };
+        let Some(id) = oot_select(view.subflows, 0, |s| s.srtt_ns, thawed_avail) else {
+            return;
+        };
         let sf = &view.subflows[id];
         if !new_data_fits_window(view, sf.mss_bytes) {
             return;
         }
         let bytes = new_data_burst(view, sf);
         if bytes > 0 {
-            out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+            out.push(Action::SendNew {
+                subflow: id,
+                max_bytes: bytes,
+            });
         }
     }
 }
@@ -167,11 +214,17 @@ mod tests {
         assert!(run(&mut f, &s, 10 * MS).is_empty());
         // 80 ms above: thawed, minRTT uses it.
         s[1].srtt_ns = 90 * MS;
-        assert!(matches!(run(&mut f, &s, 20 * MS)[..], [Action::SendNew { subflow: 1, .. }]));
+        assert!(matches!(
+            run(&mut f, &s, 20 * MS)[..],
+            [Action::SendNew { subflow: 1, .. }]
+        ));
         // A path 95 ms slower is never frozen in the first place.
         let mut g = Freeze::default();
         s[1].srtt_ns = 105 * MS;
-        assert!(matches!(run(&mut g, &s, 0)[..], [Action::SendNew { subflow: 1, .. }]));
+        assert!(matches!(
+            run(&mut g, &s, 0)[..],
+            [Action::SendNew { subflow: 1, .. }]
+        ));
     }
 
     #[test]
@@ -180,7 +233,13 @@ mod tests {
         s[0].in_flight_bytes = s[0].cwnd_bytes;
         let mut f = Freeze::default();
         assert!(run(&mut f, &s, 0).is_empty());
-        assert_eq!(run(&mut f, &s, 1_000 * MS), vec![Action::SendNew { subflow: 1, max_bytes: MSS }]);
+        assert_eq!(
+            run(&mut f, &s, 1_000 * MS),
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: MSS
+            }]
+        );
         assert!(run(&mut f, &s, 1_001 * MS).is_empty());
     }
 }

@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{reinject_head, rwnd_blocked};
+use super::common::{reinject_head, rwnd_blocked, CheckConfig};
 use super::{Action, ConnView, ResendKind, Scheduler};
 
 /// `MPTCP_SEND_BURST_SIZE` (net/mptcp/protocol.c): 65536 − 20 − 40 − 40 − 8 bytes.
@@ -45,9 +45,21 @@ pub struct Config {
     pub sndbuf_factor: u64,
 }
 
+impl CheckConfig for Config {
+    fn check(&self) -> Result<(), String> {
+        if self.burst_bytes == 0 || self.sndbuf_factor == 0 {
+            return Err("burst_bytes and sndbuf_factor must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { burst_bytes: SEND_BURST_BYTES, sndbuf_factor: 2 }
+        Self {
+            burst_bytes: SEND_BURST_BYTES,
+            sndbuf_factor: 2,
+        }
     }
 }
 
@@ -62,16 +74,24 @@ pub struct Linux {
 impl Linux {
     /// Builds the scheduler.
     pub fn new(cfg: Config) -> Self {
-        Self { cfg, avg_pacing_rate_bps: Vec::new() }
+        Self {
+            cfg,
+            avg_pacing_rate_bps: Vec::new(),
+        }
     }
 
     fn sndbuf_bytes(&self, sf: &super::SubflowView) -> u64 {
         let segs = (sf.cwnd_bytes / sf.mss_bytes.max(1)).max(TCP_INIT_CWND_SEGMENTS);
-        self.cfg.sndbuf_factor.saturating_mul(segs).saturating_mul(sf.mss_bytes)
+        self.cfg
+            .sndbuf_factor
+            .saturating_mul(segs)
+            .saturating_mul(sf.mss_bytes)
     }
 
     fn get_retrans(&self, view: &ConnView<'_>, out: &mut Vec<Action>) {
-        let Some(head) = reinject_head(view) else { return };
+        let Some(head) = reinject_head(view) else {
+            return;
+        };
         let mut pick = None;
         let mut backup = None;
         let mut all_busy_stuck = true;
@@ -122,9 +142,13 @@ impl Scheduler for Linux {
             }
             let wmem = (sf.in_flight_bytes + sf.queued_bytes) as u128;
             // linger = wmem / rate, in 2^-32 units; an unknown rate is infinitely fast.
-            let linger = if *avg == 0 { 0 } else { (wmem << 32) / (*avg as u128) };
+            let linger = if *avg == 0 {
+                0
+            } else {
+                (wmem << 32) / (*avg as u128)
+            };
             let cls = usize::from(sf.backup);
-            if best[cls].map_or(true, |(_, l)| linger < l) {
+            if best[cls].is_none_or(|(_, l)| linger < l) {
                 best[cls] = Some((sf.id, linger));
             }
         }
@@ -147,10 +171,14 @@ impl Scheduler for Linux {
         }
         let avg = &mut self.avg_pacing_rate_bps[id];
         if *avg != 0 && sf.pacing_rate_bps != 0 {
-            let num = (*avg as u128) * (wmem as u128) + (sf.pacing_rate_bps as u128) * (burst as u128);
+            let num =
+                (*avg as u128) * (wmem as u128) + (sf.pacing_rate_bps as u128) * (burst as u128);
             *avg = (num / (burst as u128 + wmem as u128)).min(u64::MAX as u128) as u64;
         }
-        out.push(Action::SendNew { subflow: id, max_bytes: burst });
+        out.push(Action::SendNew {
+            subflow: id,
+            max_bytes: burst,
+        });
     }
 }
 
@@ -175,7 +203,13 @@ mod tests {
         s[1].queued_bytes = 10_000;
         s[1].pacing_rate_bps = 20_000_000;
         let out = run(&mut Linux::default(), &conn(&s, 1_000_000));
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: SEND_BURST_BYTES }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: SEND_BURST_BYTES
+            }]
+        );
     }
 
     #[test]
@@ -183,12 +217,24 @@ mod tests {
         let mut s = [sf(0, 10, 10)];
         let mut v = conn(&s, 1_000_000);
         v.peer_rwnd_bytes = 12_000;
-        assert_eq!(run(&mut Linux::default(), &v), vec![Action::SendNew { subflow: 0, max_bytes: 12_000 }]);
+        assert_eq!(
+            run(&mut Linux::default(), &v),
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: 12_000
+            }]
+        );
         // sndbuf = 2 x 10 x 1000 = 20 KB; 15 KB charged leaves 5 KB.
         s[0].in_flight_bytes = 10_000;
         s[0].queued_bytes = 5_000;
         let v = conn(&s, 1_000_000);
-        assert_eq!(run(&mut Linux::default(), &v), vec![Action::SendNew { subflow: 0, max_bytes: 5_000 }]);
+        assert_eq!(
+            run(&mut Linux::default(), &v),
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: 5_000
+            }]
+        );
         s[0].queued_bytes = 10_000;
         assert!(run(&mut Linux::default(), &conn(&s, 1_000_000)).is_empty());
     }
@@ -197,9 +243,15 @@ mod tests {
     fn backup_only_without_active_and_retransmits_on_an_idle_subflow() {
         let mut s = [sf(0, 10, 10), sf(1, 10, 10)];
         s[1].backup = true;
-        assert!(matches!(run(&mut Linux::default(), &conn(&s, 5000))[..], [Action::SendNew { subflow: 0, .. }]));
+        assert!(matches!(
+            run(&mut Linux::default(), &conn(&s, 5000))[..],
+            [Action::SendNew { subflow: 0, .. }]
+        ));
         s[0].established = false;
-        assert!(matches!(run(&mut Linux::default(), &conn(&s, 5000))[..], [Action::SendNew { subflow: 1, .. }]));
+        assert!(matches!(
+            run(&mut Linux::default(), &conn(&s, 5000))[..],
+            [Action::SendNew { subflow: 1, .. }]
+        ));
         let mut s = [sf(0, 10, 10), sf(1, 50, 10)];
         s[0].in_flight_bytes = 3000;
         let rq = [chunk(0, 1000, &[0])];
@@ -208,7 +260,12 @@ mod tests {
         v.next_dsn = 1000;
         assert_eq!(
             run(&mut Linux::default(), &v),
-            vec![Action::Resend { subflow: 1, dsn: 0, len: 1000, kind: ResendKind::Reinject }]
+            vec![Action::Resend {
+                subflow: 1,
+                dsn: 0,
+                len: 1000,
+                kind: ResendKind::Reinject
+            }]
         );
     }
 }

@@ -17,7 +17,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{min_rtt_select, new_data_burst, new_data_fits_window, serve_reinject};
+use super::common::{
+    min_rtt_select, new_data_burst, new_data_fits_window, serve_reinject, CheckConfig,
+};
 use super::{Action, ConnView, Scheduler};
 
 /// minRTT has no tunable parameters; the struct exists so unknown keys are rejected.
@@ -30,6 +32,8 @@ pub struct Config {}
 pub struct MinRtt {
     _cfg: Config,
 }
+
+impl CheckConfig for Config {}
 
 impl MinRtt {
     /// Builds the scheduler.
@@ -50,14 +54,19 @@ impl Scheduler for MinRtt {
         if view.unsent_bytes == 0 {
             return;
         }
-        let Some(id) = min_rtt_select(view.subflows, 0) else { return };
+        let Some(id) = min_rtt_select(view.subflows, 0) else {
+            return;
+        };
         let sf = &view.subflows[id];
         if !new_data_fits_window(view, sf.mss_bytes) {
             return;
         }
         let bytes = new_data_burst(view, sf);
         if bytes > 0 {
-            out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+            out.push(Action::SendNew {
+                subflow: id,
+                max_bytes: bytes,
+            });
         }
     }
 }
@@ -79,7 +88,13 @@ mod tests {
         let mut s = [sf(0, 40, 10), sf(1, 10, 10)];
         s[1].in_flight_bytes = 4 * MSS;
         let out = run(&conn(&s, 1_000_000));
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: 6 * MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: 6 * MSS
+            }]
+        );
     }
 
     #[test]
@@ -88,16 +103,28 @@ mod tests {
         s[1].established = false;
         s[1].has_rtt_sample = false;
         let out = run(&conn(&s, 5000));
-        assert_eq!(out, vec![Action::SendNew { subflow: 0, max_bytes: 5000 }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: 5000
+            }]
+        );
     }
 
     #[test]
     fn backup_only_when_no_active_subflow_is_usable() {
         let mut s = [sf(0, 40, 10), sf(1, 5, 10)];
         s[1].backup = true;
-        assert!(matches!(run(&conn(&s, 5000))[..], [Action::SendNew { subflow: 0, .. }]));
+        assert!(matches!(
+            run(&conn(&s, 5000))[..],
+            [Action::SendNew { subflow: 0, .. }]
+        ));
         s[0].potentially_failed = true;
-        assert!(matches!(run(&conn(&s, 5000))[..], [Action::SendNew { subflow: 1, .. }]));
+        assert!(matches!(
+            run(&conn(&s, 5000))[..],
+            [Action::SendNew { subflow: 1, .. }]
+        ));
     }
 
     #[test]
@@ -110,7 +137,12 @@ mod tests {
         let out = run(&v);
         assert_eq!(
             out,
-            vec![Action::Resend { subflow: 1, dsn: 0, len: 2000, kind: ResendKind::Reinject }]
+            vec![Action::Resend {
+                subflow: 1,
+                dsn: 0,
+                len: 2000,
+                kind: ResendKind::Reinject
+            }]
         );
     }
 

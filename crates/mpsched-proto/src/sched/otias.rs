@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, reinject_head, used};
+use super::common::{new_data_fits_window, reinject_head, used, CheckConfig};
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowId, SubflowView};
 
 /// OTIAS parameters.
@@ -34,9 +34,13 @@ pub struct Config {
     pub queue_limit_cwnds: u64,
 }
 
+impl CheckConfig for Config {}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { queue_limit_cwnds: 1 }
+        Self {
+            queue_limit_cwnds: 1,
+        }
     }
 }
 
@@ -61,7 +65,9 @@ impl Otias {
         let wait = if queued < sendable {
             0
         } else {
-            (queued - sendable + 1).div_ceil(cwnd).saturating_mul(sf.srtt_ns)
+            (queued - sendable + 1)
+                .div_ceil(cwnd)
+                .saturating_mul(sf.srtt_ns)
         };
         wait.saturating_add(sf.srtt_ns / 2)
     }
@@ -75,16 +81,22 @@ impl Otias {
             if !sf.usable() || sf.in_loss_recovery {
                 continue;
             }
-            if sf.queued_bytes >= self.cfg.queue_limit_cwnds.saturating_mul(sf.cwnd_bytes).max(sf.mss_bytes) {
+            if sf.queued_bytes
+                >= self
+                    .cfg
+                    .queue_limit_cwnds
+                    .saturating_mul(sf.cwnd_bytes)
+                    .max(sf.mss_bytes)
+            {
                 continue;
             }
             let room = sf.free_cwnd_bytes() > 0;
             let m = Self::arrival_ns(sf);
             if used(sf, mask) {
-                if room && fallback.map_or(true, |(_, b)| m < b) {
+                if room && fallback.is_none_or(|(_, b)| m < b) {
                     fallback = Some((sf.id, m));
                 }
-            } else if (!sent_before || room) && best.map_or(true, |(_, b)| m < b) {
+            } else if (!sent_before || room) && best.is_none_or(|(_, b)| m < b) {
                 best = Some((sf.id, m));
             }
         }
@@ -102,20 +114,34 @@ impl Scheduler for Otias {
             if let Some(id) = self.select(view.subflows, head.sent_on_mask) {
                 let sf = &view.subflows[id];
                 let len = head.len.min(sf.free_cwnd_bytes().max(sf.mss_bytes));
-                out.push(Action::Resend { subflow: id, dsn: head.dsn, len, kind: ResendKind::Reinject });
+                out.push(Action::Resend {
+                    subflow: id,
+                    dsn: head.dsn,
+                    len,
+                    kind: ResendKind::Reinject,
+                });
             }
             return;
         }
         if view.unsent_bytes == 0 {
             return;
         }
-        let Some(id) = self.select(view.subflows, 0) else { return };
+        let Some(id) = self.select(view.subflows, 0) else {
+            return;
+        };
         let sf = &view.subflows[id];
         if !new_data_fits_window(view, sf.mss_bytes) {
             return;
         }
-        let bytes = sf.mss_bytes.max(1).min(view.unsent_bytes).min(view.rwnd_room_bytes());
-        out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+        let bytes = sf
+            .mss_bytes
+            .max(1)
+            .min(view.unsent_bytes)
+            .min(view.rwnd_room_bytes());
+        out.push(Action::SendNew {
+            subflow: id,
+            max_bytes: bytes,
+        });
     }
 }
 
@@ -132,7 +158,13 @@ mod tests {
         assert_eq!(Otias::arrival_ns(&s[0]), 15 * MS);
         let mut out = Vec::new();
         Otias::default().schedule(&conn(&s, 100_000), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 0, max_bytes: MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: MSS
+            }]
+        );
     }
 
     #[test]
@@ -141,10 +173,18 @@ mod tests {
         s[0].in_flight_bytes = s[0].cwnd_bytes;
         s[0].queued_bytes = 9 * MSS; // 1 more: wait ceil(10/10)=1 RTT -> 15 ms
         assert_eq!(Otias::arrival_ns(&s[0]), 15 * MS);
-        let cfg = Config { queue_limit_cwnds: 100 };
+        let cfg = Config {
+            queue_limit_cwnds: 100,
+        };
         s[0].queued_bytes = 50 * MSS; // wait ceil(51/10)=6 RTTs -> 65 ms > 50 ms
         let mut out = Vec::new();
         Otias::new(cfg).schedule(&conn(&s, 100_000), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: MSS
+            }]
+        );
     }
 }

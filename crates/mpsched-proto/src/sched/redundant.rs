@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{min_rtt_select, serve_reinject};
+use super::common::{min_rtt_select, serve_reinject, CheckConfig};
 use super::{Action, ConnView, Rejection, ResendKind, Scheduler, SubflowView};
 
 /// Redundant has no tunable parameters.
@@ -34,6 +34,8 @@ pub struct Redundant {
     /// Subflow the round-robin scan starts at.
     next_subflow: usize,
 }
+
+impl CheckConfig for Config {}
 
 impl Redundant {
     /// Builds the scheduler.
@@ -58,14 +60,20 @@ impl Scheduler for Redundant {
         if serve_reinject(view, out, |mask| min_rtt_select(view.subflows, mask)).is_some() {
             return;
         }
-        let active_valid = view.subflows.iter().filter(|s| !s.backup && s.usable()).count();
+        let active_valid = view
+            .subflows
+            .iter()
+            .filter(|s| !s.backup && s.usable())
+            .count();
         let start = self.next_subflow % n;
         for k in 0..n {
             let id = (start + k) % n;
             let sf: &SubflowView = &view.subflows[id];
             // Where this subflow stands: never below DATA_ACK, never past next_dsn (a SendNew
             // may have been applied only in part).
-            let mut ptr = self.sent_to_dsn[id].unwrap_or(view.data_acked).clamp(view.data_acked, view.next_dsn);
+            let mut ptr = self.sent_to_dsn[id]
+                .unwrap_or(view.data_acked)
+                .clamp(view.data_acked, view.next_dsn);
             // Skip what already went out on this subflow by other means (reinjection, RP).
             for c in view.unacked {
                 if c.dsn <= ptr && c.dsn.saturating_add(c.len) > ptr && c.sent_on(id) {
@@ -82,7 +90,12 @@ impl Scheduler for Redundant {
                     continue; // copies only on active subflows
                 }
                 let len = (view.next_dsn - ptr).min(room);
-                out.push(Action::Resend { subflow: id, dsn: ptr, len, kind: ResendKind::Redundant });
+                out.push(Action::Resend {
+                    subflow: id,
+                    dsn: ptr,
+                    len,
+                    kind: ResendKind::Redundant,
+                });
                 self.sent_to_dsn[id] = Some(ptr + len);
             } else {
                 if view.unsent_bytes == 0 || (sf.backup && active_valid > 0) {
@@ -92,7 +105,10 @@ impl Scheduler for Redundant {
                 if len == 0 {
                     continue;
                 }
-                out.push(Action::SendNew { subflow: id, max_bytes: len });
+                out.push(Action::SendNew {
+                    subflow: id,
+                    max_bytes: len,
+                });
                 self.sent_to_dsn[id] = Some(ptr + len);
             }
             self.next_subflow = (id + 1) % n;
@@ -101,7 +117,13 @@ impl Scheduler for Redundant {
     }
 
     fn on_rejected(&mut self, action: Action, _why: Rejection, _now_ns: u64) {
-        if let Action::Resend { subflow, dsn, kind: ResendKind::Redundant, .. } = action {
+        if let Action::Resend {
+            subflow,
+            dsn,
+            kind: ResendKind::Redundant,
+            ..
+        } = action
+        {
             if let Some(p) = self.sent_to_dsn.get_mut(subflow) {
                 *p = Some(p.map_or(dsn, |v| v.min(dsn)));
             }
@@ -121,7 +143,13 @@ mod tests {
         let mut out = Vec::new();
         let mut v = conn(&s, 4000);
         red.schedule(&v, &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 0, max_bytes: 4000 }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: 4000
+            }]
+        );
         // The connection applied it: next_dsn moved on, nothing unsent.
         v.next_dsn = 4000;
         v.unsent_bytes = 0;
@@ -134,8 +162,18 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                Action::Resend { subflow: 1, dsn: 0, len: 4000, kind: ResendKind::Redundant },
-                Action::Resend { subflow: 2, dsn: 0, len: 4000, kind: ResendKind::Redundant },
+                Action::Resend {
+                    subflow: 1,
+                    dsn: 0,
+                    len: 4000,
+                    kind: ResendKind::Redundant
+                },
+                Action::Resend {
+                    subflow: 2,
+                    dsn: 0,
+                    len: 4000,
+                    kind: ResendKind::Redundant
+                },
             ]
         );
     }
@@ -156,7 +194,12 @@ mod tests {
         }
         assert_eq!(
             out,
-            vec![Action::Resend { subflow: 1, dsn: 6000, len: 3000, kind: ResendKind::Redundant }]
+            vec![Action::Resend {
+                subflow: 1,
+                dsn: 6000,
+                len: 3000,
+                kind: ResendKind::Redundant
+            }]
         );
     }
 }

@@ -15,9 +15,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::common::CheckConfig;
 use super::{
-    bm, blest, bwm, cfs, daps, ecf, freeze, linux, minrtt, otias, redundant, roundrobin, rp,
-    sttf, Action, ConnView, LossKind, Rejection, Scheduler, SubflowId,
+    blest, bm, bwm, cfs, daps, ecf, freeze, linux, minrtt, otias, redundant, roundrobin, rp, sttf,
+    Action, ConnView, LossKind, Rejection, Scheduler, SubflowId,
 };
 
 /// Error for an unknown scheduler name or bad parameters.
@@ -68,10 +69,10 @@ fn defaults_of<T: Serialize + Default>() -> Value {
     serde_json::to_value(T::default()).unwrap_or(Value::Object(Map::new()))
 }
 
-/// Deserializes a component's config from its share of the parameters.
-fn parse<T: DeserializeOwned>(p: &Params) -> Result<T, String> {
+/// Deserializes a component's config from its share of the parameters and checks its ranges.
+fn parse<T: DeserializeOwned + CheckConfig>(p: &Params) -> Result<T, String> {
     match serde_json::from_value::<T>(Value::Object(p.clone())) {
-        Ok(c) => Ok(c),
+        Ok(c) => c.check().map(|()| c),
         Err(e) => {
             // Name the offending key: retry each key alone.
             for (k, v) in p {
@@ -222,16 +223,28 @@ fn find(name: &str) -> Option<&'static Entry> {
 pub fn build(name: &str, params: &serde_json::Value) -> Result<Box<dyn Scheduler>, BuildError> {
     let mut parts = name.split('+');
     let base_name = parts.next().unwrap_or("");
-    let base = find(base_name).filter(|e| matches!(e.kind, Kind::Base(_))).ok_or_else(|| {
-        BuildError(format!("unknown scheduler {base_name:?}; known: {}", names(false)))
-    })?;
+    let base = find(base_name)
+        .filter(|e| matches!(e.kind, Kind::Base(_)))
+        .ok_or_else(|| {
+            BuildError(format!(
+                "unknown scheduler {base_name:?}; known: {}",
+                names(false)
+            ))
+        })?;
     let mut chain: Vec<&'static Entry> = vec![base];
     for ext in parts {
-        let e = find(ext).filter(|e| matches!(e.kind, Kind::Extension(_))).ok_or_else(|| {
-            BuildError(format!("unknown extension {ext:?} in {name:?}; known: {}", names(true)))
-        })?;
+        let e = find(ext)
+            .filter(|e| matches!(e.kind, Kind::Extension(_)))
+            .ok_or_else(|| {
+                BuildError(format!(
+                    "unknown extension {ext:?} in {name:?}; known: {}",
+                    names(true)
+                ))
+            })?;
         if chain.iter().any(|c| c.name == e.name) {
-            return Err(BuildError(format!("extension {ext:?} appears twice in {name:?}")));
+            return Err(BuildError(format!(
+                "extension {ext:?} appears twice in {name:?}"
+            )));
         }
         chain.push(e);
     }
@@ -262,7 +275,11 @@ pub fn build(name: &str, params: &serde_json::Value) -> Result<Box<dyn Scheduler
                 let valid: Vec<&str> = owned.iter().flatten().map(String::as_str).collect();
                 return Err(BuildError(format!(
                     "unknown parameter {k:?} for scheduler {name:?}; valid: {}",
-                    if valid.is_empty() { "(none)".to_string() } else { valid.join(", ") }
+                    if valid.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        valid.join(", ")
+                    }
                 )));
             }
         }
@@ -280,14 +297,20 @@ pub fn build(name: &str, params: &serde_json::Value) -> Result<Box<dyn Scheduler
     if chain.len() == 1 {
         Ok(sched)
     } else {
-        Ok(Box::new(Named { name: intern(name), inner: sched }))
+        Ok(Box::new(Named {
+            name: intern(name),
+            inner: sched,
+        }))
     }
 }
 
 /// Names of composed schedulers, leaked once each so `Scheduler::name` can stay `&'static`.
 fn intern(name: &str) -> &'static str {
     static NAMES: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
-    let mut set = NAMES.get_or_init(|| Mutex::new(BTreeSet::new())).lock().unwrap_or_else(|e| e.into_inner());
+    let mut set = NAMES
+        .get_or_init(|| Mutex::new(BTreeSet::new()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(n) = set.get(name) {
         return n;
     }
@@ -356,10 +379,16 @@ impl Scheduler for Box<dyn Scheduler> {
 /// Every base scheduler with default parameters, plus every base composed with every
 /// extension: the set the generic tests and the benchmark run over.
 pub fn all_compositions() -> Vec<String> {
-    let bases: Vec<&str> =
-        ENTRIES.iter().filter(|e| matches!(e.kind, Kind::Base(_))).map(|e| e.name).collect();
-    let exts: Vec<&str> =
-        ENTRIES.iter().filter(|e| matches!(e.kind, Kind::Extension(_))).map(|e| e.name).collect();
+    let bases: Vec<&str> = ENTRIES
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Base(_)))
+        .map(|e| e.name)
+        .collect();
+    let exts: Vec<&str> = ENTRIES
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Extension(_)))
+        .map(|e| e.name)
+        .collect();
     let mut out = Vec::new();
     for b in &bases {
         out.push((*b).to_string());
@@ -394,7 +423,8 @@ mod tests {
                 let name = format!("minrtt+{}", info.name);
                 build(&name, &info.default_params).unwrap_or_else(|e| panic!("{name}: {e}"));
             } else {
-                build(info.name, &info.default_params).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+                build(info.name, &info.default_params)
+                    .unwrap_or_else(|e| panic!("{}: {e}", info.name));
             }
         }
     }
@@ -406,11 +436,20 @@ mod tests {
         let e = build("minrtt+zz", &json!({})).unwrap_err().0;
         assert!(e.contains("\"zz\"") && e.contains("rp"), "{e}");
         let e = build("ecf+rp", &json!({"bogus": 1})).unwrap_err().0;
-        assert!(e.contains("\"bogus\"") && e.contains("r_beta") && e.contains("rp_"), "{e}");
+        assert!(
+            e.contains("\"bogus\"") && e.contains("r_beta") && e.contains("rp_"),
+            "{e}"
+        );
         let e = build("ecf", &json!({"r_beta": "four"})).unwrap_err().0;
         assert!(e.contains("\"r_beta\""), "{e}");
         assert!(build("ecf", &json!([1])).is_err());
         assert!(build("minrtt+rp+rp", &json!({})).is_err());
+        // Well-typed but out of range: a cap below the window for every subflow would stall.
+        let e = build("minrtt+bm", &json!({"bm_lambda": 0.5}))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("bm_lambda"), "{e}");
+        assert!(build("roundrobin", &json!({"num_segments": 0})).is_err());
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, reinject_head, used};
+use super::common::{new_data_fits_window, reinject_head, used, CheckConfig};
 use super::{Action, ConnView, Rejection, ResendKind, Scheduler, SubflowView};
 
 /// Round-robin parameters (OOT module parameters).
@@ -27,9 +27,21 @@ pub struct Config {
     pub cwnd_limited: bool,
 }
 
+impl CheckConfig for Config {
+    fn check(&self) -> Result<(), String> {
+        if self.num_segments == 0 {
+            return Err("num_segments must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { num_segments: 1, cwnd_limited: true }
+        Self {
+            num_segments: 1,
+            cwnd_limited: true,
+        }
     }
 }
 
@@ -44,7 +56,13 @@ pub struct RoundRobin {
 impl RoundRobin {
     /// Builds the scheduler.
     pub fn new(cfg: Config) -> Self {
-        Self { cfg: Config { num_segments: cfg.num_segments.max(1), ..cfg }, quota: Vec::new() }
+        Self {
+            cfg: Config {
+                num_segments: cfg.num_segments.max(1),
+                ..cfg
+            },
+            quota: Vec::new(),
+        }
     }
 
     /// OOT `mptcp_rr_is_available` (cwnd part only when asked).
@@ -57,7 +75,12 @@ impl RoundRobin {
     fn reinject_subflow(view: &ConnView<'_>, mask: u64) -> Option<usize> {
         let mut best = None;
         let mut fallback = None;
-        for sf in view.subflows.iter().rev().filter(|s| Self::rr_available(s, true)) {
+        for sf in view
+            .subflows
+            .iter()
+            .rev()
+            .filter(|s| Self::rr_available(s, true))
+        {
             if used(sf, mask) {
                 fallback = Some(sf.id);
             } else {
@@ -80,11 +103,18 @@ impl Scheduler for RoundRobin {
         if let Some(head) = reinject_head(view) {
             if let Some(id) = Self::reinject_subflow(view, head.sent_on_mask) {
                 let len = head.len.min(view.subflows[id].free_cwnd_bytes());
-                out.push(Action::Resend { subflow: id, dsn: head.dsn, len, kind: ResendKind::Reinject });
+                out.push(Action::Resend {
+                    subflow: id,
+                    dsn: head.dsn,
+                    len,
+                    kind: ResendKind::Reinject,
+                });
             }
             return;
         }
-        if view.unsent_bytes == 0 || !new_data_fits_window(view, view.subflows.first().map_or(1, |s| s.mss_bytes)) {
+        if view.unsent_bytes == 0
+            || !new_data_fits_window(view, view.subflows.first().map_or(1, |s| s.mss_bytes))
+        {
             return;
         }
         let n = self.cfg.num_segments;
@@ -110,7 +140,11 @@ impl Scheduler for RoundRobin {
                 }
             }
             if chosen.is_none() && considered > 0 && considered == full {
-                for sf in view.subflows.iter().filter(|s| Self::rr_available(s, self.cfg.cwnd_limited)) {
+                for sf in view
+                    .subflows
+                    .iter()
+                    .filter(|s| Self::rr_available(s, self.cfg.cwnd_limited))
+                {
                     self.quota[sf.id] = 0;
                 }
                 continue; // new round
@@ -130,7 +164,10 @@ impl Scheduler for RoundRobin {
             return;
         }
         self.quota[id] += bytes.div_ceil(sf.mss_bytes.max(1)).max(1);
-        out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+        out.push(Action::SendNew {
+            subflow: id,
+            max_bytes: bytes,
+        });
     }
 
     fn on_rejected(&mut self, action: Action, _why: Rejection, _now_ns: u64) {
@@ -176,22 +213,34 @@ mod tests {
         let mut s = [sf(0, 10, 10), sf(1, 10, 10)];
         s[1].in_flight_bytes = s[1].cwnd_bytes;
         assert_eq!(targets(&mut RoundRobin::default(), &s, 3), vec![0, 0, 0]);
-        let mut strict = RoundRobin::new(Config { num_segments: 1, cwnd_limited: false });
+        let mut strict = RoundRobin::new(Config {
+            num_segments: 1,
+            cwnd_limited: false,
+        });
         assert_eq!(targets(&mut strict, &s, 3), vec![0]);
     }
 
     #[test]
     fn num_segments_gives_bursts_per_turn() {
         let s = [sf(0, 10, 10), sf(1, 10, 10)];
-        let mut rr = RoundRobin::new(Config { num_segments: 3, cwnd_limited: true });
+        let mut rr = RoundRobin::new(Config {
+            num_segments: 3,
+            cwnd_limited: true,
+        });
         let mut out = Vec::new();
         rr.schedule(&conn(&s, 1_000_000), &mut out);
         rr.schedule(&conn(&s, 1_000_000), &mut out);
         assert_eq!(
             out,
             vec![
-                Action::SendNew { subflow: 0, max_bytes: 3 * MSS },
-                Action::SendNew { subflow: 1, max_bytes: 3 * MSS }
+                Action::SendNew {
+                    subflow: 0,
+                    max_bytes: 3 * MSS
+                },
+                Action::SendNew {
+                    subflow: 1,
+                    max_bytes: 3 * MSS
+                }
             ]
         );
     }

@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{clip_unacked, min_rtt_select, rwnd_blocked};
+use super::common::{clip_unacked, min_rtt_select, rwnd_blocked, CheckConfig};
 use super::{Action, ConnView, LossKind, Rejection, ResendKind, Scheduler, SubflowId};
 
 /// RP parameters (keys are prefixed `rp_` so they never collide with the base's).
@@ -41,6 +41,8 @@ pub struct Config {
     /// stuck in recovery). Default 4 (OOT `tp_it->snd_cwnd <= 4`).
     pub rp_stuck_cwnd_segments: u64,
 }
+
+impl CheckConfig for Config {}
 
 impl Default for Config {
     fn default() -> Self {
@@ -65,21 +67,30 @@ pub struct Rp<S> {
 impl<S: Scheduler> Rp<S> {
     /// Wraps `inner`.
     pub fn new(inner: S, cfg: Config) -> Self {
-        Self { inner, cfg, last_penalty_ns: Vec::new() }
+        Self {
+            inner,
+            cfg,
+            last_penalty_ns: Vec::new(),
+        }
     }
 
     fn opportunistic(&mut self, view: &ConnView<'_>, out: &mut Vec<Action>) {
-        let Some(id) = min_rtt_select(view.subflows, 0) else { return };
+        let Some(id) = min_rtt_select(view.subflows, 0) else {
+            return;
+        };
         let sf = &view.subflows[id];
-        let Some(head) = view.unacked.iter().find_map(|c| clip_unacked(c, view.data_acked)) else {
+        let Some(head) = view
+            .unacked
+            .iter()
+            .find_map(|c| clip_unacked(c, view.data_acked))
+        else {
             return;
         };
         if self.last_penalty_ns.len() < view.subflows.len() {
             self.last_penalty_ns.resize(view.subflows.len(), None);
         }
         let may_penalize = self.cfg.rp_penalize
-            && self.last_penalty_ns[id]
-                .map_or(true, |t| view.now_ns.saturating_sub(t) >= sf.srtt_ns);
+            && self.last_penalty_ns[id].is_none_or(|t| view.now_ns.saturating_sub(t) >= sf.srtt_ns);
         if may_penalize {
             for other in view.subflows {
                 if other.id == id || !head.sent_on(other.id) {
@@ -156,7 +167,11 @@ impl<S: Scheduler> Scheduler for Rp<S> {
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {
         // Our own actions are not the inner scheduler's business.
         match action {
-            Action::Penalize { .. } | Action::Resend { kind: ResendKind::Opportunistic, .. } => {}
+            Action::Penalize { .. }
+            | Action::Resend {
+                kind: ResendKind::Opportunistic,
+                ..
+            } => {}
             _ => self.inner.on_rejected(action, why, now_ns),
         }
     }
@@ -169,7 +184,10 @@ mod tests {
     use super::*;
 
     /// Fast subflow 0 (10 ms) idle, slow subflow 1 (100 ms) holds the head; window full.
-    fn blocked_view<'a>(s: &'a [crate::sched::SubflowView], un: &'a [crate::sched::UnackedChunk]) -> ConnView<'a> {
+    fn blocked_view<'a>(
+        s: &'a [crate::sched::SubflowView],
+        un: &'a [crate::sched::UnackedChunk],
+    ) -> ConnView<'a> {
         let mut v = conn(s, 50_000);
         v.unacked = un;
         v.next_dsn = 20_000;
@@ -190,7 +208,12 @@ mod tests {
             out,
             vec![
                 Action::Penalize { subflow: 1 },
-                Action::Resend { subflow: 0, dsn: 0, len: 10_000, kind: ResendKind::Opportunistic },
+                Action::Resend {
+                    subflow: 0,
+                    dsn: 0,
+                    len: 10_000,
+                    kind: ResendKind::Opportunistic
+                },
             ]
         );
         // Within one srtt of the fast subflow: no second penalty.

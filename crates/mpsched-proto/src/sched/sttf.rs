@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, oot_select, serve_reinject};
+use super::common::{new_data_fits_window, oot_select, serve_reinject, CheckConfig};
 use super::{Action, ConnView, Scheduler, SubflowView};
 
 /// STTF parameters.
@@ -36,9 +36,13 @@ pub struct Config {
     pub queue_limit_cwnds: u64,
 }
 
+impl CheckConfig for Config {}
+
 impl Default for Config {
     fn default() -> Self {
-        Self { queue_limit_cwnds: 1 }
+        Self {
+            queue_limit_cwnds: 1,
+        }
     }
 }
 
@@ -60,10 +64,20 @@ impl Sttf {
     /// Estimated time until one more segment queued on `sf` is delivered, ns.
     pub fn transfer_time_ns(sf: &SubflowView) -> u64 {
         let mss = sf.mss_bytes.max(1);
-        let r = if sf.last_rtt_ns > 0 { sf.last_rtt_ns } else { sf.srtt_ns };
+        let r = if sf.last_rtt_ns > 0 {
+            sf.last_rtt_ns
+        } else {
+            sf.srtt_ns
+        };
         let cwnd = sf.cwnd_bytes / mss;
         let ssthresh = sf.ssthresh_bytes / mss;
-        let grow = |w: u64| if w <= ssthresh { w.saturating_mul(2).max(1) } else { w + 1 };
+        let grow = |w: u64| {
+            if w <= ssthresh {
+                w.saturating_mul(2).max(1)
+            } else {
+                w + 1
+            }
+        };
         let mut q = sf.queued_bytes.div_ceil(mss) + 1;
         let free = cwnd.saturating_sub(sf.in_flight_bytes.div_ceil(mss));
         if q <= free {
@@ -84,7 +98,12 @@ impl Sttf {
 
     fn avail(&self, sf: &SubflowView) -> bool {
         !sf.in_loss_recovery
-            && sf.queued_bytes < self.cfg.queue_limit_cwnds.saturating_mul(sf.cwnd_bytes).max(sf.mss_bytes)
+            && sf.queued_bytes
+                < self
+                    .cfg
+                    .queue_limit_cwnds
+                    .saturating_mul(sf.cwnd_bytes)
+                    .max(sf.mss_bytes)
     }
 }
 
@@ -94,7 +113,11 @@ impl Scheduler for Sttf {
     }
 
     fn schedule(&mut self, view: &ConnView<'_>, out: &mut Vec<Action>) {
-        let select = |mask| oot_select(view.subflows, mask, Self::transfer_time_ns, |s| self.avail(s));
+        let select = |mask| {
+            oot_select(view.subflows, mask, Self::transfer_time_ns, |s| {
+                self.avail(s)
+            })
+        };
         if serve_reinject(view, out, select).is_some() {
             return;
         }
@@ -106,8 +129,15 @@ impl Scheduler for Sttf {
         if !new_data_fits_window(view, sf.mss_bytes) {
             return;
         }
-        let bytes = sf.mss_bytes.max(1).min(view.unsent_bytes).min(view.rwnd_room_bytes());
-        out.push(Action::SendNew { subflow: id, max_bytes: bytes });
+        let bytes = sf
+            .mss_bytes
+            .max(1)
+            .min(view.unsent_bytes)
+            .min(view.rwnd_room_bytes());
+        out.push(Action::SendNew {
+            subflow: id,
+            max_bytes: bytes,
+        });
     }
 }
 
@@ -134,13 +164,27 @@ mod tests {
     fn picks_the_shortest_transfer_time_not_the_lowest_rtt() {
         let mut s = [sf(0, 10, 10), sf(1, 50, 10)];
         s[0].in_flight_bytes = s[0].cwnd_bytes;
-        let cfg = Config { queue_limit_cwnds: 100 };
+        let cfg = Config {
+            queue_limit_cwnds: 100,
+        };
         let mut out = Vec::new();
         Sttf::new(cfg.clone()).schedule(&conn(&s, 100_000), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 0, max_bytes: MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: MSS
+            }]
+        );
         s[0].queued_bytes = 100 * MSS; // 35 ms against 25 ms on the idle slow path
         let mut out = Vec::new();
         Sttf::new(cfg).schedule(&conn(&s, 100_000), &mut out);
-        assert_eq!(out, vec![Action::SendNew { subflow: 1, max_bytes: MSS }]);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: MSS
+            }]
+        );
     }
 }
