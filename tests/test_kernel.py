@@ -130,6 +130,13 @@ def test_series_follow_the_kernel(table_a):
     mid = [r for r in conn if 1.5e9 <= r["time_ns"] <= 3.0e9]  # after slow start, before the end
     rate_mbps = (mid[-1]["delivered_bytes"] - mid[0]["delivered_bytes"]) * 8 / (mid[-1]["time_ns"] - mid[0]["time_ns"]) * 1e3
     assert 35 <= rate_mbps <= 65, rate_mbps  # 47.8 Mbit/s WLAN goodput plus what LTE adds
+    # cubic fills WLAN's 250 kB drop-tail queue; the qdisc never holds more than its limit.
+    q = [r for r in _rows(tables["link_series"]) if r["link"] == "wlan.down"]
+    assert len(q) > 100
+    peak = max(r["queue_bytes"] for r in q)
+    assert 100_000 <= peak <= 250_000 * 1514 // 1500 + 2_400, peak
+    drops = [r["dropped_packets"] for r in sorted(q, key=lambda r: r["time_ns"])]
+    assert drops == sorted(drops)
 
 
 def test_delayer_is_accurate(table_a):

@@ -97,7 +97,7 @@ def preflight() -> None:
         missing.append("MPTCP enabled (sysctl net.mptcp.enabled=1)")
     if missing:
         raise TestbedUnavailable("the kernel testbed cannot run here; missing: " + "; ".join(missing))
-    for tool in ("nfqdelay", "mpxfer"):
+    for tool in ("nfqdelay", "mpxfer", "qmon"):
         native_tool(tool)
 
 

@@ -37,6 +37,9 @@ FLOW_COLUMNS = ("flow_id", "protocol", "scheduler", "cc", "direction", "app", "s
                 "end_ns", "fct_ns", "completed", "bytes_delivered", "bytes_sent", "bytes_retransmitted",
                 "bytes_redundant")
 SUBFLOW_COLUMNS = ("flow_id", "subflow", "path", "bytes_sent", "bytes_acked", "bytes_retransmitted", "rto_count")
+#: queue_bytes counts Ethernet headers and queue_packets GSO super-packets as one (what the
+#: qdisc holds); dropped_packets is cumulative from the epoch.
+LINK_SERIES_COLUMNS = ("time_ns", "link", "queue_bytes", "queue_packets", "dropped_packets")
 CONN_COLUMNS = ("time_ns", "flow_id", "delivered_bytes", "ofo_bytes", "rcv_buffer_bytes")
 SERIES_COLUMNS = ("time_ns", "flow_id", "subflow", "path", "cwnd_bytes", "srtt_ns", "in_flight_bytes", "bytes_acked")
 LINK_COLUMNS = ("link", "bytes_forwarded", "packets_forwarded", "packets_dropped", "packets_lost")
@@ -132,6 +135,10 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
             _warm_up(tb, mpxfer, work)
             before = tb.qdisc_counters()
             epoch = time.monotonic_ns() + EPOCH_LEAD_NS
+            qmon_out = work / "qmon.jsonl"
+            if plan.sample_interval_ns > 0:
+                tb.spawn(tb.rtr, [str(native_tool("qmon")), "--sample-ns", str(plan.sample_interval_ns),
+                                  "--kind", "bfifo"], qmon_out)
             for k, c in enumerate(plan.cross):
                 src_ns, dst, bind = ((tb.srv, client_addr(c.path), SERVER_ADDR) if c.direction == "down"
                                      else (tb.cli, SERVER_ADDR, client_addr(c.path)))
@@ -164,6 +171,7 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
             tb.stop_delayer()
             tables = _tables(plan, epoch, _json_lines(client_out), _json_lines(server_out), before, after,
                              tb.delayer_stats)
+            tables["link_series"] = _link_series(plan, epoch, _json_lines(qmon_out), before)
             diag = {"delayer": tb.delayer_stats, "delayer_cpu_s": tb.delayer_cpu_s,
                     "delayer_wall_s": tb.delayer_wall_s, "stderr": {k: v for k, v in errs.items() if v.strip()},
                     "notes": plan.notes, "events": player.log}
@@ -280,6 +288,25 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         links["packets_dropped"].append(a.get("drops", 0) - b.get("drops", 0))
         links["packets_lost"].append(lost.get(lk.qnum, 0) if lk.needs_delayer else 0)
     return {"flows": flows, "subflows": subflows, "subflow_series": series, "conn_series": conn, "links": links}
+
+
+def _link_series(plan: Plan, epoch: int, samples: list[dict], before: dict) -> dict[str, list]:
+    """Queue occupancy of every link's bfifo over time (native/qmon.c samples)."""
+    from mpsched.testbed.network import Testbed
+
+    by_leaf = {(lk.out_dev, Testbed.leaf_handle(lk)): lk for lk in plan.links}
+    out: dict[str, list] = {c: [] for c in LINK_SERIES_COLUMNS}
+    for d in samples:
+        lk = by_leaf.get((d.get("dev"), d.get("handle")))
+        t = d.get("t_ns", 0) - epoch
+        if lk is None or t < 0 or t > plan.duration_ns:
+            continue
+        out["time_ns"].append(t)
+        out["link"].append(lk.name)
+        out["queue_bytes"].append(d["backlog_bytes"])
+        out["queue_packets"].append(d["qlen"])
+        out["dropped_packets"].append(d["drops"] - before.get(lk.index, {}).get("drops", 0))
+    return out
 
 
 def run_kernel(config: dict[str, Any], repetitions: int = 1) -> Tables:
