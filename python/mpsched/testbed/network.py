@@ -18,7 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from mpsched.testbed.host import PREFIX, RUN_ENV, TestbedError, kill_namespace, native_tool, ns_sh, probe_features, sh
+from mpsched.testbed.host import (PREFIX, RUN_ENV, TestbedError, TestbedUnavailable, kill_namespace, native_tool,
+                                  ns_sh, probe_features, sh)
 from mpsched.testbed.plan import ROUTER_SERVER_ADDR, SERVER_ADDR, UNLIMITED_QUEUE_BYTES, Plan, client_addr, router_addr
 
 __all__ = ["Testbed"]
@@ -70,7 +71,10 @@ class Testbed:
     def build(self) -> None:
         p = self.plan
         for ns in (self.cli, self.rtr, self.srv):
-            sh("ip", "netns", "add", ns)
+            r = sh("ip", "netns", "add", ns, check=False)
+            if r.returncode != 0:
+                raise TestbedUnavailable(f"the kernel testbed cannot run here; creating a network namespace "
+                                         f"failed: {r.stderr.strip()} (needs CAP_SYS_ADMIN and CONFIG_NET_NS)")
             ns_sh(ns, "ip", "link", "set", "lo", "up")
         for i in range(p.n_paths):
             sh("ip", "link", "add", f"p{i}", "netns", self.cli, "type", "veth", "peer", "name", f"rp{i}",
