@@ -237,18 +237,30 @@ mod tests {
             bm_lambda: 2.0,
             bm_reference: Reference::ConnectionMin,
         };
-        let mut bm = Bm::new(Otias::default(), cfg);
         // Subflow 1 is 10x slower than subflow 0: cap 2 x 0.1 x 10 = 2 segments, 3 in flight.
         let mut s = [sf(0, 10, 10), sf(1, 100, 10)];
         s[0].in_flight_bytes = 10 * MSS;
         s[0].queued_bytes = 40 * MSS;
         s[1].in_flight_bytes = 3 * MSS;
-        let mut out = Vec::new();
-        bm.schedule(&conn(&s, 100_000), &mut out);
-        assert!(
-            out.iter()
-                .all(|a| !matches!(a, Action::SendNew { subflow: 1, .. })),
-            "{out:?}"
-        );
+        let pick = |sched: &mut dyn Scheduler, s: &[SubflowView]| {
+            let mut out = Vec::new();
+            sched.schedule(&conn(s, 100_000), &mut out);
+            out
+        };
+        // OTIAS alone: subflow 1 arrives first (50 ms against 55 ms queued behind subflow 0).
+        assert!(matches!(
+            pick(&mut Otias::default(), &s)[..],
+            [Action::SendNew { subflow: 1, .. }]
+        ));
+        // With BM, subflow 1 shows a full (capped) window: 150 ms, so subflow 0 is chosen.
+        let mut bm = Bm::new(Otias::default(), cfg.clone());
+        assert!(matches!(
+            pick(&mut bm, &s)[..],
+            [Action::SendNew { subflow: 0, .. }]
+        ));
+        // Even when OTIAS would queue on the capped subflow, BM drops the action.
+        s[0].queued_bytes = 200 * MSS;
+        let mut bm = Bm::new(Otias::default(), cfg);
+        assert!(pick(&mut bm, &s).is_empty());
     }
 }

@@ -19,9 +19,16 @@
 //!   `ewma_keep` defaults to 0.875 (weights sum to 1), 0.825 reproduces the print.
 //! * The sample divides by the time since the previous sample (one sRTT when the scheduler is
 //!   called at least once per RTT, as in the paper), so sparse calls do not inflate it.
-//! * Before the first sample, `bw = cwnd / sRTT`; the first sample replaces it.
-//! * A subflow whose quota is unfinished but whose cwnd is full makes the scheduler wait
-//!   (quota semantics kept); `skip_when_cwnd_full` moves on to the next subflow instead.
+//! * The estimate starts at `cwnd / sRTT` and the samples are averaged into it.
+//! * A sample taken while the subflow was never window-limited (it got less data than its cwnd
+//!   allowed, because its quota was small) measures the scheduler, not the path; such a sample
+//!   may raise the estimate but not lower it (the application-limited rule of Linux rate
+//!   sampling, `tcp_rate.c` / BBR `bbr_update_bw`). Without it a path given a small quota
+//!   measures a small bandwidth and keeps its small quota for ever.
+//! * A subflow whose cwnd is full is skipped in favour of the next one with quota left
+//!   (`skip_when_cwnd_full = true`), as the OOT round-robin the authors built on does by default
+//!   (`cwnd_limited = 1`); `false` makes the scheduler wait for it instead, which in a
+//!   two-path run starves the smaller path behind the larger one's window.
 //! * Serving a subflow sends up to its remaining quota within its free cwnd per call.
 
 use serde::{Deserialize, Serialize};
@@ -37,7 +44,8 @@ pub struct Config {
     pub ewma_keep: f64,
     /// Weight of the new sample. Default 0.125 (paper Fig. 4).
     pub ewma_gain: f64,
-    /// Move on when the current subflow's cwnd is full instead of waiting. Default false.
+    /// Move on when the current subflow's cwnd is full instead of waiting. Default true
+    /// (OOT round-robin `cwnd_limited = 1`).
     pub skip_when_cwnd_full: bool,
 }
 
@@ -56,7 +64,7 @@ impl Default for Config {
         Self {
             ewma_keep: 0.875,
             ewma_gain: 0.125,
-            skip_when_cwnd_full: false,
+            skip_when_cwnd_full: true,
         }
     }
 }
@@ -66,8 +74,8 @@ impl Default for Config {
 struct PathState {
     /// Estimated bandwidth, bytes per second (0 = no estimate yet).
     bw_bytes_per_s: f64,
-    /// Whether `bw_bytes_per_s` comes from a real sample (not the cwnd/srtt seed).
-    sampled: bool,
+    /// The subflow was seen window-limited since the last sample.
+    cwnd_limited_seen: bool,
     /// Time of the last sample, ns (`None` = never).
     last_sample_ns: Option<u64>,
     /// `bytes_acked` at the last sample.
@@ -114,6 +122,7 @@ impl Bwm {
             .filter(|s| s.usable() && s.has_rtt_sample && s.srtt_ns > 0)
         {
             let p = &mut self.paths[sf.id];
+            p.cwnd_limited_seen |= sf.free_cwnd_bytes() < sf.mss_bytes.max(1);
             match p.last_sample_ns {
                 None => {
                     p.bw_bytes_per_s = sf.cwnd_bytes as f64 * 1e9 / sf.srtt_ns as f64;
@@ -124,12 +133,11 @@ impl Bwm {
                     let elapsed_ns = view.now_ns - t;
                     let snd_data = sf.bytes_acked.saturating_sub(p.acked_at_sample);
                     let sample = snd_data as f64 * 1e9 / elapsed_ns as f64;
-                    p.bw_bytes_per_s = if p.sampled {
-                        self.cfg.ewma_keep * p.bw_bytes_per_s + self.cfg.ewma_gain * sample
-                    } else {
-                        sample
-                    };
-                    p.sampled = true;
+                    if p.cwnd_limited_seen || sample >= p.bw_bytes_per_s {
+                        p.bw_bytes_per_s =
+                            self.cfg.ewma_keep * p.bw_bytes_per_s + self.cfg.ewma_gain * sample;
+                    }
+                    p.cwnd_limited_seen = false;
                     p.last_sample_ns = Some(view.now_ns);
                     p.acked_at_sample = sf.bytes_acked;
                 }
@@ -239,6 +247,9 @@ mod tests {
     /// Two 10 ms subflows; per 10 ms, subflow 0 gets 50 segments acked, subflow 1 gets 10.
     fn drive(bwm: &mut Bwm, rounds: u64) -> [SubflowView; 2] {
         let mut s = [sf(0, 10, 100), sf(1, 10, 100)];
+        // Window-limited throughout, so every sample counts.
+        s[0].in_flight_bytes = s[0].cwnd_bytes;
+        s[1].in_flight_bytes = s[1].cwnd_bytes;
         for r in 0..=rounds {
             s[0].bytes_acked = r * 50 * MSS;
             s[1].bytes_acked = r * 10 * MSS;
@@ -252,7 +263,7 @@ mod tests {
     #[test]
     fn quota_follows_the_measured_bandwidth() {
         let mut bwm = Bwm::default();
-        let s = drive(&mut bwm, 30);
+        let s = drive(&mut bwm, 60);
         // 50 segments per 10 ms = 5 MB/s; quota = bw x srtt / mss = 50 segments.
         assert_eq!(bwm.quota_segments(&s[0]), 50);
         assert_eq!(bwm.quota_segments(&s[1]), 10);
@@ -261,13 +272,15 @@ mod tests {
     #[test]
     fn a_round_serves_the_largest_quota_first_and_splits_data_by_bandwidth() {
         let mut bwm = Bwm::default();
-        let s = drive(&mut bwm, 30);
+        let mut s = drive(&mut bwm, 60);
+        s[0].in_flight_bytes = 0;
+        s[1].in_flight_bytes = 0;
         let mut sent = [0u64; 2];
         let mut first = None;
         for _ in 0..4 {
             let mut out = Vec::new();
             let mut v = conn(&s, 1 << 30);
-            v.now_ns = 300 * MS + 1;
+            v.now_ns = 600 * MS + 1;
             bwm.schedule(&v, &mut out);
             for a in out {
                 if let Action::SendNew { subflow, max_bytes } = a {
@@ -279,6 +292,21 @@ mod tests {
         assert_eq!(first, Some(0));
         // Two full rounds: 2 x 50 segments on subflow 0, 2 x 10 on subflow 1.
         assert_eq!(sent, [100 * MSS, 20 * MSS]);
+    }
+
+    #[test]
+    fn a_sample_from_a_path_that_was_not_window_limited_does_not_lower_the_estimate() {
+        let mut bwm = Bwm::default();
+        // Idle windows: only 10 segments per 10 ms acknowledged out of a 100-segment window.
+        let s = [sf(0, 10, 100)];
+        for r in 0..=60 {
+            let mut s = s.clone();
+            s[0].bytes_acked = r * 10 * MSS;
+            let mut v = conn(&s, 0);
+            v.now_ns = r * 10 * MS;
+            bwm.schedule(&v, &mut Vec::new());
+        }
+        assert_eq!(bwm.quota_segments(&s[0]), 100);
     }
 
     #[test]

@@ -160,6 +160,14 @@ pub(crate) fn new_data_burst(view: &ConnView<'_>, sf: &SubflowView) -> u64 {
         .min(view.rwnd_room_bytes())
 }
 
+/// Queue bound of the schedulers that queue beyond cwnd (OTIAS, STTF, DAPS): the subflow's
+/// unsent queue already holds `limit_cwnds` windows (at least one segment). 0 = no bound of our
+/// own: the connection's send buffer bounds the queues, as the socket buffer does in Linux.
+pub(crate) fn queue_full(sf: &SubflowView, limit_cwnds: u64) -> bool {
+    limit_cwnds != 0
+        && sf.queued_bytes >= limit_cwnds.saturating_mul(sf.cwnd_bytes).max(sf.mss_bytes)
+}
+
 /// First reinjection-queue chunk with bytes not yet DATA_ACKed, clipped to start at
 /// `data_acked`.
 pub(crate) fn reinject_head(view: &ConnView<'_>) -> Option<UnackedChunk> {

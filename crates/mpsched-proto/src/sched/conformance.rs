@@ -178,16 +178,29 @@ impl World {
                     dsn + len > self.data_acked,
                     "{name}: Resend of acknowledged data {a:?}"
                 );
-                self.subflows[subflow].queued_bytes += len;
+                let sf = &mut self.subflows[subflow];
+                if sf.queued_bytes + sf.in_flight_bytes > 64 * sf.cwnd_bytes.max(MSS) {
+                    return false; // SubflowQueueFull
+                }
+                sf.queued_bytes += len;
                 for c in self.unacked.iter_mut().chain(self.reinject.iter_mut()) {
                     if c.dsn < dsn + len && dsn < c.dsn + c.len {
                         c.sent_on_mask |= 1 << subflow;
                     }
                 }
-                // A reinjection whose unacknowledged part was re-sent leaves the queue.
+                // A reinjection leaves the queue as far as it was re-sent (a partial re-send
+                // leaves the rest at the head, as the OOT send loop does after splitting).
                 let acked = self.data_acked;
-                self.reinject
-                    .retain(|c| !(c.dsn.max(acked) >= dsn && c.dsn + c.len <= dsn + len));
+                for c in self.reinject.iter_mut() {
+                    let start = c.dsn.max(acked);
+                    let end = c.dsn + c.len;
+                    if dsn <= start && dsn + len > start {
+                        let new_start = (dsn + len).min(end);
+                        c.len = end - new_start;
+                        c.dsn = new_start;
+                    }
+                }
+                self.reinject.retain(|c| c.len > 0);
                 true
             }
             Action::Penalize { subflow } => {

@@ -17,14 +17,14 @@
 //! Decisions **[PROJECT DECISION]**: delays in milliseconds (the KAU code uses µs while
 //! commenting ms); the hyper-period is capped at `max_plan_slots`; the smoothed cwnd
 //! (`7/8·scwnd + 1/8·cwnd`) is updated once per RTT, detected as `bytes_acked` passing the
-//! `bytes_sent` recorded at the previous update; queueing beyond cwnd is bounded: a subflow
-//! takes no more granted data while its queue holds `queue_limit_cwnds` windows (the kernel's
-//! bound is the socket send buffer).
+//! `bytes_sent` recorded at the previous update; queueing beyond cwnd is bounded by the
+//! connection's send buffer, as by the socket buffer in the kernel; `queue_limit_cwnds`
+//! (default 0 = off) makes a subflow whose queue holds that many windows wait.
 
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    clip_unacked, min_rtt_select, new_data_fits_window, serve_reinject, CheckConfig,
+    clip_unacked, min_rtt_select, new_data_fits_window, queue_full, serve_reinject, CheckConfig,
 };
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowId, SubflowView};
 
@@ -48,7 +48,7 @@ pub struct Config {
     /// Cap on the hyper-period, slots. Default 10000 ([PROJECT DECISION]).
     pub max_plan_slots: u64,
     /// A subflow takes no more granted data while its unsent queue holds this many cwnds.
-    /// Default 1 ([PROJECT DECISION]).
+    /// Default 0 = no bound beyond the connection's send buffer ([PROJECT DECISION]).
     pub queue_limit_cwnds: u64,
 }
 
@@ -70,7 +70,7 @@ impl Default for Config {
             in_slow_start: true,
             allow_optim: true,
             max_plan_slots: 10_000,
-            queue_limit_cwnds: 1,
+            queue_limit_cwnds: 0,
         }
     }
 }
@@ -284,13 +284,7 @@ impl Scheduler for Daps {
             return;
         };
         let sf = &view.subflows[id];
-        if sf.queued_bytes
-            >= self
-                .cfg
-                .queue_limit_cwnds
-                .saturating_mul(sf.cwnd_bytes)
-                .max(sf.mss_bytes)
-        {
+        if queue_full(sf, self.cfg.queue_limit_cwnds) {
             return; // its queue is long enough: wait for it to drain (the plan keeps its place)
         }
         let left = self.left[id].unwrap_or(0);

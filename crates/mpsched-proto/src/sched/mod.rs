@@ -30,6 +30,8 @@ pub mod registry;
 mod common;
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+mod toy_model;
 
 pub mod blest;
 pub mod bm;

@@ -16,33 +16,27 @@
 //! fallback, and only if it has cwnd room. Backups are not treated specially.
 //!
 //! Decisions: one segment per call, since every segment changes the estimate. Queueing beyond
-//! cwnd is bounded **[PROJECT DECISION]**: a subflow whose unsent queue already holds
-//! `queue_limit_cwnds` windows is skipped (the kernel's bound is the socket send buffer).
+//! cwnd is bounded by the connection's send buffer, as by the socket buffer in the kernel;
+//! `queue_limit_cwnds` (default 0 = off) can add a per-subflow bound **[PROJECT DECISION]**.
+//! (A bound of one window would send the tail of a short flow to the slow path even when it
+//! would arrive later there, defeating the algorithm.)
 //! The KAU `optim` switch (RP) defaults to off; compose `"otias+rp"` to turn it on.
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, reinject_head, used, CheckConfig};
+use super::common::{new_data_fits_window, queue_full, reinject_head, used, CheckConfig};
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowId, SubflowView};
 
 /// OTIAS parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// A subflow is skipped while its unsent queue holds this many cwnds. Default 1
-    /// ([PROJECT DECISION]).
+    /// A subflow is skipped while its unsent queue holds this many cwnds. Default 0 = no
+    /// bound beyond the connection's send buffer ([PROJECT DECISION]).
     pub queue_limit_cwnds: u64,
 }
 
 impl CheckConfig for Config {}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            queue_limit_cwnds: 1,
-        }
-    }
-}
 
 /// OTIAS scheduler (stateless).
 #[derive(Debug, Clone, Default)]
@@ -81,13 +75,7 @@ impl Otias {
             if !sf.usable() || sf.in_loss_recovery {
                 continue;
             }
-            if sf.queued_bytes
-                >= self
-                    .cfg
-                    .queue_limit_cwnds
-                    .saturating_mul(sf.cwnd_bytes)
-                    .max(sf.mss_bytes)
-            {
+            if queue_full(sf, self.cfg.queue_limit_cwnds) {
                 continue;
             }
             let room = sf.free_cwnd_bytes() > 0;

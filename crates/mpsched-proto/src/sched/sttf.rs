@@ -17,34 +17,27 @@
 //! active before backup). The cwnd test is not applied (segments queue beyond the window).
 //!
 //! Decisions: the latest raw RTT sample is the view's `last_rtt_ns` (`srtt_ns` when no sample
-//! is recorded yet). One segment per call. Queueing is bounded **[PROJECT DECISION]**: a
-//! subflow whose unsent queue holds `queue_limit_cwnds` windows counts as busy. The optional KAU
+//! is recorded yet). One segment per call. Queueing beyond cwnd is bounded by the
+//! connection's send buffer; `queue_limit_cwnds` (default 0 = off) can add a per-subflow
+//! bound, a subflow at the bound counting as busy **[PROJECT DECISION]**. The optional KAU
 //! `pre_schedule` re-assignment of already-queued data is not implemented (data handed to a
 //! subflow stays there). The KAU default RP (`optim=1`) is available as `"sttf+rp"`.
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, oot_select, serve_reinject, CheckConfig};
+use super::common::{new_data_fits_window, oot_select, queue_full, serve_reinject, CheckConfig};
 use super::{Action, ConnView, Scheduler, SubflowView};
 
 /// STTF parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// A subflow counts as busy while its unsent queue holds this many cwnds. Default 1
-    /// ([PROJECT DECISION]).
+    /// A subflow counts as busy while its unsent queue holds this many cwnds. Default 0 = no
+    /// bound beyond the connection's send buffer ([PROJECT DECISION]).
     pub queue_limit_cwnds: u64,
 }
 
 impl CheckConfig for Config {}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            queue_limit_cwnds: 1,
-        }
-    }
-}
 
 /// STTF scheduler (stateless).
 #[derive(Debug, Clone, Default)]
@@ -97,13 +90,7 @@ impl Sttf {
     }
 
     fn avail(&self, sf: &SubflowView) -> bool {
-        !sf.in_loss_recovery
-            && sf.queued_bytes
-                < self
-                    .cfg
-                    .queue_limit_cwnds
-                    .saturating_mul(sf.cwnd_bytes)
-                    .max(sf.mss_bytes)
+        !sf.in_loss_recovery && !queue_full(sf, self.cfg.queue_limit_cwnds)
     }
 }
 
