@@ -17,7 +17,8 @@
 //! data is blocked by the receive window; here BLEST sets it itself whenever it sees that
 //! condition, so it does not depend on `+rp`. A slow subflow gets one segment per call so the
 //! estimate is redone per segment, as the kernel does per skb. The per-subflow minimum and
-//! maximum sRTT are tracked over the connection from the views BLEST is shown.
+//! maximum sRTT are tracked over the connection from the views BLEST is shown. The kernel
+//! module also runs opportunistic retransmission and penalisation: that is `"blest+rp"`.
 
 use serde::{Deserialize, Serialize};
 

@@ -114,6 +114,7 @@ impl<S: Scheduler> Bm<S> {
 }
 
 impl<S: Scheduler> Scheduler for Bm<S> {
+    /// The inner scheduler's name; the registry reports the composed name (`"minrtt+rp"`).
     fn name(&self) -> &'static str {
         self.inner.name()
     }

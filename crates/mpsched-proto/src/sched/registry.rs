@@ -91,7 +91,7 @@ fn parse<T: DeserializeOwned + CheckConfig>(p: &Params) -> Result<T, String> {
 static ENTRIES: &[Entry] = &[
     Entry {
         name: "minrtt",
-        summary: "lowest-sRTT-first, waits when every active subflow is cwnd-full (OOT default)",
+        summary: "lowest-sRTT-first, waits when every active subflow is cwnd-full (kernel default = minrtt+rp)",
         source: "OOT net/mptcp/mptcp_sched.c; Paasch et al. CSWS 2014",
         defaults: defaults_of::<minrtt::Config>,
         kind: Kind::Base(|p| Ok(Box::new(minrtt::MinRtt::new(parse(p)?)))),
@@ -119,14 +119,14 @@ static ENTRIES: &[Entry] = &[
     },
     Entry {
         name: "ecf",
-        summary: "earliest completion first: waits for the fast path when the slow one would finish later",
+        summary: "earliest completion first: waits for the fast path if the slow one would finish later (kernel = ecf+rp)",
         source: "Lim et al. CoNEXT 2017; OOT net/mptcp/mptcp_ecf.c",
         defaults: defaults_of::<ecf::Config>,
         kind: Kind::Base(|p| Ok(Box::new(ecf::Ecf::new(parse(p)?)))),
     },
     Entry {
         name: "blest",
-        summary: "blocking estimation: skips the slow path when it would block the send window",
+        summary: "blocking estimation: skips the slow path when it would block the send window (kernel = blest+rp)",
         source: "Ferlin et al. IFIP Networking 2016; OOT net/mptcp/mptcp_blest.c",
         defaults: defaults_of::<blest::Config>,
         kind: Kind::Base(|p| Ok(Box::new(blest::Blest::new(parse(p)?)))),

@@ -140,6 +140,7 @@ impl<S: Scheduler> Rp<S> {
 }
 
 impl<S: Scheduler> Scheduler for Rp<S> {
+    /// The inner scheduler's name; the registry reports the composed name (`"minrtt+rp"`).
     fn name(&self) -> &'static str {
         self.inner.name()
     }
