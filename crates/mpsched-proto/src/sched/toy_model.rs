@@ -399,6 +399,64 @@ mod tests {
         assert!(fct_ms("roundrobin", 30) >= 50);
     }
 
+    /// Which paths carry data (Linux selftests style: one row per scheduler), on the 10 ms /
+    /// 100 ms pair: a 5-segment flow that fits the fast window, and one second of bulk data.
+    #[test]
+    fn path_usage_table() {
+        // (scheduler, short flow touches the slow path, bulk transfer uses the slow path)
+        let rows = [
+            ("minrtt", false, true),
+            ("linux", false, true),
+            ("roundrobin", true, true),
+            ("redundant", true, true),
+            ("ecf", false, true),
+            ("blest", false, true),
+            ("daps", false, true),
+            ("otias", false, true),
+            ("sttf", false, true),
+            ("cfs", false, true),
+            ("bwm", false, true),
+            ("freeze", false, true),
+        ];
+        assert_eq!(
+            rows.len(),
+            super::super::registry::all()
+                .iter()
+                .filter(|i| !i.is_extension)
+                .count()
+        );
+        for (name, short_slow, bulk_slow) in rows {
+            let short = run(name, &HET, 5 * MSS, 1 << 30, 10_000);
+            assert!(
+                short.sent_per_subflow[0] > 0,
+                "{name}: short flow never used the fast path"
+            );
+            assert_eq!(
+                short.sent_per_subflow[1] > 0,
+                short_slow,
+                "{name}: short {short:?}"
+            );
+            let bulk = run(name, &HET, 1 << 40, 1 << 30, 1_000);
+            assert!(bulk.sent_per_subflow[0] > 0, "{name}");
+            assert_eq!(
+                bulk.sent_per_subflow[1] > 0,
+                bulk_slow,
+                "{name}: bulk {bulk:?}"
+            );
+        }
+        // Freeze on a 10 ms / 200 ms pair: the slow path only carries the 1-per-second probes.
+        let far = [
+            HET[0],
+            PathSpec {
+                rtt_ms: 200,
+                cwnd_segments: 10,
+            },
+        ];
+        let o = run("freeze", &far, 1 << 40, 1 << 30, 3_000);
+        assert!(o.sent_per_subflow[1] <= 3 * MSS, "{o:?}");
+        assert!(run("minrtt", &far, 1 << 40, 1 << 30, 3_000).sent_per_subflow[1] > 100 * MSS);
+    }
+
     #[test]
     fn cfs_duplicates_only_the_tail_of_a_long_flow() {
         // 2000 segments: the copies are the slow path's last window or so, not the flow.
