@@ -6,7 +6,17 @@ import polars as pl
 
 from mpsched.results import Results
 
-__all__ = ["group_keys", "fct_summary", "path_shares", "throughput_series"]
+__all__ = ["group_keys", "fct_summary", "labelled_flows", "path_shares", "throughput_series"]
+
+
+def labelled_flows(res: Results) -> pl.DataFrame:
+    """`flows` with a readable `scheduler`: single-path TCP flows (no scheduler) say "tcp"."""
+    flows = res.flows
+    if {"scheduler", "protocol"} <= set(flows.columns):
+        flows = flows.with_columns(
+            pl.when(pl.col("scheduler").fill_null("") == "").then(pl.col("protocol")).otherwise(pl.col("scheduler")).alias("scheduler")
+        )
+    return flows
 
 
 def group_keys(res: Results, table: pl.DataFrame) -> list[str]:
@@ -20,7 +30,7 @@ def fct_summary(res: Results) -> pl.DataFrame:
     """Per scheduler x swept setting (seeds pooled): flows, how many completed, FCT median /
     p95 / mean in seconds (completed flows only), the share of bytes sent redundantly, and the
     share of bytes each path carried. Rows keep the order of the sweep."""
-    flows = res.flows
+    flows = labelled_flows(res)
     if flows.is_empty():
         return pl.DataFrame()
     keys = group_keys(res, flows)
@@ -47,11 +57,13 @@ def path_shares(res: Results) -> pl.DataFrame:
     sub = res.subflows
     if sub.is_empty() or not {"path", "bytes_sent"} <= set(sub.columns):
         return pl.DataFrame()
-    flows = res.flows
+    flows = labelled_flows(res)
     keys = group_keys(res, flows)
-    # subflows lack the scheduler column when the engine does not repeat it: take it from flows
-    if "scheduler" in keys and "scheduler" not in sub.columns:
-        sub = sub.join(flows.select("run_id", "flow_id", "scheduler"), on=["run_id", "flow_id"], how="left")
+    # the scheduler that ran is the flow's (a swept `scheduler` column of subflows says what was
+    # asked for, which differs for plain TCP)
+    if "scheduler" in keys:
+        sub = sub.drop("scheduler", strict=False).join(
+            flows.select("run_id", "flow_id", "scheduler"), on=["run_id", "flow_id"], how="left")
     keys = [k for k in keys if k in sub.columns]
     if not keys:
         return pl.DataFrame()

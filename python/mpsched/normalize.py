@@ -50,7 +50,8 @@ def to_config(scenario: Scenario) -> dict[str, Any]:
 
     transports = []
     for c in scenario.connection:
-        used = [index[n] for n in (c.paths or [p.name for p in scenario.paths])]
+        default = [p.name for p in scenario.paths][: 1 if c.protocol == "tcp" else None]
+        used = [index[n] for n in (c.paths or default)]
         transports.append(
             {
                 "protocol": c.protocol,

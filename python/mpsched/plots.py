@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from mpsched.analysis import group_keys, throughput_series
+from mpsched.analysis import group_keys, labelled_flows, throughput_series
 from mpsched.results import Results
 
 __all__ = ["fct_boxplot", "fct_cdf", "subflow_timeseries", "ofo_timeseries", "save_all"]
@@ -51,8 +51,9 @@ def _grid(n: int, *, width: float = 4.0, height: float = 3.2) -> tuple[Figure, l
 
 def fct_boxplot(res: Results) -> Figure:
     """Box plots of FCT (s) per scheduler; one panel per swept setting (e.g. flow size)."""
-    panels = _panels(res, res.flows)
-    scheds = _schedulers(res.flows)
+    flows = labelled_flows(res)
+    panels = _panels(res, flows)
+    scheds = _schedulers(flows)
     fig, axes = _grid(len(panels))
     for ax, (title, part) in zip(axes, panels):
         data = [part.filter(pl.col("scheduler") == s).get_column("fct_ns").to_numpy() / 1e9 for s in scheds]
@@ -66,8 +67,9 @@ def fct_boxplot(res: Results) -> Figure:
 
 def fct_cdf(res: Results) -> Figure:
     """Empirical CDFs of FCT (s), one line per scheduler; one panel per swept setting."""
-    panels = _panels(res, res.flows)
-    scheds = _schedulers(res.flows)
+    flows = labelled_flows(res)
+    panels = _panels(res, flows)
+    scheds = _schedulers(flows)
     fig, axes = _grid(len(panels))
     for ax, (title, part) in zip(axes, panels):
         for s in scheds:
@@ -79,14 +81,15 @@ def fct_cdf(res: Results) -> Figure:
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_lines():
+            ax.legend(fontsize=8)
     fig.suptitle("Flow completion time CDF")
     return fig
 
 
 def _first_run_per_scheduler(res: Results) -> dict[str, str]:
     """scheduler -> the first run id (in sweep order) that used it."""
-    flows = res.flows
+    flows = labelled_flows(res)
     if flows.is_empty() or "scheduler" not in flows.columns:
         return {}
     first = flows.select("scheduler", "run_id").unique(subset="scheduler", keep="first", maintain_order=True)

@@ -164,6 +164,7 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
     except engines.EngineError as e:
         return str(e)
     engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
+    _name_paths(tables, task.config)
     meta = {
         "run_id": task.run_id,
         "index": task.index,
@@ -180,6 +181,17 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
     store.write_run(Path(out), task.run_id, tables, params=task.params, meta=meta,
                     scenario_toml=task.scenario_toml, config=task.config)
     return None
+
+
+def _name_paths(tables: dict[str, dict[str, list]], config: dict[str, Any]) -> None:
+    """Engines report paths by index; tables carry the path's name in `path` (what plots and
+    queries want) and the index in `path_index`."""
+    names = [p["name"] for p in config["paths"]]
+    for columns in tables.values():
+        col = columns.get("path")
+        if col and all(isinstance(v, int) and not isinstance(v, bool) for v in col):
+            columns["path_index"] = col
+            columns["path"] = [names[v] if 0 <= v < len(names) else str(v) for v in col]
 
 
 def code_version() -> str:

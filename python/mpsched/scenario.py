@@ -295,6 +295,15 @@ class ConnectionSpec(_Model):
     init_cwnd: Annotated[Any, BeforeValidator(_count)] = 10
 
     @model_validator(mode="after")
+    def _tcp_single_path(self) -> ConnectionSpec:
+        if self.protocol == "tcp":
+            if self.paths is not None and len(self.paths) != 1:
+                raise _FieldError("paths", "plain TCP uses exactly one path (default: the first path)")
+            if self.backup:
+                raise _FieldError("backup", "plain TCP has no backup subflows")
+        return self
+
+    @model_validator(mode="after")
     def _params_known(self) -> ConnectionSpec:
         names = self.scheduler if isinstance(self.scheduler, list) else [self.scheduler]
         for n in names:
