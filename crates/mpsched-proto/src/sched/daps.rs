@@ -19,7 +19,8 @@
 //! (`7/8·scwnd + 1/8·cwnd`) is updated once per RTT, detected as `bytes_acked` passing the
 //! `bytes_sent` recorded at the previous update; queueing beyond cwnd is bounded by the
 //! connection's send buffer, as by the socket buffer in the kernel; `queue_limit_cwnds`
-//! (default 0 = off) makes a subflow whose queue holds that many windows wait.
+//! (default 0 = off) makes a subflow whose queue holds that many windows wait. Reinjections
+//! go to the minRTT choice (the KAU module hands them to the planned subflow like new data).
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +41,7 @@ pub struct Config {
     pub use_planned_cwnd: bool,
     /// Plan with the smoothed cwnd (EWMA 1/8 once per RTT). Default true (KAU `smooth_cwnd`).
     pub smooth_cwnd: bool,
-    /// Also plan subflows in slow start. Default true (KAU `daps_in_ss`).
+    /// Also plan subflows in slow start after a loss. Default true (KAU `daps_in_ss`).
     pub in_slow_start: bool,
     /// Re-send an unacknowledged chunk when the receive window blocks. Default true
     /// (KAU `allow_optim`).
@@ -128,9 +129,18 @@ impl Daps {
         }
     }
 
+    /// KAU `mptcp_daps_is_available(.., cwnd_test = false)`: usable and not in RTO recovery.
+    fn state_usable(sf: &SubflowView) -> bool {
+        sf.usable() && !sf.in_loss_recovery
+    }
+
     fn plannable(&self, sf: &SubflowView) -> bool {
-        let in_ss = sf.cwnd_bytes < sf.ssthresh_bytes;
-        sf.usable() && sf.has_rtt_sample && sf.srtt_ns > 0 && (self.cfg.in_slow_start || !in_ss)
+        // KAU `is_flow_in_slowstart_after_loss`: cwnd <= ssthresh with a finite ssthresh.
+        let ss_after_loss = sf.cwnd_bytes <= sf.ssthresh_bytes && sf.ssthresh_bytes < u64::MAX / 2;
+        Self::state_usable(sf)
+            && sf.has_rtt_sample
+            && sf.srtt_ns > 0
+            && (self.cfg.in_slow_start || !ss_after_loss)
     }
 
     /// `begin_schedule`: a new plan from the current subflows.
@@ -141,10 +151,16 @@ impl Daps {
             .filter(|s| self.plannable(s))
             .map(|s| {
                 let owd_ms = s.srtt_ns / 2 / 1_000_000;
-                let rounded = ((owd_ms + rd / 2) / rd * rd).max(rd);
+                // KAU `mptcp_daps_round_to_multiple_of`: nearest multiple, halves up; a
+                // delay that rounds to 0 counts as 1 slot.
+                let rounded = if rd > 1 {
+                    (owd_ms + rd / 2) / rd * rd
+                } else {
+                    owd_ms
+                };
                 Planned {
                     id: s.id,
-                    delay_slots: rounded,
+                    delay_slots: rounded.max(1),
                     cwnd_segments: self.planned_cwnd(s),
                 }
             })
@@ -175,7 +191,7 @@ impl Daps {
                 if !self.slot.is_multiple_of(p.delay_slots) {
                     continue;
                 }
-                let Some(sf) = subflows.get(p.id).filter(|s| s.usable()) else {
+                let Some(sf) = subflows.get(p.id).filter(|s| Self::state_usable(s)) else {
                     self.left[p.id] = None;
                     continue;
                 };
