@@ -5,7 +5,16 @@
 //! events and never touch the network: the event loop in `mpsched-sim` owns time and delivery.
 //! Times are `u64` nanoseconds (names end in `_ns`).
 //!
+//! * [`tcp`]: one subflow (segment, sender, receiver, RTT, SACK scoreboard, handshake).
+//! * [`cc`]: congestion control behind one trait (Reno, Cubic, LIA, OLIA, BALIA).
+
 //! * [`sched`]: the scheduler interface, the registry and one file per scheduler.
 #![warn(missing_docs)]
 
+pub mod cc;
+
 pub mod sched;
+pub mod tcp;
+
+#[cfg(test)]
+mod tests;

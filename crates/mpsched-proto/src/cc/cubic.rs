@@ -1,0 +1,248 @@
+//! CUBIC (RFC 9438) with Linux's constants and HyStart (net/ipv4/tcp_cubic.c).
+//!
+//! Window growth after a loss follows W(t) = C (t - K)^3 + W_max with t measured from the
+//! start of the epoch plus the minimum RTT (Linux aims one RTT ahead), C = 0.4
+//! (`bic_scale` 41 / 1024 * 10), beta = 717/1024 (~0.7), fast convergence and the
+//! TCP-friendly (Reno-emulation) region on, as Linux defaults. Growth is applied Linux-style:
+//! cwnd gains one MSS per `cnt` MSS of acknowledged bytes, `cnt` = cwnd / (target - cwnd),
+//! at least 2, at most 20 before the first loss. All arithmetic is integer (the cube root by
+//! bisection), so runs are bit-reproducible on every machine.
+//!
+//! HyStart (Ha & Rhee 2011, Linux defaults `hystart=1`, `hystart_detect=3`) ends slow start
+//! early once cwnd >= 16 segments: ACK-train detection (ACKs spaced <= 2 ms apart spanning
+//! more than half the minimum RTT) or delay increase (minimum of the first 8 RTT samples of a
+//! round above delay_min + clamp(delay_min / 8, 4 ms, 16 ms)). Detection sets ssthresh = cwnd.
+
+use super::{slow_start, AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS};
+
+/// Linux `beta` / `BICTCP_BETA_SCALE`: multiplicative decrease to 717/1024 of cwnd.
+pub const BETA_NUM: u64 = 717;
+/// Linux `BICTCP_BETA_SCALE`.
+pub const BETA_DEN: u64 = 1024;
+/// C = 0.4 (RFC 9438 §4.2, Linux `bic_scale` = 41 -> 41 * 10 / 1024), as a fraction.
+const C_NUM: u128 = 4;
+const C_DEN: u128 = 10;
+const NS_PER_S: u128 = 1_000_000_000;
+/// Linux `beta_scale` = 8 * (1024 + 717) / 3 / (1024 - 717) = 15: Reno emulation gains one MSS
+/// per cwnd * 15 / 8 acknowledged bytes (alpha = 3 (1 - beta) / (1 + beta) ~ 0.53).
+const BETA_SCALE: u64 = 8 * (BETA_DEN + BETA_NUM) / 3 / (BETA_DEN - BETA_NUM);
+/// Linux `hystart_low_window`: HyStart acts once cwnd >= 16 segments.
+pub const HYSTART_LOW_WINDOW_SEGMENTS: u64 = 16;
+/// Linux `hystart_ack_delta_us`: ACKs closer than 2 ms form a train.
+pub const HYSTART_ACK_DELTA_NS: u64 = 2_000_000;
+/// Linux `HYSTART_MIN_SAMPLES`: RTT samples per round for delay detection.
+pub const HYSTART_MIN_SAMPLES: u32 = 8;
+/// Linux `HYSTART_DELAY_MIN` (4 ms) and `HYSTART_DELAY_MAX` (16 ms).
+pub const HYSTART_DELAY_MIN_NS: u64 = 4_000_000;
+/// See [`HYSTART_DELAY_MIN_NS`].
+pub const HYSTART_DELAY_MAX_NS: u64 = 16_000_000;
+/// Linux `GSO_LEGACY_MAX_SIZE` (64 KB), used by `hystart_ack_delay()`.
+const GSO_MAX_BYTES: u64 = 65_536;
+
+/// CUBIC + HyStart state (Linux `struct bictcp`).
+#[derive(Debug, Clone, Default)]
+pub struct Cubic {
+    /// W_max before fast convergence, bytes (0 = no loss yet).
+    last_max_bytes: u64,
+    epoch_start_ns: Option<u64>,
+    origin_bytes: u64,
+    k_ns: u64,
+    /// Bytes acked since the epoch start (Reno emulation).
+    ack_cnt_bytes: u64,
+    /// Reno-emulated window, bytes.
+    tcp_cwnd_bytes: u64,
+    /// Linux `snd_cwnd_cnt`, in bytes.
+    cnt_acc_bytes: u64,
+    delay_min_ns: u64,
+    // HyStart round state.
+    found: bool,
+    round_start_ns: u64,
+    last_ack_ns: u64,
+    end_seq: u64,
+    curr_rtt_ns: u64,
+    sample_cnt: u32,
+    round_started: bool,
+}
+
+impl Cubic {
+    /// True once HyStart ended slow start (for tests and records).
+    pub fn hystart_found(&self) -> bool {
+        self.found
+    }
+
+    fn hystart_reset(&mut self, now_ns: u64, snd_nxt: u64) {
+        self.round_start_ns = now_ns;
+        self.last_ack_ns = now_ns;
+        self.end_seq = snd_nxt;
+        self.curr_rtt_ns = u64::MAX;
+        self.sample_cnt = 0;
+        self.round_started = true;
+    }
+
+    fn hystart_update(&mut self, tcb: &mut CcState, ack: &AckSample, delay_ns: u64) {
+        if !self.round_started || ack.snd_una > self.end_seq {
+            self.hystart_reset(ack.now_ns, ack.snd_nxt);
+        }
+        let now = ack.now_ns;
+        // ACK train.
+        if now.saturating_sub(self.last_ack_ns) <= HYSTART_ACK_DELTA_NS {
+            self.last_ack_ns = now;
+            let ack_delay_ns = if ack.pacing_rate_bps == 0 {
+                0
+            } else {
+                (4 * GSO_MAX_BYTES * 8 * 1_000_000_000 / ack.pacing_rate_bps).min(1_000_000)
+            };
+            // No pacing qdisc: threshold halved (Linux `SK_PACING_NONE`).
+            let threshold = (self.delay_min_ns + ack_delay_ns) >> 1;
+            if now - self.round_start_ns > threshold {
+                self.found = true;
+                tcb.ssthresh_bytes = tcb.cwnd_bytes;
+            }
+        }
+        // Delay increase.
+        self.curr_rtt_ns = self.curr_rtt_ns.min(delay_ns);
+        if self.sample_cnt < HYSTART_MIN_SAMPLES {
+            self.sample_cnt += 1;
+        } else {
+            let thresh = (self.delay_min_ns >> 3).clamp(HYSTART_DELAY_MIN_NS, HYSTART_DELAY_MAX_NS);
+            if self.curr_rtt_ns > self.delay_min_ns + thresh {
+                self.found = true;
+                tcb.ssthresh_bytes = tcb.cwnd_bytes;
+            }
+        }
+    }
+
+    /// Linux `bictcp_update`: returns `cnt`, acknowledged MSS per one MSS of growth.
+    fn update(&mut self, tcb: &CcState, ack: &AckSample) -> u64 {
+        let cwnd = tcb.cwnd_bytes;
+        let mss = tcb.mss_bytes;
+        self.ack_cnt_bytes += ack.acked_bytes;
+        let epoch = match self.epoch_start_ns {
+            Some(e) => e,
+            None => {
+                self.epoch_start_ns = Some(ack.now_ns);
+                self.ack_cnt_bytes = ack.acked_bytes;
+                self.tcp_cwnd_bytes = cwnd;
+                if self.last_max_bytes <= cwnd {
+                    self.k_ns = 0;
+                    self.origin_bytes = cwnd;
+                } else {
+                    // K = cbrt((W_max - cwnd) / C), in seconds with W in segments.
+                    let num = (self.last_max_bytes - cwnd) as u128 * C_DEN * NS_PER_S * NS_PER_S * NS_PER_S;
+                    self.k_ns = cbrt_u128(num / (C_NUM * mss as u128)) as u64;
+                    self.origin_bytes = self.last_max_bytes;
+                }
+                ack.now_ns
+            }
+        };
+        let t_ns = (ack.now_ns - epoch + self.delay_min_ns) as u128;
+        let k = self.k_ns as u128;
+        let offs = t_ns.abs_diff(k).min(100 * NS_PER_S);
+        let delta = C_NUM * mss as u128 * offs * offs * offs / (C_DEN * NS_PER_S * NS_PER_S * NS_PER_S);
+        let delta = delta.min(u64::MAX as u128 / 2) as u64;
+        let target = if t_ns < k { self.origin_bytes.saturating_sub(delta) } else { self.origin_bytes + delta };
+        let mut cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100 * cwnd / mss };
+        // Before any loss, grow at most ~5% per RTT (Linux: cnt capped at 20).
+        if self.last_max_bytes == 0 {
+            cnt = cnt.min(20);
+        }
+        // TCP-friendly region.
+        let delta_bytes = (cwnd * BETA_SCALE / 8).max(1);
+        while self.ack_cnt_bytes > delta_bytes {
+            self.ack_cnt_bytes -= delta_bytes;
+            self.tcp_cwnd_bytes += mss;
+        }
+        if self.tcp_cwnd_bytes > cwnd {
+            let max_cnt = cwnd / (self.tcp_cwnd_bytes - cwnd);
+            cnt = cnt.min(max_cnt);
+        }
+        cnt.max(2)
+    }
+
+    fn reset(&mut self) {
+        *self = Cubic { delay_min_ns: 0, ..Default::default() };
+    }
+}
+
+impl CongestionControl for Cubic {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, _view: &CoupledView<'_>) {
+        // Linux `bictcp_acked`: RTT bookkeeping and HyStart, before window growth.
+        if let Some(rtt) = ack.rtt_sample_ns {
+            let after_recovery = self.epoch_start_ns.is_some_and(|e| ack.now_ns - e < NS_PER_S as u64);
+            if !after_recovery {
+                let delay = rtt.max(1);
+                if self.delay_min_ns == 0 || self.delay_min_ns > delay {
+                    self.delay_min_ns = delay;
+                }
+                if !self.found && tcb.in_slow_start() && tcb.cwnd_bytes >= HYSTART_LOW_WINDOW_SEGMENTS * tcb.mss_bytes {
+                    self.hystart_update(tcb, ack, delay);
+                }
+            }
+        }
+        // Linux `cubictcp_cong_avoid`.
+        if !ack.cwnd_limited {
+            return;
+        }
+        let mut acked = ack.acked_bytes;
+        if tcb.in_slow_start() {
+            acked = slow_start(tcb, acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let cnt = self.update(tcb, &AckSample { acked_bytes: acked, ..*ack });
+        // Linux `tcp_cong_avoid_ai` in bytes.
+        let step = cnt * tcb.mss_bytes;
+        // Credits accumulated at a higher cnt are applied gently: one MSS, then reset.
+        if self.cnt_acc_bytes >= step {
+            self.cnt_acc_bytes = 0;
+            tcb.cwnd_bytes += tcb.mss_bytes;
+        }
+        self.cnt_acc_bytes += acked;
+        if self.cnt_acc_bytes >= step {
+            let n = self.cnt_acc_bytes / step;
+            self.cnt_acc_bytes -= n * step;
+            tcb.cwnd_bytes += n * tcb.mss_bytes;
+        }
+    }
+
+    fn ssthresh_on_loss(&mut self, tcb: &CcState, _now_ns: u64, _view: &CoupledView<'_>) -> u64 {
+        // Linux `cubictcp_recalc_ssthresh`: end the epoch, remember W_max with fast convergence.
+        self.epoch_start_ns = None;
+        let cwnd = tcb.cwnd_bytes;
+        self.last_max_bytes =
+            if cwnd < self.last_max_bytes { cwnd * (BETA_DEN + BETA_NUM) / (2 * BETA_DEN) } else { cwnd };
+        (cwnd * BETA_NUM / BETA_DEN).max(MIN_SSTHRESH_SEGMENTS * tcb.mss_bytes)
+    }
+
+    fn on_rto(&mut self, tcb: &CcState, now_ns: u64, view: &CoupledView<'_>) -> u64 {
+        let ssthresh = self.ssthresh_on_loss(tcb, now_ns, view);
+        // Linux `cubictcp_state(TCP_CA_Loss)`: full reset, HyStart armed again.
+        self.reset();
+        ssthresh
+    }
+
+    fn on_recovery_exit(&mut self, _tcb: &mut CcState, _now_ns: u64) {
+        self.cnt_acc_bytes = 0;
+    }
+}
+
+/// Integer cube root (floor), by bisection: deterministic on every platform.
+pub fn cbrt_u128(x: u128) -> u128 {
+    let cube_le = |m: u128| m.checked_mul(m).and_then(|v| v.checked_mul(m)).is_some_and(|c| c <= x);
+    // cbrt(2^128) < 2^43.
+    let (mut lo, mut hi) = (0u128, 1u128 << 43);
+    while lo < hi {
+        let mid = (lo + hi + 1) / 2;
+        if cube_le(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}

@@ -1,0 +1,72 @@
+//! One TCP subflow, sans-IO: the data sender and the data receiver state machines.
+//!
+//! Heads up: read RFC 9293 (TCP), RFC 5681 (congestion control), RFC 6298 (RTO), RFC 2018 and
+//! RFC 6675 (SACK and loss recovery), RFC 6937 (PRR, as Linux uses), RFC 3465 (byte
+//! counting), RFC 7323 (timestamps) before changing these files. Where Linux deviates from the
+//! RFCs we follow Linux (the testbed runs it) and say so beside the code.
+//!
+//! Scope and simplifications (simulation): sequence numbers are `u64` and never wrap; both
+//! sides start at 0 (the SYN), so data starts at sequence number 1; payload bytes are not
+//! carried; segments never exceed a DSN mapping; no Nagle, no TSO, no pacing (Linux paces only
+//! with the fq qdisc or BBR), no tail-loss probe or RACK (a lost tail waits for the RTO).
+//!
+//! * [`Sender`]: handshake, send queue of DSN mappings, SACK scoreboard, RFC 6675 / PRR fast
+//!   recovery, RTO with backoff, a pluggable [`crate::cc`] policy.
+//! * [`Receiver`]: in-order and out-of-order reassembly, SACK generation, delayed ACKs with
+//!   Linux's quickack start, the advertised window.
+
+mod handshake;
+mod rangeset;
+mod receiver;
+mod rtt;
+mod scoreboard;
+mod segment;
+mod sender;
+
+pub use handshake::{HsOption, Role};
+pub use rangeset::RangeSet;
+pub use receiver::{Receiver, ReceiverStats, Released};
+pub use rtt::{RttEstimator, INITIAL_RTO_NS, MAX_RTO_NS, MIN_RTO_NS};
+pub use scoreboard::DUP_THRESH;
+pub use segment::{flags, Segment, HEADER_BYTES, MAX_SACK_BLOCKS};
+pub use sender::{AckOutcome, CaState, Sender, SenderStats};
+
+/// Linux `TCP_DELACK_MIN` (HZ / 25 = 40 ms): delayed-ACK timeout.
+pub const DELAYED_ACK_NS: u64 = 40_000_000;
+/// Linux `TCP_MAX_QUICKACKS`: ACK every segment for the first 16 ACKs of a connection.
+pub const QUICKACKS: u32 = 16;
+
+/// Settings of one subflow (Linux defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// Maximum segment size, bytes (1448 = 1500 - 52 bytes of headers with timestamps).
+    pub mss_bytes: u64,
+    /// Initial window, segments (RFC 6928 / Linux `TCP_INIT_CWND` = 10).
+    pub init_cwnd_segments: u64,
+    /// SACK blocks per ACK: 3 beside timestamps (RFC 2018 §3); 2 when MPTCP's DSS option
+    /// also needs room in the 40 option bytes.
+    pub max_sack_blocks: usize,
+    /// Receive buffer of a standalone receiver, bytes (an MPTCP connection overrides the
+    /// window with its own).
+    pub rcv_buf_bytes: u64,
+    /// Delay ACKs (every second full segment or after [`DELAYED_ACK_NS`]).
+    pub delayed_ack: bool,
+    /// Quickack ACKs at the start of the connection (Linux: [`QUICKACKS`]; 0 disables).
+    pub quickack_segments: u32,
+    /// Segments carry MPTCP DSS options (counted in wire size).
+    pub mptcp: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        Self {
+            mss_bytes: 1448,
+            init_cwnd_segments: 10,
+            max_sack_blocks: 3,
+            rcv_buf_bytes: 6 * 1024 * 1024,
+            delayed_ack: true,
+            quickack_segments: QUICKACKS,
+            mptcp: false,
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! The data-receiving side of a subflow.
+//!
+//! In-order data is released to the owner at once (as [`Released`] DSN mappings, drained with
+//! [`Receiver::drain_released`]); out-of-order segments wait in a queue keyed by sequence
+//! number, reported in SACK blocks (RFC 2018 §4: the block holding the latest segment first,
+//! then the most recently reported others).
+//!
+//! ACK policy (Linux `__tcp_ack_snd_check`): ACK at once when more than one MSS is unacked,
+//! in quickack mode (the first [`super::QUICKACKS`] ACKs: Linux `tcp_incr_quickack` on the
+//! first data segment), for out-of-order or duplicate data and when a hole is filled;
+//! otherwise after [`super::DELAYED_ACK_NS`]. Timestamps follow RFC 7323 §4.3: TS.Recent is
+//! taken only from segments at or below the last ACK sent, so a delayed ACK echoes the oldest
+//! unacknowledged segment and an ACK after a hole echoes the retransmission.
+
+use super::handshake::{Handshake, HsOption, Role};
+use super::rangeset::RangeSet;
+use super::segment::{flags, Segment};
+use super::{TcpConfig, DELAYED_ACK_NS};
+use std::collections::BTreeMap;
+
+/// A piece of in-order data handed to the owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Released {
+    /// DSN of the first byte.
+    pub dsn: u64,
+    /// Length, bytes.
+    pub len: u64,
+    /// Carried DATA_FIN.
+    pub data_fin: bool,
+}
+
+/// Receiver counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// Payload bytes received, duplicates included.
+    pub bytes_received: u64,
+    /// Payload bytes released in order.
+    pub bytes_in_order: u64,
+    /// Payload bytes that were already received (spurious retransmissions).
+    pub duplicate_bytes: u64,
+    /// ACK segments sent.
+    pub acks_sent: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ooo {
+    len: u32,
+    dsn: u64,
+    data_fin: bool,
+}
+
+/// Receiver state machine of one subflow.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    cfg: TcpConfig,
+    hs: Handshake,
+    rcv_nxt: u64,
+    ofo: BTreeMap<u64, Ooo>,
+    ofo_ranges: RangeSet,
+    recent_sack: [u64; 4],
+    n_recent: usize,
+    ts_recent: u64,
+    last_ack_sent: u64,
+    ack_now: bool,
+    delack_deadline: Option<u64>,
+    quickacks_left: u32,
+    quickack_armed: bool,
+    released: Vec<Released>,
+    conn_window: Option<(u64, u64)>,
+    path_up: bool,
+    stats: ReceiverStats,
+}
+
+impl Receiver {
+    /// A receiver with the handshake `role` / `opt`.
+    pub fn new(cfg: TcpConfig, role: Role, opt: HsOption) -> Self {
+        Self::with_handshake(cfg, Handshake::new(role, opt))
+    }
+
+    /// A receiver whose handshake is already complete (unit tests).
+    pub fn established(cfg: TcpConfig) -> Self {
+        Self::with_handshake(cfg, Handshake::established(Role::Server))
+    }
+
+    fn with_handshake(cfg: TcpConfig, hs: Handshake) -> Self {
+        Self {
+            cfg,
+            hs,
+            rcv_nxt: 1,
+            ofo: BTreeMap::new(),
+            ofo_ranges: RangeSet::new(),
+            recent_sack: [0; 4],
+            n_recent: 0,
+            ts_recent: 0,
+            last_ack_sent: 1,
+            ack_now: false,
+            delack_deadline: None,
+            quickacks_left: 0,
+            quickack_armed: false,
+            released: Vec::new(),
+            conn_window: None,
+            path_up: true,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    /// Client: start the handshake.
+    pub fn connect(&mut self, now_ns: u64) {
+        self.hs.connect(now_ns);
+    }
+
+    /// Handshake complete.
+    pub fn is_established(&self) -> bool {
+        self.hs.is_established()
+    }
+
+    /// Sets the window and DATA_ACK the next ACKs carry (MPTCP: the connection's).
+    pub fn set_conn_window(&mut self, data_ack: u64, window_bytes: u64) {
+        self.conn_window = Some((data_ack, window_bytes));
+    }
+
+    /// Requests an immediate ACK (e.g. a window update).
+    pub fn request_ack(&mut self) {
+        if self.hs.is_established() {
+            self.ack_now = true;
+        }
+    }
+
+    /// Feeds an incoming segment. Returns true when the handshake completed with it.
+    pub fn handle_segment(&mut self, now_ns: u64, seg: &Segment) -> bool {
+        let mut established = false;
+        if !self.hs.is_established() || seg.has(flags::SYN) {
+            let h = self.hs.handle_segment(now_ns, seg);
+            established = h.became_established;
+            if h.consumed || !self.hs.is_established() {
+                return established;
+            }
+            if established {
+                self.ts_recent = self.hs.ts_recent;
+            }
+        }
+        if seg.len == 0 {
+            return established;
+        }
+        let len = seg.len as u64;
+        self.stats.bytes_received += len;
+        // RFC 7323 §4.3 TS.Recent update.
+        if seg.seq <= self.last_ack_sent {
+            self.ts_recent = self.ts_recent.max(seg.ts_val);
+        }
+        if !self.quickack_armed {
+            // Linux `tcp_event_data_recv`: first data segment starts quickack mode.
+            self.quickack_armed = true;
+            self.quickacks_left = self.cfg.quickack_segments;
+        }
+        let end = seg.seq + len;
+        if end <= self.rcv_nxt {
+            self.stats.duplicate_bytes += len;
+            self.ack_now = true;
+            return established;
+        }
+        if seg.seq <= self.rcv_nxt {
+            let off = self.rcv_nxt - seg.seq;
+            if off > 0 {
+                self.stats.duplicate_bytes += off;
+            }
+            let had_ofo = !self.ofo.is_empty();
+            self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
+            self.rcv_nxt = end;
+            while let Some((&s, o)) = self.ofo.first_key_value() {
+                if s > self.rcv_nxt {
+                    break;
+                }
+                let o = *o;
+                self.ofo.remove(&s);
+                let e = s + o.len as u64;
+                if e > self.rcv_nxt {
+                    let off = self.rcv_nxt - s;
+                    self.release(o.dsn + off, e - self.rcv_nxt, o.data_fin);
+                    self.rcv_nxt = e;
+                }
+            }
+            self.ofo_ranges.remove_below(self.rcv_nxt);
+            if had_ofo || !self.ofo.is_empty() {
+                self.ack_now = true;
+            } else if !self.cfg.delayed_ack
+                || self.quickacks_left > 0
+                || self.rcv_nxt - self.last_ack_sent > self.cfg.mss_bytes
+            {
+                self.ack_now = true;
+            } else if self.delack_deadline.is_none() {
+                self.delack_deadline = Some(now_ns + DELAYED_ACK_NS);
+            }
+        } else {
+            if let std::collections::btree_map::Entry::Vacant(v) = self.ofo.entry(seg.seq) {
+                v.insert(Ooo { len: seg.len, dsn: seg.dsn, data_fin: seg.has(flags::DATA_FIN) });
+                let added = self.ofo_ranges.insert(seg.seq, end);
+                self.stats.duplicate_bytes += len - added;
+            } else {
+                self.stats.duplicate_bytes += len;
+            }
+            self.note_sack(seg.seq);
+            self.ack_now = true;
+        }
+        established
+    }
+
+    fn release(&mut self, dsn: u64, len: u64, data_fin: bool) {
+        self.stats.bytes_in_order += len;
+        self.released.push(Released { dsn, len, data_fin });
+    }
+
+    fn note_sack(&mut self, seq: u64) {
+        // Most recent first; drop an entry that now falls in the same block.
+        let block = self.ofo_ranges.containing(seq);
+        let mut kept = [0u64; 4];
+        let mut n = 1;
+        kept[0] = seq;
+        for &r in &self.recent_sack[..self.n_recent] {
+            if n == kept.len() {
+                break;
+            }
+            let same = match (block, self.ofo_ranges.containing(r)) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            };
+            if !same {
+                kept[n] = r;
+                n += 1;
+            }
+        }
+        self.recent_sack = kept;
+        self.n_recent = n;
+    }
+
+    /// Takes the data released in order since the last call.
+    pub fn drain_released(&mut self) -> std::vec::Drain<'_, Released> {
+        self.released.drain(..)
+    }
+
+    /// Next segment to send (handshake or ACK).
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
+        if !self.path_up {
+            return None;
+        }
+        let (data_ack, window) = self.window();
+        if let Some(mut s) = self.hs.poll_transmit(now_ns) {
+            s.window = window;
+            return Some(s);
+        }
+        if !self.ack_now || !self.hs.is_established() {
+            return None;
+        }
+        self.ack_now = false;
+        self.delack_deadline = None;
+        self.last_ack_sent = self.rcv_nxt;
+        self.quickacks_left = self.quickacks_left.saturating_sub(1);
+        self.stats.acks_sent += 1;
+        let mut seg = Segment {
+            flags: flags::ACK | if self.cfg.mptcp { flags::DATA_ACK } else { 0 },
+            seq: 1,
+            ack: self.rcv_nxt,
+            window,
+            ts_val: now_ns.max(1),
+            ts_ecr: self.ts_recent,
+            data_ack,
+            ..Default::default()
+        };
+        // SACK blocks, most recent first, still above rcv_nxt.
+        let mut n = 0;
+        for &r in &self.recent_sack[..self.n_recent] {
+            if n >= self.cfg.max_sack_blocks.min(seg.sack.len()) {
+                break;
+            }
+            if let Some(b) = self.ofo_ranges.containing(r) {
+                if !seg.sack[..n].contains(&b) {
+                    seg.sack[n] = b;
+                    n += 1;
+                }
+            }
+        }
+        seg.sack_len = n as u8;
+        Some(seg)
+    }
+
+    fn window(&self) -> (u64, u64) {
+        match self.conn_window {
+            Some(w) => w,
+            None => (self.rcv_nxt - 1, self.cfg.rcv_buf_bytes.saturating_sub(self.ofo_ranges.total_bytes())),
+        }
+    }
+
+    /// Earliest timer (handshake retransmission or delayed ACK), absolute ns.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        match (self.hs.poll_timeout(), self.delack_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fires due timers.
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        self.hs.handle_timeout(now_ns);
+        if self.delack_deadline.is_some_and(|t| now_ns >= t) {
+            self.delack_deadline = None;
+            self.ack_now = true;
+        }
+    }
+
+    /// Path down: nothing is sent until it is up again (a pending ACK waits).
+    pub fn set_path_up(&mut self, up: bool) {
+        self.path_up = up;
+    }
+
+    /// Out-of-order bytes held at this subflow.
+    pub fn ofo_bytes(&self) -> u64 {
+        self.ofo_ranges.total_bytes()
+    }
+    /// Next expected subflow sequence number.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+    /// Counters.
+    pub fn stats(&self) -> ReceiverStats {
+        self.stats
+    }
+    /// True when an ACK is waiting to be sent.
+    pub fn ack_pending(&self) -> bool {
+        self.ack_now || self.hs.has_pending()
+    }
+}

@@ -1,0 +1,325 @@
+//! Sender-side record of transmitted segments: SACK scoreboard, loss marking and "pipe".
+//!
+//! RFC 6675 terms: a segment is SACKed, deemed lost (`IsLost`: more than
+//! (DupThresh - 1) * SMSS bytes or DupThresh segments SACKed above it), retransmitted.
+//! `pipe` uses Linux's bookkeeping (`tcp_packets_in_flight()`, in bytes):
+//! outstanding - (SACKed + lost) + retransmitted-in-flight.
+//!
+//! Cost: segments live in a `VecDeque` in sequence order (binary search by sequence number);
+//! newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only touches the
+//! segments whose state changes. Loss marking and the retransmission candidate are two forward
+//! pointers (absolute segment indices), so each segment is visited O(1) times per episode.
+
+use super::rangeset::RangeSet;
+use std::collections::VecDeque;
+
+/// RFC 6675 §2 DupThresh, also Linux's default `tp->reordering` (`TCP_FASTRETRANS_THRESH`).
+pub const DUP_THRESH: u64 = 3;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+/// Retransmitted and the retransmission is presumed in flight.
+const RETX: u8 = 4;
+
+/// One transmitted segment.
+#[derive(Debug, Clone, Copy)]
+pub struct SentSeg {
+    /// First subflow sequence number.
+    pub seq: u64,
+    /// Payload length, bytes.
+    pub len: u32,
+    /// DSN of the first byte.
+    pub dsn: u64,
+    /// Carries DATA_FIN.
+    pub data_fin: bool,
+    flags: u8,
+}
+
+/// The scoreboard. Invariant: `segs` are contiguous in sequence space starting at `snd_una`.
+#[derive(Debug, Clone, Default)]
+pub struct Scoreboard {
+    segs: VecDeque<SentSeg>,
+    /// Absolute index of `segs[0]` (segments ever popped).
+    front_abs: u64,
+    sacked_ranges: RangeSet,
+    out_bytes: u64,
+    sacked_bytes: u64,
+    sacked_segs: u64,
+    lost_bytes: u64,
+    retx_bytes: u64,
+    /// Segments below this absolute index have been judged by `IsLost` (lost or SACKed).
+    loss_ptr: u64,
+    sacked_below_ptr_bytes: u64,
+    sacked_below_ptr_segs: u64,
+    /// Next candidate for retransmission (absolute index).
+    rtx_ptr: u64,
+}
+
+impl Scoreboard {
+    /// Bytes sent and not cumulatively acknowledged.
+    #[inline]
+    pub fn outstanding_bytes(&self) -> u64 {
+        self.out_bytes
+    }
+    /// Bytes SACKed above the cumulative ACK.
+    #[cfg(test)]
+    pub fn sacked_bytes(&self) -> u64 {
+        self.sacked_bytes
+    }
+    /// Bytes deemed lost and not SACKed.
+    #[inline]
+    pub fn lost_bytes(&self) -> u64 {
+        self.lost_bytes
+    }
+    /// RFC 6675 pipe (Linux `tcp_packets_in_flight()` in bytes).
+    #[inline]
+    pub fn pipe_bytes(&self) -> u64 {
+        self.out_bytes + self.retx_bytes - self.sacked_bytes - self.lost_bytes
+    }
+    /// True when nothing is outstanding.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+
+    /// Records a first transmission (appended at the right edge).
+    pub fn push(&mut self, seq: u64, len: u32, dsn: u64, data_fin: bool) {
+        debug_assert!(self.segs.back().map_or(true, |b| b.seq + b.len as u64 == seq));
+        self.segs.push_back(SentSeg { seq, len, dsn, data_fin, flags: 0 });
+        self.out_bytes += len as u64;
+    }
+
+    /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
+    pub fn advance_una(&mut self, ack: u64) -> u64 {
+        let mut acked = 0;
+        while let Some(s) = self.segs.front() {
+            if s.seq + s.len as u64 > ack {
+                break;
+            }
+            let s = *s;
+            self.segs.pop_front();
+            let abs = self.front_abs;
+            self.front_abs += 1;
+            let len = s.len as u64;
+            acked += len;
+            self.out_bytes -= len;
+            if s.flags & SACKED != 0 {
+                self.sacked_bytes -= len;
+                self.sacked_segs -= 1;
+                if abs < self.loss_ptr {
+                    self.sacked_below_ptr_bytes -= len;
+                    self.sacked_below_ptr_segs -= 1;
+                }
+            } else {
+                if s.flags & LOST != 0 {
+                    self.lost_bytes -= len;
+                }
+                if s.flags & RETX != 0 {
+                    self.retx_bytes -= len;
+                }
+            }
+        }
+        self.loss_ptr = self.loss_ptr.max(self.front_abs);
+        self.rtx_ptr = self.rtx_ptr.max(self.front_abs);
+        self.sacked_ranges.remove_below(ack);
+        acked
+    }
+
+    /// Applies SACK blocks; returns newly SACKed bytes.
+    pub fn apply_sack(&mut self, blocks: &[(u64, u64)]) -> u64 {
+        let (lo, hi) = match (self.segs.front(), self.segs.back()) {
+            (Some(f), Some(b)) => (f.seq, b.seq + b.len as u64),
+            _ => return 0,
+        };
+        let mut newly = 0;
+        for &(s, e) in blocks {
+            let (s, e) = (s.max(lo), e.min(hi));
+            if s >= e {
+                continue;
+            }
+            // Split borrow: collect gaps first (at most a few per block), then mark.
+            let mut gaps: [(u64, u64); 8] = [(0, 0); 8];
+            let mut n = 0;
+            let mut overflow = false;
+            self.sacked_ranges.insert_with(s, e, |a, b| {
+                if n < gaps.len() {
+                    gaps[n] = (a, b);
+                    n += 1;
+                } else {
+                    overflow = true;
+                }
+            });
+            if overflow {
+                // Pathological block pattern: mark the whole block (already SACKed segments
+                // are skipped inside).
+                newly += self.mark_sacked(s, e);
+            } else {
+                for &(a, b) in &gaps[..n] {
+                    newly += self.mark_sacked(a, b);
+                }
+            }
+        }
+        newly
+    }
+
+    fn mark_sacked(&mut self, start: u64, end: u64) -> u64 {
+        let mut i = self.segs.partition_point(|x| x.seq + x.len as u64 <= start);
+        let mut newly = 0;
+        while i < self.segs.len() {
+            let abs = self.front_abs + i as u64;
+            let s = &mut self.segs[i];
+            if s.seq >= end {
+                break;
+            }
+            // Only whole segments count (our receivers SACK whole segments).
+            if s.seq >= start && s.seq + s.len as u64 <= end && s.flags & SACKED == 0 {
+                let len = s.len as u64;
+                if s.flags & LOST != 0 {
+                    self.lost_bytes -= len;
+                }
+                if s.flags & RETX != 0 {
+                    self.retx_bytes -= len;
+                }
+                s.flags = SACKED;
+                self.sacked_bytes += len;
+                self.sacked_segs += 1;
+                newly += len;
+                if abs < self.loss_ptr {
+                    self.sacked_below_ptr_bytes += len;
+                    self.sacked_below_ptr_segs += 1;
+                }
+            }
+            i += 1;
+        }
+        newly
+    }
+
+    /// RFC 6675 `IsLost` applied from the left: marks every not-yet-judged segment that has
+    /// enough SACKed data above it. Returns bytes newly marked lost.
+    pub fn update_lost(&mut self, mss_bytes: u64) -> u64 {
+        let mut newly = 0;
+        loop {
+            let idx = (self.loss_ptr - self.front_abs) as usize;
+            let Some(s) = self.segs.get_mut(idx) else { break };
+            let len = s.len as u64;
+            if s.flags & SACKED != 0 {
+                self.sacked_below_ptr_bytes += len;
+                self.sacked_below_ptr_segs += 1;
+                self.loss_ptr += 1;
+                continue;
+            }
+            let above_bytes = self.sacked_bytes - self.sacked_below_ptr_bytes;
+            let above_segs = self.sacked_segs - self.sacked_below_ptr_segs;
+            if above_bytes > (DUP_THRESH - 1) * mss_bytes || above_segs >= DUP_THRESH {
+                if s.flags & LOST == 0 {
+                    s.flags |= LOST;
+                    self.lost_bytes += len;
+                    newly += len;
+                }
+                self.loss_ptr += 1;
+            } else {
+                break;
+            }
+        }
+        newly
+    }
+
+    /// RTO: every outstanding segment not SACKed is lost, retransmissions included
+    /// (Linux `tcp_enter_loss()` / `tcp_timeout_mark_lost()`).
+    pub fn mark_all_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            if s.flags & SACKED != 0 {
+                continue;
+            }
+            if s.flags & LOST == 0 {
+                self.lost_bytes += s.len as u64;
+            }
+            s.flags = LOST;
+        }
+        self.retx_bytes = 0;
+        self.loss_ptr = self.front_abs + self.segs.len() as u64;
+        self.sacked_below_ptr_bytes = self.sacked_bytes;
+        self.sacked_below_ptr_segs = self.sacked_segs;
+        self.rtx_ptr = self.front_abs;
+    }
+
+    /// RFC 6675 NextSeg rule 1: the lowest lost, un-SACKed segment not yet retransmitted.
+    pub fn next_lost(&mut self) -> Option<SentSeg> {
+        while self.rtx_ptr < self.loss_ptr {
+            let s = self.segs[(self.rtx_ptr - self.front_abs) as usize];
+            if s.flags == LOST {
+                return Some(s);
+            }
+            self.rtx_ptr += 1;
+        }
+        None
+    }
+
+    /// Marks the segment returned by [`Scoreboard::next_lost`] as retransmitted.
+    pub fn mark_retransmitted(&mut self) {
+        let i = (self.rtx_ptr - self.front_abs) as usize;
+        let s = &mut self.segs[i];
+        debug_assert_eq!(s.flags, LOST);
+        s.flags |= RETX;
+        self.retx_bytes += s.len as u64;
+        self.rtx_ptr += 1;
+    }
+
+    /// DSN ranges `(dsn, len)` of the outstanding, un-SACKed segments (for reinjection).
+    pub fn unsacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.segs.iter().filter(|s| s.flags & SACKED == 0).map(|s| (s.dsn, s.len as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const MSS: u64 = 100;
+
+    fn board(n: u64) -> Scoreboard {
+        let mut b = Scoreboard::default();
+        for i in 0..n {
+            b.push(1 + i * MSS, MSS as u32, i * MSS, false);
+        }
+        b
+    }
+
+    #[test]
+    fn three_sacked_segments_above_make_a_loss() {
+        let mut b = board(10);
+        // Segment 0 lost; 1 and 2 SACKed: not yet lost (RFC 6675 IsLost needs > 2 * SMSS).
+        assert_eq!(b.apply_sack(&[(101, 301)]), 200);
+        assert_eq!(b.update_lost(MSS), 0);
+        assert_eq!(b.pipe_bytes(), 800);
+        assert_eq!(b.apply_sack(&[(101, 401)]), 100);
+        assert_eq!(b.update_lost(MSS), 100);
+        assert_eq!(b.pipe_bytes(), 1000 - 300 - 100);
+        let s = b.next_lost().unwrap();
+        assert_eq!(s.seq, 1);
+        b.mark_retransmitted();
+        assert_eq!(b.pipe_bytes(), 700);
+        assert!(b.next_lost().is_none());
+        // The retransmission fills the hole: cumulative ACK up to 401.
+        assert_eq!(b.advance_una(401), 400);
+        assert_eq!(b.pipe_bytes(), 600);
+        assert_eq!(b.sacked_bytes(), 0);
+        assert_eq!(b.lost_bytes(), 0);
+    }
+
+    #[test]
+    fn rto_marks_everything_unsacked_lost() {
+        let mut b = board(5);
+        b.apply_sack(&[(301, 401)]);
+        b.mark_all_lost();
+        assert_eq!(b.pipe_bytes(), 0);
+        let mut n = 0;
+        while let Some(_) = b.next_lost() {
+            b.mark_retransmitted();
+            n += 1;
+        }
+        assert_eq!(n, 4);
+        assert_eq!(b.pipe_bytes(), 400);
+        assert_eq!(b.advance_una(501), 500);
+        assert_eq!(b.pipe_bytes(), 0);
+    }
+}

@@ -1,0 +1,596 @@
+//! The data-sending side of a subflow.
+//!
+//! Inputs: [`Sender::queue`] (DSN mappings handed down by the connection), incoming ACKs
+//! ([`Sender::handle_segment`]), timers ([`Sender::handle_timeout`]). Outputs:
+//! [`Sender::poll_transmit`] (one segment per call, call until `None`) and
+//! [`Sender::poll_timeout`]. Sequence numbers are assigned at first transmission, so unsent
+//! mappings can be taken back ([`Sender::take_unsent`]).
+//!
+//! Loss recovery: RFC 6675 with Linux's ordering (lost segments before new data) and PRR
+//! (RFC 6937, Linux `tcp_cwnd_reduction`) for the window during recovery; recovery ends when
+//! the cumulative ACK passes the highest sequence sent at its start, and cwnd is set to
+//! ssthresh (Linux `tcp_end_cwnd_reduction`). RTO: every un-SACKed segment is lost, cwnd one
+//! segment, slow start; the timer backs off exponentially until new data is acknowledged.
+
+use super::handshake::{Handshake, HsOption, Role};
+use super::rtt::RttEstimator;
+use super::scoreboard::Scoreboard;
+use super::segment::{flags, Segment};
+use super::TcpConfig;
+use crate::cc::{AckSample, AnyCc, CcState, CoupledSubflow, CoupledView};
+use crate::sched::{LossKind, Rejection, SubflowView};
+use std::collections::VecDeque;
+
+/// Congestion state (Linux `icsk_ca_state`, collapsed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaState {
+    /// Normal operation (Linux Open / Disorder).
+    Open,
+    /// Fast recovery (SACK-based).
+    Recovery,
+    /// After an RTO, until everything sent before it is acknowledged.
+    Loss,
+}
+
+/// Counters for records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Payload bytes transmitted (first transmissions and retransmissions).
+    pub bytes_sent: u64,
+    /// Payload bytes retransmitted by loss recovery.
+    pub bytes_retransmitted: u64,
+    /// Payload bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    /// Data segments transmitted.
+    pub segments_sent: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+    /// Fast-recovery episodes entered.
+    pub fast_retransmits: u64,
+}
+
+/// What one incoming segment did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// Bytes newly acknowledged cumulatively.
+    pub acked_bytes: u64,
+    /// Bytes newly SACKed.
+    pub sacked_bytes: u64,
+    /// RTT sample taken.
+    pub rtt_sample_ns: Option<u64>,
+    /// A loss was detected.
+    pub loss: Option<LossKind>,
+    /// The handshake completed with this segment.
+    pub became_established: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Mapping {
+    dsn: u64,
+    len: u64,
+    data_fin: bool,
+}
+
+/// Sender state machine of one subflow.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    cfg: TcpConfig,
+    hs: Handshake,
+    snd_una: u64,
+    snd_nxt: u64,
+    queue: VecDeque<Mapping>,
+    queued_bytes: u64,
+    board: Scoreboard,
+    rtt: RttEstimator,
+    cc: AnyCc,
+    tcb: CcState,
+    state: CaState,
+    /// Recovery point (RFC 6675 RecoveryPoint / Linux `high_seq`).
+    high_seq: u64,
+    prr_delivered: u64,
+    prr_out: u64,
+    prior_cwnd: u64,
+    rto_deadline: Option<u64>,
+    backoff: u32,
+    potentially_failed: bool,
+    path_up: bool,
+    // Linux `tcp_cwnd_validate` state.
+    is_cwnd_limited: bool,
+    max_out_bytes: u64,
+    cwnd_usage_seq: u64,
+    // OLIA loss intervals.
+    l1_bytes: u64,
+    l2_bytes: u64,
+    last_penalty_ns: Option<u64>,
+    /// DATA_ACK to put on outgoing segments (reverse direction; set by the connection).
+    pub data_ack_out: u64,
+    stats: SenderStats,
+}
+
+impl Sender {
+    /// A sender with the handshake `role` / `opt`, window policy `cc`.
+    pub fn new(cfg: TcpConfig, role: Role, opt: HsOption, cc: AnyCc) -> Self {
+        Self::with_handshake(cfg, Handshake::new(role, opt), cc)
+    }
+
+    /// A sender whose handshake is already complete (unit tests).
+    pub fn established(cfg: TcpConfig, cc: AnyCc) -> Self {
+        Self::with_handshake(cfg, Handshake::established(Role::Client), cc)
+    }
+
+    fn with_handshake(cfg: TcpConfig, hs: Handshake, cc: AnyCc) -> Self {
+        let tcb = CcState {
+            cwnd_bytes: cfg.init_cwnd_segments.max(1) * cfg.mss_bytes,
+            ssthresh_bytes: u64::MAX,
+            mss_bytes: cfg.mss_bytes,
+        };
+        Self {
+            cfg,
+            hs,
+            snd_una: 1,
+            snd_nxt: 1,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            board: Scoreboard::default(),
+            rtt: RttEstimator::default(),
+            cc,
+            tcb,
+            state: CaState::Open,
+            high_seq: 1,
+            prr_delivered: 0,
+            prr_out: 0,
+            prior_cwnd: 0,
+            rto_deadline: None,
+            backoff: 0,
+            potentially_failed: false,
+            path_up: true,
+            is_cwnd_limited: false,
+            max_out_bytes: 0,
+            cwnd_usage_seq: 1,
+            l1_bytes: 0,
+            l2_bytes: 0,
+            last_penalty_ns: None,
+            data_ack_out: 0,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// Client: start the handshake.
+    pub fn connect(&mut self, now_ns: u64) {
+        self.hs.connect(now_ns);
+    }
+
+    /// Hands `len` bytes starting at data sequence number `dsn` to the send queue.
+    /// `data_fin`: the mapping ends the data stream.
+    pub fn queue(&mut self, dsn: u64, len: u64, data_fin: bool) {
+        if len == 0 {
+            return;
+        }
+        self.queued_bytes += len;
+        if let Some(last) = self.queue.back_mut() {
+            if last.dsn + last.len == dsn && !last.data_fin {
+                last.len += len;
+                last.data_fin = data_fin;
+                return;
+            }
+        }
+        self.queue.push_back(Mapping { dsn, len, data_fin });
+    }
+
+    /// Removes every mapping not transmitted yet; `f(dsn, len)` sees each.
+    pub fn take_unsent(&mut self, mut f: impl FnMut(u64, u64)) {
+        for m in self.queue.drain(..) {
+            f(m.dsn, m.len);
+        }
+        self.queued_bytes = 0;
+    }
+
+    /// DSN ranges of the outstanding, un-SACKed segments.
+    pub fn unacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.board.unsacked_mappings()
+    }
+
+    /// Feeds an incoming segment (uncoupled congestion control).
+    pub fn handle_segment(&mut self, now_ns: u64, seg: &Segment) -> AckOutcome {
+        self.handle_segment_coupled(now_ns, seg, &CoupledView::SINGLE)
+    }
+
+    /// Feeds an incoming segment; coupled algorithms read `view`.
+    pub fn handle_segment_coupled(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        if !self.hs.is_established() || seg.has(flags::SYN) {
+            let h = self.hs.handle_segment(now_ns, seg);
+            if let Some(r) = h.rtt_sample_ns {
+                self.rtt.on_sample(r);
+            }
+            out.became_established = h.became_established;
+            if h.consumed || !self.hs.is_established() {
+                return out;
+            }
+        }
+        if seg.has(flags::ACK) {
+            self.on_ack(now_ns, seg, view, &mut out);
+        }
+        out
+    }
+
+    fn on_ack(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>, out: &mut AckOutcome) {
+        let ack = seg.ack.min(self.snd_nxt);
+        let una_advanced = ack > self.snd_una;
+        if una_advanced {
+            // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
+            if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
+                let r = now_ns - seg.ts_ecr;
+                self.rtt.on_sample(r);
+                out.rtt_sample_ns = Some(r);
+            }
+            out.acked_bytes = self.board.advance_una(ack);
+            self.snd_una = ack;
+            self.stats.bytes_acked += out.acked_bytes;
+            self.l2_bytes += out.acked_bytes;
+            self.backoff = 0;
+            self.potentially_failed = false;
+            // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
+            self.rto_deadline = (!self.board.is_empty()).then(|| now_ns + self.rtt.rto_ns());
+        }
+        out.sacked_bytes = self.board.apply_sack(seg.sack_blocks());
+        let newly_lost = self.board.update_lost(self.tcb.mss_bytes);
+        let delivered = out.acked_bytes + out.sacked_bytes;
+        match self.state {
+            CaState::Open => {
+                if self.board.lost_bytes() > 0 {
+                    self.enter_recovery(now_ns, view);
+                    out.loss = Some(LossKind::FastRetransmit);
+                    self.prr_update(delivered, una_advanced, newly_lost);
+                } else if delivered > 0 {
+                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
+                }
+            }
+            CaState::Recovery => {
+                if self.snd_una >= self.high_seq {
+                    self.tcb.cwnd_bytes = self.tcb.ssthresh_bytes.max(self.tcb.mss_bytes);
+                    self.state = CaState::Open;
+                    self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
+                } else {
+                    self.prr_update(delivered, una_advanced, newly_lost);
+                }
+            }
+            CaState::Loss => {
+                if delivered > 0 {
+                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
+                }
+                if self.snd_una >= self.high_seq {
+                    self.state = CaState::Open;
+                }
+            }
+        }
+    }
+
+    fn grow(&mut self, now_ns: u64, delivered: u64, rtt: Option<u64>, view: &CoupledView<'_>) {
+        let in_ss = self.tcb.in_slow_start();
+        let sample = AckSample {
+            now_ns,
+            acked_bytes: delivered,
+            rtt_sample_ns: rtt,
+            min_rtt_ns: self.rtt.min_rtt_ns,
+            srtt_ns: self.rtt.srtt_ns,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            // Linux `tcp_is_cwnd_limited`.
+            cwnd_limited: self.is_cwnd_limited || (in_ss && self.tcb.cwnd_bytes < 2 * self.max_out_bytes),
+            pacing_rate_bps: self.pacing_rate_bps(),
+        };
+        self.cc.inner_mut().on_ack(&mut self.tcb, &sample, view);
+        self.tcb.cwnd_bytes = self.tcb.cwnd_bytes.max(self.tcb.mss_bytes);
+    }
+
+    fn enter_recovery(&mut self, now_ns: u64, view: &CoupledView<'_>) {
+        let ss = self.cc.inner_mut().ssthresh_on_loss(&self.tcb, now_ns, view);
+        self.tcb.ssthresh_bytes = ss;
+        self.prior_cwnd = self.tcb.cwnd_bytes.max(1);
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.high_seq = self.snd_nxt;
+        self.state = CaState::Recovery;
+        self.stats.fast_retransmits += 1;
+        self.l1_bytes = self.l2_bytes;
+        self.l2_bytes = 0;
+    }
+
+    /// RFC 6937 PRR as Linux `tcp_cwnd_reduction()` applies it (SSRB when the cumulative ACK
+    /// advanced and nothing new was marked lost, CRB otherwise).
+    fn prr_update(&mut self, delivered: u64, una_advanced: bool, newly_lost: u64) {
+        if delivered == 0 {
+            return;
+        }
+        let mss = self.tcb.mss_bytes;
+        self.prr_delivered += delivered;
+        let pipe = self.board.pipe_bytes();
+        let ss = self.tcb.ssthresh_bytes;
+        let mut sndcnt = if pipe > ss {
+            let num = ss as u128 * self.prr_delivered as u128 + self.prior_cwnd as u128 - 1;
+            ((num / self.prior_cwnd as u128) as u64).saturating_sub(self.prr_out)
+        } else if una_advanced && newly_lost == 0 {
+            (ss - pipe).min(self.prr_delivered.saturating_sub(self.prr_out).max(delivered) + mss)
+        } else {
+            (ss - pipe).min(delivered)
+        };
+        // Linux: force the fast retransmit upon entering recovery.
+        if self.prr_out == 0 {
+            sndcnt = sndcnt.max(mss);
+        }
+        self.tcb.cwnd_bytes = (pipe + sndcnt).max(mss);
+    }
+
+    /// Next segment to send, if any (call until `None`).
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
+        if !self.path_up {
+            return None;
+        }
+        if let Some(mut s) = self.hs.poll_transmit(now_ns) {
+            s.window = self.cfg.rcv_buf_bytes;
+            return Some(s);
+        }
+        if !self.hs.is_established() {
+            return None;
+        }
+        if self.state != CaState::Open || self.board.lost_bytes() > 0 {
+            if let Some(s) = self.board.next_lost() {
+                if !self.can_send(s.len as u64) {
+                    self.cwnd_validate(true);
+                    return None;
+                }
+                self.board.mark_retransmitted();
+                let len = s.len as u64;
+                self.stats.bytes_retransmitted += len;
+                self.on_sent(now_ns, len);
+                return Some(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin));
+            }
+        }
+        let Some(&front) = self.queue.front() else {
+            let limited = self.board.pipe_bytes() >= self.tcb.cwnd_bytes;
+            self.cwnd_validate(limited);
+            return None;
+        };
+        let len = front.len.min(self.tcb.mss_bytes);
+        if !self.can_send_new(len) {
+            self.cwnd_validate(true);
+            return None;
+        }
+        let head = self.queue.front_mut().expect("checked above");
+        let dsn = head.dsn;
+        let fin = head.data_fin && len == head.len;
+        head.dsn += len;
+        head.len -= len;
+        if head.len == 0 {
+            self.queue.pop_front();
+        }
+        self.queued_bytes -= len;
+        let seq = self.snd_nxt;
+        self.board.push(seq, len as u32, dsn, fin);
+        self.snd_nxt += len;
+        self.on_sent(now_ns, len);
+        Some(self.build(now_ns, seq, len as u32, dsn, fin))
+    }
+
+    fn can_send(&self, len: u64) -> bool {
+        let pipe = self.board.pipe_bytes();
+        pipe + len <= self.tcb.cwnd_bytes || pipe == 0
+    }
+
+    fn can_send_new(&self, len: u64) -> bool {
+        // New data outside the window would never be taken: keep the u32 segment length.
+        len > 0 && self.can_send(len)
+    }
+
+    fn on_sent(&mut self, now_ns: u64, len: u64) {
+        self.stats.bytes_sent += len;
+        self.stats.segments_sent += 1;
+        if self.state == CaState::Recovery {
+            self.prr_out += len;
+        }
+        // RFC 6298 (5.1): start the timer if it is not running.
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`: remember whether the window was the limit in this round.
+    fn cwnd_validate(&mut self, limited: bool) {
+        let out = self.board.outstanding_bytes();
+        if self.snd_una >= self.cwnd_usage_seq || limited || (!self.is_cwnd_limited && out > self.max_out_bytes) {
+            self.is_cwnd_limited = limited;
+            self.max_out_bytes = out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    fn build(&self, now_ns: u64, seq: u64, len: u32, dsn: u64, data_fin: bool) -> Segment {
+        let mut f = flags::ACK;
+        if self.cfg.mptcp {
+            f |= flags::DSS_MAP | flags::DATA_ACK;
+            if data_fin {
+                f |= flags::DATA_FIN;
+            }
+        }
+        Segment {
+            flags: f,
+            seq,
+            len,
+            ack: 1,
+            window: self.cfg.rcv_buf_bytes,
+            ts_val: now_ns.max(1),
+            ts_ecr: self.hs.ts_recent,
+            dsn,
+            data_ack: self.data_ack_out,
+            ..Default::default()
+        }
+    }
+
+    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        match (self.hs.poll_timeout(), self.rto_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fires due timers (uncoupled).
+    pub fn handle_timeout(&mut self, now_ns: u64) -> Option<LossKind> {
+        self.handle_timeout_coupled(now_ns, &CoupledView::SINGLE)
+    }
+
+    /// Fires due timers; returns `Some(Timeout)` when an RTO fired.
+    pub fn handle_timeout_coupled(&mut self, now_ns: u64, view: &CoupledView<'_>) -> Option<LossKind> {
+        self.hs.handle_timeout(now_ns);
+        let t = self.rto_deadline?;
+        if now_ns < t {
+            return None;
+        }
+        if self.board.is_empty() {
+            self.rto_deadline = None;
+            return None;
+        }
+        self.stats.rto_count += 1;
+        self.potentially_failed = true;
+        // Linux `tcp_enter_loss`: a new ssthresh only for the first timeout of an episode.
+        if self.state == CaState::Open || (self.state == CaState::Loss && self.backoff == 0) {
+            self.tcb.ssthresh_bytes = self.cc.inner_mut().on_rto(&self.tcb, now_ns, view);
+            self.l1_bytes = self.l2_bytes;
+            self.l2_bytes = 0;
+        }
+        self.tcb.cwnd_bytes = self.tcb.mss_bytes;
+        self.board.mark_all_lost();
+        self.state = CaState::Loss;
+        self.high_seq = self.snd_nxt;
+        self.backoff += 1;
+        self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+        Some(LossKind::Timeout)
+    }
+
+    /// Path down (`false`): nothing is transmitted; timers keep running as in a kernel that
+    /// sees no ACKs. Path up: the backoff is reset and a due retransmission goes out at once.
+    pub fn set_path_up(&mut self, up: bool, now_ns: u64) {
+        if up && !self.path_up {
+            self.backoff = 0;
+            if !self.board.is_empty() {
+                self.rto_deadline = Some(now_ns + self.rtt.rto_ns());
+            }
+        }
+        self.path_up = up;
+    }
+
+    /// Halves cwnd (RP penalisation, `reference/schedulers.md` §2.2), at most once per srtt.
+    pub fn penalize(&mut self, now_ns: u64) -> Result<(), Rejection> {
+        if let Some(t) = self.last_penalty_ns {
+            if now_ns.saturating_sub(t) < self.rtt.srtt_ns {
+                return Err(Rejection::PenaltyTooSoon);
+            }
+        }
+        let mss = self.tcb.mss_bytes;
+        let prior = self.tcb.cwnd_bytes;
+        self.tcb.cwnd_bytes = (prior / 2).max(mss);
+        if prior >= self.tcb.ssthresh_bytes {
+            self.tcb.ssthresh_bytes = (self.tcb.ssthresh_bytes / 2).max(2 * mss);
+        }
+        self.last_penalty_ns = Some(now_ns);
+        Ok(())
+    }
+
+    /// Fills the scheduler's view of this subflow (`id` and `path_index` are the caller's).
+    pub fn fill_view(&self, v: &mut SubflowView) {
+        v.established = self.hs.is_established() && self.path_up;
+        v.backup = matches!(self.hs.option(), HsOption::Join { backup: true });
+        v.potentially_failed = self.potentially_failed;
+        v.in_loss_recovery = self.state == CaState::Loss;
+        v.in_fast_recovery = self.state == CaState::Recovery;
+        v.has_rtt_sample = self.rtt.has_sample;
+        v.srtt_ns = self.rtt.srtt_ns;
+        v.rttvar_ns = self.rtt.rttvar_ns;
+        v.min_rtt_ns = self.rtt.min_rtt_ns;
+        v.last_rtt_ns = self.rtt.last_rtt_ns;
+        v.rto_ns = self.rtt.backed_off_rto_ns(self.backoff);
+        v.mss_bytes = self.tcb.mss_bytes;
+        v.cwnd_bytes = self.tcb.cwnd_bytes;
+        v.ssthresh_bytes = self.tcb.ssthresh_bytes;
+        v.in_flight_bytes = self.board.pipe_bytes();
+        v.queued_bytes = self.queued_bytes;
+        v.pacing_rate_bps = self.pacing_rate_bps();
+        v.bytes_acked = self.stats.bytes_acked;
+        v.bytes_sent = self.stats.bytes_sent;
+        v.bytes_retransmitted = self.stats.bytes_retransmitted;
+        v.rto_count = self.stats.rto_count;
+    }
+
+    /// Linux `tcp_update_pacing_rate`: ratio * max(cwnd, outstanding) / srtt, ratio 200 % in
+    /// slow start below ssthresh / 2 (`tcp_pacing_ss_ratio`), else 120 % (`tcp_pacing_ca_ratio`).
+    pub fn pacing_rate_bps(&self) -> u64 {
+        if !self.rtt.has_sample {
+            return 0;
+        }
+        let pct: u128 = if self.tcb.cwnd_bytes < self.tcb.ssthresh_bytes / 2 { 200 } else { 120 };
+        let bytes = self.tcb.cwnd_bytes.max(self.board.outstanding_bytes()) as u128;
+        (pct * bytes * 8 * 1_000_000_000 / (100 * self.rtt.srtt_ns.max(1) as u128)).min(u64::MAX as u128) as u64
+    }
+
+    /// What a coupled congestion control needs to know about this subflow.
+    pub fn coupled_info(&self) -> CoupledSubflow {
+        CoupledSubflow {
+            active: self.hs.is_established() && self.path_up && self.rtt.has_sample,
+            cwnd_bytes: if self.state == CaState::Recovery { self.tcb.ssthresh_bytes } else { self.tcb.cwnd_bytes },
+            srtt_ns: self.rtt.srtt_ns,
+            mss_bytes: self.tcb.mss_bytes,
+            loss_interval_bytes: self.l1_bytes.max(self.l2_bytes),
+        }
+    }
+
+    /// Handshake complete and path up.
+    pub fn is_established(&self) -> bool {
+        self.hs.is_established()
+    }
+    /// Path up.
+    pub fn is_path_up(&self) -> bool {
+        self.path_up
+    }
+    /// Bytes queued, not yet transmitted.
+    pub fn queued_bytes(&self) -> u64 {
+        self.queued_bytes
+    }
+    /// RFC 6675 pipe, bytes.
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.board.pipe_bytes()
+    }
+    /// Bytes sent and not cumulatively acknowledged.
+    pub fn outstanding_bytes(&self) -> u64 {
+        self.board.outstanding_bytes()
+    }
+    /// Congestion window state.
+    pub fn cc_state(&self) -> CcState {
+        self.tcb
+    }
+    /// The congestion control.
+    pub fn cc(&self) -> &AnyCc {
+        &self.cc
+    }
+    /// Congestion state.
+    pub fn ca_state(&self) -> CaState {
+        self.state
+    }
+    /// RTT estimator.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    /// Counters.
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+    /// SYN retransmissions.
+    pub fn syn_retransmits(&self) -> u64 {
+        self.hs.retransmits
+    }
+    /// Nothing queued and nothing outstanding.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.board.is_empty()
+    }
+}
+

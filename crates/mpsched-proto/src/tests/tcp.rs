@@ -1,0 +1,123 @@
+//! Single-subflow scenarios: handshake, slow start timing, tail loss (RTO), several losses in
+//! one window (SACK recovery), lost SYN.
+
+use super::util::*;
+use crate::cc;
+use crate::tcp::{flags, HsOption, Receiver, Role, Segment, Sender, TcpConfig};
+
+/// Download over one path: `a` = client data receiver, `b` = server data sender.
+fn download(total: u64, rate_bps: u64, one_way_ns: u64, cc_name: &str) -> Pair<TcpReceiverEp, TcpSenderEp> {
+    let cfg = TcpConfig::default();
+    let mut rx = Receiver::new(cfg.clone(), Role::Client, HsOption::None);
+    rx.connect(0);
+    let mut tx = Sender::new(cfg, Role::Server, HsOption::None, cc::build(cc_name).unwrap());
+    tx.queue(0, total, true);
+    Pair::new(
+        TcpReceiverEp::new(rx),
+        TcpSenderEp { tx },
+        vec![Link::new(rate_bps, one_way_ns)],
+        vec![Link::new(rate_bps, one_way_ns)],
+    )
+}
+
+fn run_to_completion(p: &mut Pair<TcpReceiverEp, TcpSenderEp>, total: u64) {
+    let done = p.drive(600_000 * MS, |a, b| a.delivered_bytes == total && b.tx.is_idle());
+    assert!(done, "flow did not complete: delivered {} of {total}", p.a.delivered_bytes);
+}
+
+#[test]
+fn slow_start_64kb_takes_four_rtts() {
+    // 64 KB = 46 segments (45 * 1448 + 376). RTT 20 ms, 1 Gb/s (serialisation ~12 us/segment).
+    // SYN -> SYN-ACK: 1 RTT; the third ACK reaches the server at 1.5 RTT; IW 10 arrives at
+    // 2 RTT; quickack ACKs each of them, cwnd 10 -> 20; 20 segments arrive at 3 RTT, cwnd ->
+    // 40; the last 16 segments arrive at 4 RTT. Completion = 4 RTT = 80 ms (+ < 1 ms of
+    // serialisation).
+    let total = 65_536;
+    let mut p = download(total, 1_000 * MBPS, 10 * MS, "reno");
+    run_to_completion(&mut p, total);
+    let fct = p.a.last_delivery_ns;
+    assert!(fct >= 80 * MS && fct < 81 * MS, "fct {fct} ns");
+    let st = p.b.tx.stats();
+    assert_eq!(st.bytes_sent, total);
+    assert_eq!(st.bytes_retransmitted, 0);
+    assert_eq!(p.b.tx.rtt().min_rtt_ns / MS, 20);
+}
+
+#[test]
+fn tail_loss_is_repaired_by_rto() {
+    let total = 20 * 1448;
+    let mut p = download(total, 100 * MBPS, 10 * MS, "reno");
+    // Drop the first transmission of the last segment: no later data to trigger SACK.
+    let mut seen = false;
+    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+        let last = s.len > 0 && s.seq + s.len as u64 == total + 1;
+        let drop = last && !seen;
+        seen |= last;
+        drop
+    }));
+    run_to_completion(&mut p, total);
+    let st = p.b.tx.stats();
+    assert_eq!(st.rto_count, 1);
+    assert_eq!(st.fast_retransmits, 0);
+    assert_eq!(st.bytes_retransmitted, 1448);
+    // The RTO is at least 200 ms (Linux TCP_RTO_MIN) on top of the ~2-3 RTT transfer.
+    assert!(p.a.last_delivery_ns > 250 * MS, "fct {}", p.a.last_delivery_ns);
+}
+
+#[test]
+fn several_losses_in_one_window_recovered_by_sack_without_rto() {
+    let total = 300 * 1448;
+    let mut p = download(total, 100 * MBPS, 10 * MS, "cubic");
+    let lost: Vec<u64> = [40u64, 42, 45, 50].iter().map(|i| 1 + i * 1448).collect();
+    let mut dropped = Vec::new();
+    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+        if s.len > 0 && lost.contains(&s.seq) && !dropped.contains(&s.seq) {
+            dropped.push(s.seq);
+            return true;
+        }
+        false
+    }));
+    run_to_completion(&mut p, total);
+    let st = p.b.tx.stats();
+    assert_eq!(st.rto_count, 0, "SACK recovery must avoid the RTO");
+    assert_eq!(st.fast_retransmits, 1, "one recovery episode for one window");
+    assert_eq!(st.bytes_retransmitted, 4 * 1448, "exactly the lost segments are resent");
+    assert!(p.b.tx.cc_state().ssthresh_bytes < u64::MAX);
+}
+
+#[test]
+fn lost_syn_is_retransmitted_after_one_second() {
+    let total = 10_000;
+    let mut p = download(total, 100 * MBPS, 10 * MS, "reno");
+    let mut first = true;
+    p.ab[0].drop = Some(Box::new(move |s: &Segment| {
+        let d = s.has(flags::SYN) && first;
+        first &= !s.has(flags::SYN);
+        d
+    }));
+    run_to_completion(&mut p, total);
+    // SYN again at 1 s, then handshake + one flight: ~1 s + 2 RTT.
+    let fct = p.a.last_delivery_ns;
+    assert!(fct >= 1_040 * MS && fct < 1_050 * MS, "fct {fct}");
+}
+
+#[test]
+fn delayed_ack_after_quickack_acks_every_second_segment() {
+    let total = 200 * 1448;
+    let mut p = download(total, 100 * MBPS, 5 * MS, "reno");
+    run_to_completion(&mut p, total);
+    let acks = p.a.rx.stats().acks_sent;
+    // 16 quickacks, then about one ACK per two segments (plus handshake-free ACK count).
+    assert!(acks >= 16 + (200 - 16) / 2 && acks <= 16 + (200 - 16) / 2 + 10, "acks {acks}");
+}
+
+#[test]
+fn random_loss_transfers_everything_once_in_order() {
+    for seed in 0..20u64 {
+        let total = 150_000 + seed * 777;
+        let mut p = download(total, 20 * MBPS, 7 * MS, if seed % 2 == 0 { "reno" } else { "cubic" });
+        p.ab[0] = Link::new(20 * MBPS, 7 * MS).lossy(20_000, seed);
+        p.ba[0] = Link::new(20 * MBPS, 7 * MS).lossy(30_000, seed + 100);
+        run_to_completion(&mut p, total);
+    }
+}
