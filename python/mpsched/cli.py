@@ -6,6 +6,7 @@ an engine failure prints its message and exits with 1. Neither prints a Python t
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -210,7 +211,7 @@ def schedulers() -> None:
     for c in ("name", "kind", "parameters (defaults)", "description", "source"):
         table.add_column(c)
     for s in reg:
-        params = ", ".join(f"{k}={v}" for k, v in s.default_params.items()) or "–"
+        params = "\n".join(f"{k} = {json.dumps(v)}" for k, v in s.default_params.items()) or "–"
         table.add_row(s.name, "extension" if s.is_extension else "scheduler", params, s.summary, s.source)
     _c.out.print(table)
 
