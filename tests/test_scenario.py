@@ -300,3 +300,17 @@ def test_any_value_anywhere_is_either_accepted_or_a_scenario_error(data, pick, v
 def test_every_scenario_file_in_the_repository_is_valid(path):
     tasks = plan(load_scenario(path))
     assert tasks and all(t.config["flows"] for t in tasks)
+
+
+def test_scheduler_parameters_are_checked_by_name_and_kind():
+    reg = {s.name: s for s in (mpsched.schedulers() or [])}
+    if "ecf" not in reg or "rp" not in reg:
+        pytest.skip("this build of the core does not export ecf and rp in its registry")
+    base = {"duration": "5s", "paths": [{"name": "a", "rate": "10Mbit", "rtt": "10ms"}],
+            "workload": {"size": "10KB", "interval": "1s"}}
+    ok = Scenario.from_dict({**base, "connection": {"scheduler": "ecf+rp", "scheduler_params": {"r_beta": 2, "rp_penalize": False}}})
+    assert plan(ok)[0].config["transports"][0]["scheduler_params"] == {"r_beta": 2, "rp_penalize": False}
+    for params, words in (({"beta": 2}, "unknown parameter"), ({"rp_penalize": 1}, "boolean")):
+        with pytest.raises(ScenarioError) as e:
+            Scenario.from_dict({**base, "connection": {"scheduler": "ecf+rp", "scheduler_params": params}})
+        assert e.value.field == "connection[0].scheduler_params" and words in e.value.message

@@ -84,11 +84,29 @@ def check_scheduler_params(name: str, params: dict) -> None:
     if reg is None or not params:
         return
     by_name = {s.name: s for s in reg}
-    allowed: set[str] = set()
+    defaults: dict = {}
     for part in name.split("+"):
         if part in by_name:
-            allowed |= set(by_name[part].default_params)
-    unknown = sorted(set(params) - allowed)
+            defaults.update(by_name[part].default_params)
+    unknown = sorted(set(params) - set(defaults))
     if unknown:
-        hint = ", ".join(sorted(allowed)) if allowed else "none"
+        hint = ", ".join(sorted(defaults)) if defaults else "none"
         raise ValueError(f"unknown parameter(s) {', '.join(unknown)} for scheduler {name!r}; allowed: {hint}")
+    for key, value in params.items():
+        want = _kind(defaults[key])
+        if want is not None and _kind(value) != want and not (want == "number" and _kind(value) == "integer"):
+            article = "an" if want[0] in "aeiou" else "a"
+            raise ValueError(f"parameter {key} of scheduler {name!r} takes {article} {want} (default {defaults[key]!r}), got {value!r}")
+
+
+def _kind(v: object) -> str | None:
+    """The JSON kind of a parameter value; None for kinds not checked here."""
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return None
