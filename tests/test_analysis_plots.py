@@ -63,3 +63,25 @@ def test_box_plot_has_one_panel_per_size_and_one_box_per_scheduler(quick):
     axes = [a for a in fig.axes if a.get_visible()]
     assert [a.get_title() for a in axes] == ["size=64KiB", "size=256KiB"]
     assert [t.get_text() for t in axes[0].get_xticklabels()] == ["minrtt", "roundrobin"]
+
+
+def test_sql_over_the_tables_and_the_notebook_view(quick):
+    df = quick.sql("SELECT flows.scheduler, count(*) AS n FROM flows JOIN runs USING (run_id) WHERE runs.engine = 'sim' GROUP BY 1 ORDER BY 1")
+    assert df.rows() == [("minrtt", 6), ("roundrobin", 6)]
+    html = quick._repr_html_()
+    assert "4 runs" in html and "roundrobin" in html
+
+
+def test_show_exports_csv_and_json(quick):
+    import json
+
+    from typer.testing import CliRunner
+
+    from mpsched.cli import app
+
+    r = CliRunner().invoke(app, ["show", str(quick.path), "--format", "csv"])
+    assert r.exit_code == 0
+    header, *rows = r.output.strip().splitlines()
+    assert header.startswith("scheduler,size,flows,completed,fct_median_s") and len(rows) == 4
+    r = CliRunner().invoke(app, ["show", str(quick.path), "--format", "json"])
+    assert [row["size"] for row in json.loads(r.output)] == ["64KiB", "256KiB", "64KiB", "256KiB"]

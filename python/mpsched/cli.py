@@ -178,9 +178,21 @@ def _open(path: Path):
 
 
 @app.command()
-def show(path: Path = typer.Argument(..., help="Study directory written by `mpsched run`.")) -> None:
+def show(
+    path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
+) -> None:
     """Summarise a study: FCT median / p95 / mean per scheduler and setting, path shares."""
-    _print_summary(_open(path))
+    if fmt not in ("table", "csv", "json"):
+        _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
+    res = _open(path)
+    if fmt == "table":
+        _print_summary(res)
+        return
+    from mpsched.analysis import fct_summary
+
+    df = fct_summary(res)
+    sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
 
 
 @app.command()

@@ -54,6 +54,25 @@ class Results:
 
         return save_all(self, Path(out))
 
+    def sql(self, query: str):
+        """Run a DuckDB query over the tables (`flows`, `subflows`, ..., `runs`) and return a
+        polars DataFrame, e.g. ``res.sql("SELECT scheduler, median(fct_ns) FROM flows GROUP BY 1")``."""
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            for name, df in {**self.tables, "runs": self.runs}.items():
+                con.register(name, df)
+            return con.sql(query).pl()
+        finally:
+            con.close()
+
+    def _repr_html_(self) -> str:
+        """Notebooks show the FCT summary."""
+        head = f"<p>{self.runs.height} runs; swept: {', '.join(self.params) or 'nothing'}</p>"
+        summary = self.summary()
+        return head + (summary._repr_html_() if summary.height else "<p>no flows</p>")
+
     def __len__(self) -> int:
         return self.runs.height
 
