@@ -143,7 +143,12 @@ def write_run(
         run_row["scenario_hash"] = [meta["scenario_hash"]]
         pl.DataFrame(run_row).write_parquet(tmp / "run.parquet")
         (tmp / "scenario.toml").write_text(scenario_toml, encoding="utf-8")
-        (tmp / "config.json").write_text(json.dumps(config, indent=1, sort_keys=True), encoding="utf-8")
+        # readable when small; compact when a trace makes it large (one number per line would
+        # double its size)
+        text = json.dumps(config, sort_keys=True, separators=(",", ":"))
+        if len(text) < 100_000:
+            text = json.dumps(config, indent=1, sort_keys=True)
+        (tmp / "config.json").write_text(text, encoding="utf-8")
         # meta.json last: its presence marks a complete run.
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
         _fsync_dir(tmp)
