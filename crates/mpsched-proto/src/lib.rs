@@ -7,12 +7,12 @@
 //!
 //! * [`tcp`]: one subflow (segment, sender, receiver, RTT, SACK scoreboard, handshake).
 //! * [`cc`]: congestion control behind one trait (Reno, Cubic, LIA, OLIA, BALIA).
-
+//! * [`mptcp`]: the connection (data sender and data receiver endpoints), also plain TCP.
 //! * [`sched`]: the scheduler interface, the registry and one file per scheduler.
 #![warn(missing_docs)]
 
 pub mod cc;
-
+pub mod mptcp;
 pub mod sched;
 pub mod tcp;
 

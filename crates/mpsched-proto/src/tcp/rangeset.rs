@@ -111,6 +111,34 @@ impl RangeSet {
         Some((s, e))
     }
 
+    /// Removes `[start, end)` from the set.
+    pub fn remove(&mut self, start: u64, end: u64) {
+        if start >= end {
+            return;
+        }
+        // The range starting before `start` keeps its left part (and a right part beyond end).
+        if let Some((&s, &e)) = self.ranges.range(..start).next_back() {
+            if e > start {
+                self.ranges.insert(s, start);
+                self.total_bytes -= e - start;
+                if e > end {
+                    self.ranges.insert(end, e);
+                    self.total_bytes += e - end;
+                }
+            }
+        }
+        // Ranges starting inside [start, end).
+        while let Some((&s, &e)) = self.ranges.range(start..end).next() {
+            self.ranges.remove(&s);
+            self.total_bytes -= e - s;
+            if e > end {
+                self.ranges.insert(end, e);
+                self.total_bytes += e - end;
+                break;
+            }
+        }
+    }
+
     /// Iterates the ranges in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.ranges.iter().map(|(&s, &e)| (s, e))
@@ -138,5 +166,12 @@ mod tests {
         assert_eq!(r.total_bytes(), 30);
         assert_eq!(r.containing(49), Some((20, 50)));
         assert_eq!(r.containing(50), None);
+        r.remove(25, 30);
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(20, 25), (30, 50)]);
+        r.remove(10, 35);
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(35, 50)]);
+        assert_eq!(r.total_bytes(), 15);
+        r.remove(40, 100);
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(35, 40)]);
     }
 }

@@ -246,6 +246,7 @@ impl Receiver {
         let (data_ack, window) = self.window();
         if let Some(mut s) = self.hs.poll_transmit(now_ns) {
             s.window = window;
+            s.data_ack = data_ack;
             return Some(s);
         }
         if !self.ack_now || !self.hs.is_established() {

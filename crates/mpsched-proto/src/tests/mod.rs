@@ -1,4 +1,5 @@
 //! In-crate scenario tests: endpoints wired by the in-memory links of [`util`].
 
+mod mptcp;
 mod tcp;
 mod util;

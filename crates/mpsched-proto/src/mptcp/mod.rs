@@ -1,0 +1,108 @@
+//! The MPTCP connection (also plain TCP): the data sender and the data receiver endpoints.
+//!
+//! Heads up: read RFC 8684 §3.1-3.3 (MP_CAPABLE, MP_JOIN, DSS, DATA_ACK, the connection-level
+//! window) and `reference/schedulers.md` §0 and §3 before changing these files.
+//!
+//! Data sequence numbers (DSN) start at 0 for the first application byte. Each subflow
+//! carries DSN mappings (every segment holds the DSN of its first byte; a retransmission on
+//! the same subflow carries the same DSN). The receiver reassembles by DSN in one shared
+//! connection-level buffer and acknowledges with DATA_ACK; every subflow advertises the
+//! connection window relative to DATA_ACK (RFC 8684 §3.3.4). The sender hands data to
+//! subflows only through the scheduler ([`crate::sched`]), applying its actions in order and
+//! counting every rejection.
+//!
+//! Establishment as the kernel does it: the client opens subflow 0 (MP_CAPABLE); once that
+//! handshake completes it opens subflow i on path i with MP_JOIN. A join initiator may carry
+//! data only after the fourth ACK, the responder after the third (RFC 8684 §3.2).
+//!
+//! Plain TCP ([`Mode::Tcp`]) is the same machinery with one subflow, no MPTCP options on the
+//! wire and no scheduler (all data goes to subflow 0).
+//!
+//! Simplifications: no subflow or connection teardown (FIN / DATA_FIN exchange: the
+//! DATA_FIN flag marks the last mapping only), no ADD_ADDR / path manager beyond "one subflow
+//! per path", no checksum, no fallback.
+
+mod chunks;
+mod receiver;
+mod sender;
+
+pub use receiver::DataReceiver;
+pub use sender::{DataSender, ResendCounters};
+
+use crate::tcp::TcpConfig;
+
+/// Plain TCP or MPTCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One subflow, no MPTCP options, no scheduler.
+    Tcp,
+    /// One subflow per path, MP_CAPABLE then MP_JOIN.
+    Mptcp,
+}
+
+/// Settings of one endpoint of a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnConfig {
+    /// TCP or MPTCP.
+    pub mode: Mode,
+    /// This endpoint opens the subflows (sends the SYNs).
+    pub is_client: bool,
+    /// Number of subflows (one per path; forced to 1 in TCP mode).
+    pub num_subflows: usize,
+    /// Per subflow: a backup subflow (MP_JOIN B bit). Missing entries mean "not backup".
+    pub backup: Vec<bool>,
+    /// Subflow settings (MSS, initial window, delayed ACKs...).
+    pub tcp: TcpConfig,
+    /// Connection-level receive buffer, bytes (data receiver).
+    pub rcv_buf_bytes: u64,
+    /// Send buffer, bytes: the most bytes written and not yet DATA_ACKed, and the most bytes
+    /// queued on one subflow (data sender).
+    pub snd_buf_bytes: u64,
+    /// Congestion control name (see [`crate::cc::NAMES`]).
+    pub cc: String,
+}
+
+impl ConnConfig {
+    /// Linux-like defaults for `mode` with `num_subflows` subflows.
+    pub fn new(mode: Mode, is_client: bool, num_subflows: usize) -> Self {
+        Self {
+            mode,
+            is_client,
+            num_subflows: if mode == Mode::Tcp { 1 } else { num_subflows.max(1) },
+            backup: Vec::new(),
+            tcp: TcpConfig::default(),
+            rcv_buf_bytes: 6 * 1024 * 1024,
+            snd_buf_bytes: 4 * 1024 * 1024,
+            cc: "cubic".to_string(),
+        }
+    }
+
+    fn subflow_count(&self) -> usize {
+        if self.mode == Mode::Tcp {
+            1
+        } else {
+            self.num_subflows.clamp(1, 64)
+        }
+    }
+
+    fn tcp_config(&self) -> TcpConfig {
+        let mut t = self.tcp.clone();
+        t.mptcp = self.mode == Mode::Mptcp;
+        if t.mptcp {
+            // 40 option bytes - 12 (timestamps) - 8 (DSS with a 32-bit DATA_ACK) leave room
+            // for two SACK blocks (RFC 2018 §3: 2 + 8 each).
+            t.max_sack_blocks = t.max_sack_blocks.min(2);
+        }
+        t.rcv_buf_bytes = self.rcv_buf_bytes;
+        t
+    }
+
+    fn handshake_option(&self, sf: usize) -> crate::tcp::HsOption {
+        use crate::tcp::HsOption;
+        match (self.mode, sf) {
+            (Mode::Tcp, _) => HsOption::None,
+            (Mode::Mptcp, 0) => HsOption::Capable,
+            (Mode::Mptcp, i) => HsOption::Join { backup: self.backup.get(i).copied().unwrap_or(false) },
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The data receiver: subflow receivers feeding one connection-level reassembly buffer.
+//!
+//! In-order subflow data is reassembled by DSN: bytes at the DATA_ACK point are delivered to
+//! the application at once (it reads immediately), bytes above it wait in the out-of-order
+//! queue, duplicates (reinjections, redundant copies) are dropped by DSN. The advertised
+//! window is the free buffer (receive buffer minus out-of-order bytes at connection and
+//! subflow level), relative to DATA_ACK, and its right edge never moves left (Linux
+//! `tcp_select_window`).
+
+use super::{ConnConfig, Mode};
+use crate::tcp::{Receiver, ReceiverStats, RangeSet, Released, Role, Segment};
+
+/// The receiving endpoint of a connection.
+#[derive(Debug)]
+pub struct DataReceiver {
+    cfg: ConnConfig,
+    subflows: Vec<Receiver>,
+    path_up: Vec<bool>,
+    rcv_nxt: u64,
+    ofo: RangeSet,
+    right_edge: u64,
+    last_delivery_ns: Option<u64>,
+    duplicate_bytes: u64,
+    data_fin_seen: bool,
+    joins_started: bool,
+    scratch: Vec<Released>,
+}
+
+impl DataReceiver {
+    /// A data receiver.
+    pub fn new(cfg: ConnConfig) -> Self {
+        let n = cfg.subflow_count();
+        let role = if cfg.is_client { Role::Client } else { Role::Server };
+        let subflows = (0..n).map(|i| Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i))).collect();
+        Self {
+            right_edge: cfg.rcv_buf_bytes,
+            subflows,
+            path_up: vec![true; n],
+            rcv_nxt: 0,
+            ofo: RangeSet::new(),
+            last_delivery_ns: None,
+            duplicate_bytes: 0,
+            data_fin_seen: false,
+            joins_started: false,
+            scratch: Vec::new(),
+            cfg,
+        }
+    }
+
+    /// Client: open the first subflow; a server waits for SYNs.
+    pub fn connect(&mut self, now_ns: u64) {
+        if self.cfg.is_client {
+            self.subflows[0].connect(now_ns);
+        }
+    }
+
+    /// Feeds a segment that arrived on `subflow`.
+    pub fn handle_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment) {
+        if subflow >= self.subflows.len() {
+            return;
+        }
+        let established = self.subflows[subflow].handle_segment(now_ns, seg);
+        if established && subflow == 0 && self.cfg.is_client && self.cfg.mode == Mode::Mptcp && !self.joins_started {
+            self.joins_started = true;
+            for i in 1..self.subflows.len() {
+                self.subflows[i].connect(now_ns);
+            }
+        }
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.extend(self.subflows[subflow].drain_released());
+        let before = self.rcv_nxt;
+        for r in buf.drain(..) {
+            self.deliver(r, now_ns);
+        }
+        self.scratch = buf;
+        // DATA_ACK moved: a subflow with nothing else to say still has to tell the sender
+        // when the window was closed by out-of-order data (window update).
+        if self.rcv_nxt > before && self.window_was_tight(before) {
+            self.subflows[subflow].request_ack();
+        }
+    }
+
+    fn window_was_tight(&self, before: u64) -> bool {
+        self.right_edge.saturating_sub(before) < 2 * self.cfg.tcp.mss_bytes
+    }
+
+    fn deliver(&mut self, r: Released, now_ns: u64) {
+        let end = r.dsn + r.len;
+        self.data_fin_seen |= r.data_fin;
+        if end <= self.rcv_nxt {
+            self.duplicate_bytes += r.len;
+            return;
+        }
+        if r.dsn <= self.rcv_nxt {
+            self.duplicate_bytes += self.rcv_nxt - r.dsn;
+            self.rcv_nxt = end;
+            while let Some((_, e)) = self.ofo.pop_first_if_starts_by(self.rcv_nxt) {
+                if e > self.rcv_nxt {
+                    self.rcv_nxt = e;
+                }
+            }
+            self.last_delivery_ns = Some(now_ns);
+        } else {
+            let added = self.ofo.insert(r.dsn, end);
+            self.duplicate_bytes += r.len - added;
+        }
+    }
+
+    /// Current (DATA_ACK, window) as advertised on every subflow.
+    fn advertise(&mut self) -> (u64, u64) {
+        let used = self.buffer_in_use_bytes();
+        let free = self.cfg.rcv_buf_bytes.saturating_sub(used);
+        self.right_edge = self.right_edge.max(self.rcv_nxt + free);
+        (self.rcv_nxt, self.right_edge - self.rcv_nxt)
+    }
+
+    /// Next segment to send (ACKs, handshake) and its subflow.
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        let (data_ack, wnd) = self.advertise();
+        for i in 0..self.subflows.len() {
+            if !self.path_up[i] {
+                continue;
+            }
+            self.subflows[i].set_conn_window(data_ack, wnd);
+            if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
+                return Some((i, seg));
+            }
+        }
+        None
+    }
+
+    /// Earliest timer of any subflow, absolute ns.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.subflows.iter().filter_map(|s| s.poll_timeout()).min()
+    }
+
+    /// Fires due timers.
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        for s in &mut self.subflows {
+            if s.poll_timeout().is_some_and(|t| t <= now_ns) {
+                s.handle_timeout(now_ns);
+            }
+        }
+    }
+
+    /// Path of `subflow` down or up: nothing is sent on a down path.
+    pub fn set_path_up(&mut self, subflow: usize, up: bool) {
+        if let Some(s) = self.subflows.get_mut(subflow) {
+            s.set_path_up(up);
+            self.path_up[subflow] = up;
+        }
+    }
+
+    /// Bytes delivered in order to the application.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.rcv_nxt
+    }
+    /// Time the last in-order byte was delivered.
+    pub fn last_delivery_ns(&self) -> Option<u64> {
+        self.last_delivery_ns
+    }
+    /// Out-of-order bytes held at the connection level.
+    pub fn ofo_bytes(&self) -> u64 {
+        self.ofo.total_bytes()
+    }
+    /// Receive-buffer bytes in use: connection-level plus subflow-level out-of-order data
+    /// (in-order data is read by the application at once).
+    pub fn buffer_in_use_bytes(&self) -> u64 {
+        self.ofo.total_bytes() + self.subflows.iter().map(|s| s.ofo_bytes()).sum::<u64>()
+    }
+    /// Bytes received more than once (dropped by DSN).
+    pub fn duplicate_bytes(&self) -> u64 {
+        self.duplicate_bytes
+    }
+    /// The DATA_FIN mapping was received.
+    pub fn data_fin_seen(&self) -> bool {
+        self.data_fin_seen
+    }
+    /// Per-subflow counters.
+    pub fn subflow_stats(&self, subflow: usize) -> Option<ReceiverStats> {
+        self.subflows.get(subflow).map(|s| s.stats())
+    }
+    /// Number of subflows.
+    pub fn subflow_count(&self) -> usize {
+        self.subflows.len()
+    }
+}

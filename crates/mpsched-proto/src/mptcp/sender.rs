@@ -1,0 +1,440 @@
+//! The data sender: application send buffer, DSN assignment, scheduler loop, DATA_ACK
+//! processing, reinjection, subflows.
+
+use super::chunks::Chunks;
+use super::{ConnConfig, Mode};
+use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
+use crate::sched::{Action, ConnView, LossKind, Rejection, ResendKind, Scheduler, SubflowView};
+use crate::tcp::{flags, Role, Segment, Sender, SenderStats};
+
+/// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
+const MAX_SCHEDULE_ROUNDS: usize = 64;
+
+/// Bytes sent again at the connection level, per [`ResendKind`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResendCounters {
+    /// Reinjection-queue bytes.
+    pub reinject_bytes: u64,
+    /// Opportunistic retransmissions (RP).
+    pub opportunistic_bytes: u64,
+    /// Redundant copies.
+    pub redundant_bytes: u64,
+}
+
+/// The sending endpoint of a connection.
+#[derive(Debug)]
+pub struct DataSender {
+    cfg: ConnConfig,
+    subflows: Vec<Sender>,
+    added: Vec<bool>,
+    path_up: Vec<bool>,
+    views: Vec<SubflowView>,
+    coupled: Vec<CoupledSubflow>,
+    sched: Option<Box<dyn Scheduler>>,
+    actions: Vec<Action>,
+    chunks: Chunks,
+    app_written: u64,
+    closed: bool,
+    next_dsn: u64,
+    data_acked: u64,
+    wnd_end: u64,
+    need_schedule: bool,
+    joins_started: bool,
+    rejections: [u64; 6],
+    resent: ResendCounters,
+    schedule_calls: u64,
+}
+
+impl DataSender {
+    /// A data sender. `sched` is required for MPTCP and ignored (may be `None`) for TCP.
+    pub fn new(cfg: ConnConfig, sched: Option<Box<dyn Scheduler>>) -> Result<Self, UnknownCc> {
+        let n = cfg.subflow_count();
+        let role = if cfg.is_client { Role::Client } else { Role::Server };
+        let mut subflows = Vec::with_capacity(n);
+        for i in 0..n {
+            subflows.push(Sender::new(cfg.tcp_config(), role, cfg.handshake_option(i), cc::build(&cfg.cc)?));
+        }
+        let sched = if cfg.mode == Mode::Mptcp { sched } else { None };
+        Ok(Self {
+            subflows,
+            added: vec![false; n],
+            path_up: vec![true; n],
+            views: Vec::with_capacity(n),
+            coupled: vec![CoupledSubflow::default(); n],
+            sched,
+            actions: Vec::new(),
+            chunks: Chunks::default(),
+            app_written: 0,
+            closed: false,
+            next_dsn: 0,
+            data_acked: 0,
+            wnd_end: 0,
+            need_schedule: false,
+            joins_started: false,
+            rejections: [0; 6],
+            resent: ResendCounters::default(),
+            schedule_calls: 0,
+            cfg,
+        })
+    }
+
+    /// Client: open the first subflow (`connect()`); a server waits for SYNs.
+    pub fn connect(&mut self, now_ns: u64) {
+        if self.cfg.is_client {
+            self.subflows[0].connect(now_ns);
+            self.note_added(0, now_ns);
+        }
+    }
+
+    fn note_added(&mut self, sf: usize, now_ns: u64) {
+        if !self.added[sf] {
+            self.added[sf] = true;
+            if let Some(s) = self.sched.as_mut() {
+                s.on_subflow_added(sf, now_ns);
+            }
+        }
+    }
+
+    /// The application writes `bytes` more (accepted whole; see [`DataSender::send_buffer_free`]).
+    pub fn write(&mut self, bytes: u64, now_ns: u64) {
+        let _ = now_ns;
+        if self.closed || bytes == 0 {
+            return;
+        }
+        self.app_written += bytes;
+        self.need_schedule = true;
+    }
+
+    /// The application will write no more.
+    pub fn close(&mut self) {
+        self.closed = true;
+        self.need_schedule = true;
+    }
+
+    /// Room in the send buffer: `snd_buf_bytes` minus bytes written and not DATA_ACKed.
+    pub fn send_buffer_free(&self) -> u64 {
+        self.cfg.snd_buf_bytes.saturating_sub(self.app_written - self.data_acked)
+    }
+
+    /// Closed and every written byte DATA_ACKed.
+    pub fn is_done(&self) -> bool {
+        self.closed && self.data_acked >= self.app_written
+    }
+
+    /// Feeds a segment that arrived on `subflow`.
+    pub fn handle_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment) {
+        if subflow >= self.subflows.len() {
+            return;
+        }
+        if seg.has(flags::SYN) {
+            self.note_added(subflow, now_ns);
+        }
+        self.refresh_coupled();
+        let view = CoupledView { subflows: &self.coupled, me: subflow };
+        let out = self.subflows[subflow].handle_segment_coupled(now_ns, seg, &view);
+        if out.became_established && subflow == 0 {
+            self.start_joins(now_ns);
+        }
+        if seg.has(flags::ACK) {
+            self.on_data_ack(now_ns, seg.data_ack, seg.window);
+        }
+        if let Some(s) = self.sched.as_mut() {
+            if out.acked_bytes > 0 || out.rtt_sample_ns.is_some() {
+                s.on_ack(subflow, out.acked_bytes, out.rtt_sample_ns, now_ns);
+            }
+            if let Some(kind) = out.loss {
+                s.on_loss(subflow, kind, now_ns);
+            }
+        }
+        self.need_schedule = true;
+    }
+
+    fn start_joins(&mut self, now_ns: u64) {
+        if self.cfg.is_client && self.cfg.mode == Mode::Mptcp && !self.joins_started {
+            self.joins_started = true;
+            for i in 1..self.subflows.len() {
+                self.subflows[i].connect(now_ns);
+                self.note_added(i, now_ns);
+            }
+        }
+    }
+
+    fn on_data_ack(&mut self, now_ns: u64, data_ack: u64, window: u64) {
+        let data_ack = data_ack.min(self.next_dsn);
+        // The right edge never moves left (RFC 8684 §3.3.4, RFC 9293 §3.8.6).
+        self.wnd_end = self.wnd_end.max(data_ack + window);
+        if data_ack > self.data_acked {
+            self.data_acked = data_ack;
+            self.chunks.trim(data_ack);
+            if let Some(s) = self.sched.as_mut() {
+                s.on_data_ack(data_ack, now_ns);
+            }
+        }
+    }
+
+    fn refresh_coupled(&mut self) {
+        for (c, s) in self.coupled.iter_mut().zip(&self.subflows) {
+            *c = s.coupled_info();
+        }
+    }
+
+    fn refresh_views(&mut self) {
+        self.views.clear();
+        for (i, s) in self.subflows.iter().enumerate() {
+            let mut v = SubflowView { id: i, path_index: i, ..Default::default() };
+            s.fill_view(&mut v);
+            v.established &= self.path_up[i];
+            self.views.push(v);
+        }
+    }
+
+    fn usable(&self, sf: usize) -> bool {
+        self.path_up[sf] && self.subflows[sf].is_established()
+    }
+
+    fn run_scheduler(&mut self, now_ns: u64) {
+        let Some(mut sched) = self.sched.take() else {
+            // Plain TCP: everything the window allows goes to the one subflow.
+            let _ = self.apply(Action::SendNew { subflow: 0, max_bytes: u64::MAX }, now_ns);
+            return;
+        };
+        for _ in 0..MAX_SCHEDULE_ROUNDS {
+            self.refresh_views();
+            self.actions.clear();
+            let (unacked, reinject) = self.chunks.views();
+            let view = ConnView {
+                now_ns,
+                subflows: &self.views,
+                unsent_bytes: self.app_written - self.next_dsn,
+                app_done: self.closed,
+                next_dsn: self.next_dsn,
+                data_acked: self.data_acked,
+                unacked,
+                reinject_queue: reinject,
+                peer_rwnd_bytes: self.wnd_end.saturating_sub(self.data_acked),
+            };
+            self.schedule_calls += 1;
+            sched.schedule(&view, &mut self.actions);
+            if self.actions.is_empty() {
+                break;
+            }
+            let mut applied = 0;
+            for i in 0..self.actions.len() {
+                let a = self.actions[i];
+                match self.apply(a, now_ns) {
+                    Ok(()) => applied += 1,
+                    Err(why) => {
+                        self.rejections[rejection_index(why)] += 1;
+                        sched.on_rejected(a, why, now_ns);
+                    }
+                }
+            }
+            if applied == 0 {
+                break;
+            }
+        }
+        self.sched = Some(sched);
+    }
+
+    fn apply(&mut self, a: Action, now_ns: u64) -> Result<(), Rejection> {
+        match a {
+            Action::SendNew { subflow, max_bytes } => {
+                if subflow >= self.subflows.len() {
+                    return Err(Rejection::UnknownSubflow);
+                }
+                if !self.usable(subflow) {
+                    return Err(Rejection::SubflowNotUsable);
+                }
+                let unsent = self.app_written - self.next_dsn;
+                if unsent == 0 || max_bytes == 0 {
+                    return Err(Rejection::NothingToSend);
+                }
+                let room = self.wnd_end.saturating_sub(self.next_dsn);
+                if room == 0 {
+                    return Err(Rejection::ReceiveWindowFull);
+                }
+                let qroom = self.cfg.snd_buf_bytes.saturating_sub(self.subflows[subflow].queued_bytes());
+                if qroom == 0 {
+                    return Err(Rejection::SubflowQueueFull);
+                }
+                let n = max_bytes.min(unsent).min(room).min(qroom);
+                let dsn = self.next_dsn;
+                let fin = self.closed && dsn + n == self.app_written;
+                self.subflows[subflow].queue(dsn, n, fin);
+                self.chunks.push(dsn, n, 1 << subflow.min(63));
+                self.next_dsn += n;
+                Ok(())
+            }
+            Action::Resend { subflow, dsn, len, kind } => {
+                if subflow >= self.subflows.len() {
+                    return Err(Rejection::UnknownSubflow);
+                }
+                if !self.usable(subflow) {
+                    return Err(Rejection::SubflowNotUsable);
+                }
+                let s = dsn.max(self.data_acked);
+                let e = dsn.saturating_add(len).min(self.next_dsn);
+                if s >= e {
+                    return Err(Rejection::NothingToSend);
+                }
+                let qroom = self.cfg.snd_buf_bytes.saturating_sub(self.subflows[subflow].queued_bytes());
+                if qroom == 0 {
+                    return Err(Rejection::SubflowQueueFull);
+                }
+                let e = e.min(s + qroom);
+                let fin = self.closed && e == self.app_written;
+                self.subflows[subflow].queue(s, e - s, fin);
+                self.chunks.mark_sent_on(s, e, subflow);
+                self.chunks.remove_reinject(s, e);
+                let n = e - s;
+                match kind {
+                    ResendKind::Reinject => self.resent.reinject_bytes += n,
+                    ResendKind::Opportunistic => self.resent.opportunistic_bytes += n,
+                    ResendKind::Redundant => self.resent.redundant_bytes += n,
+                }
+                Ok(())
+            }
+            Action::Penalize { subflow } => {
+                if subflow >= self.subflows.len() {
+                    return Err(Rejection::UnknownSubflow);
+                }
+                self.subflows[subflow].penalize(now_ns)
+            }
+        }
+    }
+
+    /// Next segment to send and its subflow (call until `None`).
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if self.need_schedule {
+            self.need_schedule = false;
+            self.run_scheduler(now_ns);
+        }
+        for i in 0..self.subflows.len() {
+            if !self.path_up[i] {
+                continue;
+            }
+            if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
+                return Some((i, seg));
+            }
+        }
+        None
+    }
+
+    /// Earliest timer of any subflow, absolute ns.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.subflows.iter().filter_map(|s| s.poll_timeout()).min()
+    }
+
+    /// Fires due timers; an RTO queues the subflow's outstanding data for reinjection on the
+    /// others (OOT `mptcp_reinject_data` from the retransmission timer).
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        for i in 0..self.subflows.len() {
+            if !self.subflows[i].poll_timeout().is_some_and(|t| t <= now_ns) {
+                continue;
+            }
+            self.refresh_coupled();
+            let view = CoupledView { subflows: &self.coupled, me: i };
+            if self.subflows[i].handle_timeout_coupled(now_ns, &view) == Some(LossKind::Timeout) {
+                if let Some(s) = self.sched.as_mut() {
+                    s.on_loss(i, LossKind::Timeout, now_ns);
+                }
+                self.reinject_outstanding(i);
+            }
+            self.need_schedule = true;
+        }
+    }
+
+    fn reinject_outstanding(&mut self, sf: usize) {
+        if self.cfg.mode != Mode::Mptcp || self.subflows.len() < 2 {
+            return;
+        }
+        let acked = self.data_acked;
+        let chunks = &mut self.chunks;
+        for (dsn, len) in self.subflows[sf].unacked_mappings() {
+            chunks.add_reinject(dsn.max(acked), dsn + len);
+        }
+    }
+
+    /// Path of subflow `subflow` goes down (`false`) or comes back. Down: the subflow stops
+    /// sending, its queued and outstanding data are queued for reinjection elsewhere.
+    pub fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64) {
+        if subflow >= self.subflows.len() || self.path_up[subflow] == up {
+            return;
+        }
+        self.path_up[subflow] = up;
+        self.subflows[subflow].set_path_up(up, now_ns);
+        if !up && self.cfg.mode == Mode::Mptcp && self.subflows.len() > 1 {
+            let chunks = &mut self.chunks;
+            self.subflows[subflow].take_unsent(|dsn, len| chunks.add_reinject(dsn, dsn + len));
+            self.reinject_outstanding(subflow);
+        }
+        self.need_schedule = true;
+    }
+
+    /// Fills `out` with one view per subflow (what the scheduler sees).
+    pub fn subflow_views(&self, out: &mut Vec<SubflowView>) {
+        out.clear();
+        for (i, s) in self.subflows.iter().enumerate() {
+            let mut v = SubflowView { id: i, path_index: i, ..Default::default() };
+            s.fill_view(&mut v);
+            v.established &= self.path_up[i];
+            out.push(v);
+        }
+    }
+
+    /// Per-subflow counters.
+    pub fn subflow_stats(&self, subflow: usize) -> Option<SenderStats> {
+        self.subflows.get(subflow).map(|s| s.stats())
+    }
+
+    /// The subflow state machines (read-only).
+    pub fn subflows(&self) -> &[Sender] {
+        &self.subflows
+    }
+
+    /// Rejected actions so far for reason `why`.
+    pub fn rejections(&self, why: Rejection) -> u64 {
+        self.rejections[rejection_index(why)]
+    }
+
+    /// Bytes sent again at the connection level.
+    pub fn resent(&self) -> ResendCounters {
+        self.resent
+    }
+
+    /// Cumulative DATA_ACK.
+    pub fn data_acked(&self) -> u64 {
+        self.data_acked
+    }
+    /// DSN of the next new byte.
+    pub fn next_dsn(&self) -> u64 {
+        self.next_dsn
+    }
+    /// Bytes written by the application.
+    pub fn app_written(&self) -> u64 {
+        self.app_written
+    }
+    /// Bytes waiting in the reinjection queue.
+    pub fn reinject_queue_bytes(&self) -> u64 {
+        self.chunks.reinject_bytes()
+    }
+    /// Calls to the scheduler so far.
+    pub fn schedule_calls(&self) -> u64 {
+        self.schedule_calls
+    }
+    /// Name of the scheduler (`"tcp"` in TCP mode).
+    pub fn scheduler_name(&self) -> &'static str {
+        self.sched.as_ref().map_or("tcp", |s| s.name())
+    }
+}
+
+fn rejection_index(r: Rejection) -> usize {
+    match r {
+        Rejection::UnknownSubflow => 0,
+        Rejection::SubflowNotUsable => 1,
+        Rejection::NothingToSend => 2,
+        Rejection::ReceiveWindowFull => 3,
+        Rejection::SubflowQueueFull => 4,
+        Rejection::PenaltyTooSoon => 5,
+    }
+}

@@ -1,0 +1,243 @@
+//! Connection scenarios: plain TCP through the connection, MPTCP join timing, reinjection
+//! after a path goes down, and the conservation property over random networks.
+
+use super::util::*;
+use crate::mptcp::{ConnConfig, DataReceiver, DataSender, Mode};
+use crate::sched::{registry, Rejection};
+use crate::tcp::Segment;
+use proptest::prelude::*;
+
+impl Endpoint for DataSender {
+    fn handle_segment(&mut self, now_ns: u64, sf: usize, seg: &Segment) {
+        DataSender::handle_segment(self, now_ns, sf, seg)
+    }
+    fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        DataSender::poll_transmit(self, now_ns)
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        DataSender::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now_ns: u64) {
+        DataSender::handle_timeout(self, now_ns)
+    }
+}
+
+impl Endpoint for DataReceiver {
+    fn handle_segment(&mut self, now_ns: u64, sf: usize, seg: &Segment) {
+        DataReceiver::handle_segment(self, now_ns, sf, seg)
+    }
+    fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        DataReceiver::poll_transmit(self, now_ns)
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        DataReceiver::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now_ns: u64) {
+        DataReceiver::handle_timeout(self, now_ns)
+    }
+}
+
+/// (rate bit/s, one-way delay ns) per path.
+type PathSpec = (u64, u64);
+
+struct Setup {
+    mode: Mode,
+    paths: Vec<PathSpec>,
+    sched: &'static str,
+    cc: &'static str,
+    rcv_buf_bytes: u64,
+    total_bytes: u64,
+}
+
+/// Download: `a` = client data receiver, `b` = server data sender with all data written.
+fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
+    let n = s.paths.len();
+    let mut rc = ConnConfig::new(s.mode, true, n);
+    rc.rcv_buf_bytes = s.rcv_buf_bytes;
+    let mut sc = ConnConfig::new(s.mode, false, n);
+    sc.cc = s.cc.to_string();
+    let mut rx = DataReceiver::new(rc);
+    rx.connect(0);
+    let sched = registry::build(s.sched, &serde_json::json!({})).unwrap();
+    let mut tx = DataSender::new(sc, Some(sched)).unwrap();
+    tx.write(s.total_bytes, 0);
+    tx.close();
+    let ab = s.paths.iter().map(|&(r, d)| Link::new(r, d)).collect();
+    let ba = s.paths.iter().map(|&(r, d)| Link::new(r, d)).collect();
+    Pair::new(rx, tx, ab, ba)
+}
+
+fn complete(p: &mut Pair<DataReceiver, DataSender>, total: u64) {
+    let ok = p.drive(3_600_000 * MS, |a, b| a.delivered_bytes() == total && b.is_done());
+    assert!(ok, "incomplete: delivered {} of {total}, data_acked {}", p.a.delivered_bytes(), p.b.data_acked());
+    assert_eq!(p.a.delivered_bytes(), total);
+}
+
+#[test]
+fn tcp_mode_connection_matches_slow_start_timing() {
+    // Same arithmetic as tests::tcp::slow_start_64kb_takes_four_rtts: 4 RTT = 80 ms.
+    let s = Setup {
+        mode: Mode::Tcp,
+        paths: vec![(1_000 * MBPS, 10 * MS)],
+        sched: "minrtt",
+        cc: "cubic",
+        rcv_buf_bytes: 1 << 22,
+        total_bytes: 65_536,
+    };
+    let mut p = download(&s);
+    complete(&mut p, s.total_bytes);
+    let fct = p.a.last_delivery_ns().unwrap();
+    assert!(fct >= 80 * MS && fct < 81 * MS, "fct {fct}");
+    // Plain TCP: no MPTCP option bytes, 52 bytes of headers per full segment.
+    assert_eq!(p.b.scheduler_name(), "tcp");
+}
+
+#[test]
+fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
+    // Path 0: 20 ms RTT, path 1: 200 ms RTT, both 100 Mb/s. Subflow 1's MP_JOIN starts when
+    // subflow 0 is established at the client (20 ms); the server can use it after the third
+    // ACK, at 20 + 200 + 100 = 320 ms. 1 MB over path 0 in slow start: 724 segments in
+    // flights of 10, 20, 40, 80, 160, 320, ... = 7 RTTs (140 ms) + 30 ms of handshake and
+    // about 80 ms of serialisation: done well before 320 ms.
+    let s = Setup {
+        mode: Mode::Mptcp,
+        paths: vec![(100 * MBPS, 10 * MS), (100 * MBPS, 100 * MS)],
+        sched: "minrtt",
+        cc: "cubic",
+        rcv_buf_bytes: 1 << 22,
+        total_bytes: 1 << 20,
+    };
+    let mut p = download(&s);
+    complete(&mut p, s.total_bytes);
+    let fct = p.a.last_delivery_ns().unwrap();
+    assert!(fct < 320 * MS, "fct {fct}");
+    assert_eq!(p.b.subflow_stats(1).unwrap().bytes_sent, 0);
+    // The same flow, 10 MB: the second subflow joins and carries data.
+    let s = Setup { total_bytes: 10 << 20, ..s };
+    let mut p = download(&s);
+    complete(&mut p, s.total_bytes);
+    assert!(p.b.subflow_stats(1).unwrap().bytes_sent > 0);
+    assert!(p.b.subflows()[1].is_established());
+}
+
+#[test]
+fn two_subflows_share_a_transfer_and_count_option_bytes() {
+    let s = Setup {
+        mode: Mode::Mptcp,
+        paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 15 * MS)],
+        sched: "minrtt",
+        cc: "lia",
+        rcv_buf_bytes: 1 << 21,
+        total_bytes: 4 << 20,
+    };
+    let mut p = download(&s);
+    complete(&mut p, s.total_bytes);
+    let b0 = p.b.subflow_stats(0).unwrap().bytes_sent;
+    let b1 = p.b.subflow_stats(1).unwrap().bytes_sent;
+    assert!(b0 > 1 << 20 && b1 > 1 << 20, "both paths carry data: {b0} {b1}");
+    // 4 MB over 20 Mb/s of aggregate capacity takes at least 1.68 s; two paths beat one.
+    let fct = p.a.last_delivery_ns().unwrap();
+    assert!(fct > 1_680 * MS && fct < 3_000 * MS, "fct {fct}");
+    assert_eq!(p.b.rejections(Rejection::UnknownSubflow), 0);
+}
+
+#[test]
+fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
+    let s = Setup {
+        mode: Mode::Mptcp,
+        paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
+        sched: "minrtt",
+        cc: "cubic",
+        rcv_buf_bytes: 1 << 22,
+        total_bytes: 8 << 20,
+    };
+    let mut p = download(&s);
+    p.drive(500 * MS, |_, _| false);
+    let sent1 = p.b.subflow_stats(1).unwrap().bytes_sent;
+    assert!(sent1 > 0, "subflow 1 in use before the failure");
+    // Path 1 fails silently: both links drop everything, the endpoints are told.
+    p.ab[1].up = false;
+    p.ba[1].up = false;
+    p.b.set_path_up(1, false, p.now_ns);
+    p.a.set_path_up(1, false);
+    p.drive(2_000 * MS, |_, _| false);
+    assert!(p.b.resent().reinject_bytes > 0, "outstanding data of subflow 1 reinjected");
+    let during = p.b.subflow_stats(1).unwrap().bytes_sent;
+    // Path 1 returns.
+    p.ab[1].up = true;
+    p.ba[1].up = true;
+    p.b.set_path_up(1, true, p.now_ns);
+    p.a.set_path_up(1, true);
+    complete(&mut p, s.total_bytes);
+    assert!(p.b.subflow_stats(1).unwrap().bytes_sent > during, "subflow 1 used again");
+    assert!(p.a.duplicate_bytes() > 0, "reinjected copies arrived twice and were dropped");
+}
+
+#[test]
+fn small_receive_buffer_blocks_and_still_completes() {
+    let s = Setup {
+        mode: Mode::Mptcp,
+        paths: vec![(50 * MBPS, 5 * MS), (5 * MBPS, 60 * MS)],
+        // Round-robin ignores RTTs, so data on the slow path holds back the fast path's.
+        sched: "roundrobin",
+        cc: "cubic",
+        rcv_buf_bytes: 64 * 1024,
+        total_bytes: 2 << 20,
+    };
+    let mut p = download(&s);
+    let mut max_occupancy = 0;
+    let total = s.total_bytes;
+    let done = p.drive(600_000 * MS, |a, b| {
+        max_occupancy = max_occupancy.max(a.buffer_in_use_bytes());
+        a.delivered_bytes() == total && b.is_done()
+    });
+    assert!(done);
+    assert!(max_occupancy <= 64 * 1024, "the sender respects the window: {max_occupancy}");
+    assert!(max_occupancy > 32 * 1024, "head-of-line blocking fills the buffer: {max_occupancy}");
+    assert!(p.b.subflow_stats(1).unwrap().bytes_sent > 0);
+    // The window, not the 55 Mb/s of capacity, limits the transfer: 2 MB needs > 0.3 s.
+    assert!(p.a.last_delivery_ns().unwrap() > 1_000 * MS, "fct {:?}", p.a.last_delivery_ns());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Every byte reaches the application exactly once and in order (the receiver's DATA_ACK
+    /// is contiguous by construction; here: nothing missing, nothing extra, sender done),
+    /// for TCP and MPTCP with 2-3 subflows, over random rates, delays, loss and buffers.
+    #[test]
+    fn conservation(
+        mptcp in any::<bool>(),
+        n in 2usize..=3,
+        rates in proptest::collection::vec(1u64..50, 3),
+        delays in proptest::collection::vec(1u64..80, 3),
+        loss_ppm in proptest::collection::vec(0u64..40_000, 3),
+        rcv_kb in 16u64..2048,
+        total in 1u64..2_000_000,
+        sched_i in 0usize..4,
+        cc_i in 0usize..5,
+        seed in any::<u64>(),
+    ) {
+        let n = if mptcp { n } else { 1 };
+        let sched = ["minrtt", "roundrobin", "redundant", "ecf"][sched_i];
+        let cc = crate::cc::NAMES[cc_i];
+        let paths: Vec<PathSpec> = (0..n).map(|i| (rates[i] * MBPS, delays[i] * MS)).collect();
+        let s = Setup {
+            mode: if mptcp { Mode::Mptcp } else { Mode::Tcp },
+            paths,
+            sched,
+            cc,
+            rcv_buf_bytes: rcv_kb * 1024,
+            total_bytes: total,
+        };
+        let mut p = download(&s);
+        for i in 0..n {
+            p.ab[i] = Link::new(rates[i] * MBPS, delays[i] * MS).lossy(loss_ppm[i] / 2, seed ^ i as u64);
+            p.ba[i] = Link::new(rates[i] * MBPS, delays[i] * MS).lossy(loss_ppm[i], seed.rotate_left(7) ^ i as u64);
+        }
+        let done = p.drive(3_600_000 * MS, |a, b| a.delivered_bytes() == total && b.is_done());
+        prop_assert!(done, "incomplete: {} of {total}", p.a.delivered_bytes());
+        prop_assert_eq!(p.a.delivered_bytes(), total);
+        prop_assert_eq!(p.a.ofo_bytes(), 0);
+    }
+}
