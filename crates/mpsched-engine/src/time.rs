@@ -16,8 +16,12 @@ pub const NS_PER_S: u64 = 1_000_000_000;
 #[inline]
 pub fn serialization_ns(bytes: u64, rate_bps: u64) -> u64 {
     debug_assert!(rate_bps > 0);
-    let bits = bytes as u128 * 8 * NS_PER_S as u128;
-    bits.div_ceil(rate_bps as u128) as u64
+    // bytes * 8e9 fits in u64 up to 2^31 bytes; the 128-bit path is for larger values only.
+    if bytes < 1 << 31 {
+        (bytes * 8 * NS_PER_S).div_ceil(rate_bps)
+    } else {
+        (bytes as u128 * 8 * NS_PER_S as u128).div_ceil(rate_bps as u128) as u64
+    }
 }
 
 /// Converts seconds (as used in human-facing input) to nanoseconds, rounding to nearest.

@@ -12,29 +12,54 @@ use crate::records::{
     ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
 };
 use mpsched_engine::event::EventQueue;
-use mpsched_engine::net::{LinkId, NetEvent, Network, RouteId};
+use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
+use slab::Slab;
 use mpsched_engine::rng::Rng;
 
 /// Component-id bases of the random streams (stable: adding a component of one kind never
 /// shifts the streams of another).
 const RNG_LINK_BASE: u64 = 1 << 32;
 
-/// What travels in a packet.
-#[derive(Debug, Clone)]
+/// What travels in a packet: a handle, so the engine moves a few bytes per hop while the
+/// segment itself stays put in [`Simulation::segments`] until delivery or drop.
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Payload {
-    /// A TCP/MPTCP segment of a flow's subflow.
-    Segment {
-        /// Index of the flow in the config.
-        flow: u32,
-        /// Subflow index in the connection.
-        subflow: u8,
-        /// True when travelling to the client (on a path's down route).
-        to_client: bool,
-        /// The segment.
-        seg: Segment,
-    },
+    /// Index of an [`InFlightSegment`] in the segment slab.
+    Segment(u32),
     /// A cross-traffic datagram (absorbed at the end of its route).
     Cross,
+}
+
+/// A segment on its way, with where it is going.
+#[derive(Debug, Clone)]
+pub(crate) struct InFlightSegment {
+    /// Index of the flow in the config.
+    flow: u32,
+    /// Subflow index in the connection.
+    subflow: u8,
+    /// True when travelling to the client (on a path's down route).
+    to_client: bool,
+    /// The segment.
+    seg: Segment,
+}
+
+/// The loop's side of the network: schedules network events and frees dropped segments.
+struct Sink<'q> {
+    queue: &'q mut EventQueue<Event>,
+    segments: &'q mut Slab<InFlightSegment>,
+}
+
+impl NetSink<Payload> for Sink<'_> {
+    #[inline]
+    fn schedule(&mut self, at_ns: u64, event: NetEvent) {
+        self.queue.push(at_ns, Event::Net(event));
+    }
+    #[inline]
+    fn dropped(&mut self, pkt: Packet<Payload>) {
+        if let Payload::Segment(idx) = pkt.payload {
+            self.segments.remove(idx as usize);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +93,7 @@ pub struct Simulation<'a> {
     cfg: &'a SimConfig,
     net: Network<Payload>,
     queue: EventQueue<Event>,
+    segments: Slab<InFlightSegment>,
     now_ns: u64,
     /// (down route, up route) of each path.
     path_routes: Vec<(RouteId, RouteId)>,
@@ -75,6 +101,9 @@ pub struct Simulation<'a> {
     flows: Vec<Option<Flow>>,
     /// Flows whose start time has come (a flow starting after the run's end never does).
     started: Vec<bool>,
+    /// Flow indices by start time, and the position of the next one to schedule.
+    start_order: Vec<u32>,
+    next_start: usize,
     finished_rows: Vec<(FlowRow, Vec<SubflowRow>)>,
     active_flows: usize,
     pending_flows: usize,
@@ -111,8 +140,12 @@ impl<'a> Simulation<'a> {
             .collect();
         let cross_routes = cfg.cross_traffic.iter().map(|c| net.add_route(ids(&c.links))).collect();
         let mut queue = EventQueue::new();
-        for (i, f) in cfg.flows.iter().enumerate() {
-            queue.push(f.start_ns, Event::FlowStart(i as u32));
+        // Flow starts are scheduled one at a time, in start order, so the event queue holds
+        // what is in progress, not the whole workload (a 10 000-flow run keeps a small heap).
+        let mut start_order: Vec<u32> = (0..cfg.flows.len() as u32).collect();
+        start_order.sort_by_key(|&i| cfg.flows[i as usize].start_ns);
+        if let Some(&first) = start_order.first() {
+            queue.push(cfg.flows[first as usize].start_ns, Event::FlowStart(first));
         }
         for (i, c) in cfg.cross_traffic.iter().enumerate() {
             if c.start_ns < c.stop_ns {
@@ -129,11 +162,14 @@ impl<'a> Simulation<'a> {
             cfg,
             net,
             queue,
+            segments: Slab::new(),
             now_ns: 0,
             path_routes,
             cross_routes,
             flows: (0..cfg.flows.len()).map(|_| None).collect(),
             started: vec![false; cfg.flows.len()],
+            start_order,
+            next_start: 1,
             finished_rows: Vec::new(),
             active_flows: 0,
             pending_flows: cfg.flows.len(),
@@ -179,24 +215,29 @@ impl<'a> Simulation<'a> {
     }
 
     fn on_net(&mut self, ne: NetEvent) {
-        let queue = &mut self.queue;
-        let arrived = self.net.handle(self.now_ns, ne, &mut |t, e| queue.push(t, Event::Net(e)));
-        if matches!(ne, NetEvent::Arrive(_)) {
+        let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+        let arrived = self.net.handle(self.now_ns, ne, &mut sink);
+        if matches!(ne, NetEvent::Arrive(_) | NetEvent::PipeArrive(_)) {
             self.stats.packet_hops += 1;
         }
         let Some(pkt) = arrived else { return };
-        if let Payload::Segment { flow, subflow, to_client, seg } = pkt.payload {
+        if let Payload::Segment(idx) = pkt.payload {
+            let InFlightSegment { flow, subflow, to_client, seg } = self.segments.remove(idx as usize);
             let fi = flow as usize;
             let now = self.now_ns;
             if let Some(f) = self.flows[fi].as_mut() {
                 let side = if to_client { &mut f.client } else { &mut f.server };
                 side.ep.handle_segment(now, subflow as usize, &seg);
-                self.after_activity(fi);
+                self.after_activity(fi, to_client);
             }
         }
     }
 
     fn start_flow(&mut self, fi: usize) {
+        if let Some(&next) = self.start_order.get(self.next_start) {
+            self.next_start += 1;
+            self.queue.push(self.cfg.flows[next as usize].start_ns, Event::FlowStart(next));
+        }
         let fc = &self.cfg.flows[fi];
         let transport = &self.cfg.transports[fc.transport];
         let (client, server) = build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns);
@@ -214,7 +255,8 @@ impl<'a> Simulation<'a> {
         });
         self.pending_flows -= 1;
         self.active_flows += 1;
-        self.after_activity(fi);
+        self.after_activity(fi, true);
+        self.after_activity(fi, false);
     }
 
     fn on_timer(&mut self, fi: usize, client: bool) {
@@ -228,19 +270,20 @@ impl<'a> Simulation<'a> {
         if side.ep.poll_timeout().is_some_and(|t| t <= now) {
             side.ep.handle_timeout(now);
         }
-        self.after_activity(fi);
+        self.after_activity(fi, client);
     }
 
-    /// Feeds the application, drains both endpoints' output, re-arms their timers, and
-    /// finishes the flow when its last byte has arrived.
-    fn after_activity(&mut self, fi: usize) {
+    /// After something happened to one side of a flow: feeds the application (if that side
+    /// sends data), drains that side's output, re-arms its timer, and finishes the flow when
+    /// its last byte has arrived. Only the side that saw the event can have changed.
+    fn after_activity(&mut self, fi: usize, client_side: bool) {
         let now = self.now_ns;
         let fc = &self.cfg.flows[fi];
         let paths = self.cfg.flow_paths(fi);
         let Some(f) = self.flows[fi].as_mut() else { return };
         // The application writes whatever the send buffer takes.
         let sender_is_client = fc.direction == Direction::Upload;
-        {
+        if client_side == sender_is_client {
             let sender = if sender_is_client { &mut f.client } else { &mut f.server };
             if !f.closed {
                 let free = sender.ep.send_buffer_free();
@@ -268,24 +311,22 @@ impl<'a> Simulation<'a> {
                 }
             }
         }
-        for client_side in [true, false] {
-            let side = if client_side { &mut f.client } else { &mut f.server };
-            while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
-                let path = paths[subflow];
-                let (down, up) = self.path_routes[path];
-                let route = if client_side { up } else { down };
-                let size = seg.wire_bytes() as u32;
-                let payload = Payload::Segment { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, seg };
-                let queue = &mut self.queue;
-                self.net.send(now, route, size, payload, &mut |t, e| queue.push(t, Event::Net(e)));
-                self.stats.packets_sent += 1;
-            }
-            if let Some(want) = side.ep.poll_timeout() {
-                if side.timer_at_ns.is_none_or(|t| want < t) {
-                    let at = want.max(now);
-                    side.timer_at_ns = Some(at);
-                    self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side });
-                }
+        let side = if client_side { &mut f.client } else { &mut f.server };
+        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
+            let path = paths[subflow];
+            let (down, up) = self.path_routes[path];
+            let route = if client_side { up } else { down };
+            let size = seg.wire_bytes() as u32;
+            let idx = self.segments.insert(InFlightSegment { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, seg });
+            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+            self.net.send(now, route, size, Payload::Segment(idx as u32), &mut sink);
+            self.stats.packets_sent += 1;
+        }
+        if let Some(want) = side.ep.poll_timeout() {
+            if side.timer_at_ns.is_none_or(|t| want < t) {
+                let at = want.max(now);
+                side.timer_at_ns = Some(at);
+                self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side });
             }
         }
         // Completion: the receiving application has every byte (sized), or the bulk sender
@@ -377,8 +418,8 @@ impl<'a> Simulation<'a> {
     fn cross_send(&mut self, ci: usize) {
         let c = &self.cfg.cross_traffic[ci];
         let now = self.now_ns;
-        let queue = &mut self.queue;
-        self.net.send(now, self.cross_routes[ci], c.packet_bytes as u32, Payload::Cross, &mut |t, e| queue.push(t, Event::Net(e)));
+        let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+        self.net.send(now, self.cross_routes[ci], c.packet_bytes as u32, Payload::Cross, &mut sink);
         self.stats.packets_sent += 1;
         // Integer pacing without drift: the k-th packet leaves at start + k * size * 8 / rate.
         let gap_ns = mpsched_engine::time::serialization_ns(c.packet_bytes, c.rate_bps);
@@ -392,8 +433,8 @@ impl<'a> Simulation<'a> {
         let p = &self.cfg.paths[e.path];
         let now = self.now_ns;
         for &l in p.down.iter().chain(&p.up) {
-            let queue = &mut self.queue;
-            self.net.set_link_up(now, l as LinkId, e.up, &mut |t, ev| queue.push(t, Event::Net(ev)));
+            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+            self.net.set_link_up(now, l as LinkId, e.up, &mut sink);
         }
     }
 

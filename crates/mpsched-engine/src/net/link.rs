@@ -5,7 +5,7 @@
 use super::capacity::{Capacity, CapacityConfig, Service};
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
-use super::{LinkId, NetEvent, Packet};
+use super::{LinkId, NetEvent, NetSink, Packet};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -59,6 +59,8 @@ pub(crate) struct Link<P> {
     pub(crate) spec: LinkSpec,
     pub(crate) queue: VecDeque<Packet<P>>,
     pub(crate) queue_bytes: u64,
+    /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
+    pub(crate) pipe: VecDeque<(u64, Packet<P>)>,
     in_service: Option<Packet<P>>,
     /// The link went down while `in_service` was being serialised: drop it at its TxDone.
     in_service_lost: bool,
@@ -84,6 +86,7 @@ impl<P> Link<P> {
             spec,
             queue: VecDeque::new(),
             queue_bytes: 0,
+            pipe: VecDeque::new(),
             in_service: None,
             in_service_lost: false,
             waiting_for_capacity: false,
@@ -96,13 +99,14 @@ impl<P> Link<P> {
 
     /// A packet arrives at the link's input.
     #[inline]
-    pub(crate) fn enqueue(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, schedule: &mut impl FnMut(u64, NetEvent)) {
+    pub(crate) fn enqueue(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
         if !self.up {
             self.stats.packets_lost_down += 1;
+            sink.dropped(pkt);
             return;
         }
         if self.in_service.is_none() && self.queue.is_empty() && !self.waiting_for_capacity {
-            self.start_service(now_ns, id, pkt, schedule);
+            self.start_service(now_ns, id, pkt, sink);
             return;
         }
         let size = pkt.size_bytes as u64;
@@ -110,6 +114,7 @@ impl<P> Link<P> {
         let over_packets = self.spec.queue_packets.is_some_and(|l| self.queue.len() as u64 + 1 > l);
         if over_bytes || over_packets {
             self.stats.packets_dropped_queue += 1;
+            sink.dropped(pkt);
             return;
         }
         self.queue_bytes += size;
@@ -117,18 +122,18 @@ impl<P> Link<P> {
         self.queue.push_back(pkt);
     }
 
-    fn start_service(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, schedule: &mut impl FnMut(u64, NetEvent)) {
+    fn start_service(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
         match self.capacity.serve(now_ns, pkt.size_bytes as u64) {
             Service::DoneAt(t) => {
                 self.in_service = Some(pkt);
-                schedule(t, NetEvent::TxDone(id));
+                sink.schedule(t, NetEvent::TxDone(id));
             }
             Service::WaitUntil(t) => {
                 // No capacity now: put the packet back at the head and wake up later.
                 self.queue_bytes += pkt.size_bytes as u64;
                 self.queue.push_front(pkt);
                 self.waiting_for_capacity = true;
-                schedule(t, NetEvent::Wake(id));
+                sink.schedule(t, NetEvent::Wake(id));
             }
             Service::Never => {
                 self.queue_bytes += pkt.size_bytes as u64;
@@ -138,10 +143,10 @@ impl<P> Link<P> {
         }
     }
 
-    fn serve_next(&mut self, now_ns: u64, id: LinkId, schedule: &mut impl FnMut(u64, NetEvent)) {
+    fn serve_next(&mut self, now_ns: u64, id: LinkId, sink: &mut impl NetSink<P>) {
         if let Some(next) = self.queue.pop_front() {
             self.queue_bytes -= next.size_bytes as u64;
-            self.start_service(now_ns, id, next, schedule);
+            self.start_service(now_ns, id, next, sink);
         }
     }
 
@@ -152,16 +157,18 @@ impl<P> Link<P> {
         &mut self,
         now_ns: u64,
         id: LinkId,
-        schedule: &mut impl FnMut(u64, NetEvent),
+        sink: &mut impl NetSink<P>,
     ) -> Option<(u64, Packet<P>)> {
         let pkt = self.in_service.take()?;
-        self.serve_next(now_ns, id, schedule);
+        self.serve_next(now_ns, id, sink);
         if std::mem::take(&mut self.in_service_lost) {
             self.stats.packets_lost_down += 1;
+            sink.dropped(pkt);
             return None;
         }
         if self.loss.lose(&mut self.rng) {
             self.stats.packets_lost_random += 1;
+            sink.dropped(pkt);
             return None;
         }
         self.stats.packets_forwarded += 1;
@@ -174,12 +181,18 @@ impl<P> Link<P> {
         Some((arrive_ns, pkt))
     }
 
+    /// True when packets may overtake one another in propagation.
+    #[inline]
+    pub(crate) fn reorders(&self) -> bool {
+        self.jitter.reorders()
+    }
+
     /// A capacity wake-up fired.
-    pub(crate) fn wake(&mut self, now_ns: u64, id: LinkId, schedule: &mut impl FnMut(u64, NetEvent)) {
+    pub(crate) fn wake(&mut self, now_ns: u64, id: LinkId, sink: &mut impl NetSink<P>) {
         if self.waiting_for_capacity {
             self.waiting_for_capacity = false;
             if self.in_service.is_none() {
-                self.serve_next(now_ns, id, schedule);
+                self.serve_next(now_ns, id, sink);
             }
         }
     }
@@ -193,7 +206,7 @@ impl<P> Link<P> {
         self.up
     }
 
-    pub(crate) fn set_up(&mut self, now_ns: u64, id: LinkId, up: bool, schedule: &mut impl FnMut(u64, NetEvent)) {
+    pub(crate) fn set_up(&mut self, now_ns: u64, id: LinkId, up: bool, sink: &mut impl NetSink<P>) {
         if self.up == up {
             return;
         }
@@ -202,11 +215,13 @@ impl<P> Link<P> {
             // An interface going down loses what it holds. The packet in service stays until its
             // TxDone fires and is dropped then, so its pending event cannot finish another one.
             self.stats.packets_lost_down += self.queue.len() as u64;
-            self.queue.clear();
+            for pkt in self.queue.drain(..) {
+                sink.dropped(pkt);
+            }
             self.queue_bytes = 0;
             self.in_service_lost = self.in_service.is_some();
         } else if self.in_service.is_none() && !self.waiting_for_capacity {
-            self.serve_next(now_ns, id, schedule);
+            self.serve_next(now_ns, id, sink);
         }
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! A packet carries its route and the index of the link it is on (htsim's packet-carried
 //! route), so forwarding never searches a graph. Each hop costs two events: the end of
-//! serialisation on the link (`TxDone`) and the arrival at the far end (`Arrive`). The network
-//! never owns the event queue: it asks the caller to schedule its events through a closure, so
-//! the event loop (in `mpsched-sim`) stays the only owner of time.
+//! serialisation on the link (`TxDone`) and the arrival at the far end (`PipeArrive` on FIFO
+//! links, `Arrive` where jitter reorders). The network never owns the event queue: it asks the
+//! caller's [`NetSink`] to schedule its events and hands it every packet it drops, so the event
+//! loop (in `mpsched-sim`) stays the only owner of time and can free what a packet refers to.
 //!
 //! The payload type `P` is opaque here: the engine knows nothing of TCP.
 
@@ -45,10 +46,31 @@ pub struct Packet<P> {
 pub enum NetEvent {
     /// The link finished serialising the packet in service.
     TxDone(LinkId),
-    /// A packet (index in the propagation slab) reached the far end of its current link.
+    /// A packet (index in the propagation slab) reached the far end of its current link
+    /// (links whose jitter reorders packets).
     Arrive(u32),
+    /// The packet at the head of a FIFO link's propagation pipe reached the far end.
+    PipeArrive(LinkId),
     /// The link may be able to serve again (its capacity changed, or it was waiting for time).
     Wake(LinkId),
+}
+
+/// Where the network sends its outputs: events to schedule and packets it dropped.
+///
+/// Any `FnMut(u64, NetEvent)` closure is a sink that ignores drops.
+pub trait NetSink<P> {
+    /// Schedule `event` at absolute time `at_ns`.
+    fn schedule(&mut self, at_ns: u64, event: NetEvent);
+    /// A packet was dropped (queue overflow, random loss, link down).
+    #[allow(unused_variables)]
+    fn dropped(&mut self, pkt: Packet<P>) {}
+}
+
+impl<P, F: FnMut(u64, NetEvent)> NetSink<P> for F {
+    #[inline]
+    fn schedule(&mut self, at_ns: u64, event: NetEvent) {
+        self(at_ns, event)
+    }
 }
 
 /// Links, routes and the packets propagating between them.
@@ -116,11 +138,11 @@ impl<P> Network<P> {
         route: RouteId,
         size_bytes: u32,
         payload: P,
-        schedule: &mut impl FnMut(u64, NetEvent),
+        sink: &mut impl NetSink<P>,
     ) {
         let first = self.routes[route as usize][0];
         let pkt = Packet { size_bytes, route, hop: 0, payload };
-        self.links[first as usize].enqueue(now_ns, first, pkt, schedule);
+        self.links[first as usize].enqueue(now_ns, first, pkt, sink);
     }
 
     /// Processes one network event. Returns a packet that reached the end of its route.
@@ -129,42 +151,67 @@ impl<P> Network<P> {
         &mut self,
         now_ns: u64,
         event: NetEvent,
-        schedule: &mut impl FnMut(u64, NetEvent),
+        sink: &mut impl NetSink<P>,
     ) -> Option<Packet<P>> {
         match event {
             NetEvent::TxDone(link) => {
                 let l = &mut self.links[link as usize];
-                if let Some((arrive_ns, pkt)) = l.finish_service(now_ns, link, schedule) {
-                    let idx = self.propagating.insert(pkt);
-                    schedule(arrive_ns, NetEvent::Arrive(idx as u32));
+                if let Some((arrive_ns, pkt)) = l.finish_service(now_ns, link, sink) {
+                    if l.reorders() {
+                        let idx = self.propagating.insert(pkt);
+                        sink.schedule(arrive_ns, NetEvent::Arrive(idx as u32));
+                    } else {
+                        // FIFO propagation: one pending event per link, for the head of its
+                        // pipe, keeps the event heap as small as the number of links.
+                        if l.pipe.is_empty() {
+                            sink.schedule(arrive_ns, NetEvent::PipeArrive(link));
+                        }
+                        l.pipe.push_back((arrive_ns, pkt));
+                    }
                 }
                 None
             }
+            NetEvent::PipeArrive(link) => {
+                let l = &mut self.links[link as usize];
+                let (_, pkt) = l.pipe.pop_front()?;
+                if let Some(&(next_ns, _)) = l.pipe.front() {
+                    sink.schedule(next_ns, NetEvent::PipeArrive(link));
+                }
+                self.forward(now_ns, pkt, sink)
+            }
             NetEvent::Wake(link) => {
-                self.links[link as usize].wake(now_ns, link, schedule);
+                self.links[link as usize].wake(now_ns, link, sink);
                 None
             }
             NetEvent::Arrive(idx) => {
-                let mut pkt = self.propagating.remove(idx as usize);
-                let route = &self.routes[pkt.route as usize];
-                let link = route[pkt.hop as usize];
-                if !self.links[link as usize].arrive_ok() {
-                    return None;
-                }
-                if (pkt.hop as usize) + 1 == route.len() {
-                    return Some(pkt);
-                }
-                pkt.hop += 1;
-                let next = route[pkt.hop as usize];
-                self.links[next as usize].enqueue(now_ns, next, pkt, schedule);
-                None
+                let pkt = self.propagating.remove(idx as usize);
+                self.forward(now_ns, pkt, sink)
             }
         }
     }
 
+    /// A packet reached the far end of its current link: hand it to the next link, or return
+    /// it when its route ends here.
+    #[inline]
+    fn forward(&mut self, now_ns: u64, mut pkt: Packet<P>, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
+        let route = &self.routes[pkt.route as usize];
+        let link = route[pkt.hop as usize];
+        if !self.links[link as usize].arrive_ok() {
+            sink.dropped(pkt);
+            return None;
+        }
+        if (pkt.hop as usize) + 1 == route.len() {
+            return Some(pkt);
+        }
+        pkt.hop += 1;
+        let next = route[pkt.hop as usize];
+        self.links[next as usize].enqueue(now_ns, next, pkt, sink);
+        None
+    }
+
     /// Takes a link down (its queue is flushed, packets on it are lost) or brings it back up.
-    pub fn set_link_up(&mut self, now_ns: u64, link: LinkId, up: bool, schedule: &mut impl FnMut(u64, NetEvent)) {
-        self.links[link as usize].set_up(now_ns, link, up, schedule);
+    pub fn set_link_up(&mut self, now_ns: u64, link: LinkId, up: bool, sink: &mut impl NetSink<P>) {
+        self.links[link as usize].set_up(now_ns, link, up, sink);
     }
 }
 
