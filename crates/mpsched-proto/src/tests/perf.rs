@@ -1,0 +1,40 @@
+//! Speed measurement of the protocol code on bulk transfers (run with `--ignored
+//! --nocapture`); it also checks that every byte arrives.
+
+use super::util::*;
+use crate::mptcp::{ConnConfig, DataReceiver, DataSender, Mode};
+use crate::sched::registry;
+use std::time::Instant;
+
+fn bulk(mode: Mode, n: usize, total: u64, loss_ppm: u64) {
+    let mut rc = ConnConfig::new(mode, true, n);
+    rc.rcv_buf_bytes = 16 << 20;
+    let sc = ConnConfig::new(mode, false, n);
+    let mut rx = DataReceiver::new(rc);
+    rx.connect(0);
+    let sched = registry::build("minrtt", &serde_json::json!({})).unwrap();
+    let mut tx = DataSender::new(sc, Some(sched)).unwrap();
+    tx.write(total, 0);
+    tx.close();
+    let ab = (0..n).map(|i| Link::new(500 * MBPS, (5 + 5 * i as u64) * MS)).collect();
+    let ba = (0..n).map(|i| Link::new(500 * MBPS, (5 + 5 * i as u64) * MS).lossy(loss_ppm, i as u64 + 1)).collect();
+    let mut p = Pair::new(rx, tx, ab, ba);
+    let t0 = Instant::now();
+    assert!(p.drive(u64::MAX / 2, |a, b| a.delivered_bytes() == total && b.is_done()));
+    let wall = t0.elapsed().as_secs_f64();
+    let segs: u64 = p.ab.iter().chain(p.ba.iter()).map(|l| l.delivered + l.dropped).sum();
+    eprintln!(
+        "{mode:?} x{n} loss {loss_ppm} ppm: {segs} segments (data + ACKs) in {wall:.3} s = {:.2} M segments/s, sim time {:.2} s",
+        segs as f64 / wall / 1e6,
+        p.now_ns as f64 / 1e9
+    );
+}
+
+#[test]
+#[ignore = "measurement; run with --ignored --nocapture"]
+fn bulk_transfer_speed() {
+    bulk(Mode::Tcp, 1, 500 << 20, 0);
+    bulk(Mode::Tcp, 1, 500 << 20, 1_000);
+    bulk(Mode::Mptcp, 2, 500 << 20, 1_000);
+    bulk(Mode::Mptcp, 3, 500 << 20, 10_000);
+}
