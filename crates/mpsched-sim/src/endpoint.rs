@@ -6,7 +6,8 @@
 use crate::config::{Direction, Protocol, TransportConfig};
 use mpsched_proto::cc;
 use mpsched_proto::sched::{self, SubflowView};
-use mpsched_proto::tcp::{HsOption, Receiver, Role, Sender, TcpConfig};
+use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender, Mode};
+use mpsched_proto::tcp::TcpConfig;
 
 pub(crate) use mpsched_proto::tcp::Segment;
 
@@ -20,6 +21,8 @@ pub(crate) trait Endpoint {
     fn poll_timeout(&self) -> Option<u64>;
     /// The timer fired.
     fn handle_timeout(&mut self, now_ns: u64);
+    /// The local interface of `subflow`'s path went down or came back.
+    fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64);
 
     /// Bytes the application may write now (data senders; 0 otherwise).
     fn send_buffer_free(&self) -> u64;
@@ -46,89 +49,92 @@ pub(crate) trait Endpoint {
 /// parameters); returns a message naming what is wrong.
 pub(crate) fn check_transport(t: &TransportConfig) -> Result<(), String> {
     cc::build(&t.cc).map_err(|e| format!("cc: {e}"))?;
-    match t.protocol {
-        Protocol::Tcp => Ok(()),
-        Protocol::Mptcp => {
-            sched::registry::build(&t.scheduler, &t.scheduler_params).map_err(|e| format!("scheduler: {e}"))?;
-            Err("protocol: the MPTCP connection is not wired into the simulator yet".into())
-        }
+    if t.protocol == Protocol::Mptcp {
+        sched::registry::build(&t.scheduler, &t.scheduler_params).map_err(|e| format!("scheduler: {e}"))?;
     }
+    Ok(())
 }
 
-/// Builds the (client, server) endpoints of a flow. The transport passed `check_transport`.
+/// Builds the (client, server) endpoints of a flow over `paths` (one subflow per path). The
+/// transport passed [`check_transport`].
 pub(crate) fn build_endpoints(
     t: &TransportConfig,
     paths: &[usize],
     direction: Direction,
     now_ns: u64,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
-    let _ = paths;
-    let tcp = TcpConfig {
-        mss_bytes: t.mss_bytes,
-        init_cwnd_segments: t.init_cwnd_segments,
+    let mode = match t.protocol {
+        Protocol::Tcp => Mode::Tcp,
+        Protocol::Mptcp => Mode::Mptcp,
+    };
+    let sender_is_client = direction == Direction::Upload;
+    let conn = |is_client: bool| ConnConfig {
+        backup: paths.iter().map(|p| t.backup_paths.contains(p)).collect(),
+        tcp: TcpConfig { mss_bytes: t.mss_bytes, init_cwnd_segments: t.init_cwnd_segments, ..TcpConfig::default() },
         rcv_buf_bytes: t.rcv_buf_bytes,
-        ..TcpConfig::default()
+        snd_buf_bytes: t.snd_buf_bytes,
+        cc: t.cc.clone(),
+        ..ConnConfig::new(mode, is_client, paths.len())
     };
-    let cc = cc::build(&t.cc).expect("checked by check_transport");
-    let (sender_role, receiver_role) = match direction {
-        Direction::Download => (Role::Server, Role::Client),
-        Direction::Upload => (Role::Client, Role::Server),
+    let scheduler = match mode {
+        Mode::Mptcp => Some(sched::registry::build(&t.scheduler, &t.scheduler_params).expect("checked by check_transport")),
+        Mode::Tcp => None,
     };
-    let mut sender = Sender::new(tcp.clone(), sender_role, HsOption::None, cc);
-    let mut receiver = Receiver::new(tcp, receiver_role, HsOption::None);
-    if sender_role == Role::Client {
+    let mut sender = DataSender::new(conn(sender_is_client), scheduler).expect("checked by check_transport");
+    let mut receiver = DataReceiver::new(conn(!sender_is_client));
+    if sender_is_client {
         sender.connect(now_ns);
     } else {
         receiver.connect(now_ns);
     }
-    let sender: Box<dyn Endpoint> = Box::new(TcpSender { tx: sender, snd_buf_bytes: t.snd_buf_bytes, written_bytes: 0 });
-    let receiver: Box<dyn Endpoint> = Box::new(TcpReceiver { rx: receiver, delivered_bytes: 0, last_delivery_ns: None });
-    match direction {
-        Direction::Download => (receiver, sender),
-        Direction::Upload => (sender, receiver),
+    let sender: Box<dyn Endpoint> = Box::new(SenderEp(sender));
+    let receiver: Box<dyn Endpoint> = Box::new(ReceiverEp(receiver));
+    if sender_is_client {
+        (sender, receiver)
+    } else {
+        (receiver, sender)
     }
 }
 
-/// The data-sending side of a plain TCP connection.
-struct TcpSender {
-    tx: Sender,
-    snd_buf_bytes: u64,
-    written_bytes: u64,
-}
+/// The data-sending side of a connection.
+struct SenderEp(DataSender);
 
-impl Endpoint for TcpSender {
-    fn handle_segment(&mut self, now_ns: u64, _subflow: usize, seg: &Segment) {
-        self.tx.handle_segment(now_ns, seg);
+impl Endpoint for SenderEp {
+    fn handle_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment) {
+        self.0.handle_segment(now_ns, subflow, seg);
     }
     fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        self.tx.poll_transmit(now_ns).map(|s| (0, s))
+        self.0.poll_transmit(now_ns)
     }
     fn poll_timeout(&self) -> Option<u64> {
-        self.tx.poll_timeout()
+        self.0.poll_timeout()
     }
     fn handle_timeout(&mut self, now_ns: u64) {
-        self.tx.handle_timeout(now_ns);
+        self.0.handle_timeout(now_ns);
+    }
+    fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64) {
+        self.0.set_path_up(subflow, up, now_ns);
     }
     fn send_buffer_free(&self) -> u64 {
-        self.snd_buf_bytes.saturating_sub(self.tx.outstanding_bytes() + self.tx.queued_bytes())
+        self.0.send_buffer_free()
     }
-    fn write(&mut self, _now_ns: u64, bytes: u64) {
-        // Plain TCP numbers its data from 0 in the (internal) DSN space.
-        self.tx.queue(self.written_bytes, bytes, false);
-        self.written_bytes += bytes;
+    fn write(&mut self, now_ns: u64, bytes: u64) {
+        self.0.write(bytes, now_ns);
     }
-    fn close(&mut self, _now_ns: u64) {}
+    fn close(&mut self, _now_ns: u64) {
+        self.0.close();
+    }
     fn all_acked(&self) -> bool {
-        self.tx.stats().bytes_acked >= self.written_bytes
+        self.0.is_done()
     }
     fn subflow_views(&self) -> Vec<SubflowView> {
-        let mut v = SubflowView::default();
-        self.tx.fill_view(&mut v);
-        v.id = 0;
-        vec![v]
+        let mut v = Vec::new();
+        self.0.subflow_views(&mut v);
+        v
     }
     fn redundant_bytes(&self) -> u64 {
-        0
+        let r = self.0.resent();
+        r.reinject_bytes + r.opportunistic_bytes + r.redundant_bytes
     }
     fn delivered_bytes(&self) -> u64 {
         0
@@ -141,30 +147,24 @@ impl Endpoint for TcpSender {
     }
 }
 
-/// The data-receiving side of a plain TCP connection; its application reads at once.
-struct TcpReceiver {
-    rx: Receiver,
-    delivered_bytes: u64,
-    last_delivery_ns: Option<u64>,
-}
+/// The data-receiving side of a connection; its application reads at once.
+struct ReceiverEp(DataReceiver);
 
-impl Endpoint for TcpReceiver {
-    fn handle_segment(&mut self, now_ns: u64, _subflow: usize, seg: &Segment) {
-        self.rx.handle_segment(now_ns, seg);
-        for r in self.rx.drain_released() {
-            debug_assert_eq!(r.dsn, self.delivered_bytes, "in order, exactly once");
-            self.delivered_bytes += r.len;
-            self.last_delivery_ns = Some(now_ns);
-        }
+impl Endpoint for ReceiverEp {
+    fn handle_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment) {
+        self.0.handle_segment(now_ns, subflow, seg);
     }
     fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        self.rx.poll_transmit(now_ns).map(|s| (0, s))
+        self.0.poll_transmit(now_ns)
     }
     fn poll_timeout(&self) -> Option<u64> {
-        self.rx.poll_timeout()
+        self.0.poll_timeout()
     }
     fn handle_timeout(&mut self, now_ns: u64) {
-        self.rx.handle_timeout(now_ns);
+        self.0.handle_timeout(now_ns);
+    }
+    fn set_path_up(&mut self, subflow: usize, up: bool, _now_ns: u64) {
+        self.0.set_path_up(subflow, up);
     }
     fn send_buffer_free(&self) -> u64 {
         0
@@ -181,13 +181,12 @@ impl Endpoint for TcpReceiver {
         0
     }
     fn delivered_bytes(&self) -> u64 {
-        self.delivered_bytes
+        self.0.delivered_bytes()
     }
     fn last_delivery_ns(&self) -> Option<u64> {
-        self.last_delivery_ns
+        self.0.last_delivery_ns()
     }
     fn receive_buffer(&self) -> (u64, u64) {
-        let ofo = self.rx.ofo_bytes();
-        (ofo, ofo)
+        (self.0.ofo_bytes(), self.0.buffer_in_use_bytes())
     }
 }

@@ -436,6 +436,18 @@ impl<'a> Simulation<'a> {
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
             self.net.set_link_up(now, l as LinkId, e.up, &mut sink);
         }
+        // The hosts see their interface change at once (the kernel marks the subflow failed).
+        for fi in 0..self.flows.len() {
+            let Some(f) = self.flows[fi].as_mut() else { continue };
+            for (sf, &path) in self.cfg.flow_paths(fi).iter().enumerate() {
+                if path == e.path {
+                    f.client.ep.set_path_up(sf, e.up, now);
+                    f.server.ep.set_path_up(sf, e.up, now);
+                }
+            }
+            self.after_activity(fi, true);
+            self.after_activity(fi, false);
+        }
     }
 
     fn sample(&mut self) {
