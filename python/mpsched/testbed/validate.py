@@ -115,7 +115,8 @@ def _concat(parts: list[Tables]) -> Tables:
     out: Tables = {}
     for tables in parts:
         for name, cols in tables.items():
-            if not isinstance(cols, dict):
+            # "_stats" and the like: counters about the run, not tables
+            if name.startswith("_") or not isinstance(cols, dict) or not all(isinstance(v, list) for v in cols.values()):
                 continue
             dst = out.setdefault(name, {k: [] for k in cols})
             n = len(next(iter(cols.values()), []))
