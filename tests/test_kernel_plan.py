@@ -80,6 +80,7 @@ def test_links_without_delay_or_loss_skip_the_delayer():
     (lambda c: c["transports"][0].__setitem__("scheduler", "blest"), "transports[0].scheduler", "only in the simulator"),
     (lambda c: c.__setitem__("path_events", [{"at_ns": 1, "path": 2, "up": False}]), "path_events[0].path", "no path"),
     (lambda c: c["flows"].append(dict(c["flows"][0])), "flows[1].id", "duplicate"),
+    (lambda c: c["transports"][0].__setitem__("protocol", "tcp"), "transports[0].paths", "exactly one path"),
 ])
 def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
     cfg = copy.deepcopy(base_config())

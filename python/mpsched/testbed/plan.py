@@ -243,6 +243,8 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                      f"(name it 'linux'); {t['scheduler']!r} exists only in the simulator")
         if not t["paths"] or any(not 0 <= p < len(paths) for p in t["paths"]):
             raise TestbedConfigError(f"{where}.paths", "must list existing path indices")
+        if t["protocol"] == "tcp" and len(t["paths"]) != 1:
+            raise TestbedConfigError(f"{where}.paths", "plain TCP uses exactly one path")
         if t["protocol"] == "mptcp":
             mptcp_sets.add(frozenset(t["paths"]))
             backups |= set(t.get("backup_paths") or [])
