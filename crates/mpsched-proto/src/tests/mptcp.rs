@@ -42,6 +42,7 @@ type PathSpec = (u64, u64);
 
 struct Setup {
     mode: Mode,
+    backup: Vec<bool>,
     paths: Vec<PathSpec>,
     sched: &'static str,
     cc: &'static str,
@@ -54,8 +55,10 @@ fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
     let n = s.paths.len();
     let mut rc = ConnConfig::new(s.mode, true, n);
     rc.rcv_buf_bytes = s.rcv_buf_bytes;
+    rc.backup = s.backup.clone();
     let mut sc = ConnConfig::new(s.mode, false, n);
     sc.cc = s.cc.to_string();
+    sc.backup = s.backup.clone();
     let mut rx = DataReceiver::new(rc);
     rx.connect(0);
     let sched = registry::build(s.sched, &serde_json::json!({})).unwrap();
@@ -77,6 +80,7 @@ fn complete(p: &mut Pair<DataReceiver, DataSender>, total: u64) {
 fn tcp_mode_connection_matches_slow_start_timing() {
     // Same arithmetic as tests::tcp::slow_start_64kb_takes_four_rtts: 4 RTT = 80 ms.
     let s = Setup {
+        backup: vec![],
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -100,6 +104,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
     // flights of 10, 20, 40, 80, 160, 320, ... = 7 RTTs (140 ms) + 30 ms of handshake and
     // about 80 ms of serialisation: done well before 320 ms.
     let s = Setup {
+        backup: vec![],
         mode: Mode::Mptcp,
         paths: vec![(100 * MBPS, 10 * MS), (100 * MBPS, 100 * MS)],
         sched: "minrtt",
@@ -123,6 +128,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
 #[test]
 fn two_subflows_share_a_transfer_and_count_option_bytes() {
     let s = Setup {
+        backup: vec![],
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 15 * MS)],
         sched: "minrtt",
@@ -144,6 +150,7 @@ fn two_subflows_share_a_transfer_and_count_option_bytes() {
 #[test]
 fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
     let s = Setup {
+        backup: vec![],
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -176,6 +183,7 @@ fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
 #[test]
 fn small_receive_buffer_blocks_and_still_completes() {
     let s = Setup {
+        backup: vec![],
         mode: Mode::Mptcp,
         paths: vec![(50 * MBPS, 5 * MS), (5 * MBPS, 60 * MS)],
         // Round-robin ignores RTTs, so data on the slow path holds back the fast path's.
@@ -197,6 +205,41 @@ fn small_receive_buffer_blocks_and_still_completes() {
     assert!(p.b.subflow_stats(1).unwrap().bytes_sent > 0);
     // The window, not the 55 Mb/s of capacity, limits the transfer: 2 MB needs > 0.3 s.
     assert!(p.a.last_delivery_ns().unwrap() > 1_000 * MS, "fct {:?}", p.a.last_delivery_ns());
+}
+
+#[test]
+fn backup_subflow_carries_data_only_while_the_active_path_is_down() {
+    let s = Setup {
+        backup: vec![false, true],
+        mode: Mode::Mptcp,
+        // Backup RTT 30 ms < 40 ms, but its join completes (85 ms) after subflow 0 (60 ms),
+        // so there is never a moment with only the backup established.
+        paths: vec![(20 * MBPS, 20 * MS), (20 * MBPS, 15 * MS)],
+        sched: "minrtt",
+        cc: "cubic",
+        rcv_buf_bytes: 1 << 22,
+        total_bytes: 6 << 20,
+    };
+    let mut p = download(&s);
+    p.drive(1_000 * MS, |_, _| false);
+    assert!(p.b.subflows()[1].is_established());
+    assert_eq!(p.b.subflow_stats(1).unwrap().bytes_sent, 0, "backup idle although its RTT is lower");
+    let mut views = Vec::new();
+    p.b.subflow_views(&mut views);
+    assert!(views[1].backup && !views[0].backup);
+    p.ab[0].up = false;
+    p.ba[0].up = false;
+    p.b.set_path_up(0, false, p.now_ns);
+    p.a.set_path_up(0, false);
+    p.drive(1_500 * MS, |_, _| false);
+    let on_backup = p.b.subflow_stats(1).unwrap().bytes_sent;
+    assert!(on_backup > 0, "the backup takes over");
+    p.ab[0].up = true;
+    p.ba[0].up = true;
+    p.b.set_path_up(0, true, p.now_ns);
+    p.a.set_path_up(0, true);
+    complete(&mut p, s.total_bytes);
+    assert!(p.b.subflow_stats(0).unwrap().bytes_acked > 0);
 }
 
 proptest! {
@@ -223,6 +266,7 @@ proptest! {
         let cc = crate::cc::NAMES[cc_i];
         let paths: Vec<PathSpec> = (0..n).map(|i| (rates[i] * MBPS, delays[i] * MS)).collect();
         let s = Setup {
+            backup: vec![],
             mode: if mptcp { Mode::Mptcp } else { Mode::Tcp },
             paths,
             sched,

@@ -121,3 +121,54 @@ fn random_loss_transfers_everything_once_in_order() {
         run_to_completion(&mut p, total);
     }
 }
+
+#[test]
+fn hystart_ends_cubic_slow_start_before_any_loss() {
+    // No loss anywhere, but a 10 Mb/s bottleneck whose (unbounded) queue builds up: RTT
+    // samples rise above min RTT + max(min RTT / 8, 4 ms) and HyStart sets ssthresh = cwnd.
+    // Reno, with the same path, never leaves slow start (no loss, ssthresh stays infinite).
+    let total = 3 << 20;
+    let mut p = download(total, 10 * MBPS, 10 * MS, "cubic");
+    run_to_completion(&mut p, total);
+    let st = p.b.tx.stats();
+    assert_eq!(st.rto_count + st.fast_retransmits, 0);
+    let ss = p.b.tx.cc_state().ssthresh_bytes;
+    assert!(ss < u64::MAX, "HyStart set ssthresh");
+    // It fires around the BDP (10 Mb/s * 20 ms = 25 KB) plus the 4 ms threshold, far below
+    // the 3 MB an unchecked slow start would reach.
+    assert!(ss < 200 * 1448, "ssthresh {ss}");
+    let mut p = download(total, 10 * MBPS, 10 * MS, "reno");
+    run_to_completion(&mut p, total);
+    assert_eq!(p.b.tx.cc_state().ssthresh_bytes, u64::MAX);
+}
+
+#[test]
+fn penalty_halves_cwnd_at_most_once_per_rtt() {
+    let mut p = download(2 << 20, 100 * MBPS, 10 * MS, "reno");
+    p.drive(200 * MS, |_, _| false);
+    let tx = &mut p.b.tx;
+    let before = tx.cc_state();
+    assert!(before.cwnd_bytes > 20 * 1448 && before.ssthresh_bytes == u64::MAX);
+    assert_eq!(tx.penalize(200 * MS), Ok(()));
+    assert_eq!(tx.cc_state().cwnd_bytes, before.cwnd_bytes / 2);
+    assert_eq!(tx.cc_state().ssthresh_bytes, u64::MAX, "slow start: ssthresh kept");
+    assert_eq!(tx.penalize(205 * MS), Err(crate::sched::Rejection::PenaltyTooSoon));
+    assert_eq!(tx.penalize(200 * MS + tx.rtt().srtt_ns), Ok(()));
+    assert_eq!(tx.cc_state().cwnd_bytes, before.cwnd_bytes / 4);
+}
+
+#[test]
+fn subflow_view_reports_linux_pacing_rate_and_window_state() {
+    let mut p = download(1 << 20, 100 * MBPS, 10 * MS, "reno");
+    p.drive(150 * MS, |_, _| false);
+    let mut v = crate::sched::SubflowView::default();
+    p.b.tx.fill_view(&mut v);
+    assert!(v.established && v.has_rtt_sample && !v.in_fast_recovery && !v.in_loss_recovery);
+    assert_eq!(v.mss_bytes, 1448);
+    assert!(v.srtt_ns >= 20 * MS && v.min_rtt_ns >= 20 * MS);
+    // Slow start below ssthresh / 2: 200 % of cwnd per srtt (Linux tcp_pacing_ss_ratio).
+    let expect = 2 * v.cwnd_bytes.max(p.b.tx.outstanding_bytes()) * 8 * 1_000_000_000 / v.srtt_ns;
+    assert!(v.pacing_rate_bps.abs_diff(expect) <= 1, "{} vs {expect}", v.pacing_rate_bps);
+    assert_eq!(v.bytes_sent, p.b.tx.stats().bytes_sent);
+    assert!(v.in_flight_bytes <= v.cwnd_bytes);
+}
