@@ -17,7 +17,11 @@
 //! path needs a margin of `1/r_beta` = 25 %.
 //!
 //! Decisions: the kernel reads `rttvar_us >> 1`, which is 2 × RFC 6298 RTTVAR
-//! (`rttvar_us` ≈ 4 × mean deviation); `rttvar_factor` = 2 reproduces it. `k` = the view's
+//! (`rttvar_us` ≈ 4 × mean deviation); `rttvar_factor` = 2 reproduces it. Linux also floors
+//! `rttvar_us` at `tcp_rto_min` (200 ms, `tcp_rtt_estimator`), so the kernel's δ is never below
+//! 100 ms; `delta_floor_ns` = 100 ms reproduces that, the default 0 keeps δ the RTT deviation
+//! the paper intends. A large δ (e.g. RFC 6298's initial RTTVAR = R/2 while the slow path has
+//! only its handshake sample) makes ECF hand the last window of a flow to the slow path. `k` = the view's
 //! `unsent_bytes` (the kernel's meta `wmem_queued` minus what subflows hold). A slow subflow gets
 //! one segment per call so the decision is re-evaluated as `k` shrinks, as the kernel does per
 //! skb; the fastest subflow gets its whole free window. The selector also serves reinjections
@@ -40,6 +44,8 @@ pub struct Config {
     pub r_beta: u64,
     /// δ = `rttvar_factor` × max(RTTVAR_f, RTTVAR_s). Default 2 (kernel `rttvar_us >> 1`).
     pub rttvar_factor: u64,
+    /// Lower bound of δ, ns. Default 0; 100 ms reproduces Linux (`rttvar_us` >= rto_min).
+    pub delta_floor_ns: u64,
 }
 
 impl CheckConfig for Config {}
@@ -49,6 +55,7 @@ impl Default for Config {
         Self {
             r_beta: 4,
             rttvar_factor: 2,
+            delta_floor_ns: 0,
         }
     }
 }
@@ -87,7 +94,8 @@ impl Ecf {
         let k = view.unsent_bytes as u128;
         let (cwnd_f, cwnd_s) = (f.cwnd_bytes as u128, s.cwnd_bytes as u128);
         let (rtt_f, rtt_s) = (f.srtt_ns as u128, s.srtt_ns as u128);
-        let delta = self.cfg.rttvar_factor as u128 * f.rttvar_ns.max(s.rttvar_ns) as u128;
+        let delta = (self.cfg.rttvar_factor as u128 * f.rttvar_ns.max(s.rttvar_ns) as u128)
+            .max(self.cfg.delta_floor_ns as u128);
         let r_beta = self.cfg.r_beta as u128;
         let x_f = k.max(cwnd_f);
         let lhs = rtt_f * (x_f + cwnd_f);
@@ -179,6 +187,28 @@ mod tests {
             }]
         );
         assert!(!ecf.is_waiting());
+    }
+
+    #[test]
+    fn a_large_delta_hands_the_last_window_to_the_slow_path() {
+        let s = paths();
+        // 10 segments left: waiting costs two fast RTTs + δ = 20 + 25 ms against the slow
+        // path's 100 ms: wait. With the kernel's δ floor of 100 ms, 120 ms > 100 ms: use it.
+        let mut out = Vec::new();
+        Ecf::default().schedule(&conn(&s, 10 * MSS), &mut out);
+        assert!(out.is_empty());
+        let cfg = Config {
+            delta_floor_ns: 100 * MS,
+            ..Config::default()
+        };
+        Ecf::new(cfg).schedule(&conn(&s, 10 * MSS), &mut out);
+        assert_eq!(
+            out,
+            vec![Action::SendNew {
+                subflow: 1,
+                max_bytes: MSS
+            }]
+        );
     }
 
     #[test]
