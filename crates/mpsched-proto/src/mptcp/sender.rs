@@ -257,7 +257,16 @@ impl DataSender {
                 if qroom == 0 {
                     return Err(Rejection::SubflowQueueFull);
                 }
-                let n = max_bytes.min(unsent).min(room).min(qroom);
+                let mut n = max_bytes.min(unsent).min(qroom);
+                if room < n {
+                    // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
+                    // `tcp_snd_wnd_test` only sends segments that fit the window whole):
+                    // a window-limited hand-over is cut to whole segments.
+                    n = room / self.cfg.tcp.mss_bytes * self.cfg.tcp.mss_bytes;
+                    if n == 0 {
+                        return Err(Rejection::ReceiveWindowFull);
+                    }
+                }
                 let dsn = self.next_dsn;
                 let fin = self.closed && dsn + n == self.app_written;
                 self.subflows[subflow].queue(dsn, n, fin);

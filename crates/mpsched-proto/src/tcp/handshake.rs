@@ -4,7 +4,8 @@
 //! retransmits its SYN and the server its SYN-ACK after Linux's `TCP_TIMEOUT_INIT` (1 s),
 //! doubling each time (RFC 6298 (5.5), RFC 9293 §3.8.1). An MP_JOIN initiator is
 //! "pre-established" until the responder's fourth ACK arrives (RFC 8684 §3.2): it may not
-//! carry data before that, while the responder may as soon as it has the third ACK.
+//! carry data before that, while the responder may as soon as it has the third ACK; the
+//! initiator repeats its third ACK on the same 1 s timer until the fourth arrives.
 
 use super::rtt::{INITIAL_RTO_NS, MAX_RTO_NS};
 use super::segment::{flags, Segment};
@@ -131,7 +132,10 @@ impl Handshake {
                 self.pending = Some(Pending::Ack3);
                 out.consumed = true;
                 if matches!(self.opt, HsOption::Join { .. }) {
+                    // RFC 8684 §3.2: the third ACK is repeated until the fourth arrives.
                     self.state = State::PreEstablished;
+                    self.backoff = 0;
+                    self.timer_ns = Some(now_ns + INITIAL_RTO_NS);
                 } else {
                     self.state = State::Established;
                     out.became_established = true;
@@ -143,6 +147,7 @@ impl Handshake {
                 out.consumed = true;
             }
             (State::PreEstablished, false, true) => {
+                self.timer_ns = None;
                 self.state = State::Established;
                 out.became_established = true;
                 // The fourth ACK carries nothing else.
@@ -166,6 +171,13 @@ impl Handshake {
                     self.pending = Some(Pending::Ack4);
                 }
                 // A data segment may complete the handshake; let the owner process it.
+                out.consumed = seg.len == 0;
+            }
+            (State::Established, false, true)
+                if self.role == Role::Server && seg.has(flags::MP_JOIN) && matches!(self.opt, HsOption::Join { .. }) =>
+            {
+                // A repeated MP_JOIN third ACK: our fourth ACK was lost.
+                self.pending = Some(Pending::Ack4);
                 out.consumed = seg.len == 0;
             }
             (State::Established, false, _) => {}
@@ -216,16 +228,17 @@ impl Handshake {
         if now_ns < t {
             return;
         }
-        self.backoff += 1;
-        self.retransmits += 1;
         self.pending = Some(match self.state {
             State::SynSent => Pending::Syn,
             State::SynRcvd => Pending::SynAck,
+            State::PreEstablished => Pending::Ack3,
             _ => {
                 self.timer_ns = None;
                 return;
             }
         });
+        self.backoff += 1;
+        self.retransmits += 1;
         self.timer_ns = Some(now_ns + (INITIAL_RTO_NS << self.backoff.min(7)).min(MAX_RTO_NS));
     }
 }

@@ -129,7 +129,7 @@ impl Receiver {
     /// Feeds an incoming segment. Returns true when the handshake completed with it.
     pub fn handle_segment(&mut self, now_ns: u64, seg: &Segment) -> bool {
         let mut established = false;
-        if !self.hs.is_established() || seg.has(flags::SYN) {
+        if !self.hs.is_established() || seg.has(flags::SYN) || seg.has(flags::MP_JOIN) {
             let h = self.hs.handle_segment(now_ns, seg);
             established = h.became_established;
             if h.consumed || !self.hs.is_established() {

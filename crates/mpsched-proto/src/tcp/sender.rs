@@ -198,7 +198,7 @@ impl Sender {
     /// Feeds an incoming segment; coupled algorithms read `view`.
     pub fn handle_segment_coupled(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>) -> AckOutcome {
         let mut out = AckOutcome::default();
-        if !self.hs.is_established() || seg.has(flags::SYN) {
+        if !self.hs.is_established() || seg.has(flags::SYN) || seg.has(flags::MP_JOIN) {
             let h = self.hs.handle_segment(now_ns, seg);
             if let Some(r) = h.rtt_sample_ns {
                 self.rtt.on_sample(r);

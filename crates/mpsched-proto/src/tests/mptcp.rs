@@ -41,6 +41,8 @@ impl Endpoint for DataReceiver {
 type PathSpec = (u64, u64);
 
 struct Setup {
+    /// Upload (the client sends) instead of download.
+    upload: bool,
     mode: Mode,
     backup: Vec<bool>,
     paths: Vec<PathSpec>,
@@ -53,16 +55,17 @@ struct Setup {
 /// Download: `a` = client data receiver, `b` = server data sender with all data written.
 fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
     let n = s.paths.len();
-    let mut rc = ConnConfig::new(s.mode, true, n);
+    let mut rc = ConnConfig::new(s.mode, !s.upload, n);
     rc.rcv_buf_bytes = s.rcv_buf_bytes;
     rc.backup = s.backup.clone();
-    let mut sc = ConnConfig::new(s.mode, false, n);
+    let mut sc = ConnConfig::new(s.mode, s.upload, n);
     sc.cc = s.cc.to_string();
     sc.backup = s.backup.clone();
     let mut rx = DataReceiver::new(rc);
     rx.connect(0);
     let sched = registry::build(s.sched, &serde_json::json!({})).unwrap();
     let mut tx = DataSender::new(sc, Some(sched)).unwrap();
+    tx.connect(0);
     tx.write(s.total_bytes, 0);
     tx.close();
     let ab = s.paths.iter().map(|&(r, d)| Link::new(r, d)).collect();
@@ -81,6 +84,7 @@ fn tcp_mode_connection_matches_slow_start_timing() {
     // Same arithmetic as tests::tcp::slow_start_64kb_takes_four_rtts: 4 RTT = 80 ms.
     let s = Setup {
         backup: vec![],
+        upload: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -97,6 +101,79 @@ fn tcp_mode_connection_matches_slow_start_timing() {
 }
 
 #[test]
+fn upload_starts_data_with_the_third_ack() {
+    // The client sends: data leaves with the third ACK at 1 RTT, so 64 KB (flights 10, 20,
+    // 16) completes at 1 + 0.5 + 2 = 3.5 RTT = 70 ms.
+    let s = Setup {
+        backup: vec![],
+        upload: true,
+        mode: Mode::Tcp,
+        paths: vec![(1_000 * MBPS, 10 * MS)],
+        sched: "minrtt",
+        cc: "reno",
+        rcv_buf_bytes: 1 << 22,
+        total_bytes: 65_536,
+    };
+    let mut p = download(&s);
+    complete(&mut p, s.total_bytes);
+    let fct = p.a.last_delivery_ns().unwrap();
+    assert!(fct >= 70 * MS && fct < 71 * MS, "fct {fct}");
+}
+
+#[test]
+fn tcp_throughput_is_limited_by_the_receive_window() {
+    // 32 KB of window holds 22 whole segments (the sender does not split a segment to fit
+    // the window). 1 MB = 725 segments: slow start sends 10 then 20 in the first two RTTs,
+    // then 22 per RTT for the remaining 695 (32 RTTs). The first flight arrives at 40 ms
+    // (after the handshake), the last 33 RTTs later: 40 + 33 * 20 = 700 ms (+ ~1 ms of
+    // serialisation at 1 Gb/s).
+    let s = Setup {
+        backup: vec![],
+        upload: false,
+        mode: Mode::Tcp,
+        paths: vec![(1_000 * MBPS, 10 * MS)],
+        sched: "minrtt",
+        cc: "cubic",
+        rcv_buf_bytes: 32 * 1024,
+        total_bytes: 1 << 20,
+    };
+    let mut p = download(&s);
+    complete(&mut p, s.total_bytes);
+    let fct = p.a.last_delivery_ns().unwrap();
+    assert!(fct >= 700 * MS && fct < 702 * MS, "fct {fct}");
+}
+
+#[test]
+fn lost_fourth_ack_is_recovered_by_repeating_the_third() {
+    // Upload over two paths; the server's first MP_JOIN fourth ACK is lost, so the client's
+    // subflow 1 stays pre-established until its third ACK is repeated (1 s later).
+    let s = Setup {
+        backup: vec![],
+        upload: true,
+        mode: Mode::Mptcp,
+        paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 10 * MS)],
+        sched: "minrtt",
+        cc: "cubic",
+        rcv_buf_bytes: 1 << 22,
+        total_bytes: 4 << 20,
+    };
+    let mut p = download(&s);
+    let mut dropped = false;
+    p.ab[1].drop = Some(Box::new(move |seg: &Segment| {
+        // a = data receiver (server) -> b: the first pure ACK on path 1 is the fourth ACK.
+        let is_ack4 = seg.flags & crate::tcp::flags::SYN == 0 && seg.len == 0 && !dropped;
+        dropped |= is_ack4;
+        is_ack4
+    }));
+    p.drive(900 * MS, |_, _| false);
+    assert!(!p.b.subflows()[1].is_established(), "pre-established without the fourth ACK");
+    assert_eq!(p.b.subflow_stats(1).unwrap().bytes_sent, 0);
+    complete(&mut p, s.total_bytes);
+    assert!(p.b.subflows()[1].is_established());
+    assert!(p.b.subflow_stats(1).unwrap().bytes_sent > 0);
+}
+
+#[test]
 fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
     // Path 0: 20 ms RTT, path 1: 200 ms RTT, both 100 Mb/s. Subflow 1's MP_JOIN starts when
     // subflow 0 is established at the client (20 ms); the server can use it after the third
@@ -105,6 +182,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
     // about 80 ms of serialisation: done well before 320 ms.
     let s = Setup {
         backup: vec![],
+        upload: false,
         mode: Mode::Mptcp,
         paths: vec![(100 * MBPS, 10 * MS), (100 * MBPS, 100 * MS)],
         sched: "minrtt",
@@ -129,6 +207,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
 fn two_subflows_share_a_transfer_and_count_option_bytes() {
     let s = Setup {
         backup: vec![],
+        upload: false,
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 15 * MS)],
         sched: "minrtt",
@@ -151,6 +230,7 @@ fn two_subflows_share_a_transfer_and_count_option_bytes() {
 fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
     let s = Setup {
         backup: vec![],
+        upload: false,
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -184,6 +264,7 @@ fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
 fn small_receive_buffer_blocks_and_still_completes() {
     let s = Setup {
         backup: vec![],
+        upload: false,
         mode: Mode::Mptcp,
         paths: vec![(50 * MBPS, 5 * MS), (5 * MBPS, 60 * MS)],
         // Round-robin ignores RTTs, so data on the slow path holds back the fast path's.
@@ -211,6 +292,7 @@ fn small_receive_buffer_blocks_and_still_completes() {
 fn backup_subflow_carries_data_only_while_the_active_path_is_down() {
     let s = Setup {
         backup: vec![false, true],
+        upload: false,
         mode: Mode::Mptcp,
         // Backup RTT 30 ms < 40 ms, but its join completes (85 ms) after subflow 0 (60 ms),
         // so there is never a moment with only the backup established.
@@ -251,6 +333,7 @@ proptest! {
     #[test]
     fn conservation(
         mptcp in any::<bool>(),
+        upload in any::<bool>(),
         n in 2usize..=3,
         rates in proptest::collection::vec(1u64..50, 3),
         delays in proptest::collection::vec(1u64..80, 3),
@@ -267,6 +350,7 @@ proptest! {
         let paths: Vec<PathSpec> = (0..n).map(|i| (rates[i] * MBPS, delays[i] * MS)).collect();
         let s = Setup {
             backup: vec![],
+            upload,
             mode: if mptcp { Mode::Mptcp } else { Mode::Tcp },
             paths,
             sched,
