@@ -31,6 +31,8 @@ mod common;
 #[cfg(test)]
 mod conformance;
 #[cfg(test)]
+mod scenarios;
+#[cfg(test)]
 mod toy_model;
 
 pub mod blest;

@@ -3,4 +3,4 @@
 mod mptcp;
 mod perf;
 mod tcp;
-mod util;
+pub(crate) mod util;
