@@ -5,6 +5,8 @@
 //   mpxfer cbr --dst IP --port P --bind IP --rate-bps R --packet-bytes B --epoch-ns E
 //              --start-ns S --stop-ns T
 //   mpxfer sink --port P
+//   mpxfer echo --port P
+//   mpxfer ping --dst IP --port P --bind IP [--count N] [--interval-ns I] [--wait-ns W]
 //
 // All times are CLOCK_MONOTONIC, which every network namespace shares, so the harness can put
 // client, server and router events on one time axis. The flows file has one flow per line:
@@ -465,6 +467,74 @@ static int run_sink(int argc, char **argv) {
     return 0;
 }
 
+/* ------------------------------ UDP echo / ping ------------------------------ */
+
+// Echo: sends every datagram back to where it came from (the ping's peer).
+static int run_echo(int argc, char **argv) {
+    int port = (int)u64arg(argc, argv, "--port", NULL);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        fprintf(stderr, "mpxfer echo: bind %d: %s\n", port, strerror(errno));
+        return 1;
+    }
+    printf("{\"type\": \"ready\"}\n");
+    char buf[2048];
+    while (!g_stop) {
+        if (!(wait_fd(fd, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
+        struct sockaddr_in from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+        if (n > 0) sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+    }
+    return 0;
+}
+
+// Ping: COUNT probes every INTERVAL ns from BIND to DST's echo; one JSON line per reply with
+// the round-trip time (CLOCK_MONOTONIC, so no clock offset), then a summary line.
+static int run_ping(int argc, char **argv) {
+    const char *dst = arg(argc, argv, "--dst", NULL), *bind_ip = arg(argc, argv, "--bind", "0.0.0.0");
+    int port = (int)u64arg(argc, argv, "--port", NULL);
+    uint64_t count = u64arg(argc, argv, "--count", "10");
+    uint64_t interval = u64arg(argc, argv, "--interval-ns", "10000000");
+    uint64_t wait_ns = u64arg(argc, argv, "--wait-ns", "2000000000");
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in l = {.sin_family = AF_INET}, r = {.sin_family = AF_INET};
+    inet_pton(AF_INET, bind_ip, &l.sin_addr);
+    inet_pton(AF_INET, dst, &r.sin_addr);
+    r.sin_port = htons((uint16_t)port);
+    if (bind(fd, (struct sockaddr *)&l, sizeof l) < 0) {
+        fprintf(stderr, "mpxfer ping: bind %s: %s\n", bind_ip, strerror(errno));
+        return 1;
+    }
+    struct probe {
+        uint64_t seq, sent_ns;
+    } p;
+    uint64_t start = mpx_now_ns(), received = 0, sent = 0;
+    uint64_t last_send = start + (count ? count - 1 : 0) * interval;
+    for (;;) {
+        uint64_t now = mpx_now_ns();
+        uint64_t due = start + sent * interval;
+        if (sent < count && now >= due) {
+            p.seq = sent++;
+            p.sent_ns = now;
+            sendto(fd, &p, sizeof p, 0, (struct sockaddr *)&r, sizeof r);
+            continue;
+        }
+        if (g_stop || (sent == count && (received == count || now >= last_send + wait_ns))) break;
+        uint64_t until = sent < count ? due : last_send + wait_ns;
+        if (!(wait_fd(fd, POLLIN, until) & POLLIN)) continue;
+        struct probe q;
+        if (recv(fd, &q, sizeof q, MSG_DONTWAIT) == (ssize_t)sizeof q) {
+            received++;
+            printf("{\"type\": \"rtt\", \"seq\": %" PRIu64 ", \"rtt_ns\": %" PRIu64 "}\n", q.seq,
+                   mpx_now_ns() - q.sent_ns);
+        }
+    }
+    printf("{\"type\": \"ping\", \"sent\": %" PRIu64 ", \"received\": %" PRIu64 "}\n", sent, received);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -473,13 +543,15 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: mpxfer server|client|cbr|sink --key value ...\n");
+        fprintf(stderr, "usage: mpxfer server|client|cbr|sink|echo|ping --key value ...\n");
         return 2;
     }
     if (!strcmp(argv[1], "server")) return run_server(argc, argv);
     if (!strcmp(argv[1], "client")) return run_client(argc, argv);
     if (!strcmp(argv[1], "cbr")) return run_cbr(argc, argv);
     if (!strcmp(argv[1], "sink")) return run_sink(argc, argv);
+    if (!strcmp(argv[1], "echo")) return run_echo(argc, argv);
+    if (!strcmp(argv[1], "ping")) return run_ping(argc, argv);
     fprintf(stderr, "mpxfer: unknown mode %s\n", argv[1]);
     return 2;
 }

@@ -155,6 +155,21 @@ def test_run_leaves_nothing_behind(table_a):
     assert "NFQUEUE" not in host_rules
 
 
+def test_round_trip_times_match_the_configured_delays():
+    """UDP probes (mpxfer ping/echo) see the configured RTT plus at most a little: testbed.md
+    measured ping 20.13 / 20.30 ms and 200.14 / 200.26 ms (min / avg) with its delayer."""
+    from statistics import median
+
+    from mpsched.testbed.probe import ping_paths
+
+    rtts = ping_paths(two_path_config([]), count=50)
+    for path, base_ms in ((0, 20.0), (1, 200.0)):
+        got = [r / 1e6 for r in rtts[path]]
+        assert len(got) >= 48, got  # no loss configured
+        assert base_ms <= min(got) <= base_ms + 0.5, (path, min(got))
+        assert median(got) <= base_ms + 1.0, (path, median(got))
+
+
 def test_upload_with_loss_over_tcp():
     """A TCP upload on path 1 with 2 % Bernoulli loss on its uplink: completes, retransmits,
     and the delayer's losses show in the link table."""

@@ -12,6 +12,7 @@ import platform
 import statistics
 import time
 
+from mpsched.testbed.probe import ping_paths
 from mpsched.testbed.run import run_once
 
 MS = 1_000_000
@@ -86,6 +87,18 @@ def main() -> None:
                if diag.get("delayer_cpu_s") is not None and diag.get("delayer_wall_s") else "?")
         lines.append(f"| {name} | {goodput:.1f} | {_lat(down)} | {down['packets']} | {cpu} |")
         print(lines[-1], flush=True)
+    lines.append("")
+    lines.append("Round-trip time of UDP probes on idle paths (`mpxfer ping` / `echo`, one every 10 ms; "
+                 "testbed.md measured ping 20.132 / 20.303 / 22.159 / 0.131 and 200.138 / 200.262 / 202.230 / "
+                 "0.139 ms):\n")
+    lines.append("| configured RTT | probes | min / mean / max / sd (ms) |")
+    lines.append("|---|---|---|")
+    probes = 100 if args.quick else 300
+    rtts = ping_paths(table_a(0), count=probes)
+    for path, base in ((0, "20 ms"), (1, "200 ms")):
+        ms = [r / 1e6 for r in rtts[path]]
+        lines.append(f"| {base} | {len(ms)} | {min(ms):.3f} / {statistics.fmean(ms):.3f} / {max(ms):.3f} / "
+                     f"{statistics.pstdev(ms):.3f} |")
     tables, diag = run_once(table_a(reps))
     f = tables["flows"]
     rows = [dict(zip(f, v)) for v in zip(*f.values())]
