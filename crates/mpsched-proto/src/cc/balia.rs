@@ -20,7 +20,9 @@ pub struct Balia {
 
 /// (x_r, sum x, alpha_r) for subflow `view.me`, rates in MSS per ns.
 fn rates(view: &CoupledView<'_>) -> (f64, f64, f64) {
-    let x = |s: &super::CoupledSubflow| s.cwnd_bytes as f64 / s.mss_bytes.max(1) as f64 / s.srtt_ns.max(1) as f64;
+    let x = |s: &super::CoupledSubflow| {
+        s.cwnd_bytes as f64 / s.mss_bytes.max(1) as f64 / s.srtt_ns.max(1) as f64
+    };
     let act = || view.subflows.iter().filter(|s| s.active);
     let sum: f64 = act().map(x).sum();
     let max = act().map(x).fold(0.0f64, f64::max);
@@ -64,6 +66,8 @@ impl CongestionControl for Balia {
         }
         let (_, _, alpha) = rates(view);
         let md = (tcb.cwnd_bytes as f64 / 2.0 * alpha.min(1.5)) as u64;
-        tcb.cwnd_bytes.saturating_sub(md).max(MIN_SSTHRESH_SEGMENTS * tcb.mss_bytes)
+        tcb.cwnd_bytes
+            .saturating_sub(md)
+            .max(MIN_SSTHRESH_SEGMENTS * tcb.mss_bytes)
     }
 }

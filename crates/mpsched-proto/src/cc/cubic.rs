@@ -13,7 +13,9 @@
 //! more than half the minimum RTT) or delay increase (minimum of the first 8 RTT samples of a
 //! round above delay_min + clamp(delay_min / 8, 4 ms, 16 ms)). Detection sets ssthresh = cwnd.
 
-use super::{slow_start, AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS};
+use super::{
+    slow_start, AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS,
+};
 
 /// Linux `beta` / `BICTCP_BETA_SCALE`: multiplicative decrease to 717/1024 of cwnd.
 pub const BETA_NUM: u64 = 717;
@@ -87,11 +89,10 @@ impl Cubic {
         // ACK train.
         if now.saturating_sub(self.last_ack_ns) <= HYSTART_ACK_DELTA_NS {
             self.last_ack_ns = now;
-            let ack_delay_ns = if ack.pacing_rate_bps == 0 {
-                0
-            } else {
-                (4 * GSO_MAX_BYTES * 8 * 1_000_000_000 / ack.pacing_rate_bps).min(1_000_000)
-            };
+            // Linux `hystart_ack_delay`: time to send four GSO bursts, at most 1 ms.
+            let ack_delay_ns = (4 * GSO_MAX_BYTES * 8 * 1_000_000_000)
+                .checked_div(ack.pacing_rate_bps)
+                .map_or(0, |d| d.min(1_000_000));
             // No pacing qdisc: threshold halved (Linux `SK_PACING_NONE`).
             let threshold = (self.delay_min_ns + ack_delay_ns) >> 1;
             if now - self.round_start_ns > threshold {
@@ -128,7 +129,11 @@ impl Cubic {
                     self.origin_bytes = cwnd;
                 } else {
                     // K = cbrt((W_max - cwnd) / C), in seconds with W in segments.
-                    let num = (self.last_max_bytes - cwnd) as u128 * C_DEN * NS_PER_S * NS_PER_S * NS_PER_S;
+                    let num = (self.last_max_bytes - cwnd) as u128
+                        * C_DEN
+                        * NS_PER_S
+                        * NS_PER_S
+                        * NS_PER_S;
                     self.k_ns = cbrt_u128(num / (C_NUM * mss as u128)) as u64;
                     self.origin_bytes = self.last_max_bytes;
                 }
@@ -138,10 +143,19 @@ impl Cubic {
         let t_ns = (ack.now_ns - epoch + self.delay_min_ns) as u128;
         let k = self.k_ns as u128;
         let offs = t_ns.abs_diff(k).min(100 * NS_PER_S);
-        let delta = C_NUM * mss as u128 * offs * offs * offs / (C_DEN * NS_PER_S * NS_PER_S * NS_PER_S);
+        let delta =
+            C_NUM * mss as u128 * offs * offs * offs / (C_DEN * NS_PER_S * NS_PER_S * NS_PER_S);
         let delta = delta.min(u64::MAX as u128 / 2) as u64;
-        let target = if t_ns < k { self.origin_bytes.saturating_sub(delta) } else { self.origin_bytes + delta };
-        let mut cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100 * cwnd / mss };
+        let target = if t_ns < k {
+            self.origin_bytes.saturating_sub(delta)
+        } else {
+            self.origin_bytes + delta
+        };
+        let mut cnt = if target > cwnd {
+            cwnd / (target - cwnd)
+        } else {
+            100 * cwnd / mss
+        };
         // Before any loss, grow at most ~5% per RTT (Linux: cnt capped at 20).
         if self.last_max_bytes == 0 {
             cnt = cnt.min(20);
@@ -160,7 +174,10 @@ impl Cubic {
     }
 
     fn reset(&mut self) {
-        *self = Cubic { delay_min_ns: 0, ..Default::default() };
+        *self = Cubic {
+            delay_min_ns: 0,
+            ..Default::default()
+        };
     }
 }
 
@@ -172,13 +189,18 @@ impl CongestionControl for Cubic {
     fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, _view: &CoupledView<'_>) {
         // Linux `bictcp_acked`: RTT bookkeeping and HyStart, before window growth.
         if let Some(rtt) = ack.rtt_sample_ns {
-            let after_recovery = self.epoch_start_ns.is_some_and(|e| ack.now_ns - e < NS_PER_S as u64);
+            let after_recovery = self
+                .epoch_start_ns
+                .is_some_and(|e| ack.now_ns - e < NS_PER_S as u64);
             if !after_recovery {
                 let delay = rtt.max(1);
                 if self.delay_min_ns == 0 || self.delay_min_ns > delay {
                     self.delay_min_ns = delay;
                 }
-                if !self.found && tcb.in_slow_start() && tcb.cwnd_bytes >= HYSTART_LOW_WINDOW_SEGMENTS * tcb.mss_bytes {
+                if !self.found
+                    && tcb.in_slow_start()
+                    && tcb.cwnd_bytes >= HYSTART_LOW_WINDOW_SEGMENTS * tcb.mss_bytes
+                {
                     self.hystart_update(tcb, ack, delay);
                 }
             }
@@ -194,7 +216,13 @@ impl CongestionControl for Cubic {
                 return;
             }
         }
-        let cnt = self.update(tcb, &AckSample { acked_bytes: acked, ..*ack });
+        let cnt = self.update(
+            tcb,
+            &AckSample {
+                acked_bytes: acked,
+                ..*ack
+            },
+        );
         // Linux `tcp_cong_avoid_ai` in bytes.
         let step = cnt * tcb.mss_bytes;
         // Credits accumulated at a higher cnt are applied gently: one MSS, then reset.
@@ -214,8 +242,11 @@ impl CongestionControl for Cubic {
         // Linux `cubictcp_recalc_ssthresh`: end the epoch, remember W_max with fast convergence.
         self.epoch_start_ns = None;
         let cwnd = tcb.cwnd_bytes;
-        self.last_max_bytes =
-            if cwnd < self.last_max_bytes { cwnd * (BETA_DEN + BETA_NUM) / (2 * BETA_DEN) } else { cwnd };
+        self.last_max_bytes = if cwnd < self.last_max_bytes {
+            cwnd * (BETA_DEN + BETA_NUM) / (2 * BETA_DEN)
+        } else {
+            cwnd
+        };
         (cwnd * BETA_NUM / BETA_DEN).max(MIN_SSTHRESH_SEGMENTS * tcb.mss_bytes)
     }
 
@@ -233,11 +264,15 @@ impl CongestionControl for Cubic {
 
 /// Integer cube root (floor), by bisection: deterministic on every platform.
 pub fn cbrt_u128(x: u128) -> u128 {
-    let cube_le = |m: u128| m.checked_mul(m).and_then(|v| v.checked_mul(m)).is_some_and(|c| c <= x);
+    let cube_le = |m: u128| {
+        m.checked_mul(m)
+            .and_then(|v| v.checked_mul(m))
+            .is_some_and(|c| c <= x)
+    };
     // cbrt(2^128) < 2^43.
     let (mut lo, mut hi) = (0u128, 1u128 << 43);
     while lo < hi {
-        let mid = (lo + hi + 1) / 2;
+        let mid = (lo + hi).div_ceil(2);
         if cube_le(mid) {
             lo = mid;
         } else {

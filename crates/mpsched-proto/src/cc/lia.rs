@@ -7,7 +7,9 @@
 //! over (the kernel's `snd_cwnd_cnt`); f64 here uses only + - * /, which IEEE 754 makes exact
 //! and reproducible.
 
-use super::{reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView};
+use super::{
+    reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView,
+};
 
 /// LIA state.
 #[derive(Debug, Clone, Default)]
@@ -53,7 +55,12 @@ impl CongestionControl for Lia {
         if view.active_count() < 2 {
             return reno_avoidance(tcb, &mut self.acc_bytes, acked);
         }
-        let total: u64 = view.subflows.iter().filter(|s| s.active).map(|s| s.cwnd_bytes).sum();
+        let total: u64 = view
+            .subflows
+            .iter()
+            .filter(|s| s.active)
+            .map(|s| s.cwnd_bytes)
+            .sum();
         let alpha = lia_alpha(view);
         let a = acked as f64 * tcb.mss_bytes as f64;
         let inc = (alpha * a / total.max(1) as f64).min(a / tcb.cwnd_bytes.max(1) as f64);

@@ -102,7 +102,10 @@ pub struct CoupledView<'a> {
 
 impl CoupledView<'_> {
     /// A view with no other subflow (plain TCP): coupled algorithms fall back to Reno.
-    pub const SINGLE: CoupledView<'static> = CoupledView { subflows: &[], me: 0 };
+    pub const SINGLE: CoupledView<'static> = CoupledView {
+        subflows: &[],
+        me: 0,
+    };
 
     /// Number of active subflows.
     pub fn active_count(&self) -> usize {
@@ -137,7 +140,9 @@ pub trait CongestionControl: std::fmt::Debug + Send {
 /// congestion avoidance (Linux `tcp_slow_start` return value).
 pub fn slow_start(tcb: &mut CcState, acked_bytes: u64) -> u64 {
     let room = tcb.ssthresh_bytes.saturating_sub(tcb.cwnd_bytes);
-    let inc = acked_bytes.min(ABC_LIMIT_SEGMENTS * tcb.mss_bytes).min(room);
+    let inc = acked_bytes
+        .min(ABC_LIMIT_SEGMENTS * tcb.mss_bytes)
+        .min(room);
     tcb.cwnd_bytes += inc;
     acked_bytes - inc.min(acked_bytes)
 }
@@ -181,7 +186,12 @@ pub struct UnknownCc(pub String);
 
 impl std::fmt::Display for UnknownCc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "unknown congestion control {:?}; valid names: {}", self.0, NAMES.join(", "))
+        write!(
+            f,
+            "unknown congestion control {:?}; valid names: {}",
+            self.0,
+            NAMES.join(", ")
+        )
     }
 }
 impl std::error::Error for UnknownCc {}

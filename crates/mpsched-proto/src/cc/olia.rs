@@ -8,7 +8,9 @@
 //! Slow start and loss are Reno's; fewer than two active subflows: Reno. The increase may be
 //! negative: cwnd then shrinks, never below one MSS.
 
-use super::{reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView};
+use super::{
+    reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView,
+};
 
 /// OLIA state.
 #[derive(Debug, Clone, Default)]
@@ -82,7 +84,10 @@ impl CongestionControl for Olia {
         if whole >= 0.0 {
             tcb.cwnd_bytes += whole as u64;
         } else {
-            tcb.cwnd_bytes = tcb.cwnd_bytes.saturating_sub((-whole) as u64).max(tcb.mss_bytes);
+            tcb.cwnd_bytes = tcb
+                .cwnd_bytes
+                .saturating_sub((-whole) as u64)
+                .max(tcb.mss_bytes);
         }
     }
 

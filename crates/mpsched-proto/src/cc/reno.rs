@@ -4,7 +4,9 @@
 //! cwnd of acknowledged bytes; a loss halves the window. Loss recovery itself (SACK, RFC 6675)
 //! lives in the subflow.
 
-use super::{reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView};
+use super::{
+    reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView,
+};
 
 /// Reno state: the congestion-avoidance byte counter.
 #[derive(Debug, Clone, Default)]

@@ -5,7 +5,11 @@ use super::*;
 const MSS: u64 = 1448;
 
 fn tcb(cwnd_segs: u64, ssthresh_segs: u64) -> CcState {
-    CcState { cwnd_bytes: cwnd_segs * MSS, ssthresh_bytes: ssthresh_segs.saturating_mul(MSS), mss_bytes: MSS }
+    CcState {
+        cwnd_bytes: cwnd_segs * MSS,
+        ssthresh_bytes: ssthresh_segs.saturating_mul(MSS),
+        mss_bytes: MSS,
+    }
 }
 
 fn ack(now_ns: u64, acked: u64) -> AckSample {
@@ -50,7 +54,10 @@ fn reno_avoidance_adds_one_mss_per_window() {
         r.on_ack(&mut t, &ack(0, MSS), &CoupledView::SINGLE);
     }
     assert_eq!(t.cwnd_bytes, 21 * MSS);
-    assert_eq!(r.ssthresh_on_loss(&t, 0, &CoupledView::SINGLE), 21 * MSS / 2);
+    assert_eq!(
+        r.ssthresh_on_loss(&t, 0, &CoupledView::SINGLE),
+        21 * MSS / 2
+    );
 }
 
 #[test]
@@ -68,7 +75,10 @@ fn no_growth_when_not_cwnd_limited() {
 #[test]
 fn unknown_name_lists_the_valid_ones() {
     let e = build("vegas").unwrap_err().to_string();
-    assert!(e.contains("vegas") && e.contains("reno, cubic, lia, olia, balia"), "{e}");
+    assert!(
+        e.contains("vegas") && e.contains("reno, cubic, lia, olia, balia"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -99,8 +109,16 @@ fn cubic_backs_off_to_0_7_and_regrows_to_wmax_after_k() {
         }
     }
     let at_k_segs = at_k / MSS;
-    assert!((95..=101).contains(&at_k_segs), "cwnd near K: {at_k_segs} segments, end {}", t.cwnd_bytes / MSS);
-    assert!((101..=104).contains(&(t.cwnd_bytes / MSS)), "convex growth after K: {}", t.cwnd_bytes / MSS);
+    assert!(
+        (95..=101).contains(&at_k_segs),
+        "cwnd near K: {at_k_segs} segments, end {}",
+        t.cwnd_bytes / MSS
+    );
+    assert!(
+        (101..=104).contains(&(t.cwnd_bytes / MSS)),
+        "convex growth after K: {}",
+        t.cwnd_bytes / MSS
+    );
 }
 
 #[test]
@@ -128,8 +146,20 @@ fn hystart_delay_increase_ends_slow_start() {
 
 fn two(cwnd0: u64, rtt0: u64, cwnd1: u64, rtt1: u64) -> [CoupledSubflow; 2] {
     [
-        CoupledSubflow { active: true, cwnd_bytes: cwnd0 * MSS, srtt_ns: rtt0, mss_bytes: MSS, loss_interval_bytes: 0 },
-        CoupledSubflow { active: true, cwnd_bytes: cwnd1 * MSS, srtt_ns: rtt1, mss_bytes: MSS, loss_interval_bytes: 0 },
+        CoupledSubflow {
+            active: true,
+            cwnd_bytes: cwnd0 * MSS,
+            srtt_ns: rtt0,
+            mss_bytes: MSS,
+            loss_interval_bytes: 0,
+        },
+        CoupledSubflow {
+            active: true,
+            cwnd_bytes: cwnd1 * MSS,
+            srtt_ns: rtt1,
+            mss_bytes: MSS,
+            loss_interval_bytes: 0,
+        },
     ]
 }
 
@@ -139,7 +169,10 @@ fn lia_is_no_more_aggressive_than_reno_on_the_best_path() {
     // Two equal paths: alpha = 2w * (w/r^2) / (2w/r)^2 = 1/2, increase = alpha/w_total per
     // MSS = 1/(4w): each subflow grows at a quarter of Reno's rate.
     let subs = two(20, 50_000_000, 20, 50_000_000);
-    let view = CoupledView { subflows: &subs, me: 0 };
+    let view = CoupledView {
+        subflows: &subs,
+        me: 0,
+    };
     assert!((lia::lia_alpha(&view) - 0.5).abs() < 1e-12);
     let mut t = tcb(20, 10);
     let mut l = Lia::default();
@@ -148,7 +181,7 @@ fn lia_is_no_more_aggressive_than_reno_on_the_best_path() {
     }
     // Reno would add 4 MSS over 80 acked MSS at cwnd 20; LIA adds ~1 MSS.
     let grown = t.cwnd_bytes - 20 * MSS;
-    assert!(grown >= MSS - 2 && grown <= MSS + 2, "grew {grown}");
+    assert!((MSS - 2..=MSS + 2).contains(&grown), "grew {grown}");
 }
 
 #[test]
@@ -159,7 +192,8 @@ fn coupled_algorithms_fall_back_to_reno_with_one_subflow() {
         let mut c = build(name).unwrap();
         let mut r = Reno::default();
         for _ in 0..45 {
-            c.inner_mut().on_ack(&mut t1, &ack(0, MSS), &CoupledView::SINGLE);
+            c.inner_mut()
+                .on_ack(&mut t1, &ack(0, MSS), &CoupledView::SINGLE);
             r.on_ack(&mut t2, &ack(0, MSS), &CoupledView::SINGLE);
         }
         assert_eq!(t1, t2, "{name}");
@@ -172,9 +206,18 @@ fn olia_moves_window_from_the_largest_to_the_best_path() {
     let mut subs = two(10, 50_000_000, 30, 50_000_000);
     subs[0].loss_interval_bytes = 1_000_000;
     subs[1].loss_interval_bytes = 100_000;
-    let a0 = olia::olia_alpha(&CoupledView { subflows: &subs, me: 0 });
-    let a1 = olia::olia_alpha(&CoupledView { subflows: &subs, me: 1 });
-    assert!((a0 - 0.5).abs() < 1e-12 && (a1 + 0.5).abs() < 1e-12, "{a0} {a1}");
+    let a0 = olia::olia_alpha(&CoupledView {
+        subflows: &subs,
+        me: 0,
+    });
+    let a1 = olia::olia_alpha(&CoupledView {
+        subflows: &subs,
+        me: 1,
+    });
+    assert!(
+        (a0 - 0.5).abs() < 1e-12 && (a1 + 0.5).abs() < 1e-12,
+        "{a0} {a1}"
+    );
 }
 
 #[test]
@@ -185,7 +228,24 @@ fn balia_decrease_is_larger_on_the_slower_path() {
     let mut b = Balia::default();
     let t0 = tcb(30, 10);
     let t1 = tcb(10, 5);
-    assert_eq!(b.ssthresh_on_loss(&t0, 0, &CoupledView { subflows: &subs, me: 0 }), 15 * MSS);
-    let s1 = b.ssthresh_on_loss(&t1, 0, &CoupledView { subflows: &subs, me: 1 });
+    assert_eq!(
+        b.ssthresh_on_loss(
+            &t0,
+            0,
+            &CoupledView {
+                subflows: &subs,
+                me: 0
+            }
+        ),
+        15 * MSS
+    );
+    let s1 = b.ssthresh_on_loss(
+        &t1,
+        0,
+        &CoupledView {
+            subflows: &subs,
+            me: 1,
+        },
+    );
     assert_eq!(s1, (10 * MSS - (10 * MSS) * 3 / 4).max(2 * MSS));
 }

@@ -23,7 +23,11 @@ impl Chunks {
                 return;
             }
         }
-        self.unacked.push_back(UnackedChunk { dsn, len, sent_on_mask: mask });
+        self.unacked.push_back(UnackedChunk {
+            dsn,
+            len,
+            sent_on_mask: mask,
+        });
     }
 
     /// Sets bit `sf` on every chunk in `[s, e)`, splitting chunks at the edges.
@@ -41,13 +45,27 @@ impl Chunks {
             }
             if c.dsn < s {
                 self.unacked[i].len = s - c.dsn;
-                self.unacked.insert(i + 1, UnackedChunk { dsn: s, len: c.dsn + c.len - s, ..c });
+                self.unacked.insert(
+                    i + 1,
+                    UnackedChunk {
+                        dsn: s,
+                        len: c.dsn + c.len - s,
+                        ..c
+                    },
+                );
                 i += 1;
                 continue;
             }
             if c.dsn + c.len > e {
                 self.unacked[i].len = e - c.dsn;
-                self.unacked.insert(i + 1, UnackedChunk { dsn: e, len: c.dsn + c.len - e, ..c });
+                self.unacked.insert(
+                    i + 1,
+                    UnackedChunk {
+                        dsn: e,
+                        len: c.dsn + c.len - e,
+                        ..c
+                    },
+                );
             }
             self.unacked[i].sent_on_mask |= bit;
             i += 1;
@@ -112,7 +130,11 @@ impl Chunks {
                     let c = un[i];
                     let a = c.dsn.max(s);
                     let b = (c.dsn + c.len).min(e);
-                    self.reinject_view.push(UnackedChunk { dsn: a, len: b - a, sent_on_mask: c.sent_on_mask });
+                    self.reinject_view.push(UnackedChunk {
+                        dsn: a,
+                        len: b - a,
+                        sent_on_mask: c.sent_on_mask,
+                    });
                     i += 1;
                 }
             }
@@ -136,18 +158,45 @@ mod tests {
         assert_eq!(
             u,
             vec![
-                UnackedChunk { dsn: 0, len: 40, sent_on_mask: 1 },
-                UnackedChunk { dsn: 40, len: 20, sent_on_mask: 3 },
-                UnackedChunk { dsn: 60, len: 90, sent_on_mask: 1 },
+                UnackedChunk {
+                    dsn: 0,
+                    len: 40,
+                    sent_on_mask: 1
+                },
+                UnackedChunk {
+                    dsn: 40,
+                    len: 20,
+                    sent_on_mask: 3
+                },
+                UnackedChunk {
+                    dsn: 60,
+                    len: 90,
+                    sent_on_mask: 1
+                },
             ]
         );
         c.add_reinject(30, 70);
         let (_, r) = c.views();
-        assert_eq!(r.iter().map(|x| (x.dsn, x.len, x.sent_on_mask)).collect::<Vec<_>>(), vec![(30, 10, 1), (40, 20, 3), (60, 10, 1)]);
+        assert_eq!(
+            r.iter()
+                .map(|x| (x.dsn, x.len, x.sent_on_mask))
+                .collect::<Vec<_>>(),
+            vec![(30, 10, 1), (40, 20, 3), (60, 10, 1)]
+        );
         c.remove_reinject(30, 45);
         c.trim(50);
         let (u, r) = c.views();
-        assert_eq!(u[0], UnackedChunk { dsn: 50, len: 10, sent_on_mask: 3 });
-        assert_eq!(r.iter().map(|x| (x.dsn, x.len)).collect::<Vec<_>>(), vec![(50, 10), (60, 10)]);
+        assert_eq!(
+            u[0],
+            UnackedChunk {
+                dsn: 50,
+                len: 10,
+                sent_on_mask: 3
+            }
+        );
+        assert_eq!(
+            r.iter().map(|x| (x.dsn, x.len)).collect::<Vec<_>>(),
+            vec![(50, 10), (60, 10)]
+        );
     }
 }

@@ -68,7 +68,11 @@ impl ConnConfig {
         Self {
             mode,
             is_client,
-            num_subflows: if mode == Mode::Tcp { 1 } else { num_subflows.max(1) },
+            num_subflows: if mode == Mode::Tcp {
+                1
+            } else {
+                num_subflows.max(1)
+            },
             backup: Vec::new(),
             tcp: TcpConfig::default(),
             rcv_buf_bytes: 6 * 1024 * 1024,
@@ -102,7 +106,9 @@ impl ConnConfig {
         match (self.mode, sf) {
             (Mode::Tcp, _) => HsOption::None,
             (Mode::Mptcp, 0) => HsOption::Capable,
-            (Mode::Mptcp, i) => HsOption::Join { backup: self.backup.get(i).copied().unwrap_or(false) },
+            (Mode::Mptcp, i) => HsOption::Join {
+                backup: self.backup.get(i).copied().unwrap_or(false),
+            },
         }
     }
 }

@@ -8,7 +8,7 @@
 //! `tcp_select_window`).
 
 use super::{ConnConfig, Mode};
-use crate::tcp::{Receiver, ReceiverStats, RangeSet, Released, Role, Segment};
+use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
 
 /// The receiving endpoint of a connection.
 #[derive(Debug)]
@@ -30,8 +30,14 @@ impl DataReceiver {
     /// A data receiver.
     pub fn new(cfg: ConnConfig) -> Self {
         let n = cfg.subflow_count();
-        let role = if cfg.is_client { Role::Client } else { Role::Server };
-        let subflows = (0..n).map(|i| Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i))).collect();
+        let role = if cfg.is_client {
+            Role::Client
+        } else {
+            Role::Server
+        };
+        let subflows = (0..n)
+            .map(|i| Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i)))
+            .collect();
         Self {
             right_edge: cfg.rcv_buf_bytes,
             subflows,
@@ -60,7 +66,12 @@ impl DataReceiver {
             return;
         }
         let established = self.subflows[subflow].handle_segment(now_ns, seg);
-        if established && subflow == 0 && self.cfg.is_client && self.cfg.mode == Mode::Mptcp && !self.joins_started {
+        if established
+            && subflow == 0
+            && self.cfg.is_client
+            && self.cfg.mode == Mode::Mptcp
+            && !self.joins_started
+        {
             self.joins_started = true;
             for i in 1..self.subflows.len() {
                 self.subflows[i].connect(now_ns);

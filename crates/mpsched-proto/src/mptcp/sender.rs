@@ -49,10 +49,19 @@ impl DataSender {
     /// A data sender. `sched` is required for MPTCP and ignored (may be `None`) for TCP.
     pub fn new(cfg: ConnConfig, sched: Option<Box<dyn Scheduler>>) -> Result<Self, UnknownCc> {
         let n = cfg.subflow_count();
-        let role = if cfg.is_client { Role::Client } else { Role::Server };
+        let role = if cfg.is_client {
+            Role::Client
+        } else {
+            Role::Server
+        };
         let mut subflows = Vec::with_capacity(n);
         for i in 0..n {
-            subflows.push(Sender::new(cfg.tcp_config(), role, cfg.handshake_option(i), cc::build(&cfg.cc)?));
+            subflows.push(Sender::new(
+                cfg.tcp_config(),
+                role,
+                cfg.handshake_option(i),
+                cc::build(&cfg.cc)?,
+            ));
         }
         let sched = if cfg.mode == Mode::Mptcp { sched } else { None };
         Ok(Self {
@@ -113,7 +122,9 @@ impl DataSender {
 
     /// Room in the send buffer: `snd_buf_bytes` minus bytes written and not DATA_ACKed.
     pub fn send_buffer_free(&self) -> u64 {
-        self.cfg.snd_buf_bytes.saturating_sub(self.app_written - self.data_acked)
+        self.cfg
+            .snd_buf_bytes
+            .saturating_sub(self.app_written - self.data_acked)
     }
 
     /// Closed and every written byte DATA_ACKed.
@@ -130,7 +141,10 @@ impl DataSender {
             self.note_added(subflow, now_ns);
         }
         self.refresh_coupled();
-        let view = CoupledView { subflows: &self.coupled, me: subflow };
+        let view = CoupledView {
+            subflows: &self.coupled,
+            me: subflow,
+        };
         let out = self.subflows[subflow].handle_segment_coupled(now_ns, seg, &view);
         if out.became_established && subflow == 0 {
             self.start_joins(now_ns);
@@ -181,7 +195,11 @@ impl DataSender {
     fn refresh_views(&mut self) {
         self.views.clear();
         for (i, s) in self.subflows.iter().enumerate() {
-            let mut v = SubflowView { id: i, path_index: i, ..Default::default() };
+            let mut v = SubflowView {
+                id: i,
+                path_index: i,
+                ..Default::default()
+            };
             s.fill_view(&mut v);
             v.established &= self.path_up[i];
             self.views.push(v);
@@ -195,7 +213,13 @@ impl DataSender {
     fn run_scheduler(&mut self, now_ns: u64) {
         let Some(mut sched) = self.sched.take() else {
             // Plain TCP: everything the window allows goes to the one subflow.
-            let _ = self.apply(Action::SendNew { subflow: 0, max_bytes: u64::MAX }, now_ns);
+            let _ = self.apply(
+                Action::SendNew {
+                    subflow: 0,
+                    max_bytes: u64::MAX,
+                },
+                now_ns,
+            );
             return;
         };
         for _ in 0..MAX_SCHEDULE_ROUNDS {
@@ -253,7 +277,10 @@ impl DataSender {
                 if room == 0 {
                     return Err(Rejection::ReceiveWindowFull);
                 }
-                let qroom = self.cfg.snd_buf_bytes.saturating_sub(self.subflows[subflow].queued_bytes());
+                let qroom = self
+                    .cfg
+                    .snd_buf_bytes
+                    .saturating_sub(self.subflows[subflow].queued_bytes());
                 if qroom == 0 {
                     return Err(Rejection::SubflowQueueFull);
                 }
@@ -274,7 +301,12 @@ impl DataSender {
                 self.next_dsn += n;
                 Ok(())
             }
-            Action::Resend { subflow, dsn, len, kind } => {
+            Action::Resend {
+                subflow,
+                dsn,
+                len,
+                kind,
+            } => {
                 if subflow >= self.subflows.len() {
                     return Err(Rejection::UnknownSubflow);
                 }
@@ -286,7 +318,10 @@ impl DataSender {
                 if s >= e {
                     return Err(Rejection::NothingToSend);
                 }
-                let qroom = self.cfg.snd_buf_bytes.saturating_sub(self.subflows[subflow].queued_bytes());
+                let qroom = self
+                    .cfg
+                    .snd_buf_bytes
+                    .saturating_sub(self.subflows[subflow].queued_bytes());
                 if qroom == 0 {
                     return Err(Rejection::SubflowQueueFull);
                 }
@@ -338,11 +373,14 @@ impl DataSender {
     /// others (OOT `mptcp_reinject_data` from the retransmission timer).
     pub fn handle_timeout(&mut self, now_ns: u64) {
         for i in 0..self.subflows.len() {
-            if !self.subflows[i].poll_timeout().is_some_and(|t| t <= now_ns) {
+            if !matches!(self.subflows[i].poll_timeout(), Some(t) if t <= now_ns) {
                 continue;
             }
             self.refresh_coupled();
-            let view = CoupledView { subflows: &self.coupled, me: i };
+            let view = CoupledView {
+                subflows: &self.coupled,
+                me: i,
+            };
             if self.subflows[i].handle_timeout_coupled(now_ns, &view) == Some(LossKind::Timeout) {
                 if let Some(s) = self.sched.as_mut() {
                     s.on_loss(i, LossKind::Timeout, now_ns);
@@ -384,7 +422,11 @@ impl DataSender {
     pub fn subflow_views(&self, out: &mut Vec<SubflowView>) {
         out.clear();
         for (i, s) in self.subflows.iter().enumerate() {
-            let mut v = SubflowView { id: i, path_index: i, ..Default::default() };
+            let mut v = SubflowView {
+                id: i,
+                path_index: i,
+                ..Default::default()
+            };
             s.fill_view(&mut v);
             v.established &= self.path_up[i];
             out.push(v);

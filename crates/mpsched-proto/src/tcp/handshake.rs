@@ -86,7 +86,16 @@ impl Handshake {
             Role::Client => State::Idle,
             Role::Server => State::Listen,
         };
-        Self { role, opt, state, pending: None, timer_ns: None, backoff: 0, ts_recent: 0, retransmits: 0 }
+        Self {
+            role,
+            opt,
+            state,
+            pending: None,
+            timer_ns: None,
+            backoff: 0,
+            ts_recent: 0,
+            retransmits: 0,
+        }
     }
 
     /// Plain TCP connection whose handshake is considered done (for unit tests of data
@@ -174,7 +183,9 @@ impl Handshake {
                 out.consumed = seg.len == 0;
             }
             (State::Established, false, true)
-                if self.role == Role::Server && seg.has(flags::MP_JOIN) && matches!(self.opt, HsOption::Join { .. }) =>
+                if self.role == Role::Server
+                    && seg.has(flags::MP_JOIN)
+                    && matches!(self.opt, HsOption::Join { .. }) =>
             {
                 // A repeated MP_JOIN third ACK: our fourth ACK was lost.
                 self.pending = Some(Pending::Ack4);
@@ -195,7 +206,9 @@ impl Handshake {
             Pending::Ack3 | Pending::Ack4 => flags::ACK,
         };
         match (self.opt, p) {
-            (HsOption::Capable, Pending::Syn | Pending::SynAck | Pending::Ack3) => f |= flags::MP_CAPABLE,
+            (HsOption::Capable, Pending::Syn | Pending::SynAck | Pending::Ack3) => {
+                f |= flags::MP_CAPABLE
+            }
             (HsOption::Join { backup }, Pending::Syn | Pending::SynAck | Pending::Ack3) => {
                 f |= flags::MP_JOIN;
                 if backup {
@@ -209,7 +222,14 @@ impl Handshake {
             Pending::SynAck => (0, 1),
             Pending::Ack3 | Pending::Ack4 => (1, 1),
         };
-        Some(Segment { flags: f, seq, ack, ts_val: now_ns.max(1), ts_ecr: self.ts_recent, ..Default::default() })
+        Some(Segment {
+            flags: f,
+            seq,
+            ack,
+            ts_val: now_ns.max(1),
+            ts_ecr: self.ts_recent,
+            ..Default::default()
+        })
     }
 
     /// True when a handshake segment is waiting to be sent.

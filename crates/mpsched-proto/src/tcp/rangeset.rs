@@ -36,7 +36,11 @@ impl RangeSet {
 
     /// The range containing `x`, if any.
     pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
-        self.ranges.range(..=x).next_back().filter(|(_, &e)| e > x).map(|(&s, &e)| (s, e))
+        self.ranges
+            .range(..=x)
+            .next_back()
+            .filter(|(_, &e)| e > x)
+            .map(|(&s, &e)| (s, e))
     }
 
     /// Adds `[start, end)`. `gap` is called for every sub-range that was not covered before,

@@ -181,9 +181,11 @@ impl Receiver {
                 }
             }
             self.ofo_ranges.remove_below(self.rcv_nxt);
-            if had_ofo || !self.ofo.is_empty() {
-                self.ack_now = true;
-            } else if !self.cfg.delayed_ack
+            // Immediate ACK: a hole was filled or remains, delayed ACKs are off, quickack
+            // mode, or more than one MSS is unacknowledged.
+            if had_ofo
+                || !self.ofo.is_empty()
+                || !self.cfg.delayed_ack
                 || self.quickacks_left > 0
                 || self.rcv_nxt - self.last_ack_sent > self.cfg.mss_bytes
             {
@@ -193,7 +195,11 @@ impl Receiver {
             }
         } else {
             if let std::collections::btree_map::Entry::Vacant(v) = self.ofo.entry(seg.seq) {
-                v.insert(Ooo { len: seg.len, dsn: seg.dsn, data_fin: seg.has(flags::DATA_FIN) });
+                v.insert(Ooo {
+                    len: seg.len,
+                    dsn: seg.dsn,
+                    data_fin: seg.has(flags::DATA_FIN),
+                });
                 let added = self.ofo_ranges.insert(seg.seq, end);
                 self.stats.duplicate_bytes += len - added;
             } else {
@@ -287,7 +293,12 @@ impl Receiver {
     fn window(&self) -> (u64, u64) {
         match self.conn_window {
             Some(w) => w,
-            None => (self.rcv_nxt - 1, self.cfg.rcv_buf_bytes.saturating_sub(self.ofo_ranges.total_bytes())),
+            None => (
+                self.rcv_nxt - 1,
+                self.cfg
+                    .rcv_buf_bytes
+                    .saturating_sub(self.ofo_ranges.total_bytes()),
+            ),
         }
     }
 

@@ -84,8 +84,20 @@ impl Scoreboard {
 
     /// Records a first transmission (appended at the right edge).
     pub fn push(&mut self, seq: u64, len: u32, dsn: u64, data_fin: bool) {
-        debug_assert!(self.segs.back().map_or(true, |b| b.seq + b.len as u64 == seq));
-        self.segs.push_back(SentSeg { seq, len, dsn, data_fin, flags: 0 });
+        debug_assert!(
+            self.segs
+                .back()
+                .map(|b| b.seq + b.len as u64)
+                .unwrap_or(seq)
+                == seq
+        );
+        self.segs.push_back(SentSeg {
+            seq,
+            len,
+            dsn,
+            data_fin,
+            flags: 0,
+        });
         self.out_bytes += len as u64;
     }
 
@@ -200,7 +212,9 @@ impl Scoreboard {
         let mut newly = 0;
         loop {
             let idx = (self.loss_ptr - self.front_abs) as usize;
-            let Some(s) = self.segs.get_mut(idx) else { break };
+            let Some(s) = self.segs.get_mut(idx) else {
+                break;
+            };
             let len = s.len as u64;
             if s.flags & SACKED != 0 {
                 self.sacked_below_ptr_bytes += len;
@@ -267,7 +281,10 @@ impl Scoreboard {
 
     /// DSN ranges `(dsn, len)` of the outstanding, un-SACKed segments (for reinjection).
     pub fn unsacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.segs.iter().filter(|s| s.flags & SACKED == 0).map(|s| (s.dsn, s.len as u64))
+        self.segs
+            .iter()
+            .filter(|s| s.flags & SACKED == 0)
+            .map(|s| (s.dsn, s.len as u64))
     }
 }
 
@@ -313,7 +330,7 @@ mod tests {
         b.mark_all_lost();
         assert_eq!(b.pipe_bytes(), 0);
         let mut n = 0;
-        while let Some(_) = b.next_lost() {
+        while b.next_lost().is_some() {
             b.mark_retransmitted();
             n += 1;
         }

@@ -129,18 +129,32 @@ mod tests {
 
     #[test]
     fn full_segment_is_1500_bytes_on_the_wire() {
-        let s = Segment { flags: flags::ACK, len: 1448, ..Default::default() };
+        let s = Segment {
+            flags: flags::ACK,
+            len: 1448,
+            ..Default::default()
+        };
         assert_eq!(s.wire_bytes(), 1500);
     }
 
     #[test]
     fn options_add_bytes() {
-        let mut s = Segment { flags: flags::ACK, ..Default::default() };
+        let mut s = Segment {
+            flags: flags::ACK,
+            ..Default::default()
+        };
         assert_eq!(s.wire_bytes(), 52);
         s.sack_len = 2;
         assert_eq!(s.wire_bytes(), 52 + 20);
         s.flags |= flags::DATA_ACK;
         assert_eq!(s.wire_bytes(), 52 + 20 + 8);
-        assert_eq!(Segment { flags: flags::SYN, ..Default::default() }.seq_len(), 1);
+        assert_eq!(
+            Segment {
+                flags: flags::SYN,
+                ..Default::default()
+            }
+            .seq_len(),
+            1
+        );
     }
 }

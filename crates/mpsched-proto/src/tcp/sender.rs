@@ -196,7 +196,12 @@ impl Sender {
     }
 
     /// Feeds an incoming segment; coupled algorithms read `view`.
-    pub fn handle_segment_coupled(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>) -> AckOutcome {
+    pub fn handle_segment_coupled(
+        &mut self,
+        now_ns: u64,
+        seg: &Segment,
+        view: &CoupledView<'_>,
+    ) -> AckOutcome {
         let mut out = AckOutcome::default();
         if !self.hs.is_established() || seg.has(flags::SYN) || seg.has(flags::MP_JOIN) {
             let h = self.hs.handle_segment(now_ns, seg);
@@ -277,7 +282,8 @@ impl Sender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             // Linux `tcp_is_cwnd_limited`.
-            cwnd_limited: self.is_cwnd_limited || (in_ss && self.tcb.cwnd_bytes < 2 * self.max_out_bytes),
+            cwnd_limited: self.is_cwnd_limited
+                || (in_ss && self.tcb.cwnd_bytes < 2 * self.max_out_bytes),
             pacing_rate_bps: self.pacing_rate_bps(),
         };
         self.cc.inner_mut().on_ack(&mut self.tcb, &sample, view);
@@ -285,7 +291,10 @@ impl Sender {
     }
 
     fn enter_recovery(&mut self, now_ns: u64, view: &CoupledView<'_>) {
-        let ss = self.cc.inner_mut().ssthresh_on_loss(&self.tcb, now_ns, view);
+        let ss = self
+            .cc
+            .inner_mut()
+            .ssthresh_on_loss(&self.tcb, now_ns, view);
         self.tcb.ssthresh_bytes = ss;
         self.prior_cwnd = self.tcb.cwnd_bytes.max(1);
         self.prr_delivered = 0;
@@ -311,7 +320,12 @@ impl Sender {
             let num = ss as u128 * self.prr_delivered as u128 + self.prior_cwnd as u128 - 1;
             ((num / self.prior_cwnd as u128) as u64).saturating_sub(self.prr_out)
         } else if una_advanced && newly_lost == 0 {
-            (ss - pipe).min(self.prr_delivered.saturating_sub(self.prr_out).max(delivered) + mss)
+            (ss - pipe).min(
+                self.prr_delivered
+                    .saturating_sub(self.prr_out)
+                    .max(delivered)
+                    + mss,
+            )
         } else {
             (ss - pipe).min(delivered)
         };
@@ -398,7 +412,10 @@ impl Sender {
     /// Linux `tcp_cwnd_validate`: remember whether the window was the limit in this round.
     fn cwnd_validate(&mut self, limited: bool) {
         let out = self.board.outstanding_bytes();
-        if self.snd_una >= self.cwnd_usage_seq || limited || (!self.is_cwnd_limited && out > self.max_out_bytes) {
+        if self.snd_una >= self.cwnd_usage_seq
+            || limited
+            || (!self.is_cwnd_limited && out > self.max_out_bytes)
+        {
             self.is_cwnd_limited = limited;
             self.max_out_bytes = out;
             self.cwnd_usage_seq = self.snd_nxt;
@@ -441,7 +458,11 @@ impl Sender {
     }
 
     /// Fires due timers; returns `Some(Timeout)` when an RTO fired.
-    pub fn handle_timeout_coupled(&mut self, now_ns: u64, view: &CoupledView<'_>) -> Option<LossKind> {
+    pub fn handle_timeout_coupled(
+        &mut self,
+        now_ns: u64,
+        view: &CoupledView<'_>,
+    ) -> Option<LossKind> {
         self.hs.handle_timeout(now_ns);
         let t = self.rto_deadline?;
         if now_ns < t {
@@ -528,16 +549,25 @@ impl Sender {
         if !self.rtt.has_sample {
             return 0;
         }
-        let pct: u128 = if self.tcb.cwnd_bytes < self.tcb.ssthresh_bytes / 2 { 200 } else { 120 };
+        let pct: u128 = if self.tcb.cwnd_bytes < self.tcb.ssthresh_bytes / 2 {
+            200
+        } else {
+            120
+        };
         let bytes = self.tcb.cwnd_bytes.max(self.board.outstanding_bytes()) as u128;
-        (pct * bytes * 8 * 1_000_000_000 / (100 * self.rtt.srtt_ns.max(1) as u128)).min(u64::MAX as u128) as u64
+        (pct * bytes * 8 * 1_000_000_000 / (100 * self.rtt.srtt_ns.max(1) as u128))
+            .min(u64::MAX as u128) as u64
     }
 
     /// What a coupled congestion control needs to know about this subflow.
     pub fn coupled_info(&self) -> CoupledSubflow {
         CoupledSubflow {
             active: self.hs.is_established() && self.path_up && self.rtt.has_sample,
-            cwnd_bytes: if self.state == CaState::Recovery { self.tcb.ssthresh_bytes } else { self.tcb.cwnd_bytes },
+            cwnd_bytes: if self.state == CaState::Recovery {
+                self.tcb.ssthresh_bytes
+            } else {
+                self.tcb.cwnd_bytes
+            },
             srtt_ns: self.rtt.srtt_ns,
             mss_bytes: self.tcb.mss_bytes,
             loss_interval_bytes: self.l1_bytes.max(self.l2_bytes),
@@ -593,4 +623,3 @@ impl Sender {
         self.queue.is_empty() && self.board.is_empty()
     }
 }
-

@@ -74,8 +74,15 @@ fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
 }
 
 fn complete(p: &mut Pair<DataReceiver, DataSender>, total: u64) {
-    let ok = p.drive(3_600_000 * MS, |a, b| a.delivered_bytes() == total && b.is_done());
-    assert!(ok, "incomplete: delivered {} of {total}, data_acked {}", p.a.delivered_bytes(), p.b.data_acked());
+    let ok = p.drive(3_600_000 * MS, |a, b| {
+        a.delivered_bytes() == total && b.is_done()
+    });
+    assert!(
+        ok,
+        "incomplete: delivered {} of {total}, data_acked {}",
+        p.a.delivered_bytes(),
+        p.b.data_acked()
+    );
     assert_eq!(p.a.delivered_bytes(), total);
 }
 
@@ -95,7 +102,7 @@ fn tcp_mode_connection_matches_slow_start_timing() {
     let mut p = download(&s);
     complete(&mut p, s.total_bytes);
     let fct = p.a.last_delivery_ns().unwrap();
-    assert!(fct >= 80 * MS && fct < 81 * MS, "fct {fct}");
+    assert!((80 * MS..81 * MS).contains(&fct), "fct {fct}");
     // Plain TCP: no MPTCP option bytes, 52 bytes of headers per full segment.
     assert_eq!(p.b.scheduler_name(), "tcp");
 }
@@ -117,7 +124,7 @@ fn upload_starts_data_with_the_third_ack() {
     let mut p = download(&s);
     complete(&mut p, s.total_bytes);
     let fct = p.a.last_delivery_ns().unwrap();
-    assert!(fct >= 70 * MS && fct < 71 * MS, "fct {fct}");
+    assert!((70 * MS..71 * MS).contains(&fct), "fct {fct}");
 }
 
 #[test]
@@ -140,7 +147,7 @@ fn tcp_throughput_is_limited_by_the_receive_window() {
     let mut p = download(&s);
     complete(&mut p, s.total_bytes);
     let fct = p.a.last_delivery_ns().unwrap();
-    assert!(fct >= 700 * MS && fct < 702 * MS, "fct {fct}");
+    assert!((700 * MS..702 * MS).contains(&fct), "fct {fct}");
 }
 
 #[test]
@@ -166,7 +173,10 @@ fn lost_fourth_ack_is_recovered_by_repeating_the_third() {
         is_ack4
     }));
     p.drive(900 * MS, |_, _| false);
-    assert!(!p.b.subflows()[1].is_established(), "pre-established without the fourth ACK");
+    assert!(
+        !p.b.subflows()[1].is_established(),
+        "pre-established without the fourth ACK"
+    );
     assert_eq!(p.b.subflow_stats(1).unwrap().bytes_sent, 0);
     complete(&mut p, s.total_bytes);
     assert!(p.b.subflows()[1].is_established());
@@ -196,7 +206,10 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
     assert!(fct < 320 * MS, "fct {fct}");
     assert_eq!(p.b.subflow_stats(1).unwrap().bytes_sent, 0);
     // The same flow, 10 MB: the second subflow joins and carries data.
-    let s = Setup { total_bytes: 10 << 20, ..s };
+    let s = Setup {
+        total_bytes: 10 << 20,
+        ..s
+    };
     let mut p = download(&s);
     complete(&mut p, s.total_bytes);
     assert!(p.b.subflow_stats(1).unwrap().bytes_sent > 0);
@@ -219,7 +232,10 @@ fn two_subflows_share_a_transfer_and_count_option_bytes() {
     complete(&mut p, s.total_bytes);
     let b0 = p.b.subflow_stats(0).unwrap().bytes_sent;
     let b1 = p.b.subflow_stats(1).unwrap().bytes_sent;
-    assert!(b0 > 1 << 20 && b1 > 1 << 20, "both paths carry data: {b0} {b1}");
+    assert!(
+        b0 > 1 << 20 && b1 > 1 << 20,
+        "both paths carry data: {b0} {b1}"
+    );
     // 4 MB over 20 Mb/s of aggregate capacity takes at least 1.68 s; two paths beat one.
     let fct = p.a.last_delivery_ns().unwrap();
     assert!(fct > 1_680 * MS && fct < 3_000 * MS, "fct {fct}");
@@ -248,7 +264,10 @@ fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
     p.b.set_path_up(1, false, p.now_ns);
     p.a.set_path_up(1, false);
     p.drive(2_000 * MS, |_, _| false);
-    assert!(p.b.resent().reinject_bytes > 0, "outstanding data of subflow 1 reinjected");
+    assert!(
+        p.b.resent().reinject_bytes > 0,
+        "outstanding data of subflow 1 reinjected"
+    );
     let during = p.b.subflow_stats(1).unwrap().bytes_sent;
     // Path 1 returns.
     p.ab[1].up = true;
@@ -256,8 +275,14 @@ fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
     p.b.set_path_up(1, true, p.now_ns);
     p.a.set_path_up(1, true);
     complete(&mut p, s.total_bytes);
-    assert!(p.b.subflow_stats(1).unwrap().bytes_sent > during, "subflow 1 used again");
-    assert!(p.a.duplicate_bytes() > 0, "reinjected copies arrived twice and were dropped");
+    assert!(
+        p.b.subflow_stats(1).unwrap().bytes_sent > during,
+        "subflow 1 used again"
+    );
+    assert!(
+        p.a.duplicate_bytes() > 0,
+        "reinjected copies arrived twice and were dropped"
+    );
 }
 
 #[test]
@@ -281,11 +306,21 @@ fn small_receive_buffer_blocks_and_still_completes() {
         a.delivered_bytes() == total && b.is_done()
     });
     assert!(done);
-    assert!(max_occupancy <= 64 * 1024, "the sender respects the window: {max_occupancy}");
-    assert!(max_occupancy > 32 * 1024, "head-of-line blocking fills the buffer: {max_occupancy}");
+    assert!(
+        max_occupancy <= 64 * 1024,
+        "the sender respects the window: {max_occupancy}"
+    );
+    assert!(
+        max_occupancy > 32 * 1024,
+        "head-of-line blocking fills the buffer: {max_occupancy}"
+    );
     assert!(p.b.subflow_stats(1).unwrap().bytes_sent > 0);
     // The window, not the 55 Mb/s of capacity, limits the transfer: 2 MB needs > 0.3 s.
-    assert!(p.a.last_delivery_ns().unwrap() > 1_000 * MS, "fct {:?}", p.a.last_delivery_ns());
+    assert!(
+        p.a.last_delivery_ns().unwrap() > 1_000 * MS,
+        "fct {:?}",
+        p.a.last_delivery_ns()
+    );
 }
 
 #[test]
@@ -305,7 +340,11 @@ fn backup_subflow_carries_data_only_while_the_active_path_is_down() {
     let mut p = download(&s);
     p.drive(1_000 * MS, |_, _| false);
     assert!(p.b.subflows()[1].is_established());
-    assert_eq!(p.b.subflow_stats(1).unwrap().bytes_sent, 0, "backup idle although its RTT is lower");
+    assert_eq!(
+        p.b.subflow_stats(1).unwrap().bytes_sent,
+        0,
+        "backup idle although its RTT is lower"
+    );
     let mut views = Vec::new();
     p.b.subflow_views(&mut views);
     assert!(views[1].backup && !views[0].backup);

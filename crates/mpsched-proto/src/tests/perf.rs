@@ -16,13 +16,22 @@ fn bulk(mode: Mode, n: usize, total: u64, loss_ppm: u64) {
     let mut tx = DataSender::new(sc, Some(sched)).unwrap();
     tx.write(total, 0);
     tx.close();
-    let ab = (0..n).map(|i| Link::new(500 * MBPS, (5 + 5 * i as u64) * MS)).collect();
-    let ba = (0..n).map(|i| Link::new(500 * MBPS, (5 + 5 * i as u64) * MS).lossy(loss_ppm, i as u64 + 1)).collect();
+    let ab = (0..n)
+        .map(|i| Link::new(500 * MBPS, (5 + 5 * i as u64) * MS))
+        .collect();
+    let ba = (0..n)
+        .map(|i| Link::new(500 * MBPS, (5 + 5 * i as u64) * MS).lossy(loss_ppm, i as u64 + 1))
+        .collect();
     let mut p = Pair::new(rx, tx, ab, ba);
     let t0 = Instant::now();
-    assert!(p.drive(u64::MAX / 2, |a, b| a.delivered_bytes() == total && b.is_done()));
+    assert!(p.drive(u64::MAX / 2, |a, b| a.delivered_bytes() == total
+        && b.is_done()));
     let wall = t0.elapsed().as_secs_f64();
-    let segs: u64 = p.ab.iter().chain(p.ba.iter()).map(|l| l.delivered + l.dropped).sum();
+    let segs: u64 =
+        p.ab.iter()
+            .chain(p.ba.iter())
+            .map(|l| l.delivered + l.dropped)
+            .sum();
     eprintln!(
         "{mode:?} x{n} loss {loss_ppm} ppm: {segs} segments (data + ACKs) in {wall:.3} s = {:.2} M segments/s, sim time {:.2} s",
         segs as f64 / wall / 1e6,

@@ -35,7 +35,17 @@ pub struct Link {
 
 impl Link {
     pub fn new(rate_bps: u64, delay_ns: u64) -> Self {
-        Self { rate_bps, delay_ns, loss_ppm: 0, up: true, busy_until_ns: 0, rng: 0x9E37_79B9, drop: None, delivered: 0, dropped: 0 }
+        Self {
+            rate_bps,
+            delay_ns,
+            loss_ppm: 0,
+            up: true,
+            busy_until_ns: 0,
+            rng: 0x9E37_79B9,
+            drop: None,
+            delivered: 0,
+            dropped: 0,
+        }
     }
     pub fn lossy(mut self, loss_ppm: u64, seed: u64) -> Self {
         self.loss_ppm = loss_ppm;
@@ -112,7 +122,16 @@ pub struct Pair<A: Endpoint, B: Endpoint> {
 
 impl<A: Endpoint, B: Endpoint> Pair<A, B> {
     pub fn new(a: A, b: B, ab: Vec<Link>, ba: Vec<Link>) -> Self {
-        Self { a, b, ab, ba, now_ns: 0, queue: BinaryHeap::new(), order: 0, events: 0 }
+        Self {
+            a,
+            b,
+            ab,
+            ba,
+            now_ns: 0,
+            queue: BinaryHeap::new(),
+            order: 0,
+            events: 0,
+        }
     }
 
     fn flush(&mut self) {
@@ -120,18 +139,36 @@ impl<A: Endpoint, B: Endpoint> Pair<A, B> {
         let mut guard = 0u64;
         while let Some((p, seg)) = self.a.poll_transmit(now) {
             guard += 1;
-            assert!(guard < 10_000_000, "endpoint a transmits without end at {now}");
+            assert!(
+                guard < 10_000_000,
+                "endpoint a transmits without end at {now}"
+            );
             if let Some(at) = self.ab[p].send(now, &seg) {
                 self.order += 1;
-                self.queue.push(Reverse(InFlight { at_ns: at, order: self.order, to_b: true, path: p, seg }));
+                self.queue.push(Reverse(InFlight {
+                    at_ns: at,
+                    order: self.order,
+                    to_b: true,
+                    path: p,
+                    seg,
+                }));
             }
         }
         while let Some((p, seg)) = self.b.poll_transmit(now) {
             guard += 1;
-            assert!(guard < 10_000_000, "endpoint b transmits without end at {now}: {seg:?}");
+            assert!(
+                guard < 10_000_000,
+                "endpoint b transmits without end at {now}: {seg:?}"
+            );
             if let Some(at) = self.ba[p].send(now, &seg) {
                 self.order += 1;
-                self.queue.push(Reverse(InFlight { at_ns: at, order: self.order, to_b: false, path: p, seg }));
+                self.queue.push(Reverse(InFlight {
+                    at_ns: at,
+                    order: self.order,
+                    to_b: false,
+                    path: p,
+                    seg,
+                }));
             }
         }
     }
@@ -147,7 +184,10 @@ impl<A: Endpoint, B: Endpoint> Pair<A, B> {
             if let Some(Reverse(f)) = self.queue.peek() {
                 next = f.at_ns;
             }
-            for t in [self.a.poll_timeout(), self.b.poll_timeout()].into_iter().flatten() {
+            for t in [self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+            {
                 next = next.min(t);
             }
             if next == u64::MAX || next > until_ns {
@@ -205,7 +245,11 @@ pub struct TcpReceiverEp {
 }
 impl TcpReceiverEp {
     pub fn new(rx: Receiver) -> Self {
-        Self { rx, delivered_bytes: 0, last_delivery_ns: 0 }
+        Self {
+            rx,
+            delivered_bytes: 0,
+            last_delivery_ns: 0,
+        }
     }
 }
 impl Endpoint for TcpReceiverEp {
