@@ -9,6 +9,12 @@
 //! newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only touches the
 //! segments whose state changes. Loss marking and the retransmission candidate are two forward
 //! pointers (absolute segment indices), so each segment is visited O(1) times per episode.
+//!
+//! Lost retransmissions: RFC 6675 alone finds them only by RTO. Linux (RACK, RFC 8985, on by
+//! default) marks a retransmission lost once a segment sent after it has been delivered; with
+//! no reordering seen Linux uses a zero reordering window in recovery (`tcp_rack_reo_wnd`).
+//! We keep that one RACK rule for retransmissions (a FIFO in send order, O(1) per ACK) and
+//! keep DupThresh for first transmissions (what RACK reduces to with >= 3 SACKed segments).
 
 use super::rangeset::RangeSet;
 use std::collections::VecDeque;
@@ -33,6 +39,10 @@ pub struct SentSeg {
     /// Carries DATA_FIN.
     pub data_fin: bool,
     flags: u8,
+    /// Retransmitted at least once (its delivery time is then ambiguous for RACK).
+    ever_retx: bool,
+    /// Time of the latest (re)transmission, ns.
+    xmit_ns: u64,
 }
 
 /// The scoreboard. Invariant: `segs` are contiguous in sequence space starting at `snd_una`.
@@ -53,6 +63,10 @@ pub struct Scoreboard {
     sacked_below_ptr_segs: u64,
     /// Next candidate for retransmission (absolute index).
     rtx_ptr: u64,
+    /// Retransmissions in send order: (absolute index, send time).
+    rtx_fifo: VecDeque<(u64, u64)>,
+    /// RACK.xmit_ts: latest send time of a delivered, never-retransmitted segment.
+    rack_xmit_ns: u64,
 }
 
 impl Scoreboard {
@@ -83,7 +97,7 @@ impl Scoreboard {
     }
 
     /// Records a first transmission (appended at the right edge).
-    pub fn push(&mut self, seq: u64, len: u32, dsn: u64, data_fin: bool) {
+    pub fn push(&mut self, seq: u64, len: u32, dsn: u64, data_fin: bool, now_ns: u64) {
         debug_assert!(
             self.segs
                 .back()
@@ -97,6 +111,8 @@ impl Scoreboard {
             dsn,
             data_fin,
             flags: 0,
+            ever_retx: false,
+            xmit_ns: now_ns,
         });
         self.out_bytes += len as u64;
     }
@@ -128,6 +144,9 @@ impl Scoreboard {
                 }
                 if s.flags & RETX != 0 {
                     self.retx_bytes -= len;
+                }
+                if !s.ever_retx {
+                    self.rack_xmit_ns = self.rack_xmit_ns.max(s.xmit_ns);
                 }
             }
         }
@@ -193,6 +212,9 @@ impl Scoreboard {
                     self.retx_bytes -= len;
                 }
                 s.flags = SACKED;
+                if !s.ever_retx {
+                    self.rack_xmit_ns = self.rack_xmit_ns.max(s.xmit_ns);
+                }
                 self.sacked_bytes += len;
                 self.sacked_segs += 1;
                 newly += len;
@@ -251,6 +273,7 @@ impl Scoreboard {
             s.flags = LOST;
         }
         self.retx_bytes = 0;
+        self.rtx_fifo.clear();
         self.loss_ptr = self.front_abs + self.segs.len() as u64;
         self.sacked_below_ptr_bytes = self.sacked_bytes;
         self.sacked_below_ptr_segs = self.sacked_segs;
@@ -269,14 +292,46 @@ impl Scoreboard {
         None
     }
 
-    /// Marks the segment returned by [`Scoreboard::next_lost`] as retransmitted.
-    pub fn mark_retransmitted(&mut self) {
+    /// Marks the segment returned by [`Scoreboard::next_lost`] as retransmitted at `now_ns`.
+    pub fn mark_retransmitted(&mut self, now_ns: u64) {
         let i = (self.rtx_ptr - self.front_abs) as usize;
         let s = &mut self.segs[i];
         debug_assert_eq!(s.flags, LOST);
         s.flags |= RETX;
+        s.ever_retx = true;
+        s.xmit_ns = now_ns;
         self.retx_bytes += s.len as u64;
+        self.rtx_fifo.push_back((self.rtx_ptr, now_ns));
         self.rtx_ptr += 1;
+    }
+
+    /// RACK for retransmissions: a retransmission sent before the latest delivered segment
+    /// is lost (zero reordering window). Returns bytes newly marked lost.
+    pub fn detect_lost_retransmissions(&mut self) -> u64 {
+        let mut newly = 0;
+        while let Some(&(abs, xmit_ns)) = self.rtx_fifo.front() {
+            if abs < self.front_abs {
+                self.rtx_fifo.pop_front();
+                continue;
+            }
+            let i = (abs - self.front_abs) as usize;
+            let s = &mut self.segs[i];
+            if s.flags != LOST | RETX || s.xmit_ns != xmit_ns {
+                // SACKed since, or already handled.
+                self.rtx_fifo.pop_front();
+                continue;
+            }
+            if xmit_ns >= self.rack_xmit_ns {
+                break;
+            }
+            s.flags = LOST;
+            let len = s.len as u64;
+            self.retx_bytes -= len;
+            newly += len;
+            self.rtx_ptr = self.rtx_ptr.min(abs);
+            self.rtx_fifo.pop_front();
+        }
+        newly
     }
 
     /// DSN ranges `(dsn, len)` of the outstanding, un-SACKed segments (for reinjection).
@@ -296,7 +351,7 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for i in 0..n {
-            b.push(1 + i * MSS, MSS as u32, i * MSS, false);
+            b.push(1 + i * MSS, MSS as u32, i * MSS, false, i);
         }
         b
     }
@@ -313,7 +368,7 @@ mod tests {
         assert_eq!(b.pipe_bytes(), 1000 - 300 - 100);
         let s = b.next_lost().unwrap();
         assert_eq!(s.seq, 1);
-        b.mark_retransmitted();
+        b.mark_retransmitted(100);
         assert_eq!(b.pipe_bytes(), 700);
         assert!(b.next_lost().is_none());
         // The retransmission fills the hole: cumulative ACK up to 401.
@@ -324,6 +379,25 @@ mod tests {
     }
 
     #[test]
+    fn retransmission_is_lost_once_a_later_sent_segment_is_delivered() {
+        let mut b = board(10); // segment i sent at t = i
+        b.apply_sack(&[(101, 401)]);
+        b.update_lost(MSS);
+        assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
+        b.mark_retransmitted(100);
+        // Only segments sent before the retransmission were delivered: nothing to say.
+        assert_eq!(b.detect_lost_retransmissions(), 0);
+        assert_eq!(b.pipe_bytes(), 10 * MSS - 300 - 100 + 100);
+        // New data sent at t = 150 is SACKed: the retransmission (t = 100) must have been lost.
+        b.push(1 + 10 * MSS, MSS as u32, 10 * MSS, false, 150);
+        b.apply_sack(&[(1 + 10 * MSS, 1 + 11 * MSS)]);
+        assert_eq!(b.detect_lost_retransmissions(), 100);
+        assert_eq!(b.next_lost().map(|s| s.seq), Some(1), "eligible again");
+        b.mark_retransmitted(200);
+        assert_eq!(b.detect_lost_retransmissions(), 0);
+    }
+
+    #[test]
     fn rto_marks_everything_unsacked_lost() {
         let mut b = board(5);
         b.apply_sack(&[(301, 401)]);
@@ -331,7 +405,7 @@ mod tests {
         assert_eq!(b.pipe_bytes(), 0);
         let mut n = 0;
         while b.next_lost().is_some() {
-            b.mark_retransmitted();
+            b.mark_retransmitted(100);
             n += 1;
         }
         assert_eq!(n, 4);

@@ -239,7 +239,10 @@ impl Sender {
             self.rto_deadline = (!self.board.is_empty()).then(|| now_ns + self.rtt.rto_ns());
         }
         out.sacked_bytes = self.board.apply_sack(seg.sack_blocks());
-        let newly_lost = self.board.update_lost(self.tcb.mss_bytes);
+        let mut newly_lost = self.board.update_lost(self.tcb.mss_bytes);
+        if self.state != CaState::Open {
+            newly_lost += self.board.detect_lost_retransmissions();
+        }
         let delivered = out.acked_bytes + out.sacked_bytes;
         match self.state {
             CaState::Open => {
@@ -354,7 +357,7 @@ impl Sender {
                     self.cwnd_validate(true);
                     return None;
                 }
-                self.board.mark_retransmitted();
+                self.board.mark_retransmitted(now_ns);
                 let len = s.len as u64;
                 self.stats.bytes_retransmitted += len;
                 self.on_sent(now_ns, len);
@@ -381,7 +384,7 @@ impl Sender {
         }
         self.queued_bytes -= len;
         let seq = self.snd_nxt;
-        self.board.push(seq, len as u32, dsn, fin);
+        self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;
         self.on_sent(now_ns, len);
         Some(self.build(now_ns, seq, len as u32, dsn, fin))

@@ -113,6 +113,27 @@ fn several_losses_in_one_window_recovered_by_sack_without_rto() {
 }
 
 #[test]
+fn lost_retransmission_is_detected_without_rto() {
+    // Segment 40 is lost, and so is its first retransmission. New data sent after that
+    // retransmission is SACKed, which shows it was lost (Linux RACK): a second retransmission
+    // follows within the same recovery, no RTO.
+    let total = 300 * 1448;
+    let mut p = download(total, 100 * MBPS, 10 * MS, "cubic");
+    let target = 1 + 40 * 1448;
+    let mut drops = 0;
+    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+        let d = s.len > 0 && s.seq == target && drops < 2;
+        drops += d as u32;
+        d
+    }));
+    run_to_completion(&mut p, total);
+    let st = p.b.tx.stats();
+    assert_eq!(st.rto_count, 0);
+    assert_eq!(st.fast_retransmits, 1);
+    assert_eq!(st.bytes_retransmitted, 2 * 1448);
+}
+
+#[test]
 fn lost_syn_is_retransmitted_after_one_second() {
     let total = 10_000;
     let mut p = download(total, 100 * MBPS, 10 * MS, "reno");
