@@ -1,6 +1,6 @@
 """The kernel testbed on the real Linux MPTCP stack (needs root and MPTCP; skipped otherwise).
 
-Scenario of testbed.md §5 table A: path 1 50 Mbit/s with 20 ms RTT, path 2 15 Mbit/s with
+Reference table A of docs/testbed.md: path 1 50 Mbit/s with 20 ms RTT, path 2 15 Mbit/s with
 200 ms RTT, about one BDP of queue each. The kernel's default scheduler must use both paths for
 a 16 MB download and only the fast path for 1 MB (the 200 ms join comes too late), and a run
 must leave nothing behind, also when interrupted.
@@ -91,13 +91,13 @@ def test_16mb_download_uses_both_paths_in_plausible_time(table_a):
     _, tables, _ = table_a
     flow = next(r for r in _rows(tables["flows"]) if r["flow_id"] == 2)
     assert flow["completed"] and flow["bytes_delivered"] == 16 << 20
-    # testbed.md §5 table A: 2.57 / 3.04 / 3.22 s over 5 runs; path 1 alone needs >= 2.8 s.
+    # reference table A: 2.57 / 3.04 / 3.22 s over 5 runs; path 1 alone needs >= 2.8 s.
     assert 2.4e9 <= flow["fct_ns"] <= 3.6e9, flow
     subs = [r for r in _rows(tables["subflows"]) if r["flow_id"] == 2]
     acked = {r["path"]: r["bytes_acked"] for r in subs}
     assert set(acked) == {0, 1}
     share2 = acked[1] / sum(acked.values())
-    assert 0.03 <= share2 <= 0.35, acked  # measured 0.15 (testbed.md)
+    assert 0.03 <= share2 <= 0.35, acked  # reference: 0.15
     # Conservation: the subflows got at least the application's bytes acknowledged.
     assert sum(acked.values()) >= 16 << 20
     links = {r["link"]: r for r in _rows(tables["links"])}
@@ -144,7 +144,7 @@ def test_delayer_is_accurate(table_a):
     _, _, diag = table_a
     for q in diag["delayer"]["queues"]:
         assert q["packets"] > 0
-        # release error well under 1 ms at these rates (testbed.md §4a: p99 < 256 us)
+        # release error well under 1 ms at these rates (feasibility study: p99 < 256 us)
         assert q["lateness_ns"]["p90"] < 1_000_000, q
 
 
@@ -156,7 +156,7 @@ def test_run_leaves_nothing_behind(table_a):
 
 
 def test_round_trip_times_match_the_configured_delays():
-    """UDP probes (mpxfer ping/echo) see the configured RTT plus at most a little: testbed.md
+    """UDP probes (mpxfer ping/echo) see the configured RTT plus at most a little: the feasibility study
     measured ping 20.13 / 20.30 ms and 200.14 / 200.26 ms (min / avg) with its delayer."""
     from statistics import median
 

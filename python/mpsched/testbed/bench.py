@@ -36,7 +36,7 @@ def single_path(rate_bps: int, one_way_ns: int, seconds: float) -> dict:
 
 
 def table_a(reps: int) -> dict:
-    """testbed.md §5 A: 50 Mbit/s 20 ms RTT + 15 Mbit/s 200 ms RTT; 1 MB and 16 MB downloads."""
+    """Reference table A (docs/testbed.md): 50 Mbit/s 20 ms RTT + 15 Mbit/s 200 ms RTT; 1 MB and 16 MB downloads."""
     flows, t = [], 0
     for i in range(reps):
         flows.append({"id": 100 + i, "transport": 0, "start_ns": t, "app": {"kind": "sized", "size_bytes": 1 << 20}})
@@ -89,7 +89,7 @@ def main() -> None:
         print(lines[-1], flush=True)
     lines.append("")
     lines.append("Round-trip time of UDP probes on idle paths (`mpxfer ping` / `echo`, one every 10 ms; "
-                 "testbed.md measured ping 20.132 / 20.303 / 22.159 / 0.131 and 200.138 / 200.262 / 202.230 / "
+                 "the feasibility study measured ping 20.132 / 20.303 / 22.159 / 0.131 and 200.138 / 200.262 / 202.230 / "
                  "0.139 ms):\n")
     lines.append("| configured RTT | probes | min / mean / max / sd (ms) |")
     lines.append("|---|---|---|")
@@ -103,9 +103,9 @@ def main() -> None:
     f = tables["flows"]
     rows = [dict(zip(f, v)) for v in zip(*f.values())]
     lines.append("")
-    lines.append(f"testbed.md §5 table A on our testbed (MPTCP, default scheduler, cubic; {reps} runs of each size, "
+    lines.append(f"Reference table A (docs/testbed.md) on our testbed (MPTCP, default scheduler, cubic; {reps} runs of each size, "
                  "sequential):\n")
-    lines.append("| size | FCT min / median / max (s) | reference (testbed.md) |")
+    lines.append("| size | FCT min / median / max (s) | feasibility study |")
     lines.append("|---|---|---|")
     ref = {1 << 20: "0.251 / 0.253 / 0.254", 16 << 20: "2.572 / 3.037 / 3.220"}
     for size in (1 << 20, 16 << 20):

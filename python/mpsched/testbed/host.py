@@ -5,7 +5,7 @@ Every namespace a run creates is named `mpsb-<pid>-<role>`, so leftovers are rec
 namespace whose creating process is gone belongs to a crashed run and is removed (its
 processes killed first). Nothing outside those namespaces is changed: congestion control is
 set per socket and the TCP buffer sysctls are per namespace, so no host-wide sysctl needs
-restoring (testbed.md §1).
+restoring (docs/testbed.md, pitfalls 4 and 5).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def _alive(pid: int) -> bool:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return False
-    return state != "Z"  # a zombie is dead (testbed.md §7.6)
+    return state != "Z"  # a zombie is dead (docs/testbed.md, pitfall 7)
 
 
 def kill_namespace(ns: str) -> None:

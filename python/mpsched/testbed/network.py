@@ -1,7 +1,7 @@
 """Building and tearing down one testbed instance: namespaces, veths, routing, MPTCP endpoints,
 shaping, the delayer and its iptables rules.
 
-Everything that emulates the network lives in the router namespace (testbed.md §2, §7.3): a
+Everything that emulates the network lives in the router namespace (docs/testbed.md, pitfall 1): a
 qdisc or NFQUEUE in the sender's namespace would be charged to the sending socket (veth keeps
 the skb's socket reference until `ip_rcv_core`), and TCP Small Queues would then pace the
 sender against the emulated queue. Router egress qdiscs and the FORWARD hook come after that
@@ -28,14 +28,14 @@ __all__ = ["Testbed"]
 ETH_HEADER_BYTES = 14
 #: Bytes per packet assumed when a queue limit is given in packets (MTU-sized frames).
 FRAME_BYTES = 1514
-#: htb quantum (bytes per round); testbed.md §3 used 60000 at up to 500 Mbit/s.
+#: htb quantum (bytes per round); the feasibility study used 60000 at up to 500 Mbit/s.
 HTB_QUANTUM_BYTES = 60000
 #: Set to "1" to make the endpoints send MSS-sized packets (gso_max_segs 1) instead of TSO/GSO
 #: super-packets. Off by default: TCP's TSO autosizing already limits a super-packet to about
 #: 1 ms of data at the flow's rate, and per-packet processing costs the delayer 8x the CPU and
 #: its accuracy (benches/RESULTS.md: p99 lateness 2-4 ms instead of < 0.1 ms at 150 Mbit/s).
 SEGMENT_ENV = "MPSCHED_TESTBED_SEGMENT"
-#: Real-time priority of the delayer (testbed.md §4a runs it with chrt -f 50).
+#: Real-time priority of the delayer (chrt -f 50, as in the feasibility study).
 DELAYER_RT_PRIO = "50"
 
 
@@ -117,7 +117,7 @@ class Testbed:
     def _sysctls(self) -> None:
         p = self.plan
         # tcp_rmem/wmem are per namespace (net.core.rmem_max is global and untouched: we rely on
-        # autotuning, testbed.md §7.10). The kernel counts skb overhead against these limits
+        # autotuning, docs/testbed.md pitfall 5). The kernel counts skb overhead against these limits
         # (tcp_adv_win_scale / scaling_ratio), hence twice the configured application buffer.
         rmax = max(2 * p.rcv_buf_bytes, 1 << 20)
         wmax = max(2 * p.snd_buf_bytes, 1 << 20)

@@ -24,7 +24,7 @@ __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "m
 SERVER_ADDR = "10.9.0.1"
 ROUTER_SERVER_ADDR = "10.9.0.254"
 MAX_PATHS = 8
-#: Congestion controls the target kernel has (testbed.md §1: reno, bbr, cubic are built).
+#: Congestion controls the target kernel has (reno, bbr and cubic are built on the target kernel).
 KERNEL_CC = ("reno", "cubic", "bbr")
 #: Scheduler names a kernel run accepts: upstream Linux has only its default scheduler.
 KERNEL_SCHEDULERS = ("linux", "default", "minrtt")

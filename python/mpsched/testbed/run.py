@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mpsched.testbed.events import EventPlayer
-from mpsched.testbed.host import TestbedError, native_tool, preflight, remove_leftovers
+from mpsched.testbed.host import TestbedError, native_tool, ns_sh, preflight, remove_leftovers
 from mpsched.testbed.network import Testbed
 from mpsched.testbed.plan import SERVER_ADDR, FlowPlan, Plan, client_addr, make_plan
 
@@ -86,7 +87,7 @@ def _path_of(caddr: str, n_paths: int) -> int | None:
 
 def _warm_up(tb: Testbed, mpxfer: str, workdir: Path) -> None:
     """One small TCP transfer per path: resolves neighbours and wakes the delayer, so the first
-    timed packet does not pay for it (testbed.md §7.11)."""
+    timed packet does not pay for it (docs/testbed.md, pitfall 6)."""
     p = tb.plan
     lines = [FlowPlan(WARMUP_ID_BASE + i, "tcp", "cubic", (i,), "download", "sized", 2000, None, 0).line()
              for i in range(p.n_paths)]
@@ -94,18 +95,13 @@ def _warm_up(tb: Testbed, mpxfer: str, workdir: Path) -> None:
     flows.write_text("\n".join(lines) + "\n")
     max_rtt_s = max(lk.delay_ns + lk.jitter_ns for lk in p.links) * 4 / 1e9
     timeout_ns = int((5 + 10 * max_rtt_s) * 1e9)
-    r = tb_exec(tb.cli, [mpxfer, "client", "--server", SERVER_ADDR, "--port", str(SERVER_PORT),
-                         "--epoch-ns", str(time.monotonic_ns()), "--deadline-ns", str(timeout_ns),
-                         "--sample-ns", "0", "--flows", str(flows)], timeout=timeout_ns / 1e9 + 5)
+    r = ns_sh(tb.cli, mpxfer, "client", "--server", SERVER_ADDR, "--port", str(SERVER_PORT),
+              "--epoch-ns", str(time.monotonic_ns()), "--deadline-ns", str(timeout_ns),
+              "--sample-ns", "0", "--flows", str(flows), check=False, timeout=timeout_ns / 1e9 + 5)
     done = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
     bad = [d for d in done if not d.get("completed")]
     if len(done) != p.n_paths or bad:
         raise TestbedError(f"warm-up transfers failed on the testbed (paths not forwarding?): {r.stdout} {r.stderr}")
-
-
-def tb_exec(ns: str, args: list[str], timeout: float):
-    from mpsched.testbed.host import ns_sh
-    return ns_sh(ns, *args, check=False, timeout=timeout)
 
 
 def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None = None) -> tuple[Tables, dict]:
@@ -158,8 +154,8 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
             wait_s = (epoch - time.monotonic_ns() + plan.duration_ns) / 1e9 + FINISH_GRACE_S
             try:
                 client.wait(timeout=max(wait_s, 1))
-            except Exception:
-                raise TestbedError(f"the client did not finish within the run's duration + {FINISH_GRACE_S} s")
+            except subprocess.TimeoutExpired:
+                raise TestbedError(f"the client did not finish within the run's duration + {FINISH_GRACE_S} s") from None
             # Let the cross traffic and the server's final reports finish.
             while time.monotonic_ns() < epoch + plan.duration_ns and any(
                     p.poll() is None for p in tb.procs if p is not client and "cbr" in p.args):
