@@ -180,6 +180,9 @@ impl DataSender {
         if data_ack > self.data_acked {
             self.data_acked = data_ack;
             self.chunks.trim(data_ack);
+            for s in &mut self.subflows {
+                s.trim_unsent_below(data_ack);
+            }
             if let Some(s) = self.sched.as_mut() {
                 s.on_data_ack(data_ack, now_ns);
             }
@@ -403,7 +406,8 @@ impl DataSender {
     }
 
     /// Path of subflow `subflow` goes down (`false`) or comes back. Down: the subflow stops
-    /// sending, its queued and outstanding data are queued for reinjection elsewhere.
+    /// sending; its queued and outstanding data are copied to the reinjection queue (they also
+    /// stay on the subflow, so nothing is lost with a scheduler that ignores that queue).
     pub fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64) {
         if subflow >= self.subflows.len() || self.path_up[subflow] == up {
             return;
@@ -411,8 +415,10 @@ impl DataSender {
         self.path_up[subflow] = up;
         self.subflows[subflow].set_path_up(up, now_ns);
         if !up && self.cfg.mode == Mode::Mptcp && self.subflows.len() > 1 {
-            let chunks = &mut self.chunks;
-            self.subflows[subflow].take_unsent(|dsn, len| chunks.add_reinject(dsn, dsn + len));
+            let acked = self.data_acked;
+            for (dsn, len) in self.subflows[subflow].unsent_mappings() {
+                self.chunks.add_reinject(dsn.max(acked), dsn + len);
+            }
             self.reinject_outstanding(subflow);
         }
         self.need_schedule = true;

@@ -177,12 +177,28 @@ impl Sender {
         self.queue.push_back(Mapping { dsn, len, data_fin });
     }
 
-    /// Removes every mapping not transmitted yet; `f(dsn, len)` sees each.
-    pub fn take_unsent(&mut self, mut f: impl FnMut(u64, u64)) {
-        for m in self.queue.drain(..) {
-            f(m.dsn, m.len);
+    /// DSN ranges `(dsn, len)` queued and not transmitted yet.
+    pub fn unsent_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.queue.iter().map(|m| (m.dsn, m.len))
+    }
+
+    /// Drops queued (untransmitted) data below `dsn`: it was acknowledged at the connection
+    /// level through another subflow. Sequence numbers are assigned at transmission, so this
+    /// leaves no hole. Looks at the queue head only: O(1) when there is nothing to drop.
+    pub fn trim_unsent_below(&mut self, dsn: u64) {
+        while let Some(m) = self.queue.front_mut() {
+            if m.dsn >= dsn {
+                break;
+            }
+            let cut = (dsn - m.dsn).min(m.len);
+            m.dsn += cut;
+            m.len -= cut;
+            self.queued_bytes -= cut;
+            if m.len > 0 {
+                break;
+            }
+            self.queue.pop_front();
         }
-        self.queued_bytes = 0;
     }
 
     /// DSN ranges of the outstanding, un-SACKed segments.

@@ -242,6 +242,36 @@ fn two_subflows_share_a_transfer_and_count_option_bytes() {
     assert_eq!(p.b.rejections(Rejection::UnknownSubflow), 0);
 }
 
+fn set_path(p: &mut Pair<DataReceiver, DataSender>, path: usize, up: bool) {
+    p.ab[path].up = up;
+    p.ba[path].up = up;
+    let now = p.now_ns;
+    p.b.set_path_up(path, up, now);
+    p.a.set_path_up(path, up);
+}
+
+#[test]
+fn a_scheduler_that_ignores_reinjection_still_completes_after_an_outage() {
+    // Round-robin never serves the reinjection queue: the data queued on the failed subflow
+    // must stay there and go out when the path returns.
+    let s = Setup {
+        backup: vec![],
+        upload: false,
+        mode: Mode::Mptcp,
+        paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
+        sched: "roundrobin",
+        cc: "reno",
+        rcv_buf_bytes: 1 << 22,
+        total_bytes: 4 << 20,
+    };
+    let mut p = download(&s);
+    p.drive(300 * MS, |_, _| false);
+    set_path(&mut p, 1, false);
+    p.drive(1_300 * MS, |_, _| false);
+    set_path(&mut p, 1, true);
+    complete(&mut p, s.total_bytes);
+}
+
 #[test]
 fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
     let s = Setup {
@@ -379,12 +409,13 @@ proptest! {
         loss_ppm in proptest::collection::vec(0u64..40_000, 3),
         rcv_kb in 16u64..2048,
         total in 1u64..2_000_000,
-        sched_i in 0usize..4,
+        sched_i in 0usize..5,
+        outage in proptest::option::of((0usize..3, 0u64..2_000, 1u64..3_000)),
         cc_i in 0usize..5,
         seed in any::<u64>(),
     ) {
         let n = if mptcp { n } else { 1 };
-        let sched = ["minrtt", "roundrobin", "redundant", "ecf"][sched_i];
+        let sched = ["minrtt", "roundrobin", "redundant", "ecf", "blest"][sched_i];
         let cc = crate::cc::NAMES[cc_i];
         let paths: Vec<PathSpec> = (0..n).map(|i| (rates[i] * MBPS, delays[i] * MS)).collect();
         let s = Setup {
@@ -401,6 +432,14 @@ proptest! {
         for i in 0..n {
             p.ab[i] = Link::new(rates[i] * MBPS, delays[i] * MS).lossy(loss_ppm[i] / 2, seed ^ i as u64);
             p.ba[i] = Link::new(rates[i] * MBPS, delays[i] * MS).lossy(loss_ppm[i], seed.rotate_left(7) ^ i as u64);
+        }
+        if let Some((path, start_ms, len_ms)) = outage {
+            // One path fails for a while, then returns (both endpoints are told).
+            let path = path % n;
+            p.drive(start_ms * MS, |_, _| false);
+            set_path(&mut p, path, false);
+            p.drive((start_ms + len_ms) * MS, |_, _| false);
+            set_path(&mut p, path, true);
         }
         let done = p.drive(3_600_000 * MS, |a, b| a.delivered_bytes() == total && b.is_done());
         prop_assert!(done, "incomplete: {} of {total}", p.a.delivered_bytes());
