@@ -54,8 +54,14 @@ $(STAMPS)/native: $(STAMPS)/apt $(NATIVE_SOURCES) | $(STAMPS)
 setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/core $(STAMPS)/native
 	@test -x $(VENV)/bin/mpsched && echo "ready: $(VENV)/bin/mpsched"
 
+# The main job: the schedulers compared on the CFS paper's WLAN + LTE paths with short flows
+# (seed 000, Table 1), a summary table on the terminal and figures under results/.
+MAIN_SCENARIO := scenarios/cfs_wlan_lte_short.toml
+MAIN_OUT := results/cfs_wlan_lte_short
 run: setup
-	$(VENV)/bin/mpsched version
+	$(VENV)/bin/mpsched run $(MAIN_SCENARIO) --out $(MAIN_OUT)
+	$(VENV)/bin/mpsched show $(MAIN_OUT)
+	$(VENV)/bin/mpsched plot $(MAIN_OUT)
 
 test: setup test-rust test-python
 
@@ -66,7 +72,7 @@ test-python:
 	$(PY) -m pytest -q
 
 bench: setup
-	@echo "benchmarks are added with the simulator core"
+	benches/run.sh
 
 clean:
 	rm -rf target $(STAMPS) $(VENV) python/mpsched/*.so
