@@ -260,6 +260,14 @@ impl CongestionControl for Cubic {
     fn on_recovery_exit(&mut self, _tcb: &mut CcState, _now_ns: u64) {
         self.cnt_acc_bytes = 0;
     }
+
+    fn on_tx_start(&mut self, now_ns: u64, idle_ns: u64) {
+        // Linux `cubictcp_cwnd_event(CA_EVENT_TX_START)`: the idle time does not count as
+        // growth time, so shift the epoch (not past now).
+        if let Some(e) = self.epoch_start_ns.as_mut() {
+            *e = (*e + idle_ns).min(now_ns);
+        }
+    }
 }
 
 /// Integer cube root (floor), by bisection: deterministic on every platform.

@@ -133,6 +133,11 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     /// Fast recovery ended (cwnd already set to ssthresh).
     #[allow(unused_variables)]
     fn on_recovery_exit(&mut self, tcb: &mut CcState, now_ns: u64) {}
+
+    /// Transmission resumes with nothing in flight after `idle_ns` of silence (Linux
+    /// `CA_EVENT_TX_START`).
+    #[allow(unused_variables)]
+    fn on_tx_start(&mut self, now_ns: u64, idle_ns: u64) {}
 }
 
 /// Standard slow start with appropriate byte counting (RFC 3465 §2.2, L = 2): grows cwnd by

@@ -55,6 +55,9 @@ pub struct TcpConfig {
     pub quickack_segments: u32,
     /// Segments carry MPTCP DSS options (counted in wire size).
     pub mptcp: bool,
+    /// Restart the window after an idle period longer than the RTO (Linux
+    /// `net.ipv4.tcp_slow_start_after_idle`, default 1).
+    pub slow_start_after_idle: bool,
 }
 
 impl Default for TcpConfig {
@@ -67,6 +70,7 @@ impl Default for TcpConfig {
             delayed_ack: true,
             quickack_segments: QUICKACKS,
             mptcp: false,
+            slow_start_after_idle: true,
         }
     }
 }

@@ -102,6 +102,8 @@ pub struct Sender {
     l1_bytes: u64,
     l2_bytes: u64,
     last_penalty_ns: Option<u64>,
+    /// Time of the last data transmission (Linux `lsndtime`).
+    last_send_ns: Option<u64>,
     /// DATA_ACK to put on outgoing segments (reverse direction; set by the connection).
     pub data_ack_out: u64,
     stats: SenderStats,
@@ -150,6 +152,7 @@ impl Sender {
             l1_bytes: 0,
             l2_bytes: 0,
             last_penalty_ns: None,
+            last_send_ns: None,
             data_ack_out: 0,
             stats: SenderStats::default(),
         }
@@ -385,6 +388,9 @@ impl Sender {
             self.cwnd_validate(limited);
             return None;
         };
+        if self.board.is_empty() {
+            self.on_tx_start(now_ns);
+        }
         let len = front.len.min(self.tcb.mss_bytes);
         if !self.can_send_new(len) {
             self.cwnd_validate(true);
@@ -416,7 +422,36 @@ impl Sender {
         len > 0 && self.can_send(len)
     }
 
+    /// Sending resumes with nothing in flight (Linux `CA_EVENT_TX_START`), and after more than
+    /// an RTO of silence the window restarts (RFC 5681 §4.1, Linux `tcp_cwnd_restart` with
+    /// `tcp_slow_start_after_idle` = 1): ssthresh keeps 3/4 of cwnd, cwnd is halved per RTO of
+    /// idleness, not below min(initial window, cwnd).
+    fn on_tx_start(&mut self, now_ns: u64) {
+        let Some(last) = self.last_send_ns else {
+            return;
+        };
+        let idle_ns = now_ns.saturating_sub(last);
+        self.cc.inner_mut().on_tx_start(now_ns, idle_ns);
+        let rto = self.rtt.backed_off_rto_ns(self.backoff);
+        if !self.cfg.slow_start_after_idle || idle_ns <= rto {
+            return;
+        }
+        let cwnd = self.tcb.cwnd_bytes;
+        if self.state == CaState::Open {
+            self.tcb.ssthresh_bytes = self.tcb.ssthresh_bytes.max(cwnd / 4 * 3);
+        }
+        let restart = (self.cfg.init_cwnd_segments * self.tcb.mss_bytes).min(cwnd);
+        let mut w = cwnd;
+        let mut left = idle_ns;
+        while left > rto && w > restart {
+            left -= rto;
+            w >>= 1;
+        }
+        self.tcb.cwnd_bytes = w.max(restart).max(self.tcb.mss_bytes);
+    }
+
     fn on_sent(&mut self, now_ns: u64, len: u64) {
+        self.last_send_ns = Some(now_ns);
         self.stats.bytes_sent += len;
         self.stats.segments_sent += 1;
         if self.state == CaState::Recovery {

@@ -199,6 +199,25 @@ fn hystart_ends_cubic_slow_start_before_any_loss() {
 }
 
 #[test]
+fn window_restarts_after_an_idle_period_longer_than_the_rto() {
+    // RFC 5681 §4.1 / Linux tcp_slow_start_after_idle: after 2 s of silence (RTO ~ 220 ms)
+    // cwnd falls back to the initial window; ssthresh keeps 3/4 of the old cwnd.
+    let total = 1 << 20;
+    let mut p = download(total, 100 * MBPS, 10 * MS, "cubic");
+    run_to_completion(&mut p, total);
+    let before = p.b.tx.cc_state();
+    assert!(before.cwnd_bytes > 20 * 1448);
+    p.now_ns += 2_000 * MS;
+    p.b.tx.queue(total, 100 * 1448, true);
+    let t = p.now_ns;
+    p.drive(t + MS, |_, _| false);
+    let after = p.b.tx.cc_state();
+    assert_eq!(after.cwnd_bytes, 10 * 1448);
+    assert_eq!(after.ssthresh_bytes, before.ssthresh_bytes.max(before.cwnd_bytes / 4 * 3));
+    assert_eq!(p.b.tx.outstanding_bytes(), 10 * 1448, "one initial window in flight");
+}
+
+#[test]
 fn penalty_halves_cwnd_at_most_once_per_rtt() {
     let mut p = download(2 << 20, 100 * MBPS, 10 * MS, "reno");
     p.drive(200 * MS, |_, _| false);
