@@ -24,17 +24,41 @@
 //!   allowed, because its quota was small) measures the scheduler, not the path; such a sample
 //!   may raise the estimate but not lower it (the application-limited rule of Linux rate
 //!   sampling, `tcp_rate.c` / BBR `bbr_update_bw`). Without it a path given a small quota
-//!   measures a small bandwidth and keeps its small quota for ever.
+//!   measures a small bandwidth and its quota shrinks round after round. It does not make a
+//!   starved path grow either: a path whose share starts small stays small.
 //! * A subflow whose cwnd is full is skipped in favour of the next one with quota left
 //!   (`skip_when_cwnd_full = true`), as the OOT round-robin the authors built on does by default
 //!   (`cwnd_limited = 1`); `false` makes the scheduler wait for it instead, which in a
 //!   two-path run starves the smaller path behind the larger one's window.
 //! * Serving a subflow sends up to its remaining quota within its free cwnd per call.
+//! * `quota_rtt`: Fig. 4 turns each estimate into a window with the subflow's own sRTT,
+//!   `bw_i · sRTT_i` (`"subflow_srtt"`, the default, as printed). With paths of different RTTs
+//!   that makes the shares follow each path's bandwidth-delay product rather than its
+//!   bandwidth, and a bloated path's growing sRTT raises its own quota, which bloats it
+//!   further: through the real connection (`scenarios.rs`, unbounded queues, no loss) a
+//!   4 Mbit/s, 40 ms path next to a 20 Mbit/s, 10 ms one took 85 % of a 16 MB transfer, its
+//!   sRTT reached 7 s and the transfer took 5x longer than with minRTT. `"common_min_srtt"`
+//!   uses the lowest sRTT of the usable subflows for every quota, so the shares follow the
+//!   measured bandwidths, as the paper's text ("scheduling in proportion to the measured
+//!   bandwidth") and its 2:10 example describe; the two coincide when the RTTs are equal, as in
+//!   the paper's testbed. In the same run it kept that path's sRTT at 195 ms (minRTT: 416 ms)
+//!   with minRTT's completion time. Its weakness: a path that joins late with a small
+//!   estimate (a 200 ms path next to a 20 ms one) stays at a share of about 1 %.
 
 use serde::{Deserialize, Serialize};
 
 use super::common::{conn_mss, min_rtt_select, new_data_fits_window, serve_reinject, CheckConfig};
 use super::{Action, ConnView, Rejection, Scheduler, SubflowId, SubflowView};
+
+/// Which RTT turns a bandwidth estimate into a per-round quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuotaRtt {
+    /// Each subflow's own sRTT (paper Fig. 4 `est_bw_window`).
+    SubflowSrtt,
+    /// The lowest sRTT among usable subflows, for every subflow (bandwidth-proportional).
+    CommonMinSrtt,
+}
 
 /// BWM parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +71,10 @@ pub struct Config {
     /// Move on when the current subflow's cwnd is full instead of waiting. Default true
     /// (OOT round-robin `cwnd_limited = 1`).
     pub skip_when_cwnd_full: bool,
+    /// RTT of the quota: `"subflow_srtt"` (default, Fig. 4 as printed; unstable with very
+    /// different RTTs and deep buffers, see module docs) or `"common_min_srtt"`
+    /// (bandwidth-proportional shares).
+    pub quota_rtt: QuotaRtt,
 }
 
 impl CheckConfig for Config {
@@ -65,6 +93,7 @@ impl Default for Config {
             ewma_keep: 0.875,
             ewma_gain: 0.125,
             skip_when_cwnd_full: true,
+            quota_rtt: QuotaRtt::SubflowSrtt,
         }
     }
 }
@@ -92,6 +121,8 @@ pub struct Bwm {
     cfg: Config,
     paths: Vec<PathState>,
     current: Option<SubflowId>,
+    /// Lowest sRTT among usable subflows at the last measurement, ns.
+    min_srtt_ns: u64,
 }
 
 impl Bwm {
@@ -106,7 +137,12 @@ impl Bwm {
     /// Quota of subflow `sf` from its current estimate, segments (`est_bw_window`).
     pub fn quota_segments(&self, sf: &SubflowView) -> u64 {
         let bw = self.paths.get(sf.id).map_or(0.0, |p| p.bw_bytes_per_s);
-        let q = bw * sf.srtt_ns as f64 / 1e9 / sf.mss_bytes.max(1) as f64;
+        let rtt_ns = match self.cfg.quota_rtt {
+            QuotaRtt::SubflowSrtt => sf.srtt_ns,
+            QuotaRtt::CommonMinSrtt if self.min_srtt_ns > 0 => self.min_srtt_ns,
+            QuotaRtt::CommonMinSrtt => sf.srtt_ns,
+        };
+        let q = bw * rtt_ns as f64 / 1e9 / sf.mss_bytes.max(1) as f64;
         if q.is_finite() && q >= 1.0 {
             q.min(u32::MAX as f64) as u64
         } else {
@@ -116,6 +152,13 @@ impl Bwm {
 
     /// Takes a bandwidth sample on every subflow whose sampling period (one sRTT) has elapsed.
     fn measure(&mut self, view: &ConnView<'_>) {
+        self.min_srtt_ns = view
+            .subflows
+            .iter()
+            .filter(|s| s.usable() && s.has_rtt_sample && s.srtt_ns > 0)
+            .map(|s| s.srtt_ns)
+            .min()
+            .unwrap_or(0);
         for sf in view
             .subflows
             .iter()
@@ -133,6 +176,7 @@ impl Bwm {
                     let elapsed_ns = view.now_ns - t;
                     let snd_data = sf.bytes_acked.saturating_sub(p.acked_at_sample);
                     let sample = snd_data as f64 * 1e9 / elapsed_ns as f64;
+                    // An application-limited sample may raise the estimate, not lower it.
                     if p.cwnd_limited_seen || sample >= p.bw_bytes_per_s {
                         p.bw_bytes_per_s =
                             self.cfg.ewma_keep * p.bw_bytes_per_s + self.cfg.ewma_gain * sample;

@@ -123,3 +123,81 @@ fn cfs_copies_only_the_tail_while_redundant_copies_everything() {
     );
     assert_eq!(minrtt.redundant_bytes, 0);
 }
+
+/// A 16 MB transfer over a 20 Mbit/s, 10 ms RTT path and a 4 Mbit/s, 40 ms RTT path, both with
+/// unbounded queues and no loss: every window Cubic opens becomes queueing delay (bufferbloat).
+/// Returns (flow completion time, highest sRTT of each subflow), ns.
+fn bloated_bulk(sched: &str, params: serde_json::Value) -> (u64, [u64; 2]) {
+    let paths = [(20u64, 5u64), (4, 20)];
+    let mut rc = ConnConfig::new(Mode::Mptcp, true, 2);
+    rc.rcv_buf_bytes = 16 << 20;
+    let mut sc = ConnConfig::new(Mode::Mptcp, false, 2);
+    sc.cc = "cubic".into();
+    let mut rx = DataReceiver::new(rc);
+    rx.connect(0);
+    let s = registry::build(sched, &params).expect("registered scheduler");
+    let mut tx = DataSender::new(sc, Some(s)).expect("sender");
+    let total = 16u64 << 20;
+    tx.write(total, 0);
+    tx.close();
+    let links = || {
+        paths
+            .iter()
+            .map(|&(r, d)| Link::new(r * MBPS, d * MS))
+            .collect()
+    };
+    let mut p = Pair::new(rx, tx, links(), links());
+    let mut max_srtt_ns = [0u64; 2];
+    let mut views = Vec::new();
+    let done = p.drive(600_000 * MS, |a, b| {
+        b.subflow_views(&mut views);
+        for v in views.iter().filter(|v| v.id < 2) {
+            max_srtt_ns[v.id] = max_srtt_ns[v.id].max(v.srtt_ns);
+        }
+        a.delivered_bytes() == total && b.is_done()
+    });
+    assert!(done, "{sched}: incomplete");
+    (p.a.last_delivery_ns().expect("delivered"), max_srtt_ns)
+}
+
+#[test]
+fn bm_and_bwm_keep_the_slow_path_from_bloating_without_slowing_the_transfer() {
+    let (fct, srtt) = bloated_bulk("minrtt", serde_json::json!({}));
+    // minRTT fills every window: the slow path's queue grows to several hundred ms.
+    assert!(
+        srtt[1] > 300 * MS,
+        "minrtt slow-path srtt {} ms",
+        srtt[1] / MS
+    );
+    // BM caps the in-flight data of a subflow whose sRTT exceeds 3x its minimum.
+    let (bm_fct, bm_srtt) = bloated_bulk("minrtt+bm", serde_json::json!({}));
+    assert!(
+        bm_srtt[1] < srtt[1] * 2 / 3,
+        "bm {} ms vs minrtt {} ms",
+        bm_srtt[1] / MS,
+        srtt[1] / MS
+    );
+    assert!(
+        bm_fct < fct * 105 / 100,
+        "bm fct {} vs {}",
+        bm_fct / MS,
+        fct / MS
+    );
+    // BWM with bandwidth-proportional quotas gives the slow path its measured bandwidth's
+    // share, not whatever its window takes. (With Fig. 4's per-subflow sRTT, the default, the
+    // bloated path's quota grows with its own queue: see `bwm.rs`.)
+    let (bwm_fct, bwm_srtt) =
+        bloated_bulk("bwm", serde_json::json!({"quota_rtt": "common_min_srtt"}));
+    assert!(
+        bwm_srtt[1] < srtt[1] * 2 / 3,
+        "bwm {} ms vs minrtt {} ms",
+        bwm_srtt[1] / MS,
+        srtt[1] / MS
+    );
+    assert!(
+        bwm_fct < fct * 105 / 100,
+        "bwm fct {} vs {}",
+        bwm_fct / MS,
+        fct / MS
+    );
+}
