@@ -454,6 +454,8 @@ class Scenario(_Model):
                 known(p, f"connection[{i}].paths[{j}]", paths, "path")
             if c.paths is not None and not c.paths:
                 raise _FieldError(f"connection[{i}].paths", "a connection needs at least one path")
+            if c.paths is not None and len(set(c.paths)) != len(c.paths):
+                raise _FieldError(f"connection[{i}].paths", "a path appears twice; a connection opens one subflow per path")
             for j, p in enumerate(c.backup):
                 known(p, f"connection[{i}].backup[{j}]", c.paths or paths, "path of this connection")
         for i, w in enumerate(self.workload):
