@@ -170,6 +170,26 @@ def test_round_trip_times_match_the_configured_delays():
         assert median(got) <= base_ms + 1.0, (path, median(got))
 
 
+def test_smooth_jitter_varies_the_delay_around_its_mean():
+    """±7.5 ms smooth jitter each way on path 0 (period 20 ms): round trips spread over about
+    20 ± 15 ms but average 20 ms; the constant path 1 is unaffected."""
+    from statistics import fmean
+
+    from mpsched.testbed.probe import ping_paths
+
+    cfg = two_path_config([])
+    for link in cfg["links"][:2]:
+        link["jitter"] = {"mode": "smooth", "jitter_ns": 7_500_000, "period_ns": 20_000_000}
+    rtts = ping_paths(cfg, count=150)
+    got = [r / 1e6 for r in rtts[0]]
+    assert len(got) >= 145
+    assert min(got) < 15 and max(got) > 25, (min(got), max(got))
+    assert min(got) >= 5 - 0.5, min(got)
+    assert abs(fmean(got) - 20) < 3, fmean(got)
+    constant = sorted(r / 1e6 for r in rtts[1])
+    assert constant[len(constant) // 2] < 201  # the median: VM stalls make rare outliers anyway
+
+
 def test_upload_with_loss_over_tcp():
     """A TCP upload on path 1 with 2 % Bernoulli loss on its uplink: completes, retransmits,
     and the delayer's losses show in the link table."""
