@@ -176,3 +176,16 @@ def test_without_root_one_clear_message():
     r = subprocess.run(cmd, capture_output=True, text=True, cwd="/", env={**os.environ, "HOME": "/"})
     assert "Traceback" not in r.stderr, r.stderr
     assert r.stdout.startswith("MSG the kernel testbed needs root"), r.stdout + r.stderr
+
+
+def test_validation_scenarios_fit_the_testbed():
+    """Every scenario in scenarios/validation/ loads, normalizes and is accepted by the testbed."""
+    from mpsched.normalize import to_config
+    from mpsched.scenario import Scenario
+
+    files = sorted((REPO / "scenarios" / "validation").glob("*.toml"))
+    assert len(files) >= 4
+    for f in files:
+        for run in Scenario.load(f).expand():
+            plan = make_plan(to_config(run))
+            assert plan.flows and plan.n_paths == 2, f.name
