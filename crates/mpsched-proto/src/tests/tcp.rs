@@ -134,6 +134,58 @@ fn lost_retransmission_is_detected_without_rto() {
 }
 
 #[test]
+fn prr_brings_pipe_down_to_ssthresh_without_bursts() {
+    // RFC 6937: during recovery the sender transmits about ssthresh / RecoverFS of what is
+    // delivered, so pipe falls smoothly to ssthresh; at the end cwnd = ssthresh (Reno: half
+    // the window before the loss) and pipe does not exceed it.
+    use crate::tcp::CaState;
+    let total = 600 * 1448;
+    let mut p = download(total, 50 * MBPS, 10 * MS, "reno");
+    let mut first = true;
+    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+        let d = s.len > 0 && s.seq == 1 + 150 * 1448 && first;
+        first &= !d;
+        d
+    }));
+    let (mut prior, mut max_pipe, mut exit) = (0, 0, None);
+    let mut last_state = CaState::Open;
+    let done = p.drive(600_000 * MS, |a, b| {
+        let tx = &b.tx;
+        match (last_state, tx.ca_state()) {
+            (CaState::Open, CaState::Open) if max_pipe == 0 => prior = tx.cc_state().cwnd_bytes,
+            (_, CaState::Recovery) if exit.is_none() => {
+                max_pipe = max_pipe.max(tx.in_flight_bytes())
+            }
+            (CaState::Recovery, CaState::Open) if exit.is_none() => {
+                exit = Some((tx.cc_state(), tx.in_flight_bytes()))
+            }
+            _ => {}
+        }
+        last_state = tx.ca_state();
+        a.delivered_bytes == total && tx.is_idle()
+    });
+    assert!(done);
+    let (cc_at_exit, pipe_at_exit) = exit.expect("one recovery");
+    let mss = 1448;
+    // ssthresh = cwnd / 2 at the loss (the window may have grown by <= 2 MSS since `prior`).
+    let ss = cc_at_exit.ssthresh_bytes;
+    assert!(
+        ss >= prior / 2 && ss <= prior / 2 + mss,
+        "ssthresh {ss} prior {prior}"
+    );
+    assert_eq!(cc_at_exit.cwnd_bytes, ss);
+    assert!(
+        pipe_at_exit <= ss + mss,
+        "pipe {pipe_at_exit} ssthresh {ss}"
+    );
+    assert!(
+        max_pipe <= prior + 2 * mss,
+        "no burst beyond the old window: {max_pipe}"
+    );
+    assert_eq!(p.b.tx.stats().rto_count, 0);
+}
+
+#[test]
 fn lost_syn_is_retransmitted_after_one_second() {
     let total = 10_000;
     let mut p = download(total, 100 * MBPS, 10 * MS, "reno");
@@ -213,8 +265,15 @@ fn window_restarts_after_an_idle_period_longer_than_the_rto() {
     p.drive(t + MS, |_, _| false);
     let after = p.b.tx.cc_state();
     assert_eq!(after.cwnd_bytes, 10 * 1448);
-    assert_eq!(after.ssthresh_bytes, before.ssthresh_bytes.max(before.cwnd_bytes / 4 * 3));
-    assert_eq!(p.b.tx.outstanding_bytes(), 10 * 1448, "one initial window in flight");
+    assert_eq!(
+        after.ssthresh_bytes,
+        before.ssthresh_bytes.max(before.cwnd_bytes / 4 * 3)
+    );
+    assert_eq!(
+        p.b.tx.outstanding_bytes(),
+        10 * 1448,
+        "one initial window in flight"
+    );
 }
 
 #[test]
