@@ -2,6 +2,7 @@
 //! event loop, and collects the run records (flows and sampled series).
 #![warn(missing_docs)]
 
+mod app;
 pub mod config;
 mod endpoint;
 pub mod records;

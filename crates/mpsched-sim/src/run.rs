@@ -6,7 +6,8 @@
 //! puts each segment on the route of its subflow's path, and re-arms the endpoint's timer from
 //! `poll_timeout` (one pending timer event per endpoint; stale ones are ignored).
 
-use crate::config::{AppConfig, ConfigError, Direction, PathEvent, Protocol, SimConfig};
+use crate::app::App;
+use crate::config::{ConfigError, Direction, PathEvent, Protocol, SimConfig};
 use crate::endpoint::{build_endpoints, Endpoint, Segment};
 use crate::records::{
     ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
@@ -68,6 +69,8 @@ enum Event {
     FlowStart(u32),
     /// Timer of a flow's endpoint (`client` selects the side).
     Timer { flow: u32, client: bool },
+    /// The application of a flow asked to act at this time.
+    AppWakeup(u32),
     Sample,
     CrossSend(u32),
     Path(u32),
@@ -82,10 +85,19 @@ struct Side {
 struct Flow {
     client: Side,
     server: Side,
-    /// Bytes the application still has to write (None: bulk until `bulk_stop_ns`).
-    remaining_bytes: Option<u64>,
-    bulk_stop_ns: u64,
-    closed: bool,
+    app: App,
+    /// Time of the pending application wake-up event, if any.
+    app_wakeup_ns: Option<u64>,
+}
+
+impl Flow {
+    /// (sender, receiver) sides for a flow whose data goes `direction`.
+    fn roles(&self, direction: Direction) -> (&Side, &Side) {
+        match direction {
+            Direction::Upload => (&self.client, &self.server),
+            Direction::Download => (&self.server, &self.client),
+        }
+    }
 }
 
 /// One simulation: the network, the event queue and the flows.
@@ -198,6 +210,7 @@ impl<'a> Simulation<'a> {
                 Event::Net(ne) => self.on_net(ne),
                 Event::FlowStart(f) => self.start_flow(f as usize),
                 Event::Timer { flow, client } => self.on_timer(flow as usize, client),
+                Event::AppWakeup(flow) => self.on_app_wakeup(flow as usize),
                 Event::Sample => {
                     self.sample();
                     // Once nothing more can start, stop sampling and let the packets still in
@@ -241,17 +254,12 @@ impl<'a> Simulation<'a> {
         let fc = &self.cfg.flows[fi];
         let transport = &self.cfg.transports[fc.transport];
         let (client, server) = build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns);
-        let (remaining_bytes, bulk_stop_ns) = match fc.app {
-            AppConfig::Sized { size_bytes } => (Some(size_bytes), 0),
-            AppConfig::Bulk { stop_ns } => (None, stop_ns),
-        };
         self.started[fi] = true;
         self.flows[fi] = Some(Flow {
             client: Side { ep: client, timer_at_ns: None },
             server: Side { ep: server, timer_at_ns: None },
-            remaining_bytes,
-            bulk_stop_ns,
-            closed: false,
+            app: App::new(&fc.app),
+            app_wakeup_ns: None,
         });
         self.pending_flows -= 1;
         self.active_flows += 1;
@@ -273,42 +281,32 @@ impl<'a> Simulation<'a> {
         self.after_activity(fi, client);
     }
 
-    /// After something happened to one side of a flow: feeds the application (if that side
-    /// sends data), drains that side's output, re-arms its timer, and finishes the flow when
-    /// its last byte has arrived. Only the side that saw the event can have changed.
+    fn on_app_wakeup(&mut self, fi: usize) {
+        let now = self.now_ns;
+        let Some(f) = self.flows[fi].as_mut() else { return };
+        if f.app_wakeup_ns != Some(now) {
+            return; // superseded
+        }
+        f.app_wakeup_ns = None;
+        let sender_is_client = self.cfg.flows[fi].direction == Direction::Upload;
+        self.after_activity(fi, sender_is_client);
+    }
+
+    /// After something happened to one side of a flow: lets the application act on that side,
+    /// drains that side's output, re-arms its timer and the application's, and finishes the
+    /// flow when it is complete. Only the side that saw the event can have changed.
     fn after_activity(&mut self, fi: usize, client_side: bool) {
         let now = self.now_ns;
         let fc = &self.cfg.flows[fi];
         let paths = self.cfg.flow_paths(fi);
         let Some(f) = self.flows[fi].as_mut() else { return };
-        // The application writes whatever the send buffer takes.
         let sender_is_client = fc.direction == Direction::Upload;
-        if client_side == sender_is_client {
-            let sender = if sender_is_client { &mut f.client } else { &mut f.server };
-            if !f.closed {
-                let free = sender.ep.send_buffer_free();
-                match &mut f.remaining_bytes {
-                    Some(rem) => {
-                        let n = free.min(*rem);
-                        if n > 0 {
-                            sender.ep.write(now, n);
-                            *rem -= n;
-                        }
-                        if *rem == 0 {
-                            sender.ep.close(now);
-                            f.closed = true;
-                        }
-                    }
-                    None if now < f.bulk_stop_ns => {
-                        if free > 0 {
-                            sender.ep.write(now, free);
-                        }
-                    }
-                    None => {
-                        sender.ep.close(now);
-                        f.closed = true;
-                    }
-                }
+        {
+            let side = if client_side { &mut f.client } else { &mut f.server };
+            if client_side == sender_is_client {
+                f.app.feed(now, side.ep.as_mut());
+            } else {
+                f.app.on_receive(now, side.ep.as_ref());
             }
         }
         let side = if client_side { &mut f.client } else { &mut f.server };
@@ -329,19 +327,15 @@ impl<'a> Simulation<'a> {
                 self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side });
             }
         }
-        // Completion: the receiving application has every byte (sized), or the bulk sender
-        // has stopped and everything it wrote is acknowledged.
-        let receiver = if sender_is_client { &f.server } else { &f.client };
-        let sender = if sender_is_client { &f.client } else { &f.server };
-        let done = match fc.app {
-            AppConfig::Sized { size_bytes } => receiver.ep.delivered_bytes() >= size_bytes,
-            AppConfig::Bulk { .. } => f.closed && sender.ep.all_acked(),
-        };
-        if done {
-            let end_ns = match fc.app {
-                AppConfig::Sized { .. } => receiver.ep.last_delivery_ns().unwrap_or(now),
-                AppConfig::Bulk { stop_ns } => stop_ns.max(fc.start_ns),
-            };
+        if let Some(want) = f.app.next_wakeup_ns() {
+            if f.app_wakeup_ns.is_none_or(|t| want < t) {
+                let at = want.max(now);
+                f.app_wakeup_ns = Some(at);
+                self.queue.push(at, Event::AppWakeup(fi as u32));
+            }
+        }
+        let (sender, receiver) = f.roles(fc.direction);
+        if let Some(end_ns) = f.app.completion_ns(now, sender.ep.as_ref(), receiver.ep.as_ref()) {
             self.finish_flow(fi, Some(end_ns));
         }
     }
@@ -355,9 +349,7 @@ impl<'a> Simulation<'a> {
 
     fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> (FlowRow, Vec<SubflowRow>) {
         let fc = &self.cfg.flows[fi];
-        let sender_is_client = fc.direction == Direction::Upload;
-        let sender = if sender_is_client { &f.client } else { &f.server };
-        let receiver = if sender_is_client { &f.server } else { &f.client };
+        let (sender, receiver) = f.roles(fc.direction);
         let views = sender.ep.subflow_views();
         let subflows: Vec<SubflowRow> = views
             .iter()
@@ -371,14 +363,10 @@ impl<'a> Simulation<'a> {
                 rto_count: v.rto_count,
             })
             .collect();
-        let completed = match fc.app {
-            AppConfig::Sized { size_bytes } => receiver.ep.delivered_bytes() >= size_bytes,
-            AppConfig::Bulk { .. } => end_ns.is_some(),
-        };
         let row = FlowRow {
             end_ns,
-            fct_ns: end_ns.map(|e| e - fc.start_ns),
-            completed,
+            fct_ns: end_ns.map(|e| e.saturating_sub(fc.start_ns)),
+            completed: App::completed(&fc.app, receiver.ep.as_ref(), end_ns),
             bytes_delivered: receiver.ep.delivered_bytes(),
             bytes_sent: subflows.iter().map(|s| s.bytes_sent).sum(),
             bytes_retransmitted: subflows.iter().map(|s| s.bytes_retransmitted).sum(),
@@ -392,18 +380,14 @@ impl<'a> Simulation<'a> {
     fn base_row(&self, fi: usize) -> FlowRow {
         let fc = &self.cfg.flows[fi];
         let t = &self.cfg.transports[fc.transport];
-        let (size_bytes, app) = match fc.app {
-            AppConfig::Sized { size_bytes } => (Some(size_bytes), "sized"),
-            AppConfig::Bulk { .. } => (None, "bulk"),
-        };
         FlowRow {
             flow_id: fc.id,
             protocol: format!("{:?}", t.protocol).to_lowercase(),
             scheduler: if t.protocol == Protocol::Tcp { String::new() } else { t.scheduler.clone() },
             cc: t.cc.clone(),
             direction: format!("{:?}", fc.direction).to_lowercase(),
-            app: app.into(),
-            size_bytes,
+            app: App::kind(&fc.app).into(),
+            size_bytes: App::size_bytes(&fc.app),
             start_ns: fc.start_ns,
             end_ns: None,
             fct_ns: None,
@@ -456,9 +440,7 @@ impl<'a> Simulation<'a> {
             let Some(f) = f else { continue };
             let fc = &self.cfg.flows[fi];
             let paths = self.cfg.flow_paths(fi);
-            let sender_is_client = fc.direction == Direction::Upload;
-            let sender = if sender_is_client { &f.client } else { &f.server };
-            let receiver = if sender_is_client { &f.server } else { &f.client };
+            let (sender, receiver) = f.roles(fc.direction);
             for v in sender.ep.subflow_views() {
                 self.subflow_samples.push(SubflowSample {
                     time_ns: now,
