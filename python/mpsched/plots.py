@@ -87,59 +87,81 @@ def fct_cdf(res: Results) -> Figure:
     return fig
 
 
-def _first_run_per_scheduler(res: Results) -> dict[str, str]:
-    """scheduler -> the first run id (in sweep order) that used it."""
+def _run_per_scheduler(res: Results) -> dict[str, str]:
+    """scheduler -> the run to draw time series for: the one with the largest flows (the
+    richest dynamics), the first in sweep order among equals."""
     flows = labelled_flows(res)
     if flows.is_empty() or "scheduler" not in flows.columns:
         return {}
-    first = flows.select("scheduler", "run_id").unique(subset="scheduler", keep="first", maintain_order=True)
-    return dict(zip(first.get_column("scheduler").to_list(), first.get_column("run_id").to_list()))
+    size = pl.col("size_bytes").fill_null(0).mean() if "size_bytes" in flows.columns else pl.lit(0)
+    per_run = flows.group_by("scheduler", "run_id", maintain_order=True).agg(size.alias("mean_size"))
+    best = per_run.sort("mean_size", descending=True, maintain_order=True).unique(
+        subset="scheduler", keep="first", maintain_order=True)
+    order = flows.get_column("scheduler").unique(maintain_order=True).to_list()
+    chosen = dict(zip(best.get_column("scheduler").to_list(), best.get_column("run_id").to_list()))
+    return {s: chosen[s] for s in order}
+
+
+def _since_flow_start(res: Results, series: pl.DataFrame, run_id: str) -> pl.DataFrame:
+    """Samples of one run while each flow is active, with `t_s`: seconds since its flow began
+    (flows of a run are overlaid, so a run of many short flows stays readable)."""
+    if series.is_empty():
+        return series
+    part = series.filter(pl.col("run_id") == run_id)
+    spans = res.flows.filter(pl.col("run_id") == run_id).select(
+        "flow_id", "start_ns", pl.col("end_ns").fill_null(2**62))  # an unfinished flow is active to the end
+    part = part.join(spans, on="flow_id", how="inner")
+    return part.filter((pl.col("time_ns") >= pl.col("start_ns")) & (pl.col("time_ns") <= pl.col("end_ns"))).with_columns(
+        ((pl.col("time_ns") - pl.col("start_ns")).cast(pl.Float64) / 1e9).alias("t_s"))
 
 
 def subflow_timeseries(res: Results, run_id: str | None = None) -> Figure:
-    """Throughput (Mbit/s), cwnd (KB) and smoothed RTT (ms) of every subflow of one run over
-    time, coloured by path (default: the first run)."""
-    series = throughput_series(res)
+    """Throughput (Mbit/s), cwnd (kB) and smoothed RTT (ms) of every subflow of one run, against
+    the time since its flow started (the run's flows overlaid), coloured by path (default run:
+    the first)."""
     if run_id is None:
         run_id = res.runs.get_column("run_id")[0] if res.runs.height else None
+    part = _since_flow_start(res, throughput_series(res), run_id)
     fig = Figure(figsize=(9, 7), layout="constrained")
     axes = fig.subplots(3, 1, sharex=True)
-    part = series.filter(pl.col("run_id") == run_id) if not series.is_empty() else series
     paths = part.get_column("path").unique(maintain_order=True).to_list() if "path" in part.columns else []
     colors = {p: f"C{i}" for i, p in enumerate(paths)}
     metrics = [("throughput_bps", 1e-6, "throughput (Mbit/s)"), ("cwnd_bytes", 1e-3, "cwnd (kB)"),
                ("srtt_ns", 1e-6, "smoothed RTT (ms)")]
+    n_flows = part.get_column("flow_id").n_unique() if not part.is_empty() else 0
+    alpha = max(0.15, min(0.9, 3.0 / max(n_flows, 1)))
     if not part.is_empty():
         for (_flow, _sub, path), g in part.group_by(["flow_id", "subflow", "path"], maintain_order=True):
-            t = g.get_column("time_ns").to_numpy() / 1e9
+            t = g.get_column("t_s").to_numpy()
             for ax, (col, scale, _label) in zip(axes, metrics):
                 if col in g.columns:
-                    ax.plot(t, g.get_column(col).to_numpy().astype(float) * scale, color=colors[path], lw=0.8, alpha=0.8)
+                    y = g.get_column(col).cast(pl.Float64).to_numpy() * scale
+                    ax.plot(t, y, color=colors[path], lw=0.8, alpha=alpha)
     for ax, (_col, _scale, label) in zip(axes, metrics):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[-1].set_xlabel("time (s)")
+    axes[-1].set_xlabel("time since the flow started (s)")
     for p, c in colors.items():
         axes[0].plot([], [], color=c, label=str(p))
     if colors:
         axes[0].legend(title="path", fontsize=8)
-    fig.suptitle(f"Subflows over time — run {run_id}", fontsize=10)
+    fig.suptitle(f"Subflows of {n_flows} flow(s), overlaid — run {run_id}", fontsize=10)
     return fig
 
 
 def ofo_timeseries(res: Results) -> Figure:
-    """Out-of-order bytes held by the receiver over time: one panel per scheduler (its first
-    run), one line per flow."""
-    runs = _first_run_per_scheduler(res)
+    """Out-of-order bytes held by the receiver against the time since the flow started: one
+    panel per scheduler (its run with the largest flows), one line per flow."""
+    runs = _run_per_scheduler(res)
     fig, axes = _grid(max(len(runs), 1), width=4.5)
-    cs = res.conn_series
     for ax, (sched, run_id) in zip(axes, runs.items()):
-        part = cs.filter(pl.col("run_id") == run_id) if not cs.is_empty() else cs
+        part = _since_flow_start(res, res.conn_series, run_id)
         if not part.is_empty():
             for _flow, g in part.group_by("flow_id", maintain_order=True):
-                ax.plot(g.get_column("time_ns").to_numpy() / 1e9, g.get_column("ofo_bytes").to_numpy() / 1e3, lw=0.8)
+                ax.plot(g.get_column("t_s").to_numpy(), g.get_column("ofo_bytes").cast(pl.Float64).to_numpy() / 1e3,
+                        lw=0.8, alpha=0.6)
         ax.set_title(f"{sched} ({run_id})", fontsize=8)
-        ax.set_xlabel("time (s)")
+        ax.set_xlabel("time since the flow started (s)")
         ax.set_ylabel("out-of-order bytes (kB)")
         ax.grid(alpha=0.3)
     fig.suptitle("Receive buffer: out-of-order data")
@@ -154,7 +176,7 @@ def save_all(res: Results, out: Path) -> list[Path]:
         figures["fct_box"] = fct_boxplot(res)
         figures["fct_cdf"] = fct_cdf(res)
     if not res.subflow_series.is_empty():
-        for sched, run_id in _first_run_per_scheduler(res).items():
+        for sched, run_id in _run_per_scheduler(res).items():
             figures[f"subflows_{_safe(sched)}"] = subflow_timeseries(res, run_id)
     if not res.conn_series.is_empty():
         figures["ofo"] = ofo_timeseries(res)
