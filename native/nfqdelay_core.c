@@ -63,7 +63,8 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
         return -1;
     }
     double delay_us = 0, jitter_us = 0, period_us = 0, loss = 0;
-    int mode = -1, gso = -1;
+    int mode = -1, gso = -1, have_ge = 0;
+    double ge[4] = {0};
     enum dq_dist dist = DQ_UNIFORM;
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
@@ -85,6 +86,23 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
         else if (!strcmp(k, "dist") && !strcmp(v, "uniform")) dist = DQ_UNIFORM;
         else if (!strcmp(k, "dist") && !strcmp(v, "normal")) dist = DQ_NORMAL;
         else if (!strcmp(k, "gso") && numeric && (x == 0 || x == 1)) gso = (int)x;
+        else if (!strcmp(k, "ge")) {
+            // ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD
+            double g[4];
+            char *p = (char *)v;
+            int ok = 1;
+            for (int i = 0; i < 4 && ok; i++) {
+                g[i] = strtod(p, &end);
+                ok = end != p && g[i] >= 0 && g[i] <= 1 && (i == 3 ? *end == 0 : *end == ':');
+                p = end + 1;
+            }
+            if (!ok) {
+                snprintf(err, errlen, "ge needs four probabilities P_GB:P_BG:LOSS_GOOD:LOSS_BAD");
+                return -1;
+            }
+            memcpy(ge, g, sizeof g);
+            have_ge = 1;
+        }
         else {
             snprintf(err, errlen, "bad setting %s=%s", k, v);
             return -1;
@@ -99,6 +117,13 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
             (uint64_t)llround(jitter_us * 1e3), (uint64_t)llround(period_us * 1e3), loss, seed);
     q->dist = dist;
     q->gso = gso;
+    if (have_ge) {
+        q->ge = 1;
+        q->ge_p_gb = ge[0];
+        q->ge_p_bg = ge[1];
+        q->ge_loss_good = ge[2];
+        q->ge_loss_bad = ge[3];
+    }
     return 0;
 }
 
@@ -158,10 +183,20 @@ static int grow(struct dq_queue *q) {
     return 0;
 }
 
+static int lose(struct dq_queue *q) {
+    double p = q->loss_prob;
+    if (q->ge) {
+        double u = uniform01(&q->rng);
+        if (q->ge_bad ? u < q->ge_p_bg : u < q->ge_p_gb) q->ge_bad = !q->ge_bad;
+        p = q->ge_bad ? q->ge_loss_bad : q->ge_loss_good;
+    }
+    return p > 0 && uniform01(&q->rng) < p;
+}
+
 enum dq_verdict dq_arrive(struct dq_queue *q, uint32_t id, uint32_t len_bytes, uint64_t now_ns) {
     q->packets++;
     q->bytes += len_bytes;
-    if (q->loss_prob > 0 && uniform01(&q->rng) < q->loss_prob) {
+    if (lose(q)) {
         q->lost++;
         q->lost_bytes += len_bytes;
         return DQ_DROP;

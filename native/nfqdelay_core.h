@@ -36,6 +36,10 @@ struct dq_queue {
     uint64_t jitter_ns;
     uint64_t period_ns;
     double loss_prob;
+    // Gilbert-Elliott loss (when ge): per packet, Good->Bad with ge_p_gb, Bad->Good with ge_p_bg,
+    // then loss with ge_loss_good / ge_loss_bad in the new state (as the simulator's LossConfig).
+    int ge, ge_bad;
+    double ge_p_gb, ge_p_bg, ge_loss_good, ge_loss_bad;
     uint64_t rng;
     int gso; // -1: the program's -g setting; 0/1: this queue's (spec key gso=)
     // smooth jitter: segment index and the jitter samples (signed ns) at its two ends

@@ -108,6 +108,31 @@ static void bernoulli_loss(void) {
     dq_free(&q);
 }
 
+// Gilbert-Elliott loss: the long-run rate of the two-state chain, and losses come in bursts.
+static void gilbert_elliott_loss(void) {
+    struct dq_queue q;
+    char err[200];
+    CHECK(dq_parse_spec(&q, "5,delay_us=1,ge=0.01:0.2:0:0.5", 3, err, sizeof err) == 0, "%s", err);
+    int n = 400000, lost = 0, after_loss = 0, lost_after_loss = 0, prev = 0;
+    for (int i = 0; i < n; i++) {
+        int l = dq_arrive(&q, (uint32_t)i + 1, 100, 0) == DQ_DROP;
+        if (prev) {
+            after_loss++;
+            lost_after_loss += l;
+        }
+        lost += l;
+        prev = l;
+    }
+    double rate = (double)lost / n, expect = 0.01 / 0.21 * 0.5;
+    CHECK(fabs(rate - expect) < 0.15 * expect, "GE loss rate %.4f, expected %.4f", rate, expect);
+    // In the bad state half the packets go, and it lasts 5 packets on average.
+    double burst = (double)lost_after_loss / after_loss;
+    CHECK(burst > 0.3 && burst < 0.5, "P(loss | previous lost) = %.3f", burst);
+    dq_free(&q);
+    CHECK(dq_parse_spec(&q, "5,ge=0.1:0.2:0", 3, err, sizeof err) < 0, "ge with three numbers");
+    CHECK(dq_parse_spec(&q, "5,ge=0.1:0.2:0:1.5", 3, err, sizeof err) < 0, "ge probability > 1");
+}
+
 // Histogram buckets: every value falls in a bucket whose upper edge is above it and within 25 %.
 static void histogram_edges(void) {
     for (uint64_t v = 1; v < (1ull << 40); v = v * 5 / 4 + 1) {
@@ -151,6 +176,7 @@ int main(void) {
     smooth_bounds_mean_order();
     reorder_overtakes();
     bernoulli_loss();
+    gilbert_elliott_loss();
     histogram_edges();
     parse_specs();
     if (failures) {

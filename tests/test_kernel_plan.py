@@ -57,6 +57,10 @@ def test_plan_delayer_spec_carries_jitter_and_loss():
     up = next(lk for lk in plan.links if lk.name == "lte.up")
     assert down.delayer_spec().endswith(",jitter_us=75000.000,mode=smooth,period_us=200000.000,loss=0.01,gso=0")
     assert up.delayer_spec().endswith(",jitter_us=5000.000,mode=reorder,dist=normal")
+    cfg["links"][1]["loss"] = {"model": "gilbert_elliott", "p_good_bad": 0.01, "p_bad_good": 0.2,
+                               "loss_good": 0.0, "loss_bad": 0.5}
+    wlan_up = next(lk for lk in make_plan(cfg).links if lk.name == "wlan.up")
+    assert wlan_up.delayer_spec().endswith(",ge=0.01:0.2:0.0:0.5,gso=0")
 
 
 def test_links_without_delay_or_loss_skip_the_delayer():
@@ -70,8 +74,8 @@ def test_links_without_delay_or_loss_skip_the_delayer():
     (lambda c: c["paths"][0].__setitem__("down", [0, 2]), "paths[0].down", "exactly one link"),
     (lambda c: c["paths"][1].__setitem__("up", [1]), "paths[1].up", "already"),
     (lambda c: c["links"][0].__setitem__("loss", {"model": "gilbert_elliott", "p_good_bad": 0.1,
-                                                   "p_bad_good": 0.5, "loss_good": 0, "loss_bad": 0.5}),
-     "links[0].loss", "Bernoulli"),
+                                                   "p_bad_good": 1.5, "loss_good": 0, "loss_bad": 0.5}),
+     "links[0].loss.p_bad_good", "[0, 1]"),
     (lambda c: c["links"][2].__setitem__("capacity", {"kind": "trace", "opportunities_ms": [1, 2]}),
      "links[2].capacity", "rate schedules"),
     (lambda c: c["links"][2].__setitem__("capacity", {"kind": "schedule", "steps": [

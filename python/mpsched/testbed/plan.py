@@ -64,6 +64,7 @@ class LinkPlan:
     queue_bytes: int | None
     queue_packets: int | None
     loss: float           # Bernoulli probability
+    gilbert_elliott: tuple[float, float, float, float] | None  # p_good_bad, p_bad_good, loss_good, loss_bad
     jitter_mode: str      # "none" | "smooth" | "reorder"
     jitter_ns: int
     period_ns: int
@@ -73,7 +74,7 @@ class LinkPlan:
 
     @property
     def needs_delayer(self) -> bool:
-        return self.delay_ns > 0 or self.jitter_ns > 0 or self.loss > 0
+        return self.delay_ns > 0 or self.jitter_ns > 0 or self.loss > 0 or self.gilbert_elliott is not None
 
     @property
     def in_dev(self) -> str:
@@ -95,9 +96,13 @@ class LinkPlan:
             else:
                 spec += f",dist={self.distribution}"
         if self.loss > 0:
+            spec += f",loss={self.loss!r}"
+        if self.gilbert_elliott is not None:
+            spec += ",ge=" + ":".join(repr(v) for v in self.gilbert_elliott)
+        if self.loss > 0 or self.gilbert_elliott is not None:
             # Let the kernel segment GSO super-packets before they reach this queue, so that
             # loss hits single packets as in the simulator, not bursts of up to 45.
-            spec += f",loss={self.loss!r},gso=0"
+            spec += ",gso=0"
         return spec
 
 
@@ -168,14 +173,20 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
                                  f"schedules, not {kind!r} capacity (use the simulator)")
     loss = lk.get("loss") or {"model": "none"}
     model = loss.get("model", "none")
-    if model == "none":
-        p = 0.0
-    elif model == "bernoulli":
+    p = 0.0
+    ge: tuple[float, float, float, float] | None = None
+    if model == "bernoulli":
         p = float(loss["p"])
         if not 0 <= p <= 1:
             raise TestbedConfigError(f"{where}.loss.p", f"must be in [0, 1], got {p}")
-    else:
-        raise TestbedConfigError(f"{where}.loss", f"the kernel testbed supports Bernoulli loss only, not {model!r}")
+    elif model == "gilbert_elliott":
+        keys = ("p_good_bad", "p_bad_good", "loss_good", "loss_bad")
+        ge = tuple(float(loss[k]) for k in keys)  # type: ignore[assignment]
+        for k, v in zip(keys, ge):
+            if not 0 <= v <= 1:
+                raise TestbedConfigError(f"{where}.loss.{k}", f"must be in [0, 1], got {v}")
+    elif model != "none":
+        raise TestbedConfigError(f"{where}.loss", f"unknown loss model {model!r}")
     jit = lk.get("jitter") or {"mode": "none"}
     mode = jit.get("mode", "none")
     if mode not in ("none", "smooth", "reorder"):
@@ -192,7 +203,7 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
     return LinkPlan(
         index=idx, name=lk["name"], path=path, direction=direction, rate_bps=rate,
         delay_ns=int(lk["delay_ns"]), queue_bytes=lk.get("queue_bytes"), queue_packets=lk.get("queue_packets"),
-        loss=p, jitter_mode=mode if jitter_ns > 0 else "none", jitter_ns=jitter_ns, period_ns=period_ns,
+        loss=p, gilbert_elliott=ge, jitter_mode=mode if jitter_ns > 0 else "none", jitter_ns=jitter_ns, period_ns=period_ns,
         distribution=jit.get("distribution", "uniform"), qnum=qnum, rate_steps=steps)
 
 
