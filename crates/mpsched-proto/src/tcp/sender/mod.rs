@@ -17,9 +17,11 @@ use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::segment::{flags, Segment};
 use super::TcpConfig;
-use crate::cc::{AckSample, AnyCc, CcState, CoupledSubflow, CoupledView};
-use crate::sched::{LossKind, Rejection, SubflowView};
+use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
+use crate::sched::{LossKind, Rejection};
 use std::collections::VecDeque;
+
+mod view;
 
 /// Congestion state (Linux `icsk_ca_state`, collapsed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -570,110 +572,5 @@ impl Sender {
         }
         self.last_penalty_ns = Some(now_ns);
         Ok(())
-    }
-
-    /// Fills the scheduler's view of this subflow (`id` and `path_index` are the caller's).
-    pub fn fill_view(&self, v: &mut SubflowView) {
-        v.established = self.hs.is_established() && self.path_up;
-        v.backup = matches!(self.hs.option(), HsOption::Join { backup: true });
-        v.potentially_failed = self.potentially_failed;
-        v.in_loss_recovery = self.state == CaState::Loss;
-        v.in_fast_recovery = self.state == CaState::Recovery;
-        v.has_rtt_sample = self.rtt.has_sample;
-        v.srtt_ns = self.rtt.srtt_ns;
-        v.rttvar_ns = self.rtt.rttvar_ns;
-        v.min_rtt_ns = self.rtt.min_rtt_ns;
-        v.last_rtt_ns = self.rtt.last_rtt_ns;
-        v.rto_ns = self.rtt.backed_off_rto_ns(self.backoff);
-        v.mss_bytes = self.tcb.mss_bytes;
-        v.cwnd_bytes = self.tcb.cwnd_bytes;
-        v.ssthresh_bytes = self.tcb.ssthresh_bytes;
-        v.in_flight_bytes = self.board.pipe_bytes();
-        v.queued_bytes = self.queued_bytes;
-        v.pacing_rate_bps = self.pacing_rate_bps();
-        v.bytes_acked = self.stats.bytes_acked;
-        v.bytes_sent = self.stats.bytes_sent;
-        v.bytes_retransmitted = self.stats.bytes_retransmitted;
-        v.rto_count = self.stats.rto_count;
-    }
-
-    /// Linux `tcp_update_pacing_rate`: ratio * max(cwnd, outstanding) / srtt, ratio 200 % in
-    /// slow start below ssthresh / 2 (`tcp_pacing_ss_ratio`), else 120 % (`tcp_pacing_ca_ratio`).
-    pub fn pacing_rate_bps(&self) -> u64 {
-        if !self.rtt.has_sample {
-            return 0;
-        }
-        let pct: u128 = if self.tcb.cwnd_bytes < self.tcb.ssthresh_bytes / 2 {
-            200
-        } else {
-            120
-        };
-        let bytes = self.tcb.cwnd_bytes.max(self.board.outstanding_bytes()) as u128;
-        (pct * bytes * 8 * 1_000_000_000 / (100 * self.rtt.srtt_ns.max(1) as u128))
-            .min(u64::MAX as u128) as u64
-    }
-
-    /// What a coupled congestion control needs to know about this subflow.
-    pub fn coupled_info(&self) -> CoupledSubflow {
-        CoupledSubflow {
-            active: self.hs.is_established() && self.path_up && self.rtt.has_sample,
-            cwnd_bytes: if self.state == CaState::Recovery {
-                self.tcb.ssthresh_bytes
-            } else {
-                self.tcb.cwnd_bytes
-            },
-            srtt_ns: self.rtt.srtt_ns,
-            mss_bytes: self.tcb.mss_bytes,
-            loss_interval_bytes: self.l1_bytes.max(self.l2_bytes),
-        }
-    }
-
-    /// Handshake complete and path up.
-    pub fn is_established(&self) -> bool {
-        self.hs.is_established()
-    }
-    /// Path up.
-    pub fn is_path_up(&self) -> bool {
-        self.path_up
-    }
-    /// Bytes queued, not yet transmitted.
-    pub fn queued_bytes(&self) -> u64 {
-        self.queued_bytes
-    }
-    /// RFC 6675 pipe, bytes.
-    pub fn in_flight_bytes(&self) -> u64 {
-        self.board.pipe_bytes()
-    }
-    /// Bytes sent and not cumulatively acknowledged.
-    pub fn outstanding_bytes(&self) -> u64 {
-        self.board.outstanding_bytes()
-    }
-    /// Congestion window state.
-    pub fn cc_state(&self) -> CcState {
-        self.tcb
-    }
-    /// The congestion control.
-    pub fn cc(&self) -> &AnyCc {
-        &self.cc
-    }
-    /// Congestion state.
-    pub fn ca_state(&self) -> CaState {
-        self.state
-    }
-    /// RTT estimator.
-    pub fn rtt(&self) -> &RttEstimator {
-        &self.rtt
-    }
-    /// Counters.
-    pub fn stats(&self) -> SenderStats {
-        self.stats
-    }
-    /// SYN retransmissions.
-    pub fn syn_retransmits(&self) -> u64 {
-        self.hs.retransmits
-    }
-    /// Nothing queued and nothing outstanding.
-    pub fn is_idle(&self) -> bool {
-        self.queue.is_empty() && self.board.is_empty()
     }
 }
