@@ -12,7 +12,7 @@
 //
 // Usage: nfqdelay [-g] [-s SEED] [-o STATS.json] -q SPEC [-q SPEC ...]
 //   SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]
-//          [,dist=uniform|normal][,loss=PROB][,gso=0|1]
+//          [,dist=uniform|normal][,loss=PROB][,ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD][,gso=0|1]
 // -g queues GSO super-packets whole (NFQA_CFG_F_GSO); gso=0 on a queue makes the kernel segment
 // them before queueing instead, so that loss applies per packet as in the simulator.
 // Prints "ready" on stdout once every queue is bound (add the iptables rules only then: NFQUEUE
@@ -226,7 +226,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: nfqdelay [-g] [-s SEED] [-o STATS.json] -q SPEC [-q SPEC ...]\n"
             "  SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]"
-            "[,dist=uniform|normal][,loss=PROB][,gso=0|1]\n");
+            "[,dist=uniform|normal][,loss=PROB][,ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD][,gso=0|1]\n");
 }
 
 int main(int argc, char **argv) {
