@@ -3,8 +3,9 @@
 // Holds packets that iptables hands to NFQUEUE queues in the router namespace for a per-queue
 // one-way delay, with optional "smooth" jitter (a jitter sample every period, linearly
 // interpolated in between: mean delay kept, never reorders), netem-like per-packet "reorder"
-// jitter, and Bernoulli or Gilbert-Elliott loss. Why NFQUEUE and not netem/BPF: see docs/testbed.md (netem, fq and
-// etf are not built on the target kernel; only a userspace queue can hold packets).
+// jitter, and Bernoulli or Gilbert-Elliott loss. Why NFQUEUE and not netem/BPF: see
+// docs/testbed.md (netem, fq and etf are not built on the target kernel; only a userspace queue
+// can hold packets).
 //
 // Speed: NFQNL_COPY_META (no payload copy), NFQA_CFG_F_GSO (GSO super-packets queued whole),
 // recvmmsg batches, and NFQNL_MSG_VERDICT_BATCH (one message accepts every queued id <= N, valid
