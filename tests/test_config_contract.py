@@ -16,7 +16,7 @@ import pytest
 import mpsched
 from mpsched.runner import plan
 
-from conftest import REPO, SCENARIOS, has_core_runner
+from conftest import REPO, has_core_runner
 
 RUST_FILES = [REPO / "crates/mpsched-sim/src/config.rs", *sorted((REPO / "crates/mpsched-engine/src/net").glob("*.rs"))]
 
