@@ -148,3 +148,21 @@ def test_the_real_simulator_runs_mptcp_on_the_quick_scenario(tmp_path):
     assert set(flows.get_column("scheduler")) == {"minrtt", "roundrobin"}
     sub = pl.read_parquet(out / "*" / "subflows.parquet")
     assert set(sub.get_column("path")) == {"fast", "slow"}
+
+
+def test_progress_bar_on_a_terminal_and_silence_elsewhere(tmp_path, fake_engine):
+    import io
+
+    from rich.console import Console
+
+    from mpsched.progress import run_progress
+
+    buf = io.StringIO()
+    term = Console(file=buf, force_terminal=True, width=100)
+    with run_progress(4, term) as update:
+        mpsched.run(SCENARIOS / "quick.toml", tmp_path / "a", on_progress=update)
+    assert "4/4" in buf.getvalue()
+    quiet = io.StringIO()
+    with run_progress(4, Console(file=quiet, force_terminal=False)) as update:
+        mpsched.run(SCENARIOS / "quick.toml", tmp_path / "b", on_progress=update)
+    assert quiet.getvalue() == ""
