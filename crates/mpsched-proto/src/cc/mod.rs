@@ -239,4 +239,6 @@ impl AnyCc {
 }
 
 #[cfg(test)]
+mod conformance;
+#[cfg(test)]
 mod tests;

@@ -8,7 +8,9 @@
 //! Scope and simplifications (simulation): sequence numbers are `u64` and never wrap; both
 //! sides start at 0 (the SYN), so data starts at sequence number 1; payload bytes are not
 //! carried; segments never exceed a DSN mapping; no Nagle, no TSO, no pacing (Linux paces only
-//! with the fq qdisc or BBR), no tail-loss probe or RACK (a lost tail waits for the RTO).
+//! with the fq qdisc or BBR). Loss detection is RFC 6675 DupThresh plus RACK's rule for lost
+//! retransmissions; there is no tail-loss probe (a lost tail waits for the RTO, where Linux
+//! would probe after ~2 SRTT), no F-RTO / undo of spurious timeouts, no D-SACK.
 //!
 //! * [`Sender`]: handshake, send queue of DSN mappings, SACK scoreboard, RFC 6675 / PRR fast
 //!   recovery, RTO with backoff, a pluggable [`crate::cc`] policy.
