@@ -172,3 +172,18 @@ def test_runs_go_to_a_given_executor_and_failures_are_collected(tmp_path, fake_e
         mpsched.run(SCENARIOS / "quick.toml", tmp_path / "half", executor=pool)
     assert len(e.value.failures) == 2 and "roundrobin exploded" in str(e.value)
     assert len(mpsched.load(tmp_path / "half")) == 2  # the good runs are kept
+
+
+def test_runs_from_another_code_version_are_run_again_and_replaced(tmp_path, fake_engine, monkeypatch):
+    from mpsched import runner
+
+    mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert len(fake_engine) == 4
+    monkeypatch.setattr(runner, "code_version", lambda: "9.9.9+git.new")
+    res = mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert len(fake_engine) == 8  # every run again
+    assert {m["code_version"] for m in res.meta.values()} == {"9.9.9+git.new"}
+    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 4  # replaced, not added
+    assert list((tmp_path / ".tmp").iterdir()) == []
+    mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert len(fake_engine) == 8  # and now reused

@@ -88,8 +88,9 @@ def run(
 ) -> Results:
     """Run every combination of `scenario` on `engine` and return the results.
 
-    With `out`, each run is stored under ``out/<run_id>/`` (runs already there are reused, so an
-    interrupted study resumes); without it, runs go to a temporary directory and the results are
+    With `out`, each run is stored under ``out/<run_id>/``; runs already there from the same code
+    version are reused (an interrupted study resumes), runs from another version are run again
+    and replaced; without it, runs go to a temporary directory and the results are
     returned in memory. `on_progress(done, total)` is called as runs finish; `progress=True`
     draws a progress bar instead (terminal or notebook).
 
@@ -118,12 +119,13 @@ def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress
                executor: Executor | None = None) -> Results:
     out.mkdir(parents=True, exist_ok=True)
     store.clean_stale_tmp(out)
-    todo = [t for t in tasks if not store.is_complete(out / t.run_id)]
+    version = code_version()
+    # a run stored by this code version is reused; one from another version is run again
+    todo = [t for t in tasks if not (store.is_complete(out / t.run_id) and store.stored_version(out / t.run_id) == version)]
     done = len(tasks) - len(todo)
     if on_progress:
         on_progress(done, len(tasks))
     failures: dict[str, str] = {}
-    version = code_version()
     if engine == "kernel":
         jobs, executor = 1, None  # one testbed per machine: its namespaces and addresses are fixed
     if executor is None and (jobs <= 1 or len(todo) <= 1):

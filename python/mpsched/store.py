@@ -18,7 +18,8 @@ Every table carries `run_id` and the swept parameters as columns, so
 ``polars.read_parquet("<out>/*/flows.parquet")`` or DuckDB's
 ``SELECT ... FROM '<out>/*/flows.parquet'`` query the whole study. A run is written into
 ``<out>/.tmp/`` and renamed into place only when complete, so an interrupted run never leaves a
-visible half directory; a run whose directory exists is complete and is skipped on resume.
+visible half directory; a run whose directory exists is complete; on resume it is reused if the same code version
+wrote it, else run again and replaced.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from typing import Any
 
 import polars as pl
 
-__all__ = ["SCHEMA_VERSION", "TABLES", "run_id_for", "config_hash", "write_run", "is_complete", "run_dirs", "to_frame"]
+__all__ = ["SCHEMA_VERSION", "TABLES", "run_id_for", "config_hash", "write_run", "is_complete", "stored_version",
+           "run_dirs", "to_frame"]
 
 #: Bumped whenever a table's columns change meaning.
 SCHEMA_VERSION = 1
@@ -101,6 +103,14 @@ def is_complete(run_dir: Path) -> bool:
     return (run_dir / "meta.json").is_file()
 
 
+def stored_version(run_dir: Path) -> str | None:
+    """The code version that wrote a complete run (None if unreadable)."""
+    try:
+        return json.loads((run_dir / "meta.json").read_text()).get("code_version")
+    except (OSError, ValueError):
+        return None
+
+
 def run_dirs(out: Path) -> list[Path]:
     """Complete run directories of a study, sorted by their run index then id."""
     dirs = [d for d in Path(out).iterdir() if d.is_dir() and not d.name.startswith(".") and is_complete(d)]
@@ -127,8 +137,9 @@ def write_run(
     """Write one run atomically into ``out/run_id``; returns the final directory.
 
     Everything goes to a fresh directory under ``out/.tmp`` first; the rename into place is the
-    commit point. If the run already exists (another worker finished it), the new copy is
-    discarded.
+    commit point. If the run already exists from the same code version (another worker finished
+    it), the new copy is discarded; if it comes from another code version, it is replaced (moved
+    aside, the new run renamed in, the old one deleted).
     """
     out = Path(out)
     final = out / run_id
@@ -152,6 +163,10 @@ def write_run(
         # meta.json last: its presence marks a complete run.
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
         _fsync_dir(tmp)
+        if is_complete(final) and stored_version(final) != meta.get("code_version"):
+            old = out / TMP / f"{run_id}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(final, old)
+            shutil.rmtree(old, ignore_errors=True)
         try:
             os.rename(tmp, final)
         except OSError:
