@@ -155,8 +155,11 @@ impl Receiver {
         }
         let end = seg.seq + len;
         if end <= self.rcv_nxt {
+            // A spurious retransmission: ACK now and re-enter quickack mode (Linux
+            // `tcp_data_queue`, out_of_window: `tcp_enter_quickack_mode`).
             self.stats.duplicate_bytes += len;
             self.ack_now = true;
+            self.quickacks_left = self.quickacks_left.max(self.cfg.quickack_segments);
             return established;
         }
         if seg.seq <= self.rcv_nxt {
