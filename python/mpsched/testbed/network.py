@@ -6,7 +6,7 @@ qdisc or NFQUEUE in the sender's namespace would be charged to the sending socke
 the skb's socket reference until `ip_rcv_core`), and TCP Small Queues would then pace the
 sender against the emulated queue. Router egress qdiscs and the FORWARD hook come after that
 point. Order matters for NFQUEUE: the delayer binds its queues before the rules exist and the
-rules go before the delayer stops (a queue without a listener drops, §7.4).
+rules go before the delayer stops (a queue without a listener drops, pitfall 2).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ FRAME_BYTES = 1514
 HTB_QUANTUM_BYTES = 60000
 #: Set to "1" to make the endpoints send MSS-sized packets (gso_max_segs 1) instead of TSO/GSO
 #: super-packets. Off by default: TCP's TSO autosizing already limits a super-packet to about
-#: 1 ms of data at the flow's rate, and per-packet processing costs the delayer 8x the CPU and
-#: its accuracy (benches/RESULTS.md: p99 lateness 2-4 ms instead of < 0.1 ms at 150 Mbit/s).
+#: 1 ms of data at the flow's rate, and per-packet processing costs the delayer 2-6x the CPU
+#: and collapses above ~200 Mbit/s on 2 vCPUs (benches/RESULTS.md).
 SEGMENT_ENV = "MPSCHED_TESTBED_SEGMENT"
 #: Real-time priority of the delayer (chrt -f 50, as in the feasibility study).
 DELAYER_RT_PRIO = "50"
@@ -56,7 +56,6 @@ class Testbed:
         self.workdir = workdir
         base = f"{PREFIX}-{os.getpid()}"
         self.run_tag = base
-        # Keep names short: `ip netns` names end up in /run/netns and in iptables comments.
         self.cli, self.rtr, self.srv = f"{base}-c{tag}", f"{base}-r{tag}", f"{base}-s{tag}"
         self.delayer: subprocess.Popen | None = None
         self.delayer_stats: dict | None = None
@@ -144,12 +143,12 @@ class Testbed:
     def _shaping(self) -> None:
         """htb at the link rate with a drop-tail bfifo leaf on the router's egress: one class
         on rp<i> per downlink, one class per path on rsrv for the uplinks."""
-        up_devs: set[str] = set()
+        rooted_devs: set[str] = set()
         for lk in self.plan.links:
             dev = lk.out_dev
-            if dev not in up_devs:
+            if dev not in rooted_devs:
                 ns_sh(self.rtr, "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb")
-                up_devs.add(dev)
+                rooted_devs.add(dev)
             classid = f"1:{lk.path + 1:x}"
             rate = f"{lk.rate_bps}bit"
             ns_sh(self.rtr, "tc", "class", "add", "dev", dev, "parent", "1:", "classid", classid, "htb",
