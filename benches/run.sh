@@ -27,6 +27,10 @@ trap 'rm -f "$tmp"' EXIT
     | grep -E '^[a-z0-9_+/ -]+$|time:' | paste - - | awk '{$1=$1; print}' || true
   echo '```'
   echo
+  echo "### Python-defined scheduler: \`.venv/bin/python benches/bench_pysched.py\`"
+  echo
+  .venv/bin/python benches/bench_pysched.py
+  echo
   echo "### Engine: \`cargo bench -p mpsched-engine --bench event_queue\`"
   echo
   echo '```'

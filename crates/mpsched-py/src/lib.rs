@@ -1,6 +1,8 @@
 //! PyO3 bindings: the `mpsched._core` extension module. Thin by design; the public API and its
 //! documentation live in `python/mpsched`.
 
+mod pysched;
+
 use mpsched_sim::config::SimConfig;
 use mpsched_sim::records::Column;
 use pyo3::exceptions::PyValueError;
@@ -16,14 +18,30 @@ fn core_version() -> &'static str {
 /// Runs one normalized configuration (JSON text) and returns its tables as
 /// `{table: {column: list}}` plus a `_stats` entry. Releases the GIL while simulating.
 ///
-/// Raises `ValueError("field: message")` for a configuration the core refuses.
+/// `schedulers` maps scheduler names used in the config to Python classes (each with a
+/// `schedule(view)` method); they take precedence over the built-in registry.
+///
+/// Raises `ValueError("field: message")` for a configuration the core refuses, and re-raises
+/// the first exception a Python scheduler raised.
 #[pyfunction]
-fn run_json<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (config_json, schedulers = None))]
+fn run_json<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    schedulers: Option<std::collections::BTreeMap<String, Py<PyAny>>>,
+) -> PyResult<Bound<'py, PyDict>> {
     let cfg: SimConfig = serde_json::from_str(config_json)
         .map_err(|e| PyValueError::new_err(format!("config: {e}")))?;
+    let factory = schedulers.filter(|s| !s.is_empty()).map(pysched::PyFactory::new);
     let records = py
-        .allow_threads(|| mpsched_sim::run::run(&cfg))
+        .allow_threads(|| {
+            let custom = factory.as_ref().map(|f| f as &dyn mpsched_sim::run::CustomSchedulers);
+            mpsched_sim::run::run_with(&cfg, custom)
+        })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if let Some(err) = factory.and_then(|f| f.error.lock().ok().and_then(|mut e| e.take())) {
+        return Err(err);
+    }
     let out = PyDict::new(py);
     for table in &records.tables {
         let cols = PyDict::new(py);
@@ -72,5 +90,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
+    m.add_class::<pysched::PySubflowView>()?;
+    m.add_class::<pysched::PyConnView>()?;
     Ok(())
 }

@@ -7,6 +7,7 @@
 
 use crate::config::AppConfig;
 use crate::endpoint::Endpoint;
+use crate::units::{cbr_blocks, Trigger, UnitApp, UnitRecord};
 
 /// The application of one flow.
 #[derive(Debug)]
@@ -15,13 +16,32 @@ pub(crate) enum App {
     Sized { size_bytes: u64, remaining_bytes: u64, closed: bool },
     /// Writes without end until `stop_ns`, then closes.
     Bulk { stop_ns: u64, closed: bool },
+    /// Web objects, CBR blocks or transfers on one connection.
+    Units(UnitApp),
 }
 
 impl App {
-    pub(crate) fn new(cfg: &AppConfig) -> Self {
-        match *cfg {
-            AppConfig::Sized { size_bytes } => App::Sized { size_bytes, remaining_bytes: size_bytes, closed: false },
-            AppConfig::Bulk { stop_ns } => App::Bulk { stop_ns, closed: false },
+    /// The application of a flow that connects at `start_ns`.
+    pub(crate) fn new(cfg: &AppConfig, start_ns: u64) -> Self {
+        match cfg {
+            &AppConfig::Sized { size_bytes } => App::Sized { size_bytes, remaining_bytes: size_bytes, closed: false },
+            &AppConfig::Bulk { stop_ns } => App::Bulk { stop_ns, closed: false },
+            AppConfig::Web { objects_bytes, request_bytes, request_retry_ns } => App::Units(UnitApp::new(
+                start_ns,
+                objects_bytes.clone(),
+                Trigger::Request { request_bytes: *request_bytes, retry_ns: *request_retry_ns },
+            )),
+            &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
+                let n = cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps) as usize;
+                App::Units(UnitApp::new(start_ns, vec![block_bytes; n], Trigger::Periodic { block_bytes, rate_bps }))
+            }
+            AppConfig::Transfers { sizes_bytes, offsets_ns } => {
+                let trigger = match offsets_ns {
+                    Some(o) => Trigger::Offsets(o.clone()),
+                    None => Trigger::AfterAck,
+                };
+                App::Units(UnitApp::new(start_ns, sizes_bytes.clone(), trigger))
+            }
         }
     }
 
@@ -56,12 +76,46 @@ impl App {
                     *closed = true;
                 }
             }
+            App::Units(u) => u.feed(now_ns, sender),
         }
     }
 
     /// The receiving side saw activity (new in-order bytes may have arrived).
     pub(crate) fn on_receive(&mut self, now_ns: u64, receiver: &dyn Endpoint) {
-        let _ = (now_ns, receiver);
+        if let App::Units(u) = self {
+            u.on_receive(now_ns, receiver);
+        }
+    }
+
+    /// A message the receiving application sends to the sending one (a web request): (tag,
+    /// bytes on the wire). The event loop carries it up the flow's first path.
+    pub(crate) fn poll_message(&mut self) -> Option<(u32, u64)> {
+        match self {
+            App::Units(u) => u.poll_message(),
+            _ => None,
+        }
+    }
+
+    /// A message from the receiving application arrived at the sending one.
+    pub(crate) fn on_message(&mut self, tag: u32) {
+        if let App::Units(u) = self {
+            u.on_message(tag);
+        }
+    }
+
+    /// The application's timer fired (before the loop lets both sides act).
+    pub(crate) fn on_wakeup(&mut self, now_ns: u64) {
+        if let App::Units(u) = self {
+            u.on_wakeup(now_ns);
+        }
+    }
+
+    /// Per-unit records (blocks, objects, transfers); empty for sized and bulk flows.
+    pub(crate) fn unit_records(&self) -> Vec<UnitRecord> {
+        match self {
+            App::Units(u) => u.records(),
+            _ => Vec::new(),
+        }
     }
 
     /// Next time the application wants to act on its own (a timer of the app), if any.
@@ -69,6 +123,7 @@ impl App {
         match self {
             // A bulk sender must close at its stop time even if no ACK arrives then.
             App::Bulk { stop_ns, closed: false } => Some(*stop_ns),
+            App::Units(u) => u.next_wakeup_ns(),
             _ => None,
         }
     }
@@ -80,30 +135,51 @@ impl App {
                 (receiver.delivered_bytes() >= *size_bytes).then(|| receiver.last_delivery_ns().unwrap_or(now_ns))
             }
             App::Bulk { stop_ns, closed } => (*closed && sender.all_acked()).then_some(*stop_ns),
+            App::Units(u) => u.completion_ns(),
         }
     }
 
-    /// Short name for records ("sized", "bulk").
+    /// Short name for records ("sized", "bulk", "web", "cbr", "transfers").
     pub(crate) fn kind(cfg: &AppConfig) -> &'static str {
         match cfg {
             AppConfig::Sized { .. } => "sized",
             AppConfig::Bulk { .. } => "bulk",
+            AppConfig::Web { .. } => "web",
+            AppConfig::Cbr { .. } => "cbr",
+            AppConfig::Transfers { .. } => "transfers",
         }
     }
 
     /// Bytes the application transfers, when known in advance.
-    pub(crate) fn size_bytes(cfg: &AppConfig) -> Option<u64> {
-        match *cfg {
-            AppConfig::Sized { size_bytes } => Some(size_bytes),
+    pub(crate) fn size_bytes(cfg: &AppConfig, start_ns: u64) -> Option<u64> {
+        match cfg {
+            &AppConfig::Sized { size_bytes } => Some(size_bytes),
             AppConfig::Bulk { .. } => None,
+            AppConfig::Web { objects_bytes: s, .. } | AppConfig::Transfers { sizes_bytes: s, .. } => {
+                Some(s.iter().fold(0u64, |a, &b| a.saturating_add(b)))
+            }
+            &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
+                Some(cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps).saturating_mul(block_bytes))
+            }
+        }
+    }
+
+    /// Application units the connection carries one after another (objects, blocks,
+    /// transfers): 1 for a sized flow on its fresh connection, 0 for bulk.
+    pub(crate) fn units(cfg: &AppConfig, start_ns: u64) -> u64 {
+        match cfg {
+            AppConfig::Sized { .. } => 1,
+            AppConfig::Bulk { .. } => 0,
+            AppConfig::Web { objects_bytes: s, .. } | AppConfig::Transfers { sizes_bytes: s, .. } => s.len() as u64,
+            &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps),
         }
     }
 
     /// True when every byte the flow was meant to move has arrived (for the record).
-    pub(crate) fn completed(cfg: &AppConfig, receiver: &dyn Endpoint, end_ns: Option<u64>) -> bool {
-        match *cfg {
-            AppConfig::Sized { size_bytes } => receiver.delivered_bytes() >= size_bytes,
+    pub(crate) fn completed(cfg: &AppConfig, start_ns: u64, receiver: &dyn Endpoint, end_ns: Option<u64>) -> bool {
+        match cfg {
             AppConfig::Bulk { .. } => end_ns.is_some(),
+            _ => Self::size_bytes(cfg, start_ns).is_some_and(|n| receiver.delivered_bytes() >= n),
         }
     }
 }

@@ -154,6 +154,56 @@ pub enum AppConfig {
         /// Time the application stops writing, ns.
         stop_ns: u64,
     },
+    /// A web page fetched as wget / curl do it over one HTTP/1.1 keep-alive connection: the
+    /// client sends a request (a real packet up the flow's first path, which can queue and be
+    /// lost) once the connection is established, the server writes the object when the request
+    /// arrives, and the next request leaves when the previous object is complete. Download only.
+    Web {
+        /// Response size of each object, in fetch order (one entry: a single file).
+        objects_bytes: Vec<u64>,
+        /// Size of one request on the wire, bytes.
+        #[serde(default = "default_request_bytes")]
+        request_bytes: u64,
+        /// A request not received by then is sent again, ns.
+        #[serde(default = "default_request_retry_ns")]
+        request_retry_ns: u64,
+    },
+    /// Constant-bit-rate application: a block of `block_bytes` every `block_bytes * 8 /
+    /// rate_bps` seconds from the flow's start until `stop_ns`, each stamped with its send
+    /// time; the receiver records when each block is complete in order (the `blocks` table).
+    Cbr {
+        /// Application rate, bit/s (payload).
+        rate_bps: u64,
+        /// Block size, bytes.
+        #[serde(default = "default_block_bytes")]
+        block_bytes: u64,
+        /// No block is issued at or after this time, ns.
+        stop_ns: u64,
+    },
+    /// Several transfers on one long-lived connection. Without `offsets_ns` they run back to
+    /// back: the next is written once the previous one is DATA_ACKed. With `offsets_ns`,
+    /// transfer `k` is written at `start_ns + offsets_ns[k]` (queued behind unfinished ones).
+    Transfers {
+        /// Size of each transfer, bytes.
+        sizes_bytes: Vec<u64>,
+        /// Write time of each transfer after the flow's start, ns (non-decreasing).
+        #[serde(default)]
+        offsets_ns: Option<Vec<u64>>,
+    },
+}
+
+/// A GET with typical browser headers is a few hundred bytes; 500 B on the wire (headers
+/// included) is an assumption, not a measurement.
+fn default_request_bytes() -> u64 {
+    500
+}
+/// RFC 6298 §2.1: the initial RTO is 1 s, which is what a lost first segment waits (as a SYN).
+fn default_request_retry_ns() -> u64 {
+    1_000_000_000
+}
+/// 8 KB application blocks, as in the CBR experiments of the `004_` seed (slides 23-26).
+fn default_block_bytes() -> u64 {
+    8192
 }
 
 /// Constant-bit-rate cross traffic over a chain of links.

@@ -5,7 +5,7 @@
 
 use crate::config::{Direction, Protocol, TransportConfig};
 use mpsched_proto::cc;
-use mpsched_proto::sched::{self, SubflowView};
+use mpsched_proto::sched::{self, Scheduler, SubflowView};
 use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender, Mode};
 use mpsched_proto::tcp::TcpConfig;
 
@@ -32,6 +32,10 @@ pub(crate) trait Endpoint {
     fn close(&mut self, now_ns: u64);
     /// Everything written has been acknowledged at the connection level.
     fn all_acked(&self) -> bool;
+    /// Bytes cumulatively acknowledged at the connection level (data senders; 0 otherwise).
+    fn acked_bytes(&self) -> u64;
+    /// The connection's first subflow completed its handshake (data receivers).
+    fn is_established(&self) -> bool;
     /// Snapshots of the subflows (data senders; empty otherwise).
     fn subflow_views(&self) -> Vec<SubflowView>;
     /// Payload bytes sent again at the connection level (reinjection and redundancy).
@@ -47,12 +51,26 @@ pub(crate) trait Endpoint {
 
 /// Checks that a transport can be built (scheduler and congestion-control names and
 /// parameters); returns a message naming what is wrong.
-pub(crate) fn check_transport(t: &TransportConfig) -> Result<(), String> {
+pub(crate) fn check_transport(t: &TransportConfig, custom: Option<&dyn CustomSchedulers>) -> Result<(), String> {
     cc::build(&t.cc).map_err(|e| format!("cc: {e}"))?;
     if t.protocol == Protocol::Mptcp {
-        sched::registry::build(&t.scheduler, &t.scheduler_params).map_err(|e| format!("scheduler: {e}"))?;
+        build_scheduler(t, custom).map(drop).map_err(|e| format!("scheduler: {e}"))?;
     }
     Ok(())
+}
+
+/// Schedulers the registry does not know, supplied by the caller (e.g. classes written in
+/// Python). A name the caller knows takes precedence over the registry.
+pub trait CustomSchedulers {
+    /// A new scheduler for one connection, or `None` when `name` is not a custom one.
+    fn build(&self, name: &str) -> Option<Box<dyn Scheduler>>;
+}
+
+fn build_scheduler(t: &TransportConfig, custom: Option<&dyn CustomSchedulers>) -> Result<Box<dyn Scheduler>, String> {
+    if let Some(s) = custom.and_then(|c| c.build(&t.scheduler)) {
+        return Ok(s);
+    }
+    sched::registry::build(&t.scheduler, &t.scheduler_params).map_err(|e| e.to_string())
 }
 
 /// Builds the (client, server) endpoints of a flow over `paths` (one subflow per path). The
@@ -62,6 +80,7 @@ pub(crate) fn build_endpoints(
     paths: &[usize],
     direction: Direction,
     now_ns: u64,
+    custom: Option<&dyn CustomSchedulers>,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
     let mode = match t.protocol {
         Protocol::Tcp => Mode::Tcp,
@@ -77,7 +96,7 @@ pub(crate) fn build_endpoints(
         ..ConnConfig::new(mode, is_client, paths.len())
     };
     let scheduler = match mode {
-        Mode::Mptcp => Some(sched::registry::build(&t.scheduler, &t.scheduler_params).expect("checked by check_transport")),
+        Mode::Mptcp => Some(build_scheduler(t, custom).expect("checked by check_transport")),
         Mode::Tcp => None,
     };
     let mut sender = DataSender::new(conn(sender_is_client), scheduler).expect("checked by check_transport");
@@ -127,6 +146,12 @@ impl Endpoint for SenderEp {
     fn all_acked(&self) -> bool {
         self.0.is_done()
     }
+    fn acked_bytes(&self) -> u64 {
+        self.0.data_acked()
+    }
+    fn is_established(&self) -> bool {
+        false // not needed by any application on the sending side
+    }
     fn subflow_views(&self) -> Vec<SubflowView> {
         let mut v = Vec::new();
         self.0.subflow_views(&mut v);
@@ -173,6 +198,12 @@ impl Endpoint for ReceiverEp {
     fn close(&mut self, _now_ns: u64) {}
     fn all_acked(&self) -> bool {
         true
+    }
+    fn acked_bytes(&self) -> u64 {
+        0
+    }
+    fn is_established(&self) -> bool {
+        self.0.is_established()
     }
     fn subflow_views(&self) -> Vec<SubflowView> {
         Vec::new()

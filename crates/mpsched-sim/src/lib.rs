@@ -7,6 +7,7 @@ pub mod config;
 mod endpoint;
 pub mod records;
 pub mod run;
+mod units;
 mod validate;
 
 pub use validate::MAX_SUBFLOWS;

@@ -58,7 +58,8 @@ impl Table {
 /// Everything one run records.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Records {
-    /// Tables in a fixed order: flows, subflows, subflow_series, conn_series, link_series, links.
+    /// Tables in a fixed order: flows, subflows, blocks, subflow_series, conn_series,
+    /// link_series, links.
     pub tables: Vec<Table>,
     /// Simulator counters: events processed, packets sent, simulated time reached.
     pub stats: RunStats,
@@ -116,10 +117,14 @@ table_rows! {
         cc: String => Str,
         /// "download" or "upload".
         direction: String => Str,
-        /// Application kind ("sized", "bulk").
+        /// Application kind ("sized", "bulk", "web", "cbr", "transfers").
         app: String => Str,
         /// Bytes the application transfers (None for bulk).
         size_bytes: Option<u64> => OptU64,
+        /// Application units carried one after another on this one connection (web objects,
+        /// CBR blocks, transfers; their times are in `blocks`): 1 for a sized flow, which has a
+        /// fresh connection of its own (its FCT includes the handshake), 0 for bulk.
+        units: u64 => U64,
         /// connect() time, ns.
         start_ns: u64 => U64,
         /// Time the last byte reached the receiving application, ns (None if unfinished).
@@ -156,6 +161,25 @@ table_rows! {
         bytes_retransmitted: u64 => U64,
         /// Retransmission timeouts.
         rto_count: u64 => U64,
+    }
+}
+
+table_rows! {
+    /// One application unit (CBR block, web object, transfer on a long-lived connection).
+    BlockRow => "blocks" {
+        /// Flow id.
+        flow_id: u64 => U64,
+        /// Unit index in the flow, in stream order.
+        block: u64 => U64,
+        /// Bytes of the unit.
+        size_bytes: u64 => U64,
+        /// Time the application issued it (CBR, transfer: written; web object: request first
+        /// sent), ns.
+        sent_ns: u64 => U64,
+        /// Time its last byte reached the receiving application in order, ns (None if never).
+        delivered_ns: Option<u64> => OptU64,
+        /// Application delay: delivered_ns - sent_ns, ns.
+        delay_ns: Option<u64> => OptU64,
     }
 }
 

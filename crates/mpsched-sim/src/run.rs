@@ -9,8 +9,9 @@
 use crate::app::App;
 use crate::config::{ConfigError, Direction, PathEvent, Protocol, SimConfig};
 use crate::endpoint::{build_endpoints, Endpoint, Segment};
+pub use crate::endpoint::CustomSchedulers;
 use crate::records::{
-    ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
+    BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
 };
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
@@ -29,6 +30,9 @@ pub(crate) enum Payload {
     Segment(u32),
     /// A cross-traffic datagram (absorbed at the end of its route).
     Cross,
+    /// An application message from a flow's receiving side to its sending side (a web
+    /// request), outside the connection: it queues and can be lost like any packet.
+    AppMsg { flow: u32, tag: u32 },
 }
 
 /// A segment on its way, with where it is going.
@@ -103,6 +107,7 @@ impl Flow {
 /// One simulation: the network, the event queue and the flows.
 pub struct Simulation<'a> {
     cfg: &'a SimConfig,
+    custom: Option<&'a dyn CustomSchedulers>,
     net: Network<Payload>,
     queue: EventQueue<Event>,
     segments: Slab<InFlightSegment>,
@@ -116,7 +121,7 @@ pub struct Simulation<'a> {
     /// Flow indices by start time, and the position of the next one to schedule.
     start_order: Vec<u32>,
     next_start: usize,
-    finished_rows: Vec<(FlowRow, Vec<SubflowRow>)>,
+    finished_rows: Vec<(FlowRow, Vec<SubflowRow>, Vec<BlockRow>)>,
     active_flows: usize,
     pending_flows: usize,
     stats: RunStats,
@@ -127,19 +132,24 @@ pub struct Simulation<'a> {
 
 /// Runs a configuration to the end and returns its records.
 pub fn run(cfg: &SimConfig) -> Result<Records, ConfigError> {
+    run_with(cfg, None)
+}
+
+/// Like [`run`], with schedulers the registry does not know (see [`CustomSchedulers`]).
+pub fn run_with(cfg: &SimConfig, custom: Option<&dyn CustomSchedulers>) -> Result<Records, ConfigError> {
     cfg.validate()?;
     // Build every connection once up front so a bad scheduler or CC name is a config error
     // before any time passes, not a failure in the middle of the run.
     for (i, t) in cfg.transports.iter().enumerate() {
-        crate::endpoint::check_transport(t).map_err(|message| ConfigError { field: format!("transports[{i}]"), message })?;
+        crate::endpoint::check_transport(t, custom).map_err(|message| ConfigError { field: format!("transports[{i}]"), message })?;
     }
-    let mut sim = Simulation::new(cfg);
+    let mut sim = Simulation::new(cfg, custom);
     sim.run_to_end();
     Ok(sim.into_records())
 }
 
 impl<'a> Simulation<'a> {
-    fn new(cfg: &'a SimConfig) -> Self {
+    fn new(cfg: &'a SimConfig, custom: Option<&'a dyn CustomSchedulers>) -> Self {
         let mut net = Network::new();
         for (i, l) in cfg.links.iter().enumerate() {
             net.add_link(l.clone(), Rng::stream(cfg.seed, RNG_LINK_BASE + i as u64));
@@ -172,6 +182,7 @@ impl<'a> Simulation<'a> {
         }
         Self {
             cfg,
+            custom,
             net,
             queue,
             segments: Slab::new(),
@@ -234,6 +245,15 @@ impl<'a> Simulation<'a> {
             self.stats.packet_hops += 1;
         }
         let Some(pkt) = arrived else { return };
+        if let Payload::AppMsg { flow, tag } = pkt.payload {
+            let fi = flow as usize;
+            if let Some(f) = self.flows[fi].as_mut() {
+                f.app.on_message(tag);
+                let sender_is_client = self.cfg.flows[fi].direction == Direction::Upload;
+                self.after_activity(fi, sender_is_client);
+            }
+            return;
+        }
         if let Payload::Segment(idx) = pkt.payload {
             let InFlightSegment { flow, subflow, to_client, seg } = self.segments.remove(idx as usize);
             let fi = flow as usize;
@@ -253,12 +273,12 @@ impl<'a> Simulation<'a> {
         }
         let fc = &self.cfg.flows[fi];
         let transport = &self.cfg.transports[fc.transport];
-        let (client, server) = build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns);
+        let (client, server) = build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom);
         self.started[fi] = true;
         self.flows[fi] = Some(Flow {
             client: Side { ep: client, timer_at_ns: None },
             server: Side { ep: server, timer_at_ns: None },
-            app: App::new(&fc.app),
+            app: App::new(&fc.app, fc.start_ns),
             app_wakeup_ns: None,
         });
         self.pending_flows -= 1;
@@ -288,8 +308,10 @@ impl<'a> Simulation<'a> {
             return; // superseded
         }
         f.app_wakeup_ns = None;
-        let sender_is_client = self.cfg.flows[fi].direction == Direction::Upload;
-        self.after_activity(fi, sender_is_client);
+        f.app.on_wakeup(now);
+        // Either end may have something to do (a sender's next block, a client's request).
+        self.after_activity(fi, false);
+        self.after_activity(fi, true);
     }
 
     /// After something happened to one side of a flow: lets the application act on that side,
@@ -307,6 +329,15 @@ impl<'a> Simulation<'a> {
                 f.app.feed(now, side.ep.as_mut());
             } else {
                 f.app.on_receive(now, side.ep.as_ref());
+                // The receiving application's messages go back up the flow's first path.
+                while let Some((tag, bytes)) = f.app.poll_message() {
+                    let (down, up) = self.path_routes[paths[0]];
+                    let route = if client_side { up } else { down };
+                    let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+                    let size = bytes.min(u32::MAX as u64) as u32;
+                    self.net.send(now, route, size, Payload::AppMsg { flow: fi as u32, tag }, &mut sink);
+                    self.stats.packets_sent += 1;
+                }
             }
         }
         let side = if client_side { &mut f.client } else { &mut f.server };
@@ -347,7 +378,7 @@ impl<'a> Simulation<'a> {
         self.finished_rows.push(row);
     }
 
-    fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> (FlowRow, Vec<SubflowRow>) {
+    fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> (FlowRow, Vec<SubflowRow>, Vec<BlockRow>) {
         let fc = &self.cfg.flows[fi];
         let (sender, receiver) = f.roles(fc.direction);
         let views = sender.ep.subflow_views();
@@ -366,14 +397,27 @@ impl<'a> Simulation<'a> {
         let row = FlowRow {
             end_ns,
             fct_ns: end_ns.map(|e| e.saturating_sub(fc.start_ns)),
-            completed: App::completed(&fc.app, receiver.ep.as_ref(), end_ns),
+            completed: App::completed(&fc.app, fc.start_ns, receiver.ep.as_ref(), end_ns),
             bytes_delivered: receiver.ep.delivered_bytes(),
             bytes_sent: subflows.iter().map(|s| s.bytes_sent).sum(),
             bytes_retransmitted: subflows.iter().map(|s| s.bytes_retransmitted).sum(),
             bytes_redundant: sender.ep.redundant_bytes(),
             ..self.base_row(fi)
         };
-        (row, subflows)
+        let blocks = f
+            .app
+            .unit_records()
+            .into_iter()
+            .map(|u| BlockRow {
+                flow_id: fc.id,
+                block: u.unit,
+                size_bytes: u.size_bytes,
+                sent_ns: u.sent_ns,
+                delivered_ns: u.delivered_ns,
+                delay_ns: u.delivered_ns.map(|d| d.saturating_sub(u.sent_ns)),
+            })
+            .collect();
+        (row, subflows, blocks)
     }
 
     /// The row of a flow that has moved no byte: its identity and zero counters.
@@ -387,7 +431,8 @@ impl<'a> Simulation<'a> {
             cc: t.cc.clone(),
             direction: format!("{:?}", fc.direction).to_lowercase(),
             app: App::kind(&fc.app).into(),
-            size_bytes: App::size_bytes(&fc.app),
+            size_bytes: App::size_bytes(&fc.app, fc.start_ns),
+            units: App::units(&fc.app, fc.start_ns),
             start_ns: fc.start_ns,
             end_ns: None,
             fct_ns: None,
@@ -482,12 +527,14 @@ impl<'a> Simulation<'a> {
                 self.finished_rows.push(row);
             }
         }
-        self.finished_rows.sort_by_key(|(r, _)| r.flow_id);
+        self.finished_rows.sort_by_key(|(r, _, _)| r.flow_id);
         let mut flows = Vec::new();
         let mut subflows = Vec::new();
-        for (r, s) in std::mem::take(&mut self.finished_rows) {
+        let mut blocks = Vec::new();
+        for (r, s, b) in std::mem::take(&mut self.finished_rows) {
             flows.push(r);
             subflows.extend(s);
+            blocks.extend(b);
         }
         // Flows that never started (their start lies after the end of the run).
         for fi in (0..self.cfg.flows.len()).filter(|&fi| !self.started[fi]) {
@@ -510,6 +557,7 @@ impl<'a> Simulation<'a> {
             tables: vec![
                 FlowRow::into_table(flows),
                 SubflowRow::into_table(subflows),
+                BlockRow::into_table(blocks),
                 SubflowSample::into_table(self.subflow_samples),
                 ConnSample::into_table(self.conn_samples),
                 LinkSample::into_table(self.link_samples),

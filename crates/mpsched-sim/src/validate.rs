@@ -2,7 +2,7 @@
 //! configuration that passed. The Python front end validates the human scenario first; this is
 //! the last line of defence (and the only one for configs built by hand or by benchmarks).
 
-use crate::config::{AppConfig, ConfigError, JitterConfig, Protocol, SimConfig};
+use crate::config::{AppConfig, ConfigError, Direction, JitterConfig, Protocol, SimConfig};
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError { field: field.into(), message: message.into() }
@@ -10,6 +10,24 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
 
 /// Largest number of subflows a connection may open (path masks are 64-bit).
 pub const MAX_SUBFLOWS: usize = 32;
+
+/// Largest number of application units (blocks, objects, transfers) of one flow: unit tags
+/// travel as 32-bit numbers, and ten million 8 KB blocks are 80 GB, beyond any study here.
+pub const MAX_UNITS: usize = 10_000_000;
+
+/// A non-empty list of positive unit sizes whose total fits 64 bits.
+fn check_units(sizes: &[u64], field: impl Fn(&str) -> String) -> Result<(), ConfigError> {
+    if sizes.is_empty() || sizes.len() > MAX_UNITS {
+        return Err(err(field(""), format!("between 1 and {MAX_UNITS} entries")));
+    }
+    if let Some(i) = sizes.iter().position(|&s| s == 0) {
+        return Err(err(field(&format!("[{i}]")), "must be positive"));
+    }
+    if sizes.iter().try_fold(0u64, |a, &b| a.checked_add(b)).is_none() {
+        return Err(err(field(""), "the total does not fit 64 bits"));
+    }
+    Ok(())
+}
 
 impl SimConfig {
     /// Paths of flow `flow` (its own, or its transport's).
@@ -100,10 +118,45 @@ impl SimConfig {
             if !ids.insert(fl.id) {
                 return Err(err(f("id"), format!("flow id {} is used twice", fl.id)));
             }
-            match fl.app {
+            match &fl.app {
                 AppConfig::Sized { size_bytes: 0 } => return Err(err(f("app.size_bytes"), "must be positive")),
-                AppConfig::Bulk { stop_ns } if stop_ns <= fl.start_ns => {
+                &AppConfig::Bulk { stop_ns } if stop_ns <= fl.start_ns => {
                     return Err(err(f("app.stop_ns"), "must be after the flow's start"))
+                }
+                AppConfig::Web { objects_bytes, request_bytes, request_retry_ns } => {
+                    check_units(objects_bytes, |n| f(&format!("app.objects_bytes{n}")))?;
+                    if fl.direction != Direction::Download {
+                        return Err(err(f("direction"), "a web page is a download (requests go up, objects come down)"));
+                    }
+                    if !(1..=65_535).contains(request_bytes) {
+                        return Err(err(f("app.request_bytes"), "must be between 1 and 65535"));
+                    }
+                    if *request_retry_ns == 0 {
+                        return Err(err(f("app.request_retry_ns"), "must be positive"));
+                    }
+                }
+                &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
+                    if rate_bps == 0 || block_bytes == 0 {
+                        return Err(err(f("app"), "rate_bps and block_bytes must be positive"));
+                    }
+                    if stop_ns <= fl.start_ns {
+                        return Err(err(f("app.stop_ns"), "must be after the flow's start"));
+                    }
+                    let n = crate::units::cbr_blocks(fl.start_ns, stop_ns, block_bytes, rate_bps);
+                    if n > MAX_UNITS as u64 || n.checked_mul(block_bytes).is_none() {
+                        return Err(err(f("app"), format!("{n} blocks; at most {MAX_UNITS} per flow")));
+                    }
+                }
+                AppConfig::Transfers { sizes_bytes, offsets_ns } => {
+                    check_units(sizes_bytes, |n| f(&format!("app.sizes_bytes{n}")))?;
+                    if let Some(o) = offsets_ns {
+                        if o.len() != sizes_bytes.len() {
+                            return Err(err(f("app.offsets_ns"), "one offset per transfer"));
+                        }
+                        if o.windows(2).any(|w| w[1] < w[0]) {
+                            return Err(err(f("app.offsets_ns"), "offsets must not decrease"));
+                        }
+                    }
                 }
                 _ => {}
             }
