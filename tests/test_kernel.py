@@ -190,6 +190,22 @@ def test_smooth_jitter_varies_the_delay_around_its_mean():
     assert constant[len(constant) // 2] < 201  # the median: VM stalls make rare outliers anyway
 
 
+def test_cross_traffic_is_forwarded_at_its_rate():
+    """20 Mbit/s of constant-bit-rate UDP for 2 s on WLAN's downlink, 10 Mbit/s on LTE's uplink:
+    the router forwards 5 MB and 2.5 MB (IP bytes), and nothing on the other links."""
+    cfg = two_path_config([], duration_ns=2_500 * MS)
+    cfg["cross_traffic"] = [
+        {"links": [0], "rate_bps": 20_000_000, "packet_bytes": 1500, "start_ns": 0, "stop_ns": 2_000 * MS},
+        {"links": [3], "rate_bps": 10_000_000, "packet_bytes": 1000, "start_ns": 0, "stop_ns": 2_000 * MS},
+    ]
+    tables, _ = run_once(cfg)
+    links = {r["link"]: r for r in _rows(tables["links"])}
+    assert 0.95 * 5_000_000 <= links["wlan.down"]["bytes_forwarded"] <= 1.02 * 5_000_000, links
+    assert 0.95 * 2_500_000 <= links["lte.up"]["bytes_forwarded"] <= 1.02 * 2_500_000, links
+    assert links["lte.up"]["packets_forwarded"] == pytest.approx(2_500, rel=0.05)
+    assert links["wlan.up"]["bytes_forwarded"] < 10_000 and links["lte.down"]["bytes_forwarded"] < 10_000
+
+
 def test_upload_with_loss_over_tcp():
     """A TCP upload on path 1 with 2 % Bernoulli loss on its uplink: completes, retransmits,
     and the delayer's losses show in the link table."""
