@@ -162,6 +162,12 @@ impl DataReceiver {
         }
     }
 
+    /// The first subflow's handshake is complete (the client application may send its
+    /// request: a web client writes its GET once connect() returns).
+    pub fn is_established(&self) -> bool {
+        self.subflows.first().is_some_and(|s| s.is_established())
+    }
+
     /// Bytes delivered in order to the application.
     pub fn delivered_bytes(&self) -> u64 {
         self.rcv_nxt

@@ -1,0 +1,248 @@
+//! Applications made of units carried one after another on one connection: web objects
+//! fetched one request at a time, constant-bit-rate blocks, and transfers on a long-lived
+//! connection. Each unit is a byte range of the connection's stream; the application records
+//! when it issued the unit and when its last byte reached the receiving application in order
+//! (the `blocks` table), so application delay and its variation can be computed per unit.
+//!
+//! The sending and receiving applications of a flow share this one struct (the simulator sees
+//! both ends); what crosses the network between them is data on the connection and, for web
+//! fetches, request packets the event loop carries (see [`UnitApp::poll_message`]).
+
+use crate::endpoint::Endpoint;
+
+/// What makes the next unit start.
+#[derive(Debug)]
+pub(crate) enum Trigger {
+    /// Unit `k` is issued at `start + k * bytes * 8 / rate` (CBR; integer time without drift).
+    Periodic { block_bytes: u64, rate_bps: u64 },
+    /// Unit `k` is issued at `start + offsets_ns[k]`.
+    Offsets(Vec<u64>),
+    /// Unit `k` is issued once unit `k - 1` is DATA_ACKed at the sender (unit 0 at the start).
+    AfterAck,
+    /// The receiving client requests unit `k` once unit `k - 1` is complete; the server
+    /// writes it when the request arrives. A request not arrived after `retry_ns` is resent.
+    Request { request_bytes: u64, retry_ns: u64 },
+}
+
+/// One unit of a flow, for the `blocks` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UnitRecord {
+    /// Unit index in the flow.
+    pub(crate) unit: u64,
+    /// Bytes of the unit.
+    pub(crate) size_bytes: u64,
+    /// Time the application issued it (wrote it, or sent the request for it), ns.
+    pub(crate) sent_ns: u64,
+    /// Time its last byte was delivered in order, ns.
+    pub(crate) delivered_ns: Option<u64>,
+}
+
+/// The application of a unit-based flow.
+#[derive(Debug)]
+pub(crate) struct UnitApp {
+    start_ns: u64,
+    trigger: Trigger,
+    sizes_bytes: Vec<u64>,
+    /// Stream offset one past each unit's last byte.
+    ends: Vec<u64>,
+    sent_ns: Vec<u64>,
+    delivered_ns: Vec<u64>,
+    /// Units issued so far (`sent_ns` holds their times).
+    issued: usize,
+    /// Bytes the sending application has to write (issued units; requested ones for web).
+    writable_bytes: u64,
+    /// Bytes written into the send buffer.
+    written_bytes: u64,
+    closed: bool,
+    /// Web: requests that reached the server (in order; duplicates ignored).
+    requests_arrived: usize,
+    /// Web: last (re)transmission time of the outstanding request.
+    request_sent_ns: Option<u64>,
+    /// Web: a request waiting for the event loop to carry it.
+    outgoing: Option<u32>,
+}
+
+impl UnitApp {
+    /// An application issuing `sizes_bytes` (each positive) as `trigger` says, from `start_ns`.
+    pub(crate) fn new(start_ns: u64, sizes_bytes: Vec<u64>, trigger: Trigger) -> Self {
+        let ends = sizes_bytes
+            .iter()
+            .scan(0u64, |acc, &s| {
+                *acc = acc.saturating_add(s);
+                Some(*acc)
+            })
+            .collect();
+        Self {
+            start_ns,
+            trigger,
+            ends,
+            sent_ns: Vec::with_capacity(sizes_bytes.len()),
+            delivered_ns: Vec::with_capacity(sizes_bytes.len()),
+            sizes_bytes,
+            issued: 0,
+            writable_bytes: 0,
+            written_bytes: 0,
+            closed: false,
+            requests_arrived: 0,
+            request_sent_ns: None,
+            outgoing: None,
+        }
+    }
+
+    /// Number of units.
+    pub(crate) fn units(&self) -> usize {
+        self.sizes_bytes.len()
+    }
+
+    /// Bytes of all units.
+    pub(crate) fn total_bytes(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// Issue time of unit `k` for the clocked triggers.
+    fn due_ns(&self, k: usize) -> Option<u64> {
+        match &self.trigger {
+            Trigger::Periodic { block_bytes, rate_bps } => {
+                let t = k as u128 * *block_bytes as u128 * 8_000_000_000 / (*rate_bps).max(1) as u128;
+                Some(self.start_ns.saturating_add(u64::try_from(t).unwrap_or(u64::MAX)))
+            }
+            Trigger::Offsets(o) => Some(self.start_ns.saturating_add(o[k])),
+            _ => None,
+        }
+    }
+
+    fn issue(&mut self, at_ns: u64) {
+        self.sent_ns.push(at_ns);
+        self.issued += 1;
+    }
+
+    /// Sending side: issue what is due and write what the send buffer takes.
+    pub(crate) fn feed(&mut self, now_ns: u64, sender: &mut dyn Endpoint) {
+        if self.closed {
+            return;
+        }
+        let n = self.units();
+        match self.trigger {
+            Trigger::Periodic { .. } | Trigger::Offsets(_) => {
+                while self.issued < n {
+                    let due = self.due_ns(self.issued).unwrap_or(u64::MAX);
+                    if due > now_ns {
+                        break;
+                    }
+                    self.writable_bytes = self.ends[self.issued];
+                    self.issue(due);
+                }
+            }
+            Trigger::AfterAck => {
+                if self.issued < n && (self.issued == 0 || sender.acked_bytes() >= self.ends[self.issued - 1]) {
+                    self.writable_bytes = self.ends[self.issued];
+                    self.issue(now_ns);
+                }
+            }
+            Trigger::Request { .. } => {} // requests arriving raise writable_bytes
+        }
+        let n_bytes = sender.send_buffer_free().min(self.writable_bytes - self.written_bytes);
+        if n_bytes > 0 {
+            sender.write(now_ns, n_bytes);
+            self.written_bytes += n_bytes;
+        }
+        if self.written_bytes >= self.total_bytes() {
+            sender.close(now_ns);
+            self.closed = true;
+        }
+    }
+
+    /// Receiving side: record completed units; a web client requests the next object.
+    pub(crate) fn on_receive(&mut self, now_ns: u64, receiver: &dyn Endpoint) {
+        let delivered = receiver.delivered_bytes();
+        let at = receiver.last_delivery_ns().unwrap_or(now_ns);
+        while self.delivered_ns.len() < self.issued && delivered >= self.ends[self.delivered_ns.len()] {
+            self.delivered_ns.push(at);
+        }
+        if let Trigger::Request { .. } = self.trigger {
+            // One request outstanding at a time (HTTP/1.1 without pipelining, as wget and curl).
+            let previous_done = self.delivered_ns.len() == self.issued;
+            if previous_done && self.issued < self.units() && receiver.is_established() {
+                self.outgoing = Some(self.issued as u32);
+                self.request_sent_ns = Some(now_ns);
+                self.issue(now_ns);
+            }
+        }
+    }
+
+    /// A message the receiving application sends back to the sender now: (unit, bytes).
+    pub(crate) fn poll_message(&mut self) -> Option<(u32, u64)> {
+        let Trigger::Request { request_bytes, .. } = self.trigger else { return None };
+        self.outgoing.take().map(|k| (k, request_bytes))
+    }
+
+    /// The request for unit `unit` reached the server.
+    pub(crate) fn on_message(&mut self, unit: u32) {
+        if unit as usize == self.requests_arrived && self.requests_arrived < self.units() {
+            self.writable_bytes = self.ends[self.requests_arrived];
+            self.requests_arrived += 1;
+        }
+    }
+
+    /// The application's own timer fired: a web client resends a request not yet arrived.
+    pub(crate) fn on_wakeup(&mut self, now_ns: u64) {
+        if let Trigger::Request { retry_ns, .. } = self.trigger {
+            if let Some(t) = self.request_sent_ns {
+                if self.requests_arrived < self.issued && t.saturating_add(retry_ns) <= now_ns {
+                    self.outgoing = Some((self.issued - 1) as u32);
+                    self.request_sent_ns = Some(now_ns);
+                }
+            }
+        }
+    }
+
+    /// Next time the application wants to act on its own.
+    pub(crate) fn next_wakeup_ns(&self) -> Option<u64> {
+        match self.trigger {
+            Trigger::Periodic { .. } | Trigger::Offsets(_) => {
+                (self.issued < self.units()).then(|| self.due_ns(self.issued)).flatten()
+            }
+            Trigger::AfterAck => None,
+            Trigger::Request { retry_ns, .. } => {
+                if self.requests_arrived < self.issued {
+                    self.request_sent_ns.map(|t| t.saturating_add(retry_ns))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Time the last unit was complete, once every unit is.
+    pub(crate) fn completion_ns(&self) -> Option<u64> {
+        if self.delivered_ns.len() == self.units() {
+            self.delivered_ns.last().copied()
+        } else {
+            None
+        }
+    }
+
+    /// Records of the issued units.
+    pub(crate) fn records(&self) -> Vec<UnitRecord> {
+        (0..self.issued)
+            .map(|k| UnitRecord {
+                unit: k as u64,
+                size_bytes: self.sizes_bytes[k],
+                sent_ns: self.sent_ns[k],
+                delivered_ns: self.delivered_ns.get(k).copied(),
+            })
+            .collect()
+    }
+}
+
+/// Number of CBR blocks issued from `start_ns` until before `stop_ns`.
+pub(crate) fn cbr_blocks(start_ns: u64, stop_ns: u64, block_bytes: u64, rate_bps: u64) -> u64 {
+    if stop_ns <= start_ns || block_bytes == 0 || rate_bps == 0 {
+        return 0;
+    }
+    // Block k leaves at floor(k * bits * 1e9 / rate) < span: k < span * rate / (bits * 1e9).
+    let span = (stop_ns - start_ns) as u128;
+    let bits_ns = block_bytes as u128 * 8_000_000_000;
+    let n = (span * rate_bps as u128).div_ceil(bits_ns);
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
