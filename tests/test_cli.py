@@ -166,3 +166,21 @@ def test_progress_bar_on_a_terminal_and_silence_elsewhere(tmp_path, fake_engine)
     with run_progress(4, Console(file=quiet, force_terminal=False)) as update:
         mpsched.run(SCENARIOS / "quick.toml", tmp_path / "b", on_progress=update)
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="this build of the core has no run_json yet")
+@pytest.mark.parametrize("protocol", ["tcp", "mptcp"])
+def test_the_real_simulator_places_back_to_back_flows(tmp_path, protocol):
+    if protocol == "mptcp" and not _mptcp_in_core():
+        pytest.skip("this build of the core does not simulate MPTCP connections yet")
+    s = mpsched.Scenario.from_dict({
+        "duration": "20s", "seed": 3,
+        "paths": [{"name": "fast", "rate": "20Mbit", "rtt": "20ms", "jitter": "3ms"},
+                  {"name": "slow", "rate": "5Mbit", "rtt": "80ms", "loss": "0.5%"}],
+        "connection": {"protocol": protocol},
+        "workload": {"sizes": ["64KiB", "1MiB"], "repeat": 5, "arrival": "back_to_back", "gap": "10ms"},
+    })
+    flows = mpsched.run(s, tmp_path).flows.sort("flow_id")  # the engine checks causality itself
+    assert flows.get_column("completed").all()
+    starts, ends = flows.get_column("start_ns").to_list(), flows.get_column("end_ns").to_list()
+    assert [b - a for a, b in zip(ends, starts[1:])] == [10_000_000] * 9

@@ -251,13 +251,20 @@ def test_poisson_arrivals_are_seeded_and_have_the_mean_gap():
     assert 0.9 < mean_s < 1.1  # 1999 exponential gaps: sd of the mean ~2.2%
 
 
-def test_flows_past_the_end_and_back_to_back_are_refused():
+def test_flows_past_the_end_are_refused_and_back_to_back_is_simulator_only():
     base = {"duration": "3s", "paths": [{"name": "a", "rate": "10Mbit", "rtt": "10ms"}]}
     with pytest.raises(ScenarioError, match="lengthen duration"):
         plan(Scenario.from_dict({**base, "workload": {"size": "1KB", "repeat": 4, "interval": "1s"}}))
+    b2b = Scenario.from_dict({**base, "workload": {"size": "1KB", "repeat": 3, "arrival": "back_to_back", "gap": "5ms"}})
+    task = plan(b2b)[0]
+    assert [f["start_ns"] for f in task.config["flows"]] == [0, 3_000_000_000, 3_000_000_000]  # placed at run time
+    assert list(task.chain) == [{"flow": 1, "after": 0, "gap_ns": 5_000_000}, {"flow": 2, "after": 1, "gap_ns": 5_000_000}]
     with pytest.raises(ScenarioError) as e:
-        plan(Scenario.from_dict({**base, "workload": {"size": "1KB", "arrival": "back_to_back"}}))
-    assert e.value.field == "workload[0].arrival"
+        plan(b2b, engine="kernel")
+    assert e.value.field == "workload" and "simulator only" in e.value.message
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict({**base, "workload": {"size": "1KB", "interval": "1s", "gap": "1s"}})
+    assert e.value.field == "workload[0].gap"
 
 
 def _leaves(x, path=()):

@@ -187,3 +187,37 @@ def test_runs_from_another_code_version_are_run_again_and_replaced(tmp_path, fak
     assert list((tmp_path / ".tmp").iterdir()) == []
     mpsched.run(SCENARIOS / "quick.toml", tmp_path)
     assert len(fake_engine) == 8  # and now reused
+
+
+def test_back_to_back_flows_start_when_the_previous_one_ends(tmp_path, fake_engine):
+    s = mpsched.Scenario.from_dict({
+        "duration": "30s", "paths": [{"name": "a", "rate": "10Mbit", "rtt": "10ms"}],
+        "workload": {"sizes": ["100KB", "1MB"], "repeat": 2, "arrival": "back_to_back", "gap": "50ms", "start": "1s"}})
+    res = mpsched.run(s, tmp_path)
+    flows = res.flows.sort("flow_id")
+    starts, ends = flows.get_column("start_ns").to_list(), flows.get_column("end_ns").to_list()
+    assert starts[0] == 1_000_000_000
+    assert [b - a for a, b in zip(ends, starts[1:])] == [50_000_000] * 3
+    assert flows.get_column("size_bytes").to_list() == [100_000, 1_000_000, 100_000, 1_000_000]
+    assert len(fake_engine) == 4  # one pass per placed flow, plus the final one
+
+
+def test_back_to_back_stops_at_a_flow_that_never_completes(tmp_path, monkeypatch):
+    from mpsched import engines
+
+    def second_flow_hangs(config, engine="sim"):
+        t = synthetic_tables(config)
+        f = t["flows"]
+        for i, fid in enumerate(f["flow_id"]):
+            if fid == 1 or f["start_ns"][i] >= config["duration_ns"]:
+                f["completed"][i], f["end_ns"][i], f["fct_ns"][i] = False, None, None
+        return t
+
+    monkeypatch.setattr(engines, "run_config", second_flow_hangs)
+    monkeypatch.setattr(engines, "check_engine", lambda engine: None)
+    s = mpsched.Scenario.from_dict({
+        "duration": "30s", "paths": [{"name": "a", "rate": "10Mbit", "rtt": "10ms"}],
+        "workload": {"size": "100KB", "repeat": 4, "arrival": "back_to_back"}})
+    flows = mpsched.run(s, tmp_path).flows.sort("flow_id")
+    assert flows.get_column("completed").to_list() == [True, False, False, False]
+    assert flows.get_column("start_ns").to_list()[2:] == [30_000_000_000] * 2  # never placed

@@ -19,7 +19,7 @@ import numpy as np
 from mpsched.scenario import LinkOverride, PathSpec, Scenario, ScenarioError
 from mpsched.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
 
-__all__ = ["to_config", "read_trace"]
+__all__ = ["to_config", "to_run", "read_trace"]
 
 #: Queue limit when a path gives none: Linux's default transmit queue length, 1000 packets
 #: (DEFAULT_TX_QUEUE_LEN in include/net/pkt_sched.h).
@@ -33,9 +33,18 @@ TRACE_PACKET_BYTES = 1500
 def to_config(scenario: Scenario) -> dict[str, Any]:
     """The normalized configuration of a concrete scenario (no list left in a sweepable field).
 
+    Back-to-back flows whose start depends on an earlier flow's end wait at the end of the run
+    (`start_ns = duration_ns`) here; `to_run` also returns the chain that places them.
     Raises `ScenarioError` for what only shows once units are resolved (a jitter larger than the
     delay, flows starting after the end, a malformed trace).
     """
+    return to_run(scenario)[0]
+
+
+def to_run(scenario: Scenario) -> tuple[dict[str, Any], list[dict[str, int]]]:
+    """The normalized configuration and its flow chain: a list of ``{"flow", "after", "gap_ns"}``,
+    meaning flow `flow` starts `gap_ns` after flow `after` completes (back-to-back arrivals; the
+    core has no such dependency, so `mpsched.engines.run_chained` resolves it by re-running)."""
     _check_concrete(scenario)
     duration_ns = parse_time_ns(scenario.duration)
     links: list[dict[str, Any]] = []
@@ -69,9 +78,15 @@ def to_config(scenario: Scenario) -> dict[str, Any]:
     conn_index = {c.name: i for i, c in enumerate(scenario.connection)}
 
     flows: list[dict[str, Any]] = []
+    chain: list[dict[str, int]] = []
     for wi, w in enumerate(scenario.workload):
         transport = conn_index[w.connection] if w.connection is not None else 0
+        first = len(flows)
         for start_ns, app in _workload_flows(scenario, wi, duration_ns):
+            if start_ns is None:  # back to back: after the previous flow of this workload
+                chain.append({"flow": len(flows), "after": len(flows) - 1,
+                              "gap_ns": parse_time_ns(w.gap) if w.gap is not None else 0})
+                start_ns = duration_ns
             flows.append(
                 {"id": len(flows), "transport": transport, "start_ns": start_ns, "direction": w.direction, "app": app}
             )
@@ -92,7 +107,7 @@ def to_config(scenario: Scenario) -> dict[str, Any]:
             }
         )
     events = [{"at_ns": parse_time_ns(e.at), "path": index[e.path], "up": e.up} for e in scenario.path_events]
-    return {
+    config = {
         "seed": int(scenario.seed),
         "duration_ns": duration_ns,
         "links": links,
@@ -103,6 +118,7 @@ def to_config(scenario: Scenario) -> dict[str, Any]:
         "path_events": events,
         "record": {"sample_interval_ns": parse_time_ns(scenario.record.interval)},
     }
+    return config, chain
 
 
 def _check_concrete(s: Scenario) -> None:
@@ -214,7 +230,9 @@ def _jitter(p: PathSpec, d: str, delay_ns: int, where: str) -> dict[str, Any]:
     return {"mode": "smooth", "jitter_ns": jitter_ns, "period_ns": period_ns}
 
 
-def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int, dict[str, Any]]]:
+def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int | None, dict[str, Any]]]:
+    """(start, app) of each flow of workload `wi`; a start of None means "when the previous
+    flow ends" (back to back)."""
     w = s.workload[wi]
     where = f"workload[{wi}]"
     start_ns = parse_time_ns(w.start)
@@ -226,12 +244,11 @@ def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int, d
 
     sizes = [parse_size_bytes(w.size)] if w.size is not None else [parse_size_bytes(x) for x in w.sizes or []]
     n = int(w.repeat) * len(sizes)
+    apps = [{"kind": "sized", "size_bytes": sizes[k % len(sizes)]} for k in range(n)]
     if w.arrival == "back_to_back":
-        raise ScenarioError(
-            f"{where}.arrival",
-            "'back_to_back' needs flow chaining, which this build of the core does not offer yet; "
-            "use arrival = \"periodic\" with an interval longer than one flow's completion time",
-        )
+        if start_ns >= duration_ns:
+            raise ScenarioError(f"{where}.start", "the first flow starts at or after the end of the run")
+        return [(start_ns if k == 0 else None, app) for k, app in enumerate(apps)]
     if w.arrival == "periodic":
         step = parse_time_ns(w.interval)
         starts = [start_ns + k * step for k in range(n)]
@@ -245,7 +262,7 @@ def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int, d
             f"{where} starts its last flow at {starts[-1] / 1e9:g} s, at or after the end of the run "
             f"({duration_ns / 1e9:g} s); lengthen duration or shorten the arrivals",
         )
-    return [(t, {"kind": "sized", "size_bytes": sizes[k % len(sizes)]}) for k, t in enumerate(starts)]
+    return list(zip(starts, apps))
 
 
 def read_trace(path: str, field: str = "trace") -> list[int]:

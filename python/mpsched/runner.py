@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mpsched import engines, store
-from mpsched.normalize import to_config
+from mpsched.normalize import to_run
 from mpsched.results import Results, load
 from mpsched.scenario import Scenario, ScenarioError, load_scenario
 from mpsched.sweep import axes, expand
@@ -45,6 +45,7 @@ class Task:
     params: dict[str, Any]
     config: dict[str, Any]
     scenario_toml: str
+    chain: tuple = ()
 
 
 def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
@@ -54,7 +55,9 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
     runs = expand(scenario)
     for r in runs:
         try:
-            config = to_config(r.scenario)
+            config, chain = to_run(r.scenario)
+            if chain and engine != "sim":
+                raise ScenarioError("workload", f"back-to-back arrivals run on the simulator only, not on the {engine} engine")
         except ScenarioError as e:
             if len(runs) == 1:
                 raise
@@ -62,7 +65,7 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
             raise ScenarioError(e.field, f"{e.message} (in the run with {where})", e.source) from None
         params = {k: (str(v) if types.get(k) is str else v) for k, v in r.params.items()}
         run_id = store.run_id_for(params, config, engine)
-        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml()))
+        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain)))
     return tasks
 
 
@@ -162,7 +165,7 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
     does not take the pool down)."""
     started = time.time()
     try:
-        tables = engines.run_config(task.config, engine)
+        tables = engines.run_chained(task.config, list(task.chain), engine) if task.chain else engines.run_config(task.config, engine)
     except engines.EngineError as e:
         return str(e)
     engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table

@@ -320,8 +320,8 @@ class WorkloadSpec(_Model):
     * ``kind = "sized"``: flows of `size` bytes (sweepable), or of each of `sizes` in turn within
       one run, `repeat` times, each on a fresh connection. Arrivals: ``"periodic"`` (a flow
       every `interval`), ``"poisson"`` (exponential gaps with mean `mean_gap`, drawn from the
-      run seed) or ``"back_to_back"`` (the next flow starts when the previous one ends; needs
-      flow chaining in the core).
+      run seed) or ``"back_to_back"`` (the next flow starts `gap` after the previous one ends;
+      simulator only).
     * ``kind = "bulk"``: `count` flows sending without end from `start` until `stop` (default:
       the scenario duration).
     """
@@ -335,6 +335,7 @@ class WorkloadSpec(_Model):
     arrival: Literal["periodic", "poisson", "back_to_back"] = "periodic"
     interval: PositiveTime | None = None
     mean_gap: PositiveTime | None = None
+    gap: Time | None = None
     start: FixedTime = 0
     stop: FixedTime | None = None
     count: Annotated[Any, BeforeValidator(_count)] = 1
@@ -350,8 +351,10 @@ class WorkloadSpec(_Model):
                 raise _FieldError("interval", "periodic arrivals need an interval, e.g. interval = \"2s\"")
             if self.arrival == "poisson" and self.mean_gap is None:
                 raise _FieldError("mean_gap", "poisson arrivals need a mean_gap, e.g. mean_gap = \"500ms\"")
+            if self.gap is not None and self.arrival != "back_to_back":
+                raise _FieldError("gap", "gap is the pause between back-to-back flows; use interval or mean_gap here")
         else:
-            for f in ("size", "sizes", "interval", "mean_gap"):
+            for f in ("size", "sizes", "interval", "mean_gap", "gap"):
                 if getattr(self, f) is not None:
                     raise _FieldError(f, "only a sized workload takes this field")
         return self
@@ -406,7 +409,7 @@ class Scenario(_Model):
     Sweepable fields: `seed`, `duration`; per path (and per direction) `rate`, `rtt`, `delay`,
     `jitter`, `jitter_period`, `queue`, `loss` (a probability), `trace_period`; per connection
     `scheduler`, `cc`, `rcv_buf`, `snd_buf`; per workload `size`, `repeat`, `interval`,
-    `mean_gap`; per cross-traffic source `rate`.
+    `mean_gap`, `gap`; per cross-traffic source `rate`.
     """
 
     name: str = "scenario"
