@@ -17,7 +17,7 @@ class Results:
     """The record tables of one or more runs, each a polars DataFrame with `run_id` and the
     swept parameters as columns.
 
-    Attributes: `flows`, `subflows`, `subflow_series`, `conn_series`, `link_series`, `links`
+    Attributes: `flows`, `subflows`, `blocks`, `subflow_series`, `conn_series`, `link_series`, `links`
     (the engine's tables), `runs` (one row per run), `params` (the swept parameter labels, in
     sweep order), `meta` (run id -> meta.json), `path` (the study directory, if on disk).
     """
@@ -32,6 +32,7 @@ class Results:
 
     flows = property(lambda self: self.tables["flows"], doc="One row per transfer.")
     subflows = property(lambda self: self.tables["subflows"], doc="One row per subflow.")
+    blocks = property(lambda self: self.tables["blocks"], doc="One row per application unit (block, object, transfer).")
     subflow_series = property(lambda self: self.tables["subflow_series"], doc="Per-subflow time series.")
     conn_series = property(lambda self: self.tables["conn_series"], doc="Per-connection time series.")
     link_series = property(lambda self: self.tables["link_series"], doc="Per-link time series.")

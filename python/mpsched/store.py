@@ -4,6 +4,8 @@ Layout of a study directory ``<out>``::
 
     <out>/<run_id>/flows.parquet            one row per transfer
                    subflows.parquet         one row per subflow
+                   blocks.parquet           one row per application unit (CBR block, web object,
+                                            transfer on a long-lived connection)
                    subflow_series.parquet   time series (cwnd, srtt, in flight, bytes acked)
                    conn_series.parquet      time series (delivered, out-of-order, receive buffer)
                    link_series.parquet      time series (queue, drops)
@@ -41,7 +43,7 @@ __all__ = ["SCHEMA_VERSION", "TABLES", "run_id_for", "config_hash", "write_run",
 #: Bumped whenever a table's columns change meaning.
 SCHEMA_VERSION = 1
 #: The record tables every engine returns.
-TABLES = ("flows", "subflows", "subflow_series", "conn_series", "link_series", "links")
+TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links")
 TMP = ".tmp"
 
 _STRING_COLUMNS = {"protocol", "scheduler", "cc", "direction", "app", "path", "link", "run_id"}
