@@ -9,7 +9,12 @@ const MSS: u64 = 1448;
 #[derive(Debug, Clone)]
 enum Op {
     /// ACK of `segs` MSS after `gap_ms`, RTT sample `rtt_ms`, window-limited or not.
-    Ack { segs: u64, gap_ms: u64, rtt_ms: u64, limited: bool },
+    Ack {
+        segs: u64,
+        gap_ms: u64,
+        rtt_ms: u64,
+        limited: bool,
+    },
     /// Fast retransmit (ssthresh from the policy, cwnd = ssthresh at recovery end).
     Loss,
     /// Retransmission timeout (cwnd one segment).

@@ -152,7 +152,11 @@ impl Scoreboard {
         }
         self.loss_ptr = self.loss_ptr.max(self.front_abs);
         self.rtx_ptr = self.rtx_ptr.max(self.front_abs);
-        while self.rtx_fifo.front().is_some_and(|&(abs, _)| abs < self.front_abs) {
+        while self
+            .rtx_fifo
+            .front()
+            .is_some_and(|&(abs, _)| abs < self.front_abs)
+        {
             self.rtx_fifo.pop_front();
         }
         self.sacked_ranges.remove_below(ack);

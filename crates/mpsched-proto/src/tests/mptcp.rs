@@ -410,6 +410,7 @@ proptest! {
         rcv_kb in 16u64..2048,
         total in 1u64..2_000_000,
         sched_i in 0usize..5,
+        queue_pkts in proptest::option::of(4u64..200),
         outage in proptest::option::of((0usize..3, 0u64..2_000, 1u64..3_000)),
         cc_i in 0usize..5,
         seed in any::<u64>(),
@@ -431,7 +432,9 @@ proptest! {
         let mut p = download(&s);
         for i in 0..n {
             p.ab[i] = Link::new(rates[i] * MBPS, delays[i] * MS).lossy(loss_ppm[i] / 2, seed ^ i as u64);
-            p.ba[i] = Link::new(rates[i] * MBPS, delays[i] * MS).lossy(loss_ppm[i], seed.rotate_left(7) ^ i as u64);
+            p.ba[i] = Link::new(rates[i] * MBPS, delays[i] * MS)
+                .lossy(loss_ppm[i], seed.rotate_left(7) ^ i as u64)
+                .queue_limit(queue_pkts.map(|q| q * 1500));
         }
         if let Some((path, start_ms, len_ms)) = outage {
             // One path fails for a while, then returns (both endpoints are told).

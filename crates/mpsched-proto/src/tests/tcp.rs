@@ -186,6 +186,40 @@ fn prr_brings_pipe_down_to_ssthresh_without_bursts() {
 }
 
 #[test]
+fn congestion_losses_at_a_drop_tail_bottleneck_back_off_by_the_algorithms_beta() {
+    // 20 Mb/s, 20 ms RTT (BDP 33 segments), 40-packet drop-tail queue. Every fast recovery
+    // sets ssthresh = beta * cwnd: 1/2 for Reno, 717/1024 for CUBIC.
+    use crate::tcp::CaState;
+    for (cc_name, num, den) in [("reno", 1u64, 2u64), ("cubic", 717, 1024)] {
+        let total = 8 << 20;
+        let mut p = download(total, 20 * MBPS, 10 * MS, cc_name);
+        p.ba[0] = Link::new(20 * MBPS, 10 * MS).queue_limit(Some(40 * 1500));
+        let (mut last_open_cwnd, mut checked) = (0u64, 0);
+        let mut last_state = CaState::Open;
+        let done = p.drive(600_000 * MS, |a, b| {
+            let tx = &b.tx;
+            let st = tx.ca_state();
+            if st == CaState::Open {
+                last_open_cwnd = tx.cc_state().cwnd_bytes;
+            } else if last_state == CaState::Open && st == CaState::Recovery {
+                let ss = tx.cc_state().ssthresh_bytes;
+                let expect = last_open_cwnd * num / den;
+                // cwnd may have grown by up to 2 MSS between our last look and the loss.
+                assert!(
+                    ss + 2 >= expect && ss <= expect + 2 * 1448,
+                    "{cc_name}: {ss} vs {expect}"
+                );
+                checked += 1;
+            }
+            last_state = st;
+            a.delivered_bytes == total && tx.is_idle()
+        });
+        assert!(done && checked >= 2, "{cc_name}: {checked} recoveries");
+        assert!(p.ba[0].dropped > 0);
+    }
+}
+
+#[test]
 fn lost_syn_is_retransmitted_after_one_second() {
     let total = 10_000;
     let mut p = download(total, 100 * MBPS, 10 * MS, "reno");

@@ -26,6 +26,8 @@ pub struct Link {
     /// Loss probability, parts per million.
     pub loss_ppm: u64,
     pub up: bool,
+    /// Drop-tail queue limit, bytes waiting for the line (None = unlimited).
+    pub queue_limit_bytes: Option<u64>,
     busy_until_ns: u64,
     rng: u64,
     pub drop: Option<DropFn>,
@@ -40,12 +42,17 @@ impl Link {
             delay_ns,
             loss_ppm: 0,
             up: true,
+            queue_limit_bytes: None,
             busy_until_ns: 0,
             rng: 0x9E37_79B9,
             drop: None,
             delivered: 0,
             dropped: 0,
         }
+    }
+    pub fn queue_limit(mut self, limit_bytes: Option<u64>) -> Self {
+        self.queue_limit_bytes = limit_bytes;
+        self
     }
     pub fn lossy(mut self, loss_ppm: u64, seed: u64) -> Self {
         self.loss_ppm = loss_ppm;
@@ -77,6 +84,15 @@ impl Link {
             return None;
         }
         let tx_ns = seg.wire_bytes() * 8 * 1_000_000_000 / self.rate_bps.max(1);
+        if let Some(limit) = self.queue_limit_bytes {
+            // Bytes still waiting for the line (drop-tail).
+            let backlog = self.busy_until_ns.saturating_sub(now_ns) as u128 * self.rate_bps as u128
+                / 8_000_000_000;
+            if backlog as u64 + seg.wire_bytes() > limit {
+                self.dropped += 1;
+                return None;
+            }
+        }
         let start = now_ns.max(self.busy_until_ns);
         self.busy_until_ns = start + tx_ns;
         self.delivered += 1;
