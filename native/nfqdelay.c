@@ -11,9 +11,12 @@
 // recvmmsg batches, and NFQNL_MSG_VERDICT_BATCH (one message accepts every queued id <= N, valid
 // because FIFO modes release a prefix of the queue). Verdicts of all queues go out in one send.
 //
-// Usage: nfqdelay [-g] [-s SEED] [-o STATS.json] -q SPEC [-q SPEC ...]
+// Usage: nfqdelay [-g] [-s SEED] [-o STATS.json] [-e EPOCH_FILE] -q SPEC [-q SPEC ...]
 //   SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]
 //          [,dist=uniform|normal][,loss=PROB][,ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD][,gso=0|1]
+//          [,trace=FILE[,tpkt=BYTES][,tperiod_us=P][,qlimit=BYTES]]
+// trace= puts a Mahimahi trace-driven bottleneck with a drop-tail limit of qlimit bytes in front
+// of the delay (nfqdelay_trace.c); SIGUSR1 re-reads the epoch from -e, the trace's offset 0.
 // -g queues GSO super-packets whole (NFQA_CFG_F_GSO); gso=0 on a queue makes the kernel segment
 // them before queueing instead, so that loss applies per packet as in the simulator.
 // Prints "ready" on stdout once every queue is bound (add the iptables rules only then: NFQUEUE
@@ -53,11 +56,23 @@
 // How many recvmmsg batches we drain before checking for due releases again.
 #define MAX_DRAIN_ROUNDS 8
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_epoch;
 
 static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
+    if (sig == SIGUSR1) g_epoch = 1;
+    else g_stop = 1;
+}
+
+// SIGUSR1: the harness wrote the run's epoch (CLOCK_MONOTONIC ns) into the -e file; trace
+// bottlenecks put their offset 0 there, as the simulator starts its traces at time 0.
+static void apply_epoch(struct dq_queue *qs, int n, const char *path) {
+    FILE *f = path ? fopen(path, "r") : NULL;
+    unsigned long long epoch = 0;
+    if (!f) return;
+    if (fscanf(f, "%llu", &epoch) == 1)
+        for (int i = 0; i < n; i++)
+            if (qs[i].trace) dq_trace_set_origin(qs[i].trace, (uint64_t)epoch);
+    fclose(f);
 }
 
 struct ctx {
@@ -225,20 +240,22 @@ static void drain(struct ctx *c) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: nfqdelay [-g] [-s SEED] [-o STATS.json] -q SPEC [-q SPEC ...]\n"
+            "usage: nfqdelay [-g] [-s SEED] [-o STATS.json] [-e EPOCH_FILE] -q SPEC [-q SPEC ...]\n"
             "  SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]"
-            "[,dist=uniform|normal][,loss=PROB][,ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD][,gso=0|1]\n");
+            "[,dist=uniform|normal][,loss=PROB][,ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD][,gso=0|1]"
+            "[,trace=FILE[,tpkt=BYTES][,tperiod_us=P][,qlimit=BYTES]]\n");
 }
 
 int main(int argc, char **argv) {
     static struct ctx c;
     int gso = 0, opt;
     uint64_t seed = 1;
-    const char *stats_path = NULL;
+    const char *stats_path = NULL, *epoch_path = NULL;
     const char *specs[MAX_QUEUES];
     int nspecs = 0;
-    while ((opt = getopt(argc, argv, "gs:o:q:h")) != -1) {
+    while ((opt = getopt(argc, argv, "gs:o:e:q:h")) != -1) {
         switch (opt) {
+        case 'e': epoch_path = optarg; break;
         case 'g': gso = 1; break;
         case 's': seed = strtoull(optarg, NULL, 10); break;
         case 'o': stats_path = optarg; break;
@@ -283,12 +300,14 @@ int main(int argc, char **argv) {
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGUSR1);
     sigprocmask(SIG_BLOCK, &block, NULL);
     sigemptyset(&empty);
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
 
     printf("ready\n");
     fflush(stdout);
@@ -302,6 +321,10 @@ int main(int argc, char **argv) {
         ts.tv_sec = (time_t)(wait_ns / 1000000000ull);
         ts.tv_nsec = (long)(wait_ns % 1000000000ull);
         int r = ppoll(&pfd, 1, tsp, &empty);
+        if (g_epoch) {
+            g_epoch = 0;
+            apply_epoch(c.queues, c.nqueues, epoch_path);
+        }
         if (r > 0 && (pfd.revents & POLLIN)) drain(&c);
         next = release_due(&c);
     }

@@ -43,6 +43,11 @@ void dq_init(struct dq_queue *q, uint16_t qnum, enum dq_mode mode, uint64_t dela
 }
 
 void dq_free(struct dq_queue *q) {
+    if (q->trace) {
+        dq_trace_free(q->trace);
+        free(q->trace);
+        q->trace = NULL;
+    }
     free(q->buf);
     q->buf = NULL;
     q->cap = q->len = q->head = 0;
@@ -64,6 +69,8 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
     }
     double delay_us = 0, jitter_us = 0, period_us = 0, loss = 0;
     int mode = -1, gso = -1, have_ge = 0;
+    const char *trace_path = NULL;
+    double tpkt = 1500, tperiod_us = 0, qlimit = 1e18;
     double ge[4] = {0};
     enum dq_dist dist = DQ_UNIFORM;
     while ((tok = strtok_r(NULL, ",", &save))) {
@@ -86,6 +93,10 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
         else if (!strcmp(k, "dist") && !strcmp(v, "uniform")) dist = DQ_UNIFORM;
         else if (!strcmp(k, "dist") && !strcmp(v, "normal")) dist = DQ_NORMAL;
         else if (!strcmp(k, "gso") && numeric && (x == 0 || x == 1)) gso = (int)x;
+        else if (!strcmp(k, "trace") && *v) trace_path = v;
+        else if (!strcmp(k, "tpkt") && numeric && x >= 1) tpkt = x;
+        else if (!strcmp(k, "tperiod_us") && numeric && x >= 0) tperiod_us = x;
+        else if (!strcmp(k, "qlimit") && numeric && x >= 0) qlimit = x;
         else if (!strcmp(k, "ge")) {
             // ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD
             double g[4];
@@ -117,6 +128,20 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
             (uint64_t)llround(jitter_us * 1e3), (uint64_t)llround(period_us * 1e3), loss, seed);
     q->dist = dist;
     q->gso = gso;
+    if (trace_path) {
+        if (q->mode == DQ_REORDER) {
+            snprintf(err, errlen, "a trace bottleneck needs a FIFO mode (fifo or smooth)");
+            return -1;
+        }
+        // trace_path points into `copy` (on the stack): load now.
+        q->trace = calloc(1, sizeof *q->trace);
+        if (!q->trace || dq_trace_load(q->trace, trace_path, (uint64_t)llround(tperiod_us * 1e3), (uint64_t)tpkt,
+                                       (uint64_t)qlimit, 0, err, errlen) < 0) {
+            free(q->trace);
+            q->trace = NULL;
+            return -1;
+        }
+    }
     if (have_ge) {
         q->ge = 1;
         q->ge_p_gb = ge[0];
@@ -183,6 +208,14 @@ static int grow(struct dq_queue *q) {
     return 0;
 }
 
+// Appends to the FIFO ring; a packet never leaves before the one ahead of it.
+static void push_fifo(struct dq_queue *q, struct dq_pkt p) {
+    if (p.target_ns < q->last_target_ns) p.target_ns = q->last_target_ns;
+    q->last_target_ns = p.target_ns;
+    q->buf[(q->head + q->len) % q->cap] = p;
+    q->len++;
+}
+
 static int lose(struct dq_queue *q) {
     double p = q->loss_prob;
     if (q->ge) {
@@ -208,6 +241,11 @@ enum dq_verdict dq_arrive(struct dq_queue *q, uint32_t id, uint32_t len_bytes, u
         return DQ_DROP;
     }
     struct dq_pkt p = {.id = id, .len_bytes = len_bytes, .seq = q->next_seq++};
+    if (q->trace) {
+        // Through the bottleneck first; dq_pop_due moves it on to the delay when served.
+        if (dq_trace_enqueue(q->trace, id, len_bytes, p.seq, now_ns) < 0) return DQ_DROP;
+        return DQ_HOLD;
+    }
     p.target_ns = now_ns + dq_delay_at(q, now_ns);
     if (q->mode == DQ_REORDER) {
         size_t i = q->len++;
@@ -217,19 +255,18 @@ enum dq_verdict dq_arrive(struct dq_queue *q, uint32_t id, uint32_t len_bytes, u
         }
         q->buf[i] = p;
     } else {
-        // FIFO modes: a packet never leaves before the one ahead of it.
-        if (p.target_ns < q->last_target_ns) p.target_ns = q->last_target_ns;
-        q->last_target_ns = p.target_ns;
-        q->buf[(q->head + q->len) % q->cap] = p;
-        q->len++;
+        push_fifo(q, p);
     }
     if (q->len > q->max_occupancy) q->max_occupancy = q->len;
     return DQ_HOLD;
 }
 
 uint64_t dq_next_target(const struct dq_queue *q) {
-    if (q->len == 0) return 0;
-    return q->mode == DQ_REORDER ? q->buf[0].target_ns : q->buf[q->head].target_ns;
+    uint64_t t = 0;
+    if (q->len) t = q->mode == DQ_REORDER ? q->buf[0].target_ns : q->buf[q->head].target_ns;
+    uint64_t served = q->trace ? dq_trace_next_ns(q->trace) : 0;
+    if (served && (!t || served < t)) t = served;
+    return t;
 }
 
 size_t dq_hist_index(uint64_t ns) {
@@ -253,6 +290,20 @@ static void record_lateness(struct dq_queue *q, uint64_t late_ns) {
 }
 
 int dq_pop_due(struct dq_queue *q, uint64_t now_ns, struct dq_pkt *out) {
+    if (q->trace) {
+        // Packets the bottleneck has delivered start their propagation delay then.
+        struct dq_pkt p;
+        uint64_t done;
+        while (dq_trace_pop_done(q->trace, now_ns, &p, &done)) {
+            if (q->len == q->cap && grow(q) < 0) {
+                q->lost++;
+                continue;
+            }
+            p.target_ns = done + dq_delay_at(q, done);
+            push_fifo(q, p);
+            if (q->len > q->max_occupancy) q->max_occupancy = q->len;
+        }
+    }
     if (q->len == 0) return 0;
     if (q->mode == DQ_REORDER) {
         if (q->buf[0].target_ns > now_ns) return 0;
@@ -312,11 +363,13 @@ void dq_write_stats(FILE *out, const struct dq_queue *qs, int n, uint64_t enobuf
                 ", \"jitter_ns\": %" PRIu64 ", \"loss\": %g, \"packets\": %" PRIu64
                 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_bytes\": %" PRIu64
                 ", \"released\": %" PRIu64 ", \"max_occupancy\": %" PRIu64
+                ", \"queue_drops\": %" PRIu64 ", \"queue_max_bytes\": %" PRIu64
                 ", \"lateness_ns\": {\"mean\": %" PRIu64 ", \"p50\": %" PRIu64
                 ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64
                 ", \"max\": %" PRIu64 "}, \"hist\": [",
                 k ? "," : "", q->qnum, modes[q->mode], q->delay_ns, q->jitter_ns, q->loss_prob,
                 q->packets, q->bytes, q->lost, q->lost_bytes, q->released, q->max_occupancy,
+                q->trace ? q->trace->drops : 0, q->trace ? q->trace->max_bytes : 0,
                 timed ? q->late_sum_ns / timed : 0, dq_lateness_percentile_ns(q, 50),
                 dq_lateness_percentile_ns(q, 90), dq_lateness_percentile_ns(q, 99),
                 dq_lateness_percentile_ns(q, 99.9), q->late_max_ns);

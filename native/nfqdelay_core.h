@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nfqdelay_trace.h"
+
 enum dq_mode {
     DQ_FIFO,    // constant delay (jitter 0), release in arrival order
     DQ_SMOOTH,  // jitter sampled every period, linearly interpolated, never reorders
@@ -49,6 +51,8 @@ struct dq_queue {
     uint64_t origin_ns;
     uint64_t last_target_ns;
     uint64_t next_seq;
+    // trace-driven bottleneck in front of the delay (NULL: none; the htb qdisc shapes instead)
+    struct dq_trace *trace;
     // FIFO ring (fifo, smooth) or binary min-heap on (target, seq) (reorder)
     struct dq_pkt *buf;
     size_t cap, head, len;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int failures;
 #define CHECK(cond, ...)                                                                         \
@@ -133,6 +134,69 @@ static void gilbert_elliott_loss(void) {
     CHECK(dq_parse_spec(&q, "5,ge=0.1:0.2:0:1.5", 3, err, sizeof err) < 0, "ge probability > 1");
 }
 
+static const char *write_trace(const char *text) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/nfqdelay_trace_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+// Trace bottleneck (Mahimahi semantics): one MTU per opportunity, shared by small packets,
+// wasted when idle, looping, drop-tail in bytes, aligned on the epoch; then the delay.
+static void trace_bottleneck(void) {
+    struct dq_queue q;
+    char err[200], spec[200];
+    const char *path = write_trace("1\n");
+    snprintf(spec, sizeof spec, "1,delay_us=5000,trace=%s,qlimit=15000", path);
+    CHECK(dq_parse_spec(&q, spec, 1, err, sizeof err) == 0, "%s", err);
+    CHECK(q.trace && q.trace->period_ns == MS && q.trace->packet_bytes == 1500, "trace fields");
+    dq_trace_set_origin(q.trace, 0);
+    for (uint32_t i = 0; i < 12; i++) dq_arrive(&q, i + 1, 1500, 0);
+    CHECK(q.trace->drops == 2, "15000-byte limit: %llu drops", (unsigned long long)q.trace->drops);
+    struct dq_pkt p;
+    uint64_t expect = 1;
+    for (uint64_t now = 0; now <= 20 * MS; now += MS / 4)
+        while (dq_pop_due(&q, now, &p)) {
+            // served at 1, 2, ... ms, then 5 ms of delay
+            CHECK(p.target_ns == (expect + 5) * MS, "packet %u target %llu", p.id, (unsigned long long)p.target_ns);
+            CHECK(now >= p.target_ns && now < p.target_ns + MS / 4, "released late");
+            expect++;
+        }
+    CHECK(expect == 11, "released %llu", (unsigned long long)expect - 1);
+    // Idle since 10 ms: opportunities went by unused. Two 750-byte packets at 30.5 ms share
+    // the 31 ms opportunity; a third goes at 32 ms.
+    dq_arrive(&q, 100, 750, 30 * MS + MS / 2);
+    dq_arrive(&q, 101, 750, 30 * MS + MS / 2);
+    dq_arrive(&q, 102, 750, 30 * MS + MS / 2);
+    uint64_t t[3] = {0};
+    for (int k = 0; k < 3 && dq_pop_due(&q, UINT64_MAX, &p); k++) t[k] = p.target_ns;
+    CHECK(t[0] == 36 * MS && t[1] == 36 * MS && t[2] == 37 * MS, "shared opportunity: %llu %llu %llu",
+          (unsigned long long)t[0], (unsigned long long)t[1], (unsigned long long)t[2]);
+    dq_free(&q);
+
+    // Two opportunities per 10 ms lap, at 5 and 10 ms; the trace's 0 at the epoch (100.3 ms).
+    path = write_trace("5\n10\n");
+    snprintf(spec, sizeof spec, "2,delay_us=0,trace=%s", path);
+    CHECK(dq_parse_spec(&q, spec, 1, err, sizeof err) == 0, "%s", err);
+    dq_trace_set_origin(q.trace, 100 * MS + 300000);
+    for (uint32_t i = 0; i < 3; i++) dq_arrive(&q, i + 1, 1500, 100 * MS + 300000);
+    uint64_t want[3] = {105 * MS + 300000, 110 * MS + 300000, 115 * MS + 300000};
+    for (int k = 0; k < 3; k++) {
+        CHECK(dq_pop_due(&q, UINT64_MAX, &p) && p.target_ns == want[k], "lap %d: %llu", k,
+              (unsigned long long)p.target_ns);
+    }
+    dq_free(&q);
+    CHECK(dq_parse_spec(&q, "3,trace=/nonexistent/trace", 1, err, sizeof err) < 0, "missing trace file");
+    CHECK(dq_parse_spec(&q, spec, 1, err, sizeof err) == 0 && (dq_free(&q), 1), "reparse");
+    path = write_trace("5\n3\n");
+    snprintf(spec, sizeof spec, "4,trace=%s", path);
+    CHECK(dq_parse_spec(&q, spec, 1, err, sizeof err) < 0, "decreasing trace accepted");
+}
+
 // Histogram buckets: every value falls in a bucket whose upper edge is above it and within 25 %.
 static void histogram_edges(void) {
     for (uint64_t v = 1; v < (1ull << 40); v = v * 5 / 4 + 1) {
@@ -177,6 +241,7 @@ int main(void) {
     reorder_overtakes();
     bernoulli_loss();
     gilbert_elliott_loss();
+    trace_bottleneck();
     histogram_edges();
     parse_specs();
     if (failures) {
