@@ -7,6 +7,7 @@ pub mod config;
 mod endpoint;
 pub mod records;
 pub mod run;
+pub mod topology;
 mod units;
 mod validate;
 

@@ -241,9 +241,7 @@ impl<'a> Simulation<'a> {
     fn on_net(&mut self, ne: NetEvent) {
         let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
         let arrived = self.net.handle(self.now_ns, ne, &mut sink);
-        if matches!(ne, NetEvent::Arrive(_) | NetEvent::PipeArrive(_)) {
-            self.stats.packet_hops += 1;
-        }
+        self.stats.packet_hops += 1;
         let Some(pkt) = arrived else { return };
         if let Payload::AppMsg { flow, tag } = pkt.payload {
             let fi = flow as usize;
@@ -462,8 +460,7 @@ impl<'a> Simulation<'a> {
         let p = &self.cfg.paths[e.path];
         let now = self.now_ns;
         for &l in p.down.iter().chain(&p.up) {
-            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            self.net.set_link_up(now, l as LinkId, e.up, &mut sink);
+            self.net.set_link_up(now, l as LinkId, e.up);
         }
         // The hosts see their interface change at once (the kernel marks the subflow failed).
         for fi in 0..self.flows.len() {
@@ -508,7 +505,7 @@ impl<'a> Simulation<'a> {
             });
         }
         for l in 0..self.net.link_count() as LinkId {
-            let (qb, qp) = self.net.queue_occupancy(l);
+            let (qb, qp) = self.net.queue_occupancy(l, now);
             self.link_samples.push(LinkSample {
                 time_ns: now,
                 link: self.net.link_name(l).to_string(),

@@ -1,11 +1,18 @@
 //! One unidirectional link: a drop-tail queue, a transmitter that serialises at the link's
 //! (possibly time-varying) capacity, random loss as packets leave, and a propagation delay with
 //! optional variation.
+//!
+//! The queue is virtual: a FIFO transmitter's schedule is known the moment a packet is
+//! accepted (it starts when the previous packet ends, or now), so the link computes the
+//! packet's departure and arrival times at once and needs no event for the end of
+//! serialisation. What is "in the queue" at time t is the set of accepted packets whose
+//! serialisation has not started by t; `backlog` keeps the not-yet-departed ones to answer
+//! that. One event per packet and hop remains: its arrival at the far end.
 
 use super::capacity::{Capacity, CapacityConfig, Service};
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
-use super::{LinkId, NetEvent, NetSink, Packet};
+use super::Packet;
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -55,17 +62,33 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
 }
 
+/// A packet accepted and not yet fully serialised.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    start_ns: u64,
+    end_ns: u64,
+    bytes: u64,
+}
+
+/// Where an accepted packet goes next.
+pub(crate) enum Accepted<P> {
+    /// Dropped (queue full, random loss, link down); the caller hands it to the sink.
+    Dropped(Packet<P>),
+    /// Propagating; it reaches the far end at this time. On a FIFO link it joined the pipe.
+    Arrives(u64, Option<Packet<P>>),
+    /// Held forever (the capacity schedule never resumes).
+    Stuck,
+}
+
 pub(crate) struct Link<P> {
     pub(crate) spec: LinkSpec,
-    pub(crate) queue: VecDeque<Packet<P>>,
-    pub(crate) queue_bytes: u64,
+    /// Accepted packets not yet fully serialised, in order (start times non-decreasing).
+    backlog: VecDeque<Pending>,
+    backlog_bytes: u64,
     /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
-    pub(crate) pipe: VecDeque<(u64, Packet<P>)>,
-    in_service: Option<Packet<P>>,
-    /// The link went down while `in_service` was being serialised: drop it at its TxDone.
-    in_service_lost: bool,
-    /// A `Wake` event is pending (capacity was zero): do not start service before it.
-    waiting_for_capacity: bool,
+    pub(crate) pipe: VecDeque<(u64, u32, Packet<P>)>,
+    /// When the transmitter is next free.
+    free_at_ns: u64,
     capacity: Capacity,
     loss: LossState,
     jitter: JitterState,
@@ -74,6 +97,8 @@ pub(crate) struct Link<P> {
     /// arrive before its predecessor).
     last_arrival_ns: u64,
     up: bool,
+    /// Incremented each time the link goes down: packets of an older epoch are lost.
+    epoch: u32,
     pub(crate) stats: LinkStats,
 }
 
@@ -84,101 +109,23 @@ impl<P> Link<P> {
             loss: LossState::new(spec.loss.clone()),
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
-            queue: VecDeque::new(),
-            queue_bytes: 0,
+            backlog: VecDeque::new(),
+            backlog_bytes: 0,
             pipe: VecDeque::new(),
-            in_service: None,
-            in_service_lost: false,
-            waiting_for_capacity: false,
+            free_at_ns: 0,
             rng,
             last_arrival_ns: 0,
             up: true,
+            epoch: 0,
             stats: LinkStats::default(),
         }
     }
 
-    /// A packet arrives at the link's input.
+    /// Epoch of the link: a packet that entered in an older epoch was lost when the link went
+    /// down.
     #[inline]
-    pub(crate) fn enqueue(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
-        if !self.up {
-            self.stats.packets_lost_down += 1;
-            sink.dropped(pkt);
-            return;
-        }
-        if self.in_service.is_none() && self.queue.is_empty() && !self.waiting_for_capacity {
-            self.start_service(now_ns, id, pkt, sink);
-            return;
-        }
-        let size = pkt.size_bytes as u64;
-        let over_bytes = self.spec.queue_bytes.is_some_and(|l| self.queue_bytes + size > l);
-        let over_packets = self.spec.queue_packets.is_some_and(|l| self.queue.len() as u64 + 1 > l);
-        if over_bytes || over_packets {
-            self.stats.packets_dropped_queue += 1;
-            sink.dropped(pkt);
-            return;
-        }
-        self.queue_bytes += size;
-        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queue_bytes);
-        self.queue.push_back(pkt);
-    }
-
-    fn start_service(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
-        match self.capacity.serve(now_ns, pkt.size_bytes as u64) {
-            Service::DoneAt(t) => {
-                self.in_service = Some(pkt);
-                sink.schedule(t, NetEvent::TxDone(id));
-            }
-            Service::WaitUntil(t) => {
-                // No capacity now: put the packet back at the head and wake up later.
-                self.queue_bytes += pkt.size_bytes as u64;
-                self.queue.push_front(pkt);
-                self.waiting_for_capacity = true;
-                sink.schedule(t, NetEvent::Wake(id));
-            }
-            Service::Never => {
-                self.queue_bytes += pkt.size_bytes as u64;
-                self.queue.push_front(pkt);
-                self.waiting_for_capacity = true;
-            }
-        }
-    }
-
-    fn serve_next(&mut self, now_ns: u64, id: LinkId, sink: &mut impl NetSink<P>) {
-        if let Some(next) = self.queue.pop_front() {
-            self.queue_bytes -= next.size_bytes as u64;
-            self.start_service(now_ns, id, next, sink);
-        }
-    }
-
-    /// Serialisation of the packet in service ended. Returns it with its arrival time at the
-    /// far end, unless it is lost.
-    #[inline]
-    pub(crate) fn finish_service(
-        &mut self,
-        now_ns: u64,
-        id: LinkId,
-        sink: &mut impl NetSink<P>,
-    ) -> Option<(u64, Packet<P>)> {
-        let pkt = self.in_service.take()?;
-        self.serve_next(now_ns, id, sink);
-        if std::mem::take(&mut self.in_service_lost) {
-            self.stats.packets_lost_down += 1;
-            sink.dropped(pkt);
-            return None;
-        }
-        if self.loss.lose(&mut self.rng) {
-            self.stats.packets_lost_random += 1;
-            sink.dropped(pkt);
-            return None;
-        }
-        self.stats.packets_forwarded += 1;
-        self.stats.bytes_forwarded += pkt.size_bytes as u64;
-        let mut arrive_ns = now_ns + self.jitter.delay_ns(now_ns, self.spec.delay_ns, &mut self.rng);
-        if !self.jitter.reorders() {
-            arrive_ns = arrive_ns.max(self.last_arrival_ns);
-            self.last_arrival_ns = arrive_ns;
-        }
-        Some((arrive_ns, pkt))
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch
     }
 
     /// True when packets may overtake one another in propagation.
@@ -187,41 +134,118 @@ impl<P> Link<P> {
         self.jitter.reorders()
     }
 
-    /// A capacity wake-up fired.
-    pub(crate) fn wake(&mut self, now_ns: u64, id: LinkId, sink: &mut impl NetSink<P>) {
-        if self.waiting_for_capacity {
-            self.waiting_for_capacity = false;
-            if self.in_service.is_none() {
-                self.serve_next(now_ns, id, sink);
+    /// Forgets packets whose serialisation ended by `now_ns`.
+    #[inline]
+    fn settle(&mut self, now_ns: u64) {
+        while let Some(p) = self.backlog.front() {
+            if p.end_ns > now_ns {
+                break;
             }
+            self.backlog_bytes -= p.bytes;
+            self.backlog.pop_front();
         }
     }
 
-    /// A packet reached the far end: it survives only if the link is still up.
+    /// (bytes, packets) waiting at `now_ns`: accepted, serialisation not started.
+    pub(crate) fn waiting(&self, now_ns: u64) -> (u64, u64) {
+        let (mut bytes, mut packets) = (0, 0);
+        for p in self.backlog.iter().rev() {
+            if p.start_ns <= now_ns {
+                break;
+            }
+            bytes += p.bytes;
+            packets += 1;
+        }
+        (bytes, packets)
+    }
+
+    /// A packet arrives at the link's input at `now_ns` (calls come in time order).
     #[inline]
-    pub(crate) fn arrive_ok(&mut self) -> bool {
+    pub(crate) fn accept(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if !self.up {
             self.stats.packets_lost_down += 1;
+            return Accepted::Dropped(pkt);
         }
-        self.up
+        self.settle(now_ns);
+        let size = pkt.size_bytes as u64;
+        // Waiting = every pending packet but the one being serialised now (if any).
+        let in_service = self.backlog.front().filter(|p| p.start_ns <= now_ns);
+        let waiting_bytes = self.backlog_bytes - in_service.map_or(0, |p| p.bytes);
+        let waiting_packets = self.backlog.len() as u64 - in_service.is_some() as u64;
+        let transmitter_busy = self.free_at_ns > now_ns;
+        if transmitter_busy {
+            let over_bytes = self.spec.queue_bytes.is_some_and(|l| waiting_bytes + size > l);
+            let over_packets = self.spec.queue_packets.is_some_and(|l| waiting_packets + 1 > l);
+            if over_bytes || over_packets {
+                self.stats.packets_dropped_queue += 1;
+                return Accepted::Dropped(pkt);
+            }
+            self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
+        }
+        if self.free_at_ns == u64::MAX {
+            return self.stuck(now_ns, size);
+        }
+        let mut start_ns = self.free_at_ns.max(now_ns);
+        let end_ns = loop {
+            match self.capacity.serve(start_ns, size) {
+                Service::DoneAt(t) => break t,
+                Service::WaitUntil(t) => start_ns = t,
+                Service::Never => return self.stuck(start_ns, size),
+            }
+        };
+        self.free_at_ns = end_ns;
+        self.backlog.push_back(Pending { start_ns, end_ns, bytes: size });
+        self.backlog_bytes += size;
+        if self.loss.lose(&mut self.rng) {
+            self.stats.packets_lost_random += 1;
+            return Accepted::Dropped(pkt);
+        }
+        let mut arrive_ns = end_ns + self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng);
+        if self.reorders() {
+            return Accepted::Arrives(arrive_ns, Some(pkt));
+        }
+        arrive_ns = arrive_ns.max(self.last_arrival_ns);
+        self.last_arrival_ns = arrive_ns;
+        self.pipe.push_back((arrive_ns, self.epoch, pkt));
+        Accepted::Arrives(arrive_ns, None)
     }
 
-    pub(crate) fn set_up(&mut self, now_ns: u64, id: LinkId, up: bool, sink: &mut impl NetSink<P>) {
+    /// The capacity never resumes: the packet waits forever (and counts in the queue).
+    fn stuck(&mut self, start_ns: u64, size: u64) -> Accepted<P> {
+        self.free_at_ns = u64::MAX;
+        self.backlog.push_back(Pending { start_ns: start_ns.max(1), end_ns: u64::MAX, bytes: size });
+        self.backlog_bytes += size;
+        Accepted::Stuck
+    }
+
+    /// A packet that entered in `epoch` reached the far end: it survives only if the link has
+    /// not gone down since.
+    #[inline]
+    pub(crate) fn arrive_ok(&mut self, epoch: u32, size_bytes: u32) -> bool {
+        if !self.up || epoch != self.epoch {
+            self.stats.packets_lost_down += 1;
+            return false;
+        }
+        self.stats.packets_forwarded += 1;
+        self.stats.bytes_forwarded += size_bytes as u64;
+        true
+    }
+
+    /// Takes the link down (everything on it is lost) or brings it back up.
+    pub(crate) fn set_up(&mut self, now_ns: u64, up: bool) {
         if self.up == up {
             return;
         }
         self.up = up;
         if !up {
-            // An interface going down loses what it holds. The packet in service stays until its
-            // TxDone fires and is dropped then, so its pending event cannot finish another one.
-            self.stats.packets_lost_down += self.queue.len() as u64;
-            for pkt in self.queue.drain(..) {
-                sink.dropped(pkt);
-            }
-            self.queue_bytes = 0;
-            self.in_service_lost = self.in_service.is_some();
-        } else if self.in_service.is_none() && !self.waiting_for_capacity {
-            self.serve_next(now_ns, id, sink);
+            // An interface going down loses what it holds: the queue, the packet being
+            // serialised and the packets propagating (dropped when they would arrive).
+            // They are all in the pipe (or the propagation slab) and are counted as lost when
+            // they would have arrived.
+            self.backlog.clear();
+            self.backlog_bytes = 0;
+            self.free_at_ns = now_ns;
+            self.epoch = self.epoch.wrapping_add(1);
         }
     }
 }

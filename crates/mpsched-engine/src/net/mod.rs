@@ -1,9 +1,9 @@
 //! The network: links joined into routes, and the packets travelling on them.
 //!
 //! A packet carries its route and the index of the link it is on (htsim's packet-carried
-//! route), so forwarding never searches a graph. Each hop costs two events: the end of
-//! serialisation on the link (`TxDone`) and the arrival at the far end (`PipeArrive` on FIFO
-//! links, `Arrive` where jitter reorders). The network never owns the event queue: it asks the
+//! route), so forwarding never searches a graph. Each hop costs one event, the arrival at the
+//! far end (`PipeArrive` on FIFO links, which keep one pending event each for the head of their
+//! pipe; `Arrive` where jitter reorders): a link computes serialisation at once (see `link`). The network never owns the event queue: it asks the
 //! caller's [`NetSink`] to schedule its events and hands it every packet it drops, so the event
 //! loop (in `mpsched-sim`) stays the only owner of time and can free what a packet refers to.
 //!
@@ -20,7 +20,7 @@ pub use link::{LinkSpec, LinkStats};
 pub use loss::LossConfig;
 
 use crate::rng::Rng;
-use link::Link;
+use link::{Accepted, Link};
 use slab::Slab;
 
 /// Index of a link in its [`Network`].
@@ -44,15 +44,11 @@ pub struct Packet<P> {
 /// Network events; the caller schedules them and hands them back to [`Network::handle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetEvent {
-    /// The link finished serialising the packet in service.
-    TxDone(LinkId),
     /// A packet (index in the propagation slab) reached the far end of its current link
     /// (links whose jitter reorders packets).
     Arrive(u32),
     /// The packet at the head of a FIFO link's propagation pipe reached the far end.
     PipeArrive(LinkId),
-    /// The link may be able to serve again (its capacity changed, or it was waiting for time).
-    Wake(LinkId),
 }
 
 /// Where the network sends its outputs: events to schedule and packets it dropped.
@@ -77,7 +73,8 @@ impl<P, F: FnMut(u64, NetEvent)> NetSink<P> for F {
 pub struct Network<P> {
     links: Vec<Link<P>>,
     routes: Vec<Vec<LinkId>>,
-    propagating: Slab<Packet<P>>,
+    /// Packets propagating on reordering links, with the link's epoch when they entered.
+    propagating: Slab<(u32, Packet<P>)>,
 }
 
 impl<P> Default for Network<P> {
@@ -120,10 +117,10 @@ impl<P> Network<P> {
         &self.links[link as usize].stats
     }
 
-    /// Bytes and packets waiting in a link's queue (the packet in service excluded).
-    pub fn queue_occupancy(&self, link: LinkId) -> (u64, u64) {
-        let l = &self.links[link as usize];
-        (l.queue_bytes, l.queue.len() as u64)
+    /// Bytes and packets waiting in a link's queue at `now_ns` (the packet being serialised
+    /// excluded).
+    pub fn queue_occupancy(&self, link: LinkId, now_ns: u64) -> (u64, u64) {
+        self.links[link as usize].waiting(now_ns)
     }
 
     /// Links of a route.
@@ -132,71 +129,58 @@ impl<P> Network<P> {
     }
 
     /// Injects a packet at the start of `route` at time `now_ns`.
-    pub fn send(
-        &mut self,
-        now_ns: u64,
-        route: RouteId,
-        size_bytes: u32,
-        payload: P,
-        sink: &mut impl NetSink<P>,
-    ) {
-        let first = self.routes[route as usize][0];
+    pub fn send(&mut self, now_ns: u64, route: RouteId, size_bytes: u32, payload: P, sink: &mut impl NetSink<P>) {
         let pkt = Packet { size_bytes, route, hop: 0, payload };
-        self.links[first as usize].enqueue(now_ns, first, pkt, sink);
+        self.enter(now_ns, pkt, sink);
+    }
+
+    /// A packet enters the link at position `pkt.hop` of its route.
+    #[inline]
+    fn enter(&mut self, now_ns: u64, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
+        let id = self.routes[pkt.route as usize][pkt.hop as usize];
+        let link = &mut self.links[id as usize];
+        let pipe_was_empty = link.pipe.is_empty();
+        match link.accept(now_ns, pkt) {
+            Accepted::Dropped(p) => sink.dropped(p),
+            Accepted::Stuck => {}
+            Accepted::Arrives(at_ns, Some(p)) => {
+                let idx = self.propagating.insert((link.epoch(), p));
+                sink.schedule(at_ns, NetEvent::Arrive(idx as u32));
+            }
+            Accepted::Arrives(at_ns, None) => {
+                // FIFO propagation: one pending event per link, for the head of its pipe,
+                // keeps the event heap as small as the number of links.
+                if pipe_was_empty {
+                    sink.schedule(at_ns, NetEvent::PipeArrive(id));
+                }
+            }
+        }
     }
 
     /// Processes one network event. Returns a packet that reached the end of its route.
     #[inline]
-    pub fn handle(
-        &mut self,
-        now_ns: u64,
-        event: NetEvent,
-        sink: &mut impl NetSink<P>,
-    ) -> Option<Packet<P>> {
-        match event {
-            NetEvent::TxDone(link) => {
-                let l = &mut self.links[link as usize];
-                if let Some((arrive_ns, pkt)) = l.finish_service(now_ns, link, sink) {
-                    if l.reorders() {
-                        let idx = self.propagating.insert(pkt);
-                        sink.schedule(arrive_ns, NetEvent::Arrive(idx as u32));
-                    } else {
-                        // FIFO propagation: one pending event per link, for the head of its
-                        // pipe, keeps the event heap as small as the number of links.
-                        if l.pipe.is_empty() {
-                            sink.schedule(arrive_ns, NetEvent::PipeArrive(link));
-                        }
-                        l.pipe.push_back((arrive_ns, pkt));
-                    }
-                }
-                None
-            }
+    pub fn handle(&mut self, now_ns: u64, event: NetEvent, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
+        let (epoch, pkt) = match event {
             NetEvent::PipeArrive(link) => {
                 let l = &mut self.links[link as usize];
-                let (_, pkt) = l.pipe.pop_front()?;
-                if let Some(&(next_ns, _)) = l.pipe.front() {
+                let (_, epoch, pkt) = l.pipe.pop_front()?;
+                if let Some(&(next_ns, _, _)) = l.pipe.front() {
                     sink.schedule(next_ns, NetEvent::PipeArrive(link));
                 }
-                self.forward(now_ns, pkt, sink)
+                (epoch, pkt)
             }
-            NetEvent::Wake(link) => {
-                self.links[link as usize].wake(now_ns, link, sink);
-                None
-            }
-            NetEvent::Arrive(idx) => {
-                let pkt = self.propagating.remove(idx as usize);
-                self.forward(now_ns, pkt, sink)
-            }
-        }
+            NetEvent::Arrive(idx) => self.propagating.remove(idx as usize),
+        };
+        self.forward(now_ns, epoch, pkt, sink)
     }
 
     /// A packet reached the far end of its current link: hand it to the next link, or return
     /// it when its route ends here.
     #[inline]
-    fn forward(&mut self, now_ns: u64, mut pkt: Packet<P>, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
+    fn forward(&mut self, now_ns: u64, epoch: u32, mut pkt: Packet<P>, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
         let route = &self.routes[pkt.route as usize];
         let link = route[pkt.hop as usize];
-        if !self.links[link as usize].arrive_ok() {
+        if !self.links[link as usize].arrive_ok(epoch, pkt.size_bytes) {
             sink.dropped(pkt);
             return None;
         }
@@ -204,14 +188,14 @@ impl<P> Network<P> {
             return Some(pkt);
         }
         pkt.hop += 1;
-        let next = route[pkt.hop as usize];
-        self.links[next as usize].enqueue(now_ns, next, pkt, sink);
+        self.enter(now_ns, pkt, sink);
         None
     }
 
-    /// Takes a link down (its queue is flushed, packets on it are lost) or brings it back up.
-    pub fn set_link_up(&mut self, now_ns: u64, link: LinkId, up: bool, sink: &mut impl NetSink<P>) {
-        self.links[link as usize].set_up(now_ns, link, up, sink);
+    /// Takes a link down (what it holds is lost: queued, being serialised, propagating) or
+    /// brings it back up.
+    pub fn set_link_up(&mut self, now_ns: u64, link: LinkId, up: bool) {
+        self.links[link as usize].set_up(now_ns, up);
     }
 }
 

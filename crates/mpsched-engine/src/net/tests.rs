@@ -130,11 +130,11 @@ fn a_link_that_goes_down_loses_its_packets_and_recovers() {
     for i in 0..5 {
         net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
     }
-    net.set_link_up(0, l, false, &mut |t, e| q.push(t, e));
+    net.set_link_up(0, l, false);
     let got = drain(&mut net, &mut q);
     assert!(got.is_empty());
     assert_eq!(net.link_stats(l).packets_lost_down, 5);
-    net.set_link_up(NS_PER_S, l, true, &mut |t, e| q.push(t, e));
+    net.set_link_up(NS_PER_S, l, true);
     net.send(NS_PER_S, r, 1500, 9, &mut |t, e| q.push(t, e));
     assert_eq!(drain(&mut net, &mut q), vec![(NS_PER_S + 6 * NS_PER_MS, 9)]);
 }
