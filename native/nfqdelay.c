@@ -7,7 +7,7 @@
 // docs/testbed.md (netem, fq and etf are not built on the target kernel; only a userspace queue
 // can hold packets).
 //
-// Speed: NFQNL_COPY_META (no payload copy), NFQA_CFG_F_GSO (GSO super-packets queued whole),
+// Speed: a 4-byte copy range (just enough to learn the length), NFQA_CFG_F_GSO (GSO super-packets queued whole),
 // recvmmsg batches, and NFQNL_MSG_VERDICT_BATCH (one message accepts every queued id <= N, valid
 // because FIFO modes release a prefix of the queue). Verdicts of all queues go out in one send.
 //
@@ -46,6 +46,8 @@
 #include "nfqdelay_core.h"
 
 #define MAX_QUEUES 16
+// Bytes of each packet copied to us: we only need the length, which comes with any partial copy.
+#define COPY_RANGE_BYTES 4
 #define RECV_BATCH 64
 #define RECV_BUF_BYTES 4096
 #define SEND_BUF_BYTES (64 * 1024)
@@ -122,7 +124,7 @@ static int on_packet(const struct nlmsghdr *nlh, void *data) {
     struct nfgenmsg *nfg = mnl_nlmsg_get_payload(nlh);
     uint16_t qnum = ntohs(nfg->res_id);
     uint32_t id = ntohl(ph->packet_id);
-    // COPY_META carries no payload, so the kernel reports the packet length in NFQA_CAP_LEN.
+    // Only COPY_RANGE_BYTES of payload are copied; the whole length comes in NFQA_CAP_LEN.
     uint32_t len = 0;
     if (attr[NFQA_CAP_LEN]) len = ntohl(mnl_attr_get_u32(attr[NFQA_CAP_LEN]));
     else if (attr[NFQA_PAYLOAD]) len = mnl_attr_get_payload_len(attr[NFQA_PAYLOAD]);
@@ -189,7 +191,9 @@ static int bind_queue(struct ctx *c, uint16_t qnum, int gso) {
         return -1;
     }
     nlh = nfq_nlmsg_put(buf, NFQNL_MSG_CONFIG, qnum);
-    nfq_nlmsg_cfg_put_params(nlh, NFQNL_COPY_META, 0);
+    // COPY_PACKET of a few bytes rather than COPY_META: the kernel reports the packet length
+    // (NFQA_CAP_LEN) only when it copies part of the packet (net/netfilter/nfnetlink_queue.c).
+    nfq_nlmsg_cfg_put_params(nlh, NFQNL_COPY_PACKET, COPY_RANGE_BYTES);
     nfq_nlmsg_cfg_put_qmaxlen(nlh, KERNEL_QUEUE_MAXLEN);
     if (gso) {
         mnl_attr_put_u32(nlh, NFQA_CFG_FLAGS, htonl(NFQA_CFG_F_GSO));

@@ -248,6 +248,23 @@ def test_path_failure_moves_the_transfer_and_rate_steps_apply():
     assert 4 <= got <= 0.956 * (15 + 2 * 5), got
 
 
+def test_trace_driven_link_delivers_one_packet_per_opportunity():
+    """WLAN's downlink as a Mahimahi trace with one 1500-byte opportunity per ms (12 Mbit/s of
+    IP packets, 11.6 Mbit/s of TCP payload): a 3 s TCP bulk download gets just under that."""
+    cfg = two_path_config([{"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "bulk", "stop_ns": 3_000 * MS}}],
+                          protocol="tcp", duration_ns=3_500 * MS)
+    cfg["links"][0]["capacity"] = {"kind": "trace", "opportunities_ms": [1]}
+    cfg["links"][0]["queue_bytes"] = 60_000
+    tables, diag = run_once(cfg)
+    got = _rows(tables["flows"])[0]["bytes_delivered"]
+    ceiling = 1448 * 3000  # one full segment per ms
+    assert 0.85 * ceiling <= got <= ceiling, got
+    q = next(q for q in diag["delayer"]["queues"] if q["qnum"] == 1)
+    assert 0 < q["queue_max_bytes"] <= 60_000  # cubic fills the trace queue, never beyond its limit
+    wlan_down = next(r for r in _rows(tables["links"]) if r["link"] == "wlan.down")
+    assert wlan_down["packets_dropped"] > 0  # and overflows it
+
+
 def test_interrupted_run_cleans_up(tmp_path):
     """SIGINT in the middle of a run: every namespace, rule and process goes away."""
     script = tmp_path / "run.py"

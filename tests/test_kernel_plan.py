@@ -63,6 +63,18 @@ def test_plan_delayer_spec_carries_jitter_and_loss():
     assert wlan_up.delayer_spec().endswith(",ge=0.01:0.2:0.0:0.5,gso=0")
 
 
+def test_trace_links_queue_in_the_delayer():
+    cfg = base_config()
+    cfg["links"][2]["capacity"] = {"kind": "trace", "opportunities_ms": [1, 1, 3], "packet_bytes": 1500}
+    cfg["links"][2]["queue_bytes"] = 90_000
+    lte_down = next(lk for lk in make_plan(cfg).links if lk.name == "lte.down")
+    assert lte_down.needs_delayer and lte_down.trace_text() == "1\n1\n3\n"
+    assert lte_down.delayer_spec("/t") == (f"{lte_down.qnum},delay_us=100000.000,trace=/t,tpkt=1500,"
+                                           "qlimit=90000,gso=0")
+    with pytest.raises(ValueError):
+        lte_down.delayer_spec()
+
+
 def test_links_without_delay_or_loss_skip_the_delayer():
     cfg = base_config()
     cfg["links"][0]["delay_ns"] = 0
@@ -76,8 +88,8 @@ def test_links_without_delay_or_loss_skip_the_delayer():
     (lambda c: c["links"][0].__setitem__("loss", {"model": "gilbert_elliott", "p_good_bad": 0.1,
                                                    "p_bad_good": 1.5, "loss_good": 0, "loss_bad": 0.5}),
      "links[0].loss.p_bad_good", "[0, 1]"),
-    (lambda c: c["links"][2].__setitem__("capacity", {"kind": "trace", "opportunities_ms": [1, 2]}),
-     "links[2].capacity", "rate schedules"),
+    (lambda c: c["links"][2].__setitem__("capacity", {"kind": "trace", "opportunities_ms": [3, 2]}),
+     "links[2].capacity.opportunities_ms", "non-decreasing"),
     (lambda c: c["links"][2].__setitem__("capacity", {"kind": "schedule", "steps": [
         {"at_ns": 5, "rate_bps": 1}, {"at_ns": 4, "rate_bps": 1}]}), "links[2].capacity.steps", "increasing"),
     (lambda c: c["transports"][0].__setitem__("cc", "olia"), "transports[0].cc", "upstream Linux"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -154,10 +155,9 @@ class Testbed:
             ns_sh(self.rtr, "tc", "class", "add", "dev", dev, "parent", "1:", "classid", classid, "htb",
                   "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM_BYTES))
             # A byte limit in all cases: GSO super-packets would make a packet-count limit
-            # (pfifo) hold up to 45x more data; a packet limit becomes MTU-sized frames.
-            limit = lk.queue_bytes if lk.queue_bytes is not None else UNLIMITED_QUEUE_BYTES
-            if lk.queue_packets is not None:
-                limit = min(limit, lk.queue_packets * 1500)
+            # (pfifo) hold up to 45x more data; a packet limit becomes MTU-sized frames. A trace
+            # link queues in the delayer, so its bfifo never fills.
+            limit = lk.queue_limit_bytes if lk.trace is None else UNLIMITED_QUEUE_BYTES
             # bfifo counts the Ethernet header too; the simulator's limit is in IP bytes.
             limit = min(limit + limit // 1500 * ETH_HEADER_BYTES, UNLIMITED_QUEUE_BYTES)
             leaf = ["tc", "qdisc", "add", "dev", dev, "parent", classid, "handle", self.leaf_handle(lk),
@@ -181,9 +181,14 @@ class Testbed:
         if not delayed:
             return
         stats = self.workdir / f"nfqdelay-{self.rtr}.json"
-        cmd = [str(native_tool("nfqdelay")), "-g", "-s", str(self.plan.seed), "-o", str(stats)]
+        cmd = [str(native_tool("nfqdelay")), "-g", "-s", str(self.plan.seed), "-o", str(stats),
+               "-e", str(self.epoch_file)]
         for lk in delayed:
-            cmd += ["-q", lk.delayer_spec()]
+            trace_file = None
+            if lk.trace is not None:
+                trace_file = self.workdir / f"trace-{lk.qnum}.txt"
+                trace_file.write_text(lk.trace_text())
+            cmd += ["-q", lk.delayer_spec(str(trace_file) if trace_file else None)]
         rt = ["chrt", "-f", DELAYER_RT_PRIO] if sh("chrt", "-f", DELAYER_RT_PRIO, "true", check=False).returncode == 0 else []
         self._delayer_started = time.monotonic()
         self.delayer = subprocess.Popen(["ip", "netns", "exec", self.rtr, *rt, *cmd], stdout=subprocess.PIPE,
@@ -202,6 +207,17 @@ class Testbed:
             rule += ["-j", "NFQUEUE", "--queue-num", str(lk.qnum)]
             ns_sh(self.rtr, "iptables", *rule)
             self.rules.append(rule)
+
+    @property
+    def epoch_file(self) -> Path:
+        return self.workdir / "epoch"
+
+    def set_epoch(self, epoch_ns: int) -> None:
+        """Tell the delayer the run's epoch: trace bottlenecks start their trace there."""
+        if self.delayer is None or not any(lk.trace is not None for lk in self.plan.links):
+            return
+        self.epoch_file.write_text(f"{epoch_ns}\n")
+        self.delayer.send_signal(signal.SIGUSR1)
 
     def stop_delayer(self) -> None:
         for rule in self.rules:

@@ -30,6 +30,8 @@ KERNEL_CC = ("reno", "cubic", "bbr")
 KERNEL_SCHEDULERS = ("linux", "default", "minrtt")
 #: Stand-in for "no limit" in bytes for a bfifo (the limit is a u32).
 UNLIMITED_QUEUE_BYTES = 1 << 30
+#: htb rate of a trace-driven link: the delayer is its bottleneck, the class only counts.
+TRACE_HTB_RATE_BPS = 10_000_000_000
 
 
 class TestbedConfigError(EngineError, ValueError):
@@ -71,10 +73,22 @@ class LinkPlan:
     distribution: str     # for reorder: "uniform" | "normal"
     qnum: int             # NFQUEUE number (used only when `needs_delayer`)
     rate_steps: tuple[tuple[int, int], ...] = ()   # (at_ns, rate_bps), applied with `tc class change`
+    # Mahimahi trace (opportunities_ms, packet_bytes, period_ms or None): the delayer is the
+    # bottleneck (native/nfqdelay_trace.c) and holds the queue; the htb class does not shape.
+    trace: tuple[tuple[int, ...], int, int | None] | None = None
 
     @property
     def needs_delayer(self) -> bool:
-        return self.delay_ns > 0 or self.jitter_ns > 0 or self.loss > 0 or self.gilbert_elliott is not None
+        return (self.delay_ns > 0 or self.jitter_ns > 0 or self.loss > 0 or self.gilbert_elliott is not None
+                or self.trace is not None)
+
+    @property
+    def queue_limit_bytes(self) -> int:
+        """The drop-tail limit in bytes (a packet limit counts MTU-sized packets)."""
+        limit = self.queue_bytes if self.queue_bytes is not None else UNLIMITED_QUEUE_BYTES
+        if self.queue_packets is not None:
+            limit = min(limit, self.queue_packets * 1500)
+        return limit
 
     @property
     def in_dev(self) -> str:
@@ -86,8 +100,13 @@ class LinkPlan:
         """Router interface whose egress qdisc shapes the link."""
         return f"rp{self.path}" if self.direction == "down" else "rsrv"
 
-    def delayer_spec(self) -> str:
-        """The nfqdelay `-q` argument (native/nfqdelay.c)."""
+    def trace_text(self) -> str:
+        """The trace file nfqdelay reads: one opportunity (ms) per line, as Mahimahi."""
+        assert self.trace is not None
+        return "".join(f"{ms}\n" for ms in self.trace[0])
+
+    def delayer_spec(self, trace_file: str | None = None) -> str:
+        """The nfqdelay `-q` argument (native/nfqdelay.c); `trace_file` holds `trace_text()`."""
         spec = f"{self.qnum},delay_us={self.delay_ns / 1e3:.3f}"
         if self.jitter_mode != "none" and self.jitter_ns > 0:
             spec += f",jitter_us={self.jitter_ns / 1e3:.3f},mode={self.jitter_mode}"
@@ -99,9 +118,16 @@ class LinkPlan:
             spec += f",loss={self.loss!r}"
         if self.gilbert_elliott is not None:
             spec += ",ge=" + ":".join(repr(v) for v in self.gilbert_elliott)
-        if self.loss > 0 or self.gilbert_elliott is not None:
+        if self.trace is not None:
+            if trace_file is None:
+                raise ValueError("a trace link's delayer spec needs the trace file")
+            opp, packet_bytes, period_ms = self.trace
+            spec += f",trace={trace_file},tpkt={packet_bytes},qlimit={self.queue_limit_bytes}"
+            if period_ms:
+                spec += f",tperiod_us={int(period_ms) * 1000}"
+        if self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None:
             # Let the kernel segment GSO super-packets before they reach this queue, so that
-            # loss hits single packets as in the simulator, not bursts of up to 45.
+            # loss hits single packets and a trace serves single packets, as in the simulator.
             spec += ",gso=0"
         return spec
 
@@ -164,13 +190,18 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
     cap = lk.get("capacity") or {"kind": "constant"}
     kind = cap.get("kind", "constant")
     steps: tuple[tuple[int, int], ...] = ()
+    trace = None
     if kind == "schedule":
         steps = tuple((int(st["at_ns"]), int(st["rate_bps"])) for st in cap.get("steps", []))
         if any(b[0] < a[0] for a, b in zip(steps, steps[1:])):
             raise TestbedConfigError(f"{where}.capacity.steps", "steps must be in increasing time order")
+    elif kind == "trace":
+        opp = tuple(int(x) for x in cap.get("opportunities_ms") or [])
+        if not opp or any(b < a for a, b in zip(opp, opp[1:])):
+            raise TestbedConfigError(f"{where}.capacity.opportunities_ms", "must be a non-empty, non-decreasing list")
+        trace = (opp, int(cap.get("packet_bytes", 1500)), cap.get("period_ms"))
     elif kind != "constant":
-        raise TestbedConfigError(f"{where}.capacity", f"the kernel testbed emulates constant rates and rate "
-                                 f"schedules, not {kind!r} capacity (use the simulator)")
+        raise TestbedConfigError(f"{where}.capacity", f"unknown capacity kind {kind!r}")
     loss = lk.get("loss") or {"model": "none"}
     model = loss.get("model", "none")
     p = 0.0
@@ -195,7 +226,7 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
     period_ns = int(jit.get("period_ns", 0))
     if mode == "smooth" and jitter_ns > 0 and period_ns <= 0:
         raise TestbedConfigError(f"{where}.jitter.period_ns", "smooth jitter needs a positive period")
-    rate = int(lk["rate_bps"])
+    rate = int(lk["rate_bps"]) if trace is None else TRACE_HTB_RATE_BPS
     if rate <= 0:
         raise TestbedConfigError(f"{where}.rate_bps", "must be positive on the kernel testbed")
     if rate > 10_000_000_000:
@@ -204,7 +235,7 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         index=idx, name=lk["name"], path=path, direction=direction, rate_bps=rate,
         delay_ns=int(lk["delay_ns"]), queue_bytes=lk.get("queue_bytes"), queue_packets=lk.get("queue_packets"),
         loss=p, gilbert_elliott=ge, jitter_mode=mode if jitter_ns > 0 else "none", jitter_ns=jitter_ns, period_ns=period_ns,
-        distribution=jit.get("distribution", "uniform"), qnum=qnum, rate_steps=steps)
+        distribution=jit.get("distribution", "uniform"), qnum=qnum, rate_steps=steps, trace=trace)
 
 
 def make_plan(cfg: dict[str, Any]) -> Plan:

@@ -131,6 +131,7 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
             _warm_up(tb, mpxfer, work)
             before = tb.qdisc_counters()
             epoch = time.monotonic_ns() + EPOCH_LEAD_NS
+            tb.set_epoch(epoch)
             qmon_out = work / "qmon.jsonl"
             if plan.sample_interval_ns > 0:
                 tb.spawn(tb.rtr, [str(native_tool("qmon")), "--sample-ns", str(plan.sample_interval_ns),
@@ -269,9 +270,10 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         flows["bytes_retransmitted"].append(retrans.get(f.flow_id))
         flows["bytes_redundant"].append(None)
 
-    lost = {}
+    lost, trace_drops = {}, {}
     for q in (delayer or {}).get("queues", []):
         lost[q["qnum"]] = q["lost"]
+        trace_drops[q["qnum"]] = q.get("queue_drops", 0)
     links = {c: [] for c in LINK_COLUMNS}
     for lk in sorted(plan.links, key=lambda lk: lk.index):
         b, a = before.get(lk.index, {}), after.get(lk.index, {})
@@ -281,7 +283,9 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         links["packets_forwarded"].append(packets)
         # Drop-tail drops of the bfifo (this run only); random losses are the delayer's, which
         # counts over its whole life, warm-up included (a few packets at most).
-        links["packets_dropped"].append(a.get("drops", 0) - b.get("drops", 0))
+        # A trace link's drop-tail queue is in the delayer (whole run, warm-up included).
+        links["packets_dropped"].append(a.get("drops", 0) - b.get("drops", 0)
+                                        + (trace_drops.get(lk.qnum, 0) if lk.trace is not None else 0))
         links["packets_lost"].append(lost.get(lk.qnum, 0) if lk.needs_delayer else 0)
     return {"flows": flows, "subflows": subflows, "subflow_series": series, "conn_series": conn, "links": links}
 
@@ -290,7 +294,8 @@ def _link_series(plan: Plan, epoch: int, samples: list[dict], before: dict) -> d
     """Queue occupancy of every link's bfifo over time (native/qmon.c samples)."""
     from mpsched.testbed.network import Testbed
 
-    by_leaf = {(lk.out_dev, Testbed.leaf_handle(lk)): lk for lk in plan.links}
+    # Trace links queue in the delayer, not in their bfifo: no series for them.
+    by_leaf = {(lk.out_dev, Testbed.leaf_handle(lk)): lk for lk in plan.links if lk.trace is None}
     out: dict[str, list] = {c: [] for c in LINK_SERIES_COLUMNS}
     for d in samples:
         lk = by_leaf.get((d.get("dev"), d.get("handle")))
