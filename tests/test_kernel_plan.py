@@ -97,6 +97,8 @@ def test_links_without_delay_or_loss_skip_the_delayer():
     (lambda c: c.__setitem__("path_events", [{"at_ns": 1, "path": 2, "up": False}]), "path_events[0].path", "no path"),
     (lambda c: c["flows"].append(dict(c["flows"][0])), "flows[1].id", "duplicate"),
     (lambda c: c["transports"][0].__setitem__("protocol", "tcp"), "transports[0].paths", "exactly one path"),
+    (lambda c: c["links"][0].update(capacity={"kind": "trace", "opportunities_ms": [1]},
+                                    jitter={"mode": "reorder", "jitter_ns": 1000}), "links[0].jitter.mode", "smooth"),
 ])
 def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
     cfg = copy.deepcopy(base_config())

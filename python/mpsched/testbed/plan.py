@@ -224,6 +224,8 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         raise TestbedConfigError(f"{where}.jitter.mode", f"unknown jitter mode {mode!r}")
     jitter_ns = int(jit.get("jitter_ns", 0))
     period_ns = int(jit.get("period_ns", 0))
+    if trace is not None and mode == "reorder" and jitter_ns > 0:
+        raise TestbedConfigError(f"{where}.jitter.mode", "a trace-driven link takes smooth jitter, not reorder")
     if mode == "smooth" and jitter_ns > 0 and period_ns <= 0:
         raise TestbedConfigError(f"{where}.jitter.period_ns", "smooth jitter needs a positive period")
     rate = int(lk["rate_bps"]) if trace is None else TRACE_HTB_RATE_BPS
