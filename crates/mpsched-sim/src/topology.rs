@@ -9,8 +9,8 @@
 //! switch there is 1 path, within a pod `k/2` (one per aggregation switch), between pods
 //! `(k/2)^2` (one per core switch), all of equal length. A path is chosen per subflow either
 //! by ECMP hashing (a hash of the host pair and the subflow's ports picks among the equal-cost
-//! paths, so subflows may collide) or explicitly (subflow `i` takes path `i mod n`: one
-//! subflow per core path, as `003_` configures its routing tables).
+//! paths, so subflows may collide) or explicitly (subflows spread evenly over the paths, at
+//! most one per core path while there are enough, as `003_` configures its routing tables).
 
 use crate::config::{CapacityConfig, JitterConfig, LinkConfig, LossConfig, PathConfig};
 use serde::{Deserialize, Serialize};
@@ -23,7 +23,8 @@ pub enum PathChoice {
     /// hashing the 5-tuple (each subflow has its own source port).
     #[default]
     Ecmp,
-    /// Subflow `i` takes path `i mod n`.
+    /// Subflow `i` of `m` takes path `i * n / m` when `m <= n` (evenly spread over the core),
+    /// else `i mod n`.
     Explicit,
 }
 
@@ -210,6 +211,9 @@ impl FatTree {
         let n = self.equal_cost_paths(sender, receiver);
         (0..subflows)
             .map(|s| match how {
+                // Spread over the aggregation switches too: 8 subflows on k = 8's 16 core
+                // paths take every other core (0, 2, .., 14), not the 8 under two switches.
+                PathChoice::Explicit if subflows <= n => s * n / subflows,
                 PathChoice::Explicit => s % n,
                 PathChoice::Ecmp => (ecmp_hash(sender as u64, receiver as u64, flow_id, s as u64) % n as u64) as usize,
             })
