@@ -76,6 +76,7 @@ def synthetic_tables(config: dict) -> dict[str, dict[str, list]]:
                         "dropped_packets": [0] * len(links)},
         "links": {"link": [lk["name"] for lk in links], "bytes_forwarded": [0] * len(links),
                   "packets_forwarded": [0] * len(links), "packets_dropped": [0] * len(links)},
+        "blocks": {"flow_id": [f["id"] for f in config["flows"]], "block": [0] * len(config["flows"])},
         "_stats": {"events": 1},
     }
 

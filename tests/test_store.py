@@ -221,3 +221,11 @@ def test_back_to_back_stops_at_a_flow_that_never_completes(tmp_path, monkeypatch
     flows = mpsched.run(s, tmp_path).flows.sort("flow_id")
     assert flows.get_column("completed").to_list() == [True, False, False, False]
     assert flows.get_column("start_ns").to_list()[2:] == [30_000_000_000] * 2  # never placed
+
+
+def test_tables_beyond_the_standard_ones_are_stored_and_read_back(tmp_path, fake_engine):
+    res = mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert res.blocks.height == 12 and {"run_id", "scheduler", "size"} <= set(res.blocks.columns)
+    assert len(list(tmp_path.glob("*/blocks.parquet"))) == 4
+    with pytest.raises(AttributeError, match="tables: flows"):
+        res.nonexistent

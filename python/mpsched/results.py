@@ -74,6 +74,13 @@ class Results:
         summary = self.summary()
         return head + (summary._repr_html_() if summary.height else "<p>no flows</p>")
 
+    def __getattr__(self, name: str) -> pl.DataFrame:
+        """Tables beyond the standard ones (e.g. `res.blocks`) by attribute."""
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(f"{type(self).__name__!r} has no table or attribute {name!r}; tables: {', '.join(tables)}")
+
     def __len__(self) -> int:
         return self.runs.height
 
@@ -99,7 +106,10 @@ def load(path: str | Path, run_ids: Iterable[str] | None = None) -> Results:
         for k in m.get("params", {}):
             if k not in params:
                 params.append(k)
-    tables = {name: _concat([d / f"{name}.parquet" for d in dirs]) for name in TABLES}
+    names = list(TABLES)
+    for d in dirs:  # tables beyond the standard ones (e.g. `blocks`), in a stable order
+        names += sorted(f.stem for f in d.glob("*.parquet") if f.stem not in names and f.stem != "run")
+    tables = {name: _concat([d / f"{name}.parquet" for d in dirs]) for name in names}
     runs = _concat([d / "run.parquet" for d in dirs])
     return Results(tables, runs, params, meta, root)
 

@@ -149,7 +149,10 @@ def write_run(
     tmp.mkdir(parents=True)
     try:
         extra = {"run_id": run_id, **params}
-        for name in TABLES:
+        # the standard tables always (empty if the engine has none), then any other the engine
+        # returns (e.g. `blocks`, `events`): new record kinds need no change here
+        names = [*TABLES, *sorted(n for n in tables if n not in TABLES and not n.startswith("_") and n != "run")]
+        for name in names:
             to_frame(tables.get(name, {}), extra).write_parquet(tmp / f"{name}.parquet")
         run_row = {"run_id": [run_id], "engine": [meta["engine"]], **{k: [v] for k, v in params.items()}}
         run_row["index"] = [meta["index"]]
