@@ -8,14 +8,14 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 struct Entry<E> {
-    at_ns: u64,
-    seq: u64,
+    /// `at_ns << 64 | seq`: one integer comparison orders by time, then by push order.
+    key: u128,
     event: E,
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.at_ns == other.at_ns && self.seq == other.seq
+        self.key == other.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -26,8 +26,9 @@ impl<E> PartialOrd for Entry<E> {
 }
 impl<E> Ord for Entry<E> {
     // Reversed so that `BinaryHeap` (a max-heap) pops the earliest entry first.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.at_ns, other.seq).cmp(&(self.at_ns, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -54,19 +55,19 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, at_ns: u64, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { at_ns, seq, event });
+        self.heap.push(Entry { key: (at_ns as u128) << 64 | seq as u128, event });
     }
 
     /// Removes and returns the earliest event with its time; ties come out in push order.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        self.heap.pop().map(|e| (e.at_ns, e.event))
+        self.heap.pop().map(|e| ((e.key >> 64) as u64, e.event))
     }
 
     /// Time of the earliest event, if any.
     #[inline]
     pub fn peek_time_ns(&self) -> Option<u64> {
-        self.heap.peek().map(|e| e.at_ns)
+        self.heap.peek().map(|e| (e.key >> 64) as u64)
     }
 
     /// Number of pending events.
