@@ -384,11 +384,13 @@ impl DataSender {
                 subflows: &self.coupled,
                 me: i,
             };
-            if self.subflows[i].handle_timeout_coupled(now_ns, &view) == Some(LossKind::Timeout) {
+            if let Some(kind) = self.subflows[i].handle_timeout_coupled(now_ns, &view) {
                 if let Some(s) = self.sched.as_mut() {
-                    s.on_loss(i, LossKind::Timeout, now_ns);
+                    s.on_loss(i, kind, now_ns);
                 }
-                self.reinject_outstanding(i);
+                if kind == LossKind::Timeout {
+                    self.reinject_outstanding(i);
+                }
             }
             self.need_schedule = true;
         }

@@ -8,9 +8,10 @@
 //! Scope and simplifications (simulation): sequence numbers are `u64` and never wrap; both
 //! sides start at 0 (the SYN), so data starts at sequence number 1; payload bytes are not
 //! carried; segments never exceed a DSN mapping; no Nagle, no TSO, no pacing (Linux paces only
-//! with the fq qdisc or BBR). Loss detection is RFC 6675 DupThresh plus RACK's rule for lost
-//! retransmissions; there is no tail-loss probe (a lost tail waits for the RTO, where Linux
-//! would probe after ~2 SRTT), no F-RTO / undo of spurious timeouts, no D-SACK.
+//! with the fq qdisc or BBR). Loss detection by default is RFC 6675 DupThresh plus RACK's rule
+//! for lost retransmissions, and a lost tail waits for the RTO; [`TcpConfig::rack_tlp`] turns
+//! on Linux's RACK-TLP instead (time-based marking, reordering timer, tail-loss probe). No
+//! F-RTO / undo of spurious timeouts, no D-SACK (so no reordering detection either).
 //!
 //! * [`Sender`]: handshake, send queue of DSN mappings, SACK scoreboard, RFC 6675 / PRR fast
 //!   recovery, RTO with backoff, a pluggable [`crate::cc`] policy.
@@ -60,6 +61,11 @@ pub struct TcpConfig {
     /// Restart the window after an idle period longer than the RTO (Linux
     /// `net.ipv4.tcp_slow_start_after_idle`, default 1).
     pub slow_start_after_idle: bool,
+    /// Linux's RACK-TLP loss detection (`net.ipv4.tcp_recovery` = 1, `tcp_early_retrans` =
+    /// 3): time-based loss marking and a tail-loss probe after ~2 SRTT. Off by default: loss
+    /// detection is then RFC 6675 DupThresh (plus RACK's rule for lost retransmissions) and a
+    /// lost tail waits for the RTO.
+    pub rack_tlp: bool,
 }
 
 impl Default for TcpConfig {
@@ -73,6 +79,7 @@ impl Default for TcpConfig {
             quickack_segments: QUICKACKS,
             mptcp: false,
             slow_start_after_idle: true,
+            rack_tlp: false,
         }
     }
 }

@@ -14,7 +14,9 @@
 //! default) marks a retransmission lost once a segment sent after it has been delivered; with
 //! no reordering seen Linux uses a zero reordering window in recovery (`tcp_rack_reo_wnd`).
 //! We keep that one RACK rule for retransmissions (a FIFO in send order, O(1) per ACK) and
-//! keep DupThresh for first transmissions (what RACK reduces to with >= 3 SACKed segments).
+//! keep DupThresh for first transmissions (what RACK reduces to with >= 3 SACKed segments),
+//! unless the sender enables RACK-TLP, which uses [`Scoreboard::rack_mark_lost`] instead: first
+//! transmissions are in send order too, so the same left-to-right pointer serves.
 
 use super::rangeset::RangeSet;
 use std::collections::VecDeque;
@@ -67,6 +69,13 @@ pub struct Scoreboard {
     rtx_fifo: VecDeque<(u64, u64)>,
     /// RACK.xmit_ts: latest send time of a delivered, never-retransmitted segment.
     rack_xmit_ns: u64,
+    /// RACK.end_seq: its end sequence number (breaks ties between equal send times).
+    rack_end_seq: u64,
+    /// RACK.rtt: RTT of that segment, ns.
+    rack_rtt_ns: u64,
+    /// Minimum RTT, ns: a retransmitted segment delivered sooner than this after its last
+    /// transmission may have been the original (Linux `tcp_rack_advance`).
+    min_rtt_ns: u64,
 }
 
 impl Scoreboard {
@@ -118,7 +127,7 @@ impl Scoreboard {
     }
 
     /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
-    pub fn advance_una(&mut self, ack: u64) -> u64 {
+    pub fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
         let mut acked = 0;
         while let Some(s) = self.segs.front() {
             if s.seq + s.len as u64 > ack {
@@ -145,9 +154,7 @@ impl Scoreboard {
                 if s.flags & RETX != 0 {
                     self.retx_bytes -= len;
                 }
-                if !s.ever_retx {
-                    self.rack_xmit_ns = self.rack_xmit_ns.max(s.xmit_ns);
-                }
+                self.rack_advance(&s, now_ns);
             }
         }
         self.loss_ptr = self.loss_ptr.max(self.front_abs);
@@ -164,7 +171,7 @@ impl Scoreboard {
     }
 
     /// Applies SACK blocks; returns newly SACKed bytes.
-    pub fn apply_sack(&mut self, blocks: &[(u64, u64)]) -> u64 {
+    pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
         let (lo, hi) = match (self.segs.front(), self.segs.back()) {
             (Some(f), Some(b)) => (f.seq, b.seq + b.len as u64),
             _ => return 0,
@@ -190,17 +197,17 @@ impl Scoreboard {
             if overflow {
                 // Pathological block pattern: mark the whole block (already SACKed segments
                 // are skipped inside).
-                newly += self.mark_sacked(s, e);
+                newly += self.mark_sacked(s, e, now_ns);
             } else {
                 for &(a, b) in &gaps[..n] {
-                    newly += self.mark_sacked(a, b);
+                    newly += self.mark_sacked(a, b, now_ns);
                 }
             }
         }
         newly
     }
 
-    fn mark_sacked(&mut self, start: u64, end: u64) -> u64 {
+    fn mark_sacked(&mut self, start: u64, end: u64, now_ns: u64) -> u64 {
         let mut i = self.segs.partition_point(|x| x.seq + x.len as u64 <= start);
         let mut newly = 0;
         while i < self.segs.len() {
@@ -219,9 +226,8 @@ impl Scoreboard {
                     self.retx_bytes -= len;
                 }
                 s.flags = SACKED;
-                if !s.ever_retx {
-                    self.rack_xmit_ns = self.rack_xmit_ns.max(s.xmit_ns);
-                }
+                let s = *s;
+                self.rack_advance(&s, now_ns);
                 self.sacked_bytes += len;
                 self.sacked_segs += 1;
                 newly += len;
@@ -265,6 +271,90 @@ impl Scoreboard {
             }
         }
         newly
+    }
+
+    /// RACK (RFC 8985 §6.2, Linux `tcp_rack_detect_loss`) for first transmissions, used instead
+    /// of [`Scoreboard::update_lost`] when RACK-TLP is on: a segment sent before the most
+    /// recently sent delivered one is lost once `RACK.rtt + reo_wnd` has passed since it was
+    /// sent. Returns (bytes newly marked lost, reordering-timer deadline if one is needed).
+    pub fn rack_mark_lost(&mut self, now_ns: u64, reo_wnd_ns: u64) -> (u64, Option<u64>) {
+        let mut newly = 0;
+        loop {
+            let idx = (self.loss_ptr - self.front_abs) as usize;
+            let Some(s) = self.segs.get_mut(idx) else {
+                return (newly, None);
+            };
+            let len = s.len as u64;
+            if s.flags & SACKED != 0 {
+                self.sacked_below_ptr_bytes += len;
+                self.sacked_below_ptr_segs += 1;
+                self.loss_ptr += 1;
+                continue;
+            }
+            let (xmit_ns, end) = (s.xmit_ns, s.seq + len);
+            if !self.sent_before_rack(xmit_ns, end) {
+                return (newly, None);
+            }
+            let deadline = xmit_ns + self.rack_rtt_ns + reo_wnd_ns;
+            if now_ns < deadline {
+                return (newly, Some(deadline));
+            }
+            let s = &mut self.segs[idx];
+            if s.flags & LOST == 0 {
+                s.flags |= LOST;
+                self.lost_bytes += len;
+                newly += len;
+            }
+            self.loss_ptr += 1;
+        }
+    }
+
+    /// Sets the minimum RTT used to judge retransmitted deliveries.
+    pub fn set_min_rtt(&mut self, min_rtt_ns: u64) {
+        self.min_rtt_ns = min_rtt_ns;
+    }
+
+    /// RFC 8985 §6.1 / Linux `tcp_rack_advance`: remember the most recently sent delivered
+    /// segment. A retransmitted one counts only if delivered at least min RTT after it was
+    /// last sent (otherwise the original may have been the one delivered).
+    fn rack_advance(&mut self, s: &SentSeg, now_ns: u64) {
+        let rtt = now_ns.saturating_sub(s.xmit_ns);
+        if s.ever_retx && rtt < self.min_rtt_ns {
+            return;
+        }
+        let end = s.seq + s.len as u64;
+        if (s.xmit_ns, end) > (self.rack_xmit_ns, self.rack_end_seq) {
+            self.rack_xmit_ns = s.xmit_ns;
+            self.rack_end_seq = end;
+            self.rack_rtt_ns = rtt;
+        }
+    }
+
+    /// Sent before the most recently sent delivered segment (RFC 8985 `RACK_sent_after`).
+    fn sent_before_rack(&self, xmit_ns: u64, end_seq: u64) -> bool {
+        (xmit_ns, end_seq) < (self.rack_xmit_ns, self.rack_end_seq)
+    }
+
+    /// Number of SACKed segments above the cumulative ACK.
+    pub fn sacked_segs(&self) -> u64 {
+        self.sacked_segs
+    }
+
+    /// Number of outstanding segments.
+    pub fn segs_out(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// Tail-loss probe without new data: the highest outstanding segment, to be sent again.
+    /// Its state is unchanged (it is not deemed lost); it only stops counting for RACK.
+    pub fn probe_last(&mut self, now_ns: u64) -> Option<SentSeg> {
+        let s = self.segs.back_mut()?;
+        if s.flags & SACKED != 0 {
+            return None;
+        }
+        s.ever_retx = true;
+        s.xmit_ns = now_ns;
+        Some(*s)
     }
 
     /// RTO: every outstanding segment not SACKed is lost, retransmissions included
@@ -328,9 +418,11 @@ impl Scoreboard {
                 self.rtx_fifo.pop_front();
                 continue;
             }
-            if xmit_ns >= self.rack_xmit_ns {
+            let end = s.seq + s.len as u64;
+            if !self.sent_before_rack(xmit_ns, end) {
                 break;
             }
+            let s = &mut self.segs[i];
             s.flags = LOST;
             let len = s.len as u64;
             self.retx_bytes -= len;
@@ -367,10 +459,10 @@ mod tests {
     fn three_sacked_segments_above_make_a_loss() {
         let mut b = board(10);
         // Segment 0 lost; 1 and 2 SACKed: not yet lost (RFC 6675 IsLost needs > 2 * SMSS).
-        assert_eq!(b.apply_sack(&[(101, 301)]), 200);
+        assert_eq!(b.apply_sack(&[(101, 301)], 50), 200);
         assert_eq!(b.update_lost(MSS), 0);
         assert_eq!(b.pipe_bytes(), 800);
-        assert_eq!(b.apply_sack(&[(101, 401)]), 100);
+        assert_eq!(b.apply_sack(&[(101, 401)], 50), 100);
         assert_eq!(b.update_lost(MSS), 100);
         assert_eq!(b.pipe_bytes(), 1000 - 300 - 100);
         let s = b.next_lost().unwrap();
@@ -379,7 +471,7 @@ mod tests {
         assert_eq!(b.pipe_bytes(), 700);
         assert!(b.next_lost().is_none());
         // The retransmission fills the hole: cumulative ACK up to 401.
-        assert_eq!(b.advance_una(401), 400);
+        assert_eq!(b.advance_una(401, 60), 400);
         assert_eq!(b.pipe_bytes(), 600);
         assert_eq!(b.sacked_bytes(), 0);
         assert_eq!(b.lost_bytes(), 0);
@@ -388,7 +480,7 @@ mod tests {
     #[test]
     fn retransmission_is_lost_once_a_later_sent_segment_is_delivered() {
         let mut b = board(10); // segment i sent at t = i
-        b.apply_sack(&[(101, 401)]);
+        b.apply_sack(&[(101, 401)], 50);
         b.update_lost(MSS);
         assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
         b.mark_retransmitted(100);
@@ -397,7 +489,7 @@ mod tests {
         assert_eq!(b.pipe_bytes(), 10 * MSS - 300 - 100 + 100);
         // New data sent at t = 150 is SACKed: the retransmission (t = 100) must have been lost.
         b.push(1 + 10 * MSS, MSS as u32, 10 * MSS, false, 150);
-        b.apply_sack(&[(1 + 10 * MSS, 1 + 11 * MSS)]);
+        b.apply_sack(&[(1 + 10 * MSS, 1 + 11 * MSS)], 200);
         assert_eq!(b.detect_lost_retransmissions(), 100);
         assert_eq!(b.next_lost().map(|s| s.seq), Some(1), "eligible again");
         b.mark_retransmitted(200);
@@ -407,7 +499,7 @@ mod tests {
     #[test]
     fn rto_marks_everything_unsacked_lost() {
         let mut b = board(5);
-        b.apply_sack(&[(301, 401)]);
+        b.apply_sack(&[(301, 401)], 50);
         b.mark_all_lost();
         assert_eq!(b.pipe_bytes(), 0);
         let mut n = 0;
@@ -417,7 +509,7 @@ mod tests {
         }
         assert_eq!(n, 4);
         assert_eq!(b.pipe_bytes(), 400);
-        assert_eq!(b.advance_una(501), 500);
+        assert_eq!(b.advance_una(501, 60), 500);
         assert_eq!(b.pipe_bytes(), 0);
     }
 }

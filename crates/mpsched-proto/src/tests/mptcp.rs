@@ -43,6 +43,8 @@ type PathSpec = (u64, u64);
 struct Setup {
     /// Upload (the client sends) instead of download.
     upload: bool,
+    /// Linux RACK-TLP loss detection on the data sender.
+    rack_tlp: bool,
     mode: Mode,
     backup: Vec<bool>,
     paths: Vec<PathSpec>,
@@ -60,6 +62,7 @@ fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
     rc.backup = s.backup.clone();
     let mut sc = ConnConfig::new(s.mode, s.upload, n);
     sc.cc = s.cc.to_string();
+    sc.tcp.rack_tlp = s.rack_tlp;
     sc.backup = s.backup.clone();
     let mut rx = DataReceiver::new(rc);
     rx.connect(0);
@@ -92,6 +95,7 @@ fn tcp_mode_connection_matches_slow_start_timing() {
     let s = Setup {
         backup: vec![],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -114,6 +118,7 @@ fn upload_starts_data_with_the_third_ack() {
     let s = Setup {
         backup: vec![],
         upload: true,
+        rack_tlp: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -137,6 +142,7 @@ fn tcp_throughput_is_limited_by_the_receive_window() {
     let s = Setup {
         backup: vec![],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -157,6 +163,7 @@ fn lost_fourth_ack_is_recovered_by_repeating_the_third() {
     let s = Setup {
         backup: vec![],
         upload: true,
+        rack_tlp: false,
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -193,6 +200,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
     let s = Setup {
         backup: vec![],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Mptcp,
         paths: vec![(100 * MBPS, 10 * MS), (100 * MBPS, 100 * MS)],
         sched: "minrtt",
@@ -221,6 +229,7 @@ fn two_subflows_share_a_transfer_and_count_option_bytes() {
     let s = Setup {
         backup: vec![],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 15 * MS)],
         sched: "minrtt",
@@ -257,6 +266,7 @@ fn a_scheduler_that_ignores_reinjection_still_completes_after_an_outage() {
     let s = Setup {
         backup: vec![],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
         sched: "roundrobin",
@@ -277,6 +287,7 @@ fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
     let s = Setup {
         backup: vec![],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -320,6 +331,7 @@ fn small_receive_buffer_blocks_and_still_completes() {
     let s = Setup {
         backup: vec![],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Mptcp,
         paths: vec![(50 * MBPS, 5 * MS), (5 * MBPS, 60 * MS)],
         // Round-robin ignores RTTs, so data on the slow path holds back the fast path's.
@@ -358,6 +370,7 @@ fn backup_subflow_carries_data_only_while_the_active_path_is_down() {
     let s = Setup {
         backup: vec![false, true],
         upload: false,
+        rack_tlp: false,
         mode: Mode::Mptcp,
         // Backup RTT 30 ms < 40 ms, but its join completes (85 ms) after subflow 0 (60 ms),
         // so there is never a moment with only the backup established.
@@ -403,6 +416,7 @@ proptest! {
     fn conservation(
         mptcp in any::<bool>(),
         upload in any::<bool>(),
+        rack_tlp in any::<bool>(),
         n in 2usize..=3,
         rates in proptest::collection::vec(1u64..50, 3),
         delays in proptest::collection::vec(1u64..80, 3),
@@ -422,6 +436,7 @@ proptest! {
         let s = Setup {
             backup: vec![],
             upload,
+            rack_tlp,
             mode: if mptcp { Mode::Mptcp } else { Mode::Tcp },
             paths,
             sched,

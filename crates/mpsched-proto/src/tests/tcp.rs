@@ -12,7 +12,16 @@ fn download(
     one_way_ns: u64,
     cc_name: &str,
 ) -> Pair<TcpReceiverEp, TcpSenderEp> {
-    let cfg = TcpConfig::default();
+    download_with(TcpConfig::default(), total, rate_bps, one_way_ns, cc_name)
+}
+
+fn download_with(
+    cfg: TcpConfig,
+    total: u64,
+    rate_bps: u64,
+    one_way_ns: u64,
+    cc_name: &str,
+) -> Pair<TcpReceiverEp, TcpSenderEp> {
     let mut rx = Receiver::new(cfg.clone(), Role::Client, HsOption::None);
     rx.connect(0);
     let mut tx = Sender::new(
@@ -82,6 +91,63 @@ fn tail_loss_is_repaired_by_rto() {
         "fct {}",
         p.a.last_delivery_ns
     );
+}
+
+#[test]
+fn with_rack_tlp_a_tail_loss_is_repaired_by_a_probe_not_the_rto() {
+    // Linux default (tcp_early_retrans = 3, tcp_recovery = 1): the last two of 20 segments are
+    // lost. The ACK of segment 18 arrives at ~70 ms; with two segments out the probe timer is
+    // 2 SRTT + 2 ms, so the last segment is resent at ~112 ms. Its SACK (~132 ms) lets RACK
+    // mark segment 19 lost after min_rtt / 4 (~137 ms): fast recovery resends it, delivered at
+    // ~147 ms, where the RTO alone would need > 290 ms.
+    let total = 20 * 1448;
+    let cfg = TcpConfig {
+        rack_tlp: true,
+        ..TcpConfig::default()
+    };
+    let mut p = download_with(cfg, total, 100 * MBPS, 10 * MS, "cubic");
+    let mut dropped = Vec::new();
+    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+        let tail = s.len > 0 && s.seq > 18 * 1448;
+        let drop = tail && !dropped.contains(&s.seq);
+        if drop {
+            dropped.push(s.seq);
+        }
+        drop
+    }));
+    run_to_completion(&mut p, total);
+    let st = p.b.tx.stats();
+    assert_eq!(st.rto_count, 0);
+    assert_eq!(st.tail_loss_probes, 1);
+    assert_eq!(st.fast_retransmits, 1);
+    assert_eq!(st.bytes_retransmitted, 2 * 1448);
+    let fct = p.a.last_delivery_ns;
+    assert!((140 * MS..160 * MS).contains(&fct), "fct {fct}");
+}
+
+#[test]
+fn with_rack_tlp_a_loss_with_one_later_segment_is_marked_by_the_reordering_timer() {
+    // The second-to-last segment is lost: one SACK is far from DupThresh, but RACK marks it
+    // lost min_rtt / 4 after the last segment was delivered: fast recovery, no RTO.
+    let total = 20 * 1448;
+    let cfg = TcpConfig {
+        rack_tlp: true,
+        ..TcpConfig::default()
+    };
+    let mut p = download_with(cfg, total, 100 * MBPS, 10 * MS, "cubic");
+    let target = 1 + 18 * 1448;
+    let mut seen = false;
+    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+        let hit = s.len > 0 && s.seq == target;
+        let drop = hit && !seen;
+        seen |= hit;
+        drop
+    }));
+    run_to_completion(&mut p, total);
+    let st = p.b.tx.stats();
+    assert_eq!(st.rto_count, 0);
+    assert_eq!(st.fast_retransmits, 1);
+    assert_eq!(st.bytes_retransmitted, 1448);
 }
 
 #[test]

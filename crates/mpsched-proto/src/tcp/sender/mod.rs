@@ -15,6 +15,7 @@
 use super::handshake::{Handshake, HsOption, Role};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
+use super::scoreboard::DUP_THRESH;
 use super::segment::{flags, Segment};
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
@@ -49,6 +50,8 @@ pub struct SenderStats {
     pub rto_count: u64,
     /// Fast-recovery episodes entered.
     pub fast_retransmits: u64,
+    /// Tail-loss probes sent (RACK-TLP only).
+    pub tail_loss_probes: u64,
 }
 
 /// What one incoming segment did.
@@ -106,6 +109,14 @@ pub struct Sender {
     last_penalty_ns: Option<u64>,
     /// Time of the last data transmission (Linux `lsndtime`).
     last_send_ns: Option<u64>,
+    /// RACK reordering timer (RACK-TLP only).
+    rack_timer_ns: Option<u64>,
+    /// Tail-loss probe timer (RACK-TLP only).
+    tlp_deadline: Option<u64>,
+    /// `snd_nxt` when the outstanding probe went out (one probe at a time).
+    tlp_high_seq: Option<u64>,
+    /// A probe is due at the next `poll_transmit`.
+    probe_due: bool,
     /// DATA_ACK to put on outgoing segments (reverse direction; set by the connection).
     pub data_ack_out: u64,
     stats: SenderStats,
@@ -155,6 +166,10 @@ impl Sender {
             l2_bytes: 0,
             last_penalty_ns: None,
             last_send_ns: None,
+            rack_timer_ns: None,
+            tlp_deadline: None,
+            tlp_high_seq: None,
+            probe_due: false,
             data_ack_out: 0,
             stats: SenderStats::default(),
         }
@@ -243,6 +258,7 @@ impl Sender {
     fn on_ack(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>, out: &mut AckOutcome) {
         let ack = seg.ack.min(self.snd_nxt);
         let una_advanced = ack > self.snd_una;
+        self.board.set_min_rtt(self.rtt.min_rtt_ns);
         if una_advanced {
             // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
             if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
@@ -250,7 +266,7 @@ impl Sender {
                 self.rtt.on_sample(r);
                 out.rtt_sample_ns = Some(r);
             }
-            out.acked_bytes = self.board.advance_una(ack);
+            out.acked_bytes = self.board.advance_una(ack, now_ns);
             self.snd_una = ack;
             self.stats.bytes_acked += out.acked_bytes;
             self.l2_bytes += out.acked_bytes;
@@ -259,11 +275,11 @@ impl Sender {
             // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
             self.rto_deadline = (!self.board.is_empty()).then(|| now_ns + self.rtt.rto_ns());
         }
-        out.sacked_bytes = self.board.apply_sack(seg.sack_blocks());
-        let mut newly_lost = self.board.update_lost(self.tcb.mss_bytes);
-        if self.state != CaState::Open {
-            newly_lost += self.board.detect_lost_retransmissions();
+        out.sacked_bytes = self.board.apply_sack(seg.sack_blocks(), now_ns);
+        if self.tlp_high_seq.is_some_and(|h| self.snd_una >= h) {
+            self.tlp_high_seq = None;
         }
+        let newly_lost = self.mark_lost(now_ns);
         let delivered = out.acked_bytes + out.sacked_bytes;
         match self.state {
             CaState::Open => {
@@ -293,6 +309,55 @@ impl Sender {
                 }
             }
         }
+        self.schedule_tlp(now_ns);
+    }
+
+    /// Marks losses: RACK when RACK-TLP is on, RFC 6675 DupThresh otherwise; lost
+    /// retransmissions by RACK's rule in both cases.
+    fn mark_lost(&mut self, now_ns: u64) -> u64 {
+        let mut newly = if self.cfg.rack_tlp {
+            // Linux `tcp_rack_reo_wnd` without reordering seen: none in recovery or once
+            // DupThresh segments are SACKed, else min RTT / 4.
+            let reo_wnd_ns =
+                if self.state != CaState::Open || self.board.sacked_segs() >= DUP_THRESH {
+                    0
+                } else {
+                    (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns)
+                };
+            let (n, timer) = self.board.rack_mark_lost(now_ns, reo_wnd_ns);
+            self.rack_timer_ns = timer;
+            n
+        } else {
+            self.board.update_lost(self.tcb.mss_bytes)
+        };
+        if self.state != CaState::Open {
+            newly += self.board.detect_lost_retransmissions();
+        }
+        newly
+    }
+
+    /// Linux `tcp_schedule_loss_probe`: in Open state with data out and no probe pending, probe
+    /// after 2 SRTT (+ 200 ms for a single segment, which may wait for a delayed ACK; + 2 ms
+    /// otherwise), if that comes before the RTO.
+    fn schedule_tlp(&mut self, now_ns: u64) {
+        self.tlp_deadline = None;
+        if !self.cfg.rack_tlp
+            || self.state != CaState::Open
+            || self.board.is_empty()
+            || self.tlp_high_seq.is_some()
+            || !self.rtt.has_sample
+        {
+            return;
+        }
+        let extra = if self.board.segs_out() == 1 {
+            super::rtt::MIN_RTO_NS
+        } else {
+            2_000_000
+        };
+        let at = now_ns + 2 * self.rtt.srtt_ns + extra;
+        // The probe takes the RTO's place if that comes first (Linux: "if the RTO formula
+        // yields an earlier time, then use that time").
+        self.tlp_deadline = Some(self.rto_deadline.map_or(at, |r| at.min(r)));
     }
 
     fn grow(&mut self, now_ns: u64, delivered: u64, rtt: Option<u64>, view: &CoupledView<'_>) {
@@ -326,6 +391,7 @@ impl Sender {
         self.high_seq = self.snd_nxt;
         self.state = CaState::Recovery;
         self.stats.fast_retransmits += 1;
+        self.tlp_deadline = None;
         self.l1_bytes = self.l2_bytes;
         self.l2_bytes = 0;
     }
@@ -372,6 +438,25 @@ impl Sender {
         if !self.hs.is_established() {
             return None;
         }
+        let mut ignore_cwnd = false;
+        if self.probe_due {
+            self.probe_due = false;
+            if self.queue.is_empty() {
+                // No new data: probe with the highest outstanding segment.
+                if let Some(s) = self.board.probe_last(now_ns) {
+                    let len = s.len as u64;
+                    self.stats.bytes_retransmitted += len;
+                    self.stats.tail_loss_probes += 1;
+                    self.on_sent(now_ns, len);
+                    self.tlp_high_seq = Some(self.snd_nxt);
+                    return Some(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin));
+                }
+            } else {
+                // Probe with one new segment, whatever the window (Linux `push_one == 2`).
+                ignore_cwnd = true;
+                self.stats.tail_loss_probes += 1;
+            }
+        }
         if self.state != CaState::Open || self.board.lost_bytes() > 0 {
             if let Some(s) = self.board.next_lost() {
                 if !self.can_send(s.len as u64) {
@@ -394,7 +479,7 @@ impl Sender {
             self.on_tx_start(now_ns);
         }
         let len = front.len.min(self.tcb.mss_bytes);
-        if !self.can_send_new(len) {
+        if !ignore_cwnd && !self.can_send_new(len) {
             self.cwnd_validate(true);
             return None;
         }
@@ -411,6 +496,10 @@ impl Sender {
         self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;
         self.on_sent(now_ns, len);
+        if ignore_cwnd {
+            self.tlp_high_seq = Some(self.snd_nxt);
+        }
+        self.schedule_tlp(now_ns);
         Some(self.build(now_ns, seq, len as u32, dsn, fin))
     }
 
@@ -502,10 +591,15 @@ impl Sender {
 
     /// Earliest timer deadline (handshake retransmission or RTO), absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
-        match (self.hs.poll_timeout(), self.rto_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.hs.poll_timeout(),
+            self.rto_deadline,
+            self.rack_timer_ns,
+            self.tlp_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Fires due timers (uncoupled).
@@ -520,9 +614,29 @@ impl Sender {
         view: &CoupledView<'_>,
     ) -> Option<LossKind> {
         self.hs.handle_timeout(now_ns);
-        let t = self.rto_deadline?;
+        let mut event = None;
+        if self.rack_timer_ns.is_some_and(|t| now_ns >= t) {
+            // RACK reordering timer (Linux `tcp_rack_reo_timeout`).
+            self.rack_timer_ns = None;
+            if self.mark_lost(now_ns) > 0 && self.state == CaState::Open {
+                self.enter_recovery(now_ns, view);
+                event = Some(LossKind::FastRetransmit);
+            }
+        }
+        if self.tlp_deadline.is_some_and(|t| now_ns >= t) {
+            // Linux `tcp_send_loss_probe`: one probe, then the RTO is re-armed from now.
+            self.tlp_deadline = None;
+            if self.state == CaState::Open && !self.board.is_empty() && self.tlp_high_seq.is_none()
+            {
+                self.probe_due = true;
+                self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+            }
+        }
+        let Some(t) = self.rto_deadline else {
+            return event;
+        };
         if now_ns < t {
-            return None;
+            return event;
         }
         if self.board.is_empty() {
             self.rto_deadline = None;
@@ -538,6 +652,10 @@ impl Sender {
         }
         self.tcb.cwnd_bytes = self.tcb.mss_bytes;
         self.board.mark_all_lost();
+        self.rack_timer_ns = None;
+        self.tlp_deadline = None;
+        self.tlp_high_seq = None;
+        self.probe_due = false;
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
         self.backoff += 1;
