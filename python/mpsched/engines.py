@@ -45,15 +45,28 @@ def check_engine(engine: str) -> None:
         preflight()  # raises an EngineUnavailable naming what the machine lacks
 
 
+def python_schedulers_of(config: dict[str, Any]) -> dict[str, type]:
+    """The Python scheduler classes a configuration names ("py:..."), from `mpsched.sched`."""
+    from mpsched.sched import python_schedulers
+
+    try:
+        return python_schedulers([t["scheduler"] for t in config.get("transports", [])])
+    except KeyError as e:
+        raise EngineError(str(e.args[0])) from None
+
+
 def run_config(config: dict[str, Any], engine: str = "sim") -> Tables:
     """Run one normalized configuration on `engine` and return its record tables."""
     check_engine(engine)
+    custom = python_schedulers_of(config)
+    if custom and engine != "sim":
+        raise EngineError(f"Python schedulers ({', '.join(custom)}) run in the simulator only")
     if engine == "sim":
         from mpsched import _core
 
         try:
-            tables = _core.run_json(json.dumps(config))
-        except ValueError as e:  # the core refused the configuration
+            tables = _core.run_json(json.dumps(config), custom) if custom else _core.run_json(json.dumps(config))
+        except ValueError as e:  # the core refused the configuration (or a Python scheduler's action)
             raise EngineError(f"the simulator refused the configuration: {e}") from None
     else:
         from mpsched.testbed import run_kernel

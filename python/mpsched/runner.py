@@ -7,6 +7,7 @@ and checked before the first run starts, so a bad sweep fails at once, not an ho
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import tempfile
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mpsched import engines, store
+from mpsched.engines import python_schedulers_of
 from mpsched.normalize import to_run
 from mpsched.results import Results, load
 from mpsched.scenario import Scenario, ScenarioError, load_scenario
@@ -64,9 +66,24 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
             where = ", ".join(f"{k}={v}" for k, v in r.params.items())
             raise ScenarioError(e.field, f"{e.message} (in the run with {where})", e.source) from None
         params = {k: (str(v) if types.get(k) is str else v) for k, v in r.params.items()}
-        run_id = store.run_id_for(params, config, engine)
+        custom = python_schedulers_of(config)
+        if custom and engine != "sim":
+            raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
+        run_id = store.run_id_for(params, config, engine, salt=_source_digest(custom))
         tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain)))
     return tasks
+
+
+def _source_digest(classes: dict[str, type]) -> str:
+    """What identifies Python schedulers beyond their names: their source (so editing the class
+    makes new runs), or their module and name when the source is not available."""
+    parts = []
+    for name, cls in sorted(classes.items()):
+        try:
+            parts.append(name + "\n" + inspect.getsource(cls))
+        except (OSError, TypeError):
+            parts.append(f"{name}\n{getattr(cls, '__module__', '')}")
+    return "\n".join(parts)
 
 
 def _param_types(scenario: Scenario) -> dict[str, type]:
@@ -131,6 +148,8 @@ def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress
     failures: dict[str, str] = {}
     if engine == "kernel":
         jobs, executor = 1, None  # one testbed per machine: its namespaces and addresses are fixed
+    if any(python_schedulers_of(t.config) for t in todo):
+        jobs, executor = 1, None  # Python scheduler classes live in this process only
     if executor is None and (jobs <= 1 or len(todo) <= 1):
         for t in todo:
             err = _execute(t, str(out), engine, version)

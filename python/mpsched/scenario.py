@@ -125,7 +125,21 @@ def _seed(v: Any) -> int:
 
 
 def _scheduler(v: Any) -> str:
+    """A registry name ("minrtt", "minrtt+rp"), a Python scheduler class (registered and kept as
+    its "py:<class>" name, see `mpsched.sched`), or such a name already registered."""
+    from mpsched.sched import PREFIX, _REGISTRY, is_scheduler_class, register
+
+    if isinstance(v, type) or (not isinstance(v, str) and is_scheduler_class(v)):
+        try:
+            return register(v)
+        except TypeError as e:
+            raise ValueError(str(e)) from None
     v = _name(v)
+    if v.startswith(PREFIX):
+        if v not in _REGISTRY:
+            raise ValueError(f"Python scheduler {v!r} is not defined in this process; pass the class itself "
+                             "(a TOML file can only name the built-in schedulers)")
+        return v
     registry.check_scheduler(v)
     return v
 
@@ -307,6 +321,11 @@ class ConnectionSpec(_Model):
     def _params_known(self) -> ConnectionSpec:
         names = self.scheduler if isinstance(self.scheduler, list) else [self.scheduler]
         for n in names:
+            if n.startswith("py:"):
+                if self.scheduler_params:
+                    raise _FieldError("scheduler_params", f"{n} is a Python class: it takes its settings in the "
+                                      "class itself (the simulator creates it without arguments)")
+                continue
             try:
                 registry.check_scheduler_params(n, self.scheduler_params)
             except ValueError as e:
@@ -321,12 +340,22 @@ class WorkloadSpec(_Model):
       one run, `repeat` times, each on a fresh connection. Arrivals: ``"periodic"`` (a flow
       every `interval`), ``"poisson"`` (exponential gaps with mean `mean_gap`, drawn from the
       run seed) or ``"back_to_back"`` (the next flow starts `gap` after the previous one ends;
-      simulator only).
+      simulator only). With ``reuse_connection = true`` the transfers run one after another on
+      one long-lived connection instead (back to back: each written once the previous one is
+      acknowledged; periodic or poisson: each written at its arrival time); the flow record's
+      `units` column counts them and the `blocks` table holds each transfer's times.
     * ``kind = "bulk"``: `count` flows sending without end from `start` until `stop` (default:
       the scenario duration).
+    * ``kind = "web"``: page fetches as wget / curl do them, `repeat` times (periodic or poisson
+      arrivals; one fetch needs no interval), each on a fresh connection: a request goes up, the
+      object comes down, one object at a time. The page is a `page` preset (see
+      `mpsched.workloads.PAGES`: the four pages of the CFS paper's Table 5 and a median web
+      page), a single file of `size`, or a list of `objects` sizes.
+    * ``kind = "cbr"``: `count` constant-bit-rate flows of `rate` in blocks of `block` bytes
+      (8 KiB by default) from `start` until `stop`; each block's application delay is recorded.
     """
 
-    kind: Literal["sized", "bulk"] = "sized"
+    kind: Literal["sized", "bulk", "web", "cbr"] = "sized"
     connection: Name | None = None
     direction: Literal["download", "upload"] = "download"
     size: Size | None = None
@@ -339,9 +368,23 @@ class WorkloadSpec(_Model):
     start: FixedTime = 0
     stop: FixedTime | None = None
     count: Annotated[Any, BeforeValidator(_count)] = 1
+    reuse_connection: bool = False
+    page: Name | None = None
+    objects: list[FixedSize] | None = None
+    rate: Rate | None = None
+    block: FixedSize | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
+        if self.kind in ("web", "cbr"):
+            return self._web_or_cbr()
+        for f in ("page", "objects", "rate", "block"):
+            if getattr(self, f) is not None:
+                raise _FieldError(f, f"only a {'web' if f in ('page', 'objects') else 'cbr'} workload takes this field")
+        if self.reuse_connection and self.kind != "sized":
+            raise _FieldError("reuse_connection", "only a sized workload runs its transfers on one connection")
+        if self.reuse_connection and self.gap is not None:
+            raise _FieldError("gap", "transfers on one connection follow each other without a gap")
         if self.kind == "sized":
             if (self.size is None) == (self.sizes is None):
                 raise _FieldError("size", "a sized workload needs exactly one of size (sweepable) or sizes (a list within one run)")
@@ -357,6 +400,37 @@ class WorkloadSpec(_Model):
             for f in ("size", "sizes", "interval", "mean_gap", "gap"):
                 if getattr(self, f) is not None:
                     raise _FieldError(f, "only a sized workload takes this field")
+        return self
+
+    def _web_or_cbr(self) -> WorkloadSpec:
+        allowed = {"web": {"size", "interval", "mean_gap", "page", "objects"}, "cbr": {"rate", "block"}}[self.kind]
+        for f in ("size", "sizes", "interval", "mean_gap", "gap", "page", "objects", "rate", "block"):
+            if f not in allowed and getattr(self, f) is not None:
+                raise _FieldError(f, f"a {self.kind} workload does not take this field")
+        if self.reuse_connection:
+            raise _FieldError("reuse_connection", "only a sized workload runs its transfers on one connection")
+        if self.kind == "cbr":
+            if self.rate is None:
+                raise _FieldError("rate", "a cbr workload needs a rate, e.g. rate = \"4Mbit\"")
+            return self
+        given = [f for f in ("page", "size", "objects") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise _FieldError("page", "a web workload needs exactly one of page (a preset), size (one file) or objects (a list)")
+        if self.objects is not None and not self.objects:
+            raise _FieldError("objects", "give at least one object size")
+        if self.page is not None:
+            from mpsched.workloads import PAGES
+
+            if self.page not in PAGES:
+                raise _FieldError("page", f"unknown page {self.page!r}; presets: {', '.join(PAGES)}")
+        if self.direction != "download":
+            raise _FieldError("direction", "a web page is a download")
+        if self.arrival == "back_to_back":
+            raise _FieldError("arrival", "web fetches arrive periodically or as a Poisson process")
+        if self.arrival == "periodic" and self.interval is None and self.repeat != 1:
+            raise _FieldError("interval", "periodic arrivals need an interval, e.g. interval = \"2s\"")
+        if self.arrival == "poisson" and self.mean_gap is None:
+            raise _FieldError("mean_gap", "poisson arrivals need a mean_gap, e.g. mean_gap = \"500ms\"")
         return self
 
 
@@ -409,7 +483,7 @@ class Scenario(_Model):
     Sweepable fields: `seed`, `duration`; per path (and per direction) `rate`, `rtt`, `delay`,
     `jitter`, `jitter_period`, `queue`, `loss` (a probability), `trace_period`; per connection
     `scheduler`, `cc`, `rcv_buf`, `snd_buf`; per workload `size`, `repeat`, `interval`,
-    `mean_gap`, `gap`; per cross-traffic source `rate`.
+    `mean_gap`, `gap`, `rate`; per cross-traffic source `rate`.
     """
 
     name: str = "scenario"
