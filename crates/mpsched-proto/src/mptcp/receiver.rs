@@ -79,20 +79,17 @@ impl DataReceiver {
         }
         let mut buf = std::mem::take(&mut self.scratch);
         buf.extend(self.subflows[subflow].drain_released());
-        let before = self.rcv_nxt;
+        let ofo_before = self.ofo.total_bytes();
         for r in buf.drain(..) {
             self.deliver(r, now_ns);
         }
         self.scratch = buf;
-        // DATA_ACK moved: a subflow with nothing else to say still has to tell the sender
-        // when the window was closed by out-of-order data (window update).
-        if self.rcv_nxt > before && self.window_was_tight(before) {
+        // A connection-level hole was filled: DATA_ACK jumps and the window reopens. ACK at
+        // once, as TCP does for a filled hole (RFC 5681 §4.2), instead of waiting for this
+        // subflow's delayed ACK while the sender may be blocked on the window.
+        if self.ofo.total_bytes() < ofo_before {
             self.subflows[subflow].request_ack();
         }
-    }
-
-    fn window_was_tight(&self, before: u64) -> bool {
-        self.right_edge.saturating_sub(before) < 2 * self.cfg.tcp.mss_bytes
     }
 
     fn deliver(&mut self, r: Released, now_ns: u64) {

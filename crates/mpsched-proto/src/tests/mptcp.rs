@@ -406,6 +406,55 @@ fn backup_subflow_carries_data_only_while_the_active_path_is_down() {
     assert!(p.b.subflow_stats(0).unwrap().bytes_acked > 0);
 }
 
+#[test]
+fn filling_a_connection_level_hole_is_acknowledged_at_once() {
+    // Subflow 1 delivers the missing DSN 0 in order at its own level; DATA_ACK jumps over the
+    // out-of-order data from subflow 0, and the new window must reach the sender now, not
+    // after subflow 1's 40 ms delayed ACK.
+    use crate::tcp::flags;
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.tcp.quickack_segments = 0;
+    let mut rx = DataReceiver::new(cfg);
+    let syn = |f: u16| Segment {
+        flags: flags::SYN | f,
+        ts_val: 1,
+        ..Default::default()
+    };
+    let ack3 = |f: u16| Segment {
+        flags: flags::ACK | f,
+        seq: 1,
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    rx.handle_segment(0, 0, &syn(flags::MP_CAPABLE));
+    rx.handle_segment(0, 1, &syn(flags::MP_JOIN));
+    while rx.poll_transmit(0).is_some() {}
+    rx.handle_segment(1, 0, &ack3(flags::MP_CAPABLE));
+    rx.handle_segment(1, 1, &ack3(flags::MP_JOIN));
+    while rx.poll_transmit(1).is_some() {}
+    let data = |dsn: u64| Segment {
+        flags: flags::ACK | flags::DSS_MAP,
+        seq: 1,
+        len: 1448,
+        ack: 1,
+        ts_val: 2,
+        dsn,
+        ..Default::default()
+    };
+    rx.handle_segment(2, 0, &data(1448));
+    assert_eq!(
+        rx.poll_transmit(2),
+        None,
+        "one in-order segment: delayed ACK"
+    );
+    assert_eq!(rx.ofo_bytes(), 1448);
+    rx.handle_segment(3, 1, &data(0));
+    let (sf, ack) = rx.poll_transmit(3).expect("immediate ACK");
+    assert_eq!((sf, ack.data_ack), (1, 2896));
+    assert_eq!(rx.delivered_bytes(), 2896);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
 
