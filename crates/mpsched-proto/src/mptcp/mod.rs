@@ -18,6 +18,18 @@
 //! Plain TCP ([`Mode::Tcp`]) is the same machinery with one subflow, no MPTCP options on the
 //! wire and no scheduler (all data goes to subflow 0).
 //!
+//! # Call contract (both endpoints)
+//! Build with a [`ConnConfig`] (the sender also takes the scheduler); the client calls
+//! `connect(now)`. Then, with `now` never decreasing:
+//! * inputs: `handle_segment(now, subflow, &seg)` for every arriving segment,
+//!   `handle_timeout(now)` when `now >= poll_timeout()`, and on the sender `write(bytes, now)`
+//!   / `close()`, on both `set_path_up(subflow, up, ..)`;
+//! * after any input, call `poll_transmit(now)` until it returns `None` (each call yields one
+//!   segment and the subflow = path index it goes out on), then `poll_timeout()` for the next
+//!   wake-up (absolute ns; it may change after every input).
+//!
+//! The scheduler runs lazily inside the sender's `poll_transmit`, once per batch of inputs.
+//!
 //! Simplifications: no subflow or connection teardown (FIN / DATA_FIN exchange: the
 //! DATA_FIN flag marks the last mapping only), no ADD_ADDR / path manager beyond "one subflow
 //! per path", no checksum, no fallback.
