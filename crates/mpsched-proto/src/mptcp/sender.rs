@@ -32,12 +32,18 @@ pub struct DataSender {
     coupled: Vec<CoupledSubflow>,
     sched: Option<Box<dyn Scheduler>>,
     actions: Vec<Action>,
+    /// Sent-but-unacked chunks with their subflow masks, and the reinjection queue.
     chunks: Chunks,
+    /// Bytes written by the application: DSNs `[0, app_written)`.
     app_written: u64,
     closed: bool,
+    /// DSN of the next byte never handed to a subflow (`data_acked <= next_dsn <= app_written`).
     next_dsn: u64,
+    /// Cumulative DATA_ACK from the peer.
     data_acked: u64,
+    /// Right edge of the peer's connection window (never moves left).
     wnd_end: u64,
+    /// An input happened since the scheduler last ran.
     need_schedule: bool,
     joins_started: bool,
     rejections: [u64; 6],
@@ -46,7 +52,8 @@ pub struct DataSender {
 }
 
 impl DataSender {
-    /// A data sender. `sched` is required for MPTCP and ignored (may be `None`) for TCP.
+    /// A data sender. `sched` drives MPTCP (with `None`, all data goes to subflow 0); it is
+    /// ignored in TCP mode. Fails on an unknown congestion-control name.
     pub fn new(cfg: ConnConfig, sched: Option<Box<dyn Scheduler>>) -> Result<Self, UnknownCc> {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
