@@ -236,21 +236,40 @@ def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int | 
     w = s.workload[wi]
     where = f"workload[{wi}]"
     start_ns = parse_time_ns(w.start)
-    if w.kind == "bulk":
+    if w.kind in ("bulk", "cbr"):
         stop_ns = parse_time_ns(w.stop) if w.stop is not None else duration_ns
         if stop_ns <= start_ns:
-            raise ScenarioError(f"{where}.stop", "a bulk flow must stop after it starts")
-        return [(start_ns, {"kind": "bulk", "stop_ns": stop_ns}) for _ in range(int(w.count))]
+            raise ScenarioError(f"{where}.stop", f"a {w.kind} flow must stop after it starts")
+        if w.kind == "bulk":
+            app: dict[str, Any] = {"kind": "bulk", "stop_ns": stop_ns}
+        else:
+            block = parse_size_bytes(w.block) if w.block is not None else 8192
+            app = {"kind": "cbr", "rate_bps": parse_rate_bps(w.rate), "block_bytes": block, "stop_ns": stop_ns}
+        return [(start_ns, dict(app)) for _ in range(int(w.count))]
 
-    sizes = [parse_size_bytes(w.size)] if w.size is not None else [parse_size_bytes(x) for x in w.sizes or []]
-    n = int(w.repeat) * len(sizes)
-    apps = [{"kind": "sized", "size_bytes": sizes[k % len(sizes)]} for k in range(n)]
+    if w.kind == "web":
+        from mpsched.workloads import page_objects
+
+        if w.page is not None:
+            objects = page_objects(w.page)
+        elif w.size is not None:
+            objects = [parse_size_bytes(w.size)]
+        else:
+            objects = [parse_size_bytes(x) for x in w.objects or []]
+        n = int(w.repeat)
+        apps = [{"kind": "web", "objects_bytes": list(objects)} for _ in range(n)]
+    else:
+        sizes = [parse_size_bytes(w.size)] if w.size is not None else [parse_size_bytes(x) for x in w.sizes or []]
+        n = int(w.repeat) * len(sizes)
+        apps = [{"kind": "sized", "size_bytes": sizes[k % len(sizes)]} for k in range(n)]
     if w.arrival == "back_to_back":
         if start_ns >= duration_ns:
             raise ScenarioError(f"{where}.start", "the first flow starts at or after the end of the run")
+        if w.reuse_connection:  # one connection: each transfer written once the previous is acknowledged
+            return [(start_ns, {"kind": "transfers", "sizes_bytes": [a["size_bytes"] for a in apps]})]
         return [(start_ns if k == 0 else None, app) for k, app in enumerate(apps)]
     if w.arrival == "periodic":
-        step = parse_time_ns(w.interval)
+        step = parse_time_ns(w.interval) if w.interval is not None else 0
         starts = [start_ns + k * step for k in range(n)]
     else:  # poisson: exponential gaps, first flow at `start`, drawn from the run seed
         rng = np.random.default_rng([int(s.seed), wi])
@@ -262,6 +281,9 @@ def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int | 
             f"{where} starts its last flow at {starts[-1] / 1e9:g} s, at or after the end of the run "
             f"({duration_ns / 1e9:g} s); lengthen duration or shorten the arrivals",
         )
+    if w.reuse_connection:  # one connection: transfer k written at its arrival time
+        return [(start_ns, {"kind": "transfers", "sizes_bytes": [a["size_bytes"] for a in apps],
+                            "offsets_ns": [t - start_ns for t in starts]})]
     return list(zip(starts, apps))
 
 
