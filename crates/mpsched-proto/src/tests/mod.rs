@@ -1,5 +1,6 @@
 //! In-crate scenario tests: endpoints wired by the in-memory links of [`util`].
 
+mod contract;
 mod mptcp;
 mod perf;
 mod tcp;
