@@ -9,6 +9,11 @@ def run_json(config_json: str) -> dict[str, dict[str, list]]:
     values, plus a `_stats` entry of run counters. Raises ValueError("field: message") for a
     configuration the core refuses."""
 
+def topology_json(request_json: str) -> str:
+    """Build a topology (crates/mpsched-sim/src/topology.rs, `TopologyRequest` as JSON: a
+    FatTree with the flows to route, or a dumbbell) and return {hosts, links, paths,
+    flow_paths} as JSON. Raises ValueError("topology: message") for a request it refuses."""
+
 def schedulers_json() -> str:
     """The scheduler registry as JSON: a list of {name, summary, source, is_extension,
     default_params}."""

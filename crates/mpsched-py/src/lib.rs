@@ -66,6 +66,18 @@ fn run_json<'py>(
     Ok(out)
 }
 
+/// Builds a topology (`mpsched_sim::topology::TopologyRequest` as JSON: a FatTree with the
+/// flows to route, or a dumbbell) and returns its links and paths as JSON.
+///
+/// Raises `ValueError` for a request the generator refuses.
+#[pyfunction]
+fn topology_json(request_json: &str) -> PyResult<String> {
+    let req: mpsched_sim::topology::TopologyRequest =
+        serde_json::from_str(request_json).map_err(|e| PyValueError::new_err(format!("topology: {e}")))?;
+    let built = mpsched_sim::topology::build(&req).map_err(|e| PyValueError::new_err(format!("topology: {e}")))?;
+    serde_json::to_string(&built).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// The scheduler registry as JSON: a list of {name, summary, source, is_extension,
 /// default_params}.
 #[pyfunction]
@@ -90,6 +102,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers_json, m)?)?;
+    m.add_function(wrap_pyfunction!(topology_json, m)?)?;
     m.add_class::<pysched::PySubflowView>()?;
     m.add_class::<pysched::PyConnView>()?;
     Ok(())

@@ -346,3 +346,84 @@ pub fn permutation(hosts: usize, seed: u64) -> Vec<usize> {
 
 /// Component id of the permutation's random stream (apart from the run's link streams).
 const RNG_PERMUTATION: u64 = 3 << 32;
+
+/// A topology to build, as the Python front end asks for it (`mpsched._core.topology_json`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyRequest {
+    /// A FatTree and the paths of the given flows.
+    Fattree {
+        /// The tree.
+        tree: FatTreeConfig,
+        /// Flows whose subflow paths are wanted.
+        flows: Vec<FlowRoute>,
+    },
+    /// A dumbbell (every pair's paths).
+    Dumbbell {
+        /// The dumbbell.
+        dumbbell: DumbbellConfig,
+    },
+}
+
+/// A flow to route over a FatTree.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowRoute {
+    /// Host the data leaves from.
+    pub sender: usize,
+    /// Host the data goes to.
+    pub receiver: usize,
+    /// Flow id (part of the ECMP hash).
+    pub flow_id: u64,
+    /// Number of subflows (1 for plain TCP).
+    pub subflows: usize,
+    /// How each subflow's path is chosen.
+    #[serde(default)]
+    pub choice: PathChoice,
+}
+
+/// Links and paths of a built topology.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopologyBuild {
+    /// Hosts (FatTree) or host pairs (dumbbell).
+    pub hosts: usize,
+    /// Every link.
+    pub links: Vec<LinkConfig>,
+    /// Paths (FatTree: those the flows use; dumbbell: pair-major, interface-minor).
+    pub paths: Vec<PathConfig>,
+    /// FatTree: path indices of each requested flow's subflows, in request order.
+    pub flow_paths: Vec<Vec<usize>>,
+}
+
+/// Builds a requested topology; returns a message naming what is wrong.
+pub fn build(req: &TopologyRequest) -> Result<TopologyBuild, String> {
+    match req {
+        TopologyRequest::Fattree { tree, flows } => {
+            tree.check()?;
+            let t = FatTree::new(tree.clone());
+            let mut table = PathTable::default();
+            let mut flow_paths = Vec::with_capacity(flows.len());
+            for (i, f) in flows.iter().enumerate() {
+                if f.sender >= t.hosts() || f.receiver >= t.hosts() || f.sender == f.receiver {
+                    return Err(format!("flows[{i}]: sender and receiver must be distinct hosts below {}", t.hosts()));
+                }
+                if f.subflows == 0 || f.subflows > crate::MAX_SUBFLOWS {
+                    return Err(format!("flows[{i}].subflows: between 1 and {}", crate::MAX_SUBFLOWS));
+                }
+                let choices = t.choices(f.sender, f.receiver, f.flow_id, f.subflows, f.choice);
+                flow_paths.push(table.flow_paths(&t, f.sender, f.receiver, &choices));
+            }
+            Ok(TopologyBuild { hosts: t.hosts(), links: t.links().to_vec(), paths: table.paths, flow_paths })
+        }
+        TopologyRequest::Dumbbell { dumbbell: d } => {
+            if d.pairs == 0 || d.interfaces == 0 || d.interfaces > crate::MAX_SUBFLOWS {
+                return Err(format!("pairs must be positive and interfaces from 1 to {}", crate::MAX_SUBFLOWS));
+            }
+            if d.access_rate_bps == 0 || d.bottleneck_rate_bps == 0 || d.queue_packets == 0 {
+                return Err("rates and the queue must be positive".into());
+            }
+            let (links, paths) = dumbbell(d);
+            Ok(TopologyBuild { hosts: d.pairs, links, paths, flow_paths: Vec::new() })
+        }
+    }
+}
