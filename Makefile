@@ -60,7 +60,6 @@ MAIN_SCENARIO := scenarios/cfs_wlan_lte_short.toml
 MAIN_OUT := results/cfs_wlan_lte_short
 run: setup
 	$(VENV)/bin/mpsched run $(MAIN_SCENARIO) --out $(MAIN_OUT)
-	$(VENV)/bin/mpsched show $(MAIN_OUT)
 	$(VENV)/bin/mpsched plot $(MAIN_OUT)
 
 test: setup test-rust test-python

@@ -136,6 +136,50 @@ def run(
     _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
 
 
+@app.command()
+def validate(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file (two or more paths, sized flows)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write tables and figures (default: results/<name>-validation)."),
+    repetitions: int = typer.Option(3, "--repetitions", "-r", min=1, help="Kernel repetitions per run (the kernel is noisy)."),
+    sim_seeds: int = typer.Option(3, "--sim-seeds", min=1, help="Simulator seeds per run."),
+) -> None:
+    """Run a scenario on the simulator and on the kernel testbed side by side: FCT per size, the
+    simulator median's relative error, per-path byte shares, and a CDF figure (needs root)."""
+    from mpsched import engines
+    from mpsched.runner import plan
+    from mpsched.scenario import ScenarioError
+
+    s = _load(scenario)
+    try:
+        engines.check_engine("kernel")
+        tasks = plan(s, "kernel")
+    except ScenarioError as e:
+        _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
+    except engines.EngineUnavailable as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    from mpsched.testbed.validate import run_validation
+
+    target = out_dir or Path("results") / f"{s.name}-validation"
+    for task in tasks:
+        where = ", ".join(f"{k}={v}" for k, v in task.params.items()) or "the scenario"
+        run_dir = target / task.run_id
+        _c.err.print(f"validating {where}: {repetitions} kernel run(s), {sim_seeds} simulator seed(s) -> {run_dir}", highlight=False)
+        try:
+            result = run_validation(task.config, repetitions=repetitions, sim_seeds=sim_seeds, out=run_dir)
+        except engines.EngineError as e:
+            _fail(_escape(str(e)), EXIT_FAILED)
+        for name in ("fct", "path_share"):
+            cols = result[name]
+            table = Table(title=f"{name} ({where})")
+            for c in cols:
+                table.add_column(c, justify="right")
+            for row in zip(*cols.values()):
+                table.add_row(*(_cell(v) for v in row))
+            _c.out.print(table)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / f"{name}.json").write_text(json.dumps(cols, indent=1))
+
+
 def _print_summary(res) -> None:
     import polars as pl
 
