@@ -11,8 +11,10 @@
 //! subflows only through the scheduler ([`crate::sched`]), applying its actions in order and
 //! counting every rejection.
 //!
-//! Establishment as the kernel does it: the client opens subflow 0 (MP_CAPABLE); once that
-//! handshake completes it opens subflow i on path i with MP_JOIN. A join initiator may carry
+//! Establishment as the kernel does it: the client opens subflow 0 (MP_CAPABLE); once the
+//! connection is fully established (upstream Linux: the first segment from the server after
+//! the handshake; or right at the SYN-ACK as the out-of-tree kernel does, see [`JoinTiming`])
+//! it opens subflow i on path i with MP_JOIN. A join initiator may carry
 //! data only after the fourth ACK, the responder after the third (RFC 8684 §3.2).
 //!
 //! Plain TCP ([`Mode::Tcp`]) is the same machinery with one subflow, no MPTCP options on the
@@ -52,6 +54,20 @@ pub enum Mode {
     Mptcp,
 }
 
+/// When the client opens the additional subflows (MP_JOIN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JoinTiming {
+    /// Once the connection is fully established: the first segment from the server after
+    /// the MP_CAPABLE handshake (upstream Linux: the in-kernel path manager acts on
+    /// `mptcp_pm_fully_established`, and a server accepts joins only once fully established).
+    /// About one RTT of the first path later than [`JoinTiming::AfterSynAck`].
+    #[default]
+    FullyEstablished,
+    /// As soon as the MP_CAPABLE SYN-ACK arrives (out-of-tree kernel, full-mesh path
+    /// manager).
+    AfterSynAck,
+}
+
 /// Settings of one endpoint of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnConfig {
@@ -72,6 +88,8 @@ pub struct ConnConfig {
     pub snd_buf_bytes: u64,
     /// Congestion control name (see [`crate::cc::NAMES`]).
     pub cc: String,
+    /// When the client opens subflows 1.. (default: upstream Linux).
+    pub join_timing: JoinTiming,
 }
 
 impl ConnConfig {
@@ -90,6 +108,7 @@ impl ConnConfig {
             rcv_buf_bytes: 6 * 1024 * 1024,
             snd_buf_bytes: 4 * 1024 * 1024,
             cc: "cubic".to_string(),
+            join_timing: JoinTiming::default(),
         }
     }
 
@@ -98,6 +117,24 @@ impl ConnConfig {
             1
         } else {
             self.num_subflows.clamp(1, 64)
+        }
+    }
+
+    /// Client side: does this segment on subflow `sf` (whose handshake state is
+    /// `established` after it, `became_established` by it) trigger the joins?
+    fn triggers_joins(
+        &self,
+        sf: usize,
+        seg: &crate::tcp::Segment,
+        established: bool,
+        became_established: bool,
+    ) -> bool {
+        if !self.is_client || self.mode != Mode::Mptcp || sf != 0 || !established {
+            return false;
+        }
+        match self.join_timing {
+            JoinTiming::AfterSynAck => true,
+            JoinTiming::FullyEstablished => !became_established && !seg.has(crate::tcp::flags::SYN),
         }
     }
 

@@ -7,7 +7,7 @@
 //! subflow level), relative to DATA_ACK, and its right edge never moves left (Linux
 //! `tcp_select_window`).
 
-use super::{ConnConfig, Mode};
+use super::ConnConfig;
 use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
 
 /// The receiving endpoint of a connection.
@@ -65,12 +65,12 @@ impl DataReceiver {
         if subflow >= self.subflows.len() {
             return;
         }
-        let established = self.subflows[subflow].handle_segment(now_ns, seg);
-        if established
-            && subflow == 0
-            && self.cfg.is_client
-            && self.cfg.mode == Mode::Mptcp
-            && !self.joins_started
+        let became_established = self.subflows[subflow].handle_segment(now_ns, seg);
+        let established = self.subflows[subflow].is_established();
+        if !self.joins_started
+            && self
+                .cfg
+                .triggers_joins(subflow, seg, established, became_established)
         {
             self.joins_started = true;
             for i in 1..self.subflows.len() {

@@ -153,7 +153,11 @@ impl DataSender {
             me: subflow,
         };
         let out = self.subflows[subflow].handle_segment_coupled(now_ns, seg, &view);
-        if out.became_established && subflow == 0 {
+        let established = self.subflows[subflow].is_established();
+        if self
+            .cfg
+            .triggers_joins(subflow, seg, established, out.became_established)
+        {
             self.start_joins(now_ns);
         }
         if seg.has(flags::ACK) {

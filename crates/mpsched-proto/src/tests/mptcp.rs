@@ -2,7 +2,7 @@
 //! after a path goes down, and the conservation property over random networks.
 
 use super::util::*;
-use crate::mptcp::{ConnConfig, DataReceiver, DataSender, Mode};
+use crate::mptcp::{ConnConfig, DataReceiver, DataSender, JoinTiming, Mode};
 use crate::sched::{registry, Rejection};
 use crate::tcp::Segment;
 use proptest::prelude::*;
@@ -112,6 +112,35 @@ fn tcp_mode_connection_matches_slow_start_timing() {
 }
 
 #[test]
+fn joins_start_when_the_connection_is_fully_established_or_at_the_syn_ack() {
+    // Two 20 ms RTT paths, download. Upstream timing: the client learns it is fully
+    // established from the server's first data (2 RTT), so subflow 1 is usable at the server
+    // after its third ACK, 1.5 RTT later: 70 ms. Out-of-tree timing: from the SYN-ACK, 50 ms.
+    for (timing, expect_ms) in [
+        (JoinTiming::FullyEstablished, 70),
+        (JoinTiming::AfterSynAck, 50),
+    ] {
+        let n = 2;
+        let mut rc = ConnConfig::new(Mode::Mptcp, true, n);
+        rc.join_timing = timing;
+        let sc = ConnConfig::new(Mode::Mptcp, false, n);
+        let mut rx = DataReceiver::new(rc);
+        rx.connect(0);
+        let sched = registry::build("minrtt", &serde_json::json!({})).unwrap();
+        let mut tx = DataSender::new(sc, Some(sched)).unwrap();
+        tx.write(1 << 20, 0);
+        let links = || (0..n).map(|_| Link::new(1_000 * MBPS, 10 * MS)).collect();
+        let mut p = Pair::new(rx, tx, links(), links());
+        assert!(p.drive(1_000 * MS, |_, b| b.subflows()[1].is_established()));
+        let t = p.now_ns;
+        assert!(
+            (expect_ms * MS..(expect_ms + 1) * MS).contains(&t),
+            "{timing:?}: {t}"
+        );
+    }
+}
+
+#[test]
 fn upload_starts_data_with_the_third_ack() {
     // The client sends: data leaves with the third ACK at 1 RTT, so 64 KB (flights 10, 20,
     // 16) completes at 1 + 0.5 + 2 = 3.5 RTT = 70 ms.
@@ -192,11 +221,12 @@ fn lost_fourth_ack_is_recovered_by_repeating_the_third() {
 
 #[test]
 fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
-    // Path 0: 20 ms RTT, path 1: 200 ms RTT, both 100 Mb/s. Subflow 1's MP_JOIN starts when
-    // subflow 0 is established at the client (20 ms); the server can use it after the third
-    // ACK, at 20 + 200 + 100 = 320 ms. 1 MB over path 0 in slow start: 724 segments in
-    // flights of 10, 20, 40, 80, 160, 320, ... = 7 RTTs (140 ms) + 30 ms of handshake and
-    // about 80 ms of serialisation: done well before 320 ms.
+    // Path 0: 20 ms RTT, path 1: 200 ms RTT, both 100 Mb/s. The client (data receiver) is
+    // fully established when the server's first data arrives (40 ms) and sends the MP_JOIN
+    // SYN then; the server can use subflow 1 after the third ACK, at 40 + 200 + 100 = 340 ms.
+    // 1 MB over path 0 in slow start: 724 segments in flights of 10, 20, 40, 80, 160, 320,
+    // ... = 7 RTTs (140 ms) + 30 ms of handshake and about 80 ms of serialisation: done well
+    // before that.
     let s = Setup {
         backup: vec![],
         upload: false,
