@@ -23,8 +23,8 @@ pub enum PathChoice {
     /// hashing the 5-tuple (each subflow has its own source port).
     #[default]
     Ecmp,
-    /// Subflow `i` of `m` takes path `i * n / m` when `m <= n` (evenly spread over the core),
-    /// else `i mod n`.
+    /// Subflow `i` of `m` takes path `i * n / m + o` when `m <= n` (evenly spread over the
+    /// core; `o < n / m` a per-flow offset from the ECMP hash), else `i mod n`.
     Explicit,
 }
 
@@ -211,9 +211,14 @@ impl FatTree {
         let n = self.equal_cost_paths(sender, receiver);
         (0..subflows)
             .map(|s| match how {
-                // Spread over the aggregation switches too: 8 subflows on k = 8's 16 core
-                // paths take every other core (0, 2, .., 14), not the 8 under two switches.
-                PathChoice::Explicit if subflows <= n => s * n / subflows,
+                // Evenly spaced, so the aggregation switches share the subflows too (8 of k =
+                // 8's 16 core paths: every other one, not the 8 under two switches), from an
+                // offset of the flow's own, or every flow would leave the same cores idle.
+                PathChoice::Explicit if subflows <= n => {
+                    let stride = n / subflows;
+                    let offset = (ecmp_hash(sender as u64, receiver as u64, flow_id, u64::MAX) % stride as u64) as usize;
+                    (s * n / subflows + offset) % n
+                }
                 PathChoice::Explicit => s % n,
                 PathChoice::Ecmp => (ecmp_hash(sender as u64, receiver as u64, flow_id, s as u64) % n as u64) as usize,
             })

@@ -95,6 +95,17 @@ fn ecmp_spreads_subflows_over_the_cores_and_explicit_assignment_uses_each_once()
     let hashed = t.choices(0, 12, 7, 8, PathChoice::Ecmp);
     assert!(hashed.iter().collect::<std::collections::BTreeSet<_>>().len() > 1, "{hashed:?}");
     assert_eq!(t.choices(0, 12, 7, 8, PathChoice::Explicit), vec![0, 1, 2, 3, 0, 1, 2, 3]);
+    // k = 8: 8 explicit subflows of one flow take every other of the 16 core paths (two under
+    // each aggregation switch), and different flows start at different offsets, so together
+    // they use every core switch.
+    let t8 = tree(8);
+    let one = t8.choices(0, 127, 1, 8, PathChoice::Explicit);
+    assert!(one.windows(2).all(|w| w[1] == w[0] + 2), "{one:?}");
+    let mut used = std::collections::BTreeSet::new();
+    for f in 0..16u64 {
+        used.extend(t8.choices(0, 127, f, 8, PathChoice::Explicit));
+    }
+    assert_eq!(used.len(), 16, "all core paths in use across flows");
 }
 
 #[test]
