@@ -57,7 +57,7 @@ impl FatTreeConfig {
 
     /// Checks `k`; returns a message naming what is wrong.
     pub fn check(&self) -> Result<(), String> {
-        if self.k < 2 || self.k % 2 != 0 || self.k > 64 {
+        if self.k < 2 || self.k & 1 == 1 || self.k > 64 {
             return Err(format!("k must be even, from 2 to 64; got {}", self.k));
         }
         if self.host_rate_bps == 0 || self.edge_agg_rate_bps == 0 || self.agg_core_rate_bps == 0 {
