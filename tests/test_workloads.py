@@ -162,3 +162,26 @@ def test_aggregation_benefit_of_a_real_split_is_close_to_one_and_of_one_path_zer
     one = _bulk_goodput(paths, "mptcp", ["a"])
     assert aggregation_benefit(both, single) > 0.85
     assert abs(aggregation_benefit(one, single[:1])) < 0.05
+
+
+def test_per_path_metrics_of_a_redundant_two_path_transfer():
+    from mpsched.metrics import overhead, path_bytes, rtt_max, subflow_throughput
+
+    paths = [{"name": "a", "rate": "10Mbit", "rtt": "40ms", "queue": "1BDP"},
+             {"name": "b", "rate": "5Mbit", "rtt": "100ms", "queue": "1BDP"}]
+    s = _scenario({"size": "2MB", "interval": "1s"}, paths=paths, duration="20s",
+                  connection={"scheduler": "redundant"})
+    s = s.model_copy(update={"record": s.record.model_copy(update={"interval": "100ms"})})
+    res = _run(s)
+    pb = path_bytes(res["subflows"])
+    assert pb["share"].sum() == pytest.approx(1.0)
+    assert set(pb["path"].to_list()) == {0, 1}
+    ov = overhead(res["flows"]).row(0, named=True)
+    # the redundant scheduler copies data onto both paths: overhead well above zero
+    assert ov["redundant_share"] > 0.2 and ov["overhead_share"] > 0.2
+    rtt = rtt_max(res["subflow_series"]).sort("subflow")
+    assert rtt["srtt_max_ms"][0] >= 40 and rtt["srtt_max_ms"][1] >= 100, "never below the base RTT"
+    tp = subflow_throughput(res["subflow_series"]).drop_nulls("throughput_bps")
+    # (one sample can exceed the rate when a recovered hole releases a cumulative ACK jump)
+    fast = tp.filter(pl.col("subflow") == 0)["throughput_bps"]
+    assert 5e6 < fast.mean() <= 10e6, "on average within the path's rate"
