@@ -11,10 +11,9 @@
 //! subflows only through the scheduler ([`crate::sched`]), applying its actions in order and
 //! counting every rejection.
 //!
-//! Establishment as the kernel does it: the client opens subflow 0 (MP_CAPABLE); once the
-//! connection is fully established (upstream Linux: the first segment from the server after
-//! the handshake; or right at the SYN-ACK as the out-of-tree kernel does, see [`JoinTiming`])
-//! it opens subflow i on path i with MP_JOIN. A join initiator may carry
+//! Establishment as the kernel does it: the client opens subflow 0 (MP_CAPABLE); when its
+//! SYN-ACK arrives (out-of-tree kernel; or once the connection is fully established, as
+//! upstream Linux does, see [`JoinTiming`]) it opens subflow i on path i with MP_JOIN. A join initiator may carry
 //! data only after the fourth ACK, the responder after the third (RFC 8684 §3.2).
 //!
 //! Plain TCP ([`Mode::Tcp`]) is the same machinery with one subflow, no MPTCP options on the
@@ -57,15 +56,17 @@ pub enum Mode {
 /// When the client opens the additional subflows (MP_JOIN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum JoinTiming {
-    /// Once the connection is fully established: the first segment from the server after
-    /// the MP_CAPABLE handshake (upstream Linux: the in-kernel path manager acts on
-    /// `mptcp_pm_fully_established`, and a server accepts joins only once fully established).
-    /// About one RTT of the first path later than [`JoinTiming::AfterSynAck`].
-    #[default]
-    FullyEstablished,
     /// As soon as the MP_CAPABLE SYN-ACK arrives (out-of-tree kernel, full-mesh path
-    /// manager).
+    /// manager). The default.
+    #[default]
     AfterSynAck,
+    /// Once the connection is fully established: the first segment from the server after
+    /// the MP_CAPABLE handshake (upstream Linux, the testbed's kernel: the in-kernel path
+    /// manager acts on `mptcp_pm_fully_established`, and the client is fully established by
+    /// the first additional ACK or data from the server). About one RTT of the first path
+    /// later than [`JoinTiming::AfterSynAck`]; on a connection where the server never sends,
+    /// no subflow is ever added.
+    FullyEstablished,
 }
 
 /// Settings of one endpoint of a connection.
@@ -88,7 +89,7 @@ pub struct ConnConfig {
     pub snd_buf_bytes: u64,
     /// Congestion control name (see [`crate::cc::NAMES`]).
     pub cc: String,
-    /// When the client opens subflows 1.. (default: upstream Linux).
+    /// When the client opens subflows 1.. (default: at the SYN-ACK, out-of-tree Linux).
     pub join_timing: JoinTiming,
 }
 

@@ -221,12 +221,11 @@ fn lost_fourth_ack_is_recovered_by_repeating_the_third() {
 
 #[test]
 fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
-    // Path 0: 20 ms RTT, path 1: 200 ms RTT, both 100 Mb/s. The client (data receiver) is
-    // fully established when the server's first data arrives (40 ms) and sends the MP_JOIN
-    // SYN then; the server can use subflow 1 after the third ACK, at 40 + 200 + 100 = 340 ms.
-    // 1 MB over path 0 in slow start: 724 segments in flights of 10, 20, 40, 80, 160, 320,
-    // ... = 7 RTTs (140 ms) + 30 ms of handshake and about 80 ms of serialisation: done well
-    // before that.
+    // Path 0: 20 ms RTT, path 1: 200 ms RTT, both 100 Mb/s. Subflow 1's MP_JOIN starts when
+    // subflow 0 is established at the client (20 ms); the server can use it after the third
+    // ACK, at 20 + 200 + 100 = 320 ms (340 ms with upstream's join timing). 1 MB over path 0
+    // in slow start: 724 segments in flights of 10, 20, 40, 80, 160, 320, ... = 7 RTTs
+    // (140 ms) + 30 ms of handshake and about 80 ms of serialisation: done well before that.
     let s = Setup {
         backup: vec![],
         upload: false,
