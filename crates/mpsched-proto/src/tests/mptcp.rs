@@ -254,7 +254,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
 }
 
 #[test]
-fn two_subflows_share_a_transfer_and_count_option_bytes() {
+fn two_subflows_share_a_transfer() {
     let s = Setup {
         backup: vec![],
         upload: false,
