@@ -165,7 +165,7 @@ def test_aggregation_benefit_of_a_real_split_is_close_to_one_and_of_one_path_zer
 
 
 def test_per_path_metrics_of_a_redundant_two_path_transfer():
-    from mpsched.metrics import overhead, path_bytes, rtt_max, subflow_throughput
+    from mpsched.metrics import overhead, path_bytes, receive_buffer_series, rtt_max, subflow_throughput
 
     paths = [{"name": "a", "rate": "10Mbit", "rtt": "40ms", "queue": "1BDP"},
              {"name": "b", "rate": "5Mbit", "rtt": "100ms", "queue": "1BDP"}]
@@ -185,3 +185,5 @@ def test_per_path_metrics_of_a_redundant_two_path_transfer():
     # (one sample can exceed the rate when a recovered hole releases a cumulative ACK jump)
     fast = tp.filter(pl.col("subflow") == 0)["throughput_bps"]
     assert 5e6 < fast.mean() <= 10e6, "on average within the path's rate"
+    rb = receive_buffer_series(res["conn_series"])
+    assert (rb["ofo_max_kib"].diff().drop_nulls() >= 0).all() and rb["ofo_max_kib"][-1] == rb["ofo_kib"].max()

@@ -8,6 +8,7 @@ works on one run as well as on a whole study.
   (from `conn_series`), for bulk flows and steady states.
 * `subflow_throughput`, `rtt_series`, `rtt_max`: per-subflow throughput and smoothed RTT over time.
 * `path_bytes`: bytes sent and acknowledged per path.
+* `receive_buffer_series`: out-of-order bytes held at the receiver over time, and their maximum.
 * `overhead`: retransmitted and redundant bytes as shares of the delivered ones.
 * `block_delay`, `block_delay_summary`: application delay per block and its variation (CBR
   workload; `004_` slides 23-24: the delay of a block is the time its last byte is delivered
@@ -29,6 +30,7 @@ __all__ = [
     "rtt_series",
     "rtt_max",
     "path_bytes",
+    "receive_buffer_series",
     "overhead",
     "block_delay",
     "block_delay_summary",
@@ -121,6 +123,22 @@ def path_bytes(subflows: pl.DataFrame) -> pl.DataFrame:
     )
     total = pl.col("bytes_sent").sum().over(keys) if keys else pl.col("bytes_sent").sum()
     return out.with_columns((pl.col("bytes_sent") / total).alias("share"))
+
+
+def receive_buffer_series(conn_series: pl.DataFrame) -> pl.DataFrame:
+    """Per flow over time: out-of-order bytes at the connection level (`ofo_kib`), receive
+    buffer in use (`rcv_buffer_kib`), and the running maximum of the out-of-order bytes
+    (`ofo_max_kib`): head-of-line blocking at the receiver, the cost of a scheduler's
+    reordering."""
+    keys = _keys(conn_series, "flow_id")
+    s = conn_series.sort([*keys, "time_ns"])
+    return s.select(
+        *keys,
+        "time_ns",
+        (pl.col("ofo_bytes").cast(pl.Float64) / 1024).alias("ofo_kib"),
+        (pl.col("rcv_buffer_bytes").cast(pl.Float64) / 1024).alias("rcv_buffer_kib"),
+        (pl.col("ofo_bytes").cum_max().over(keys).cast(pl.Float64) / 1024).alias("ofo_max_kib"),
+    )
 
 
 def overhead(flows: pl.DataFrame) -> pl.DataFrame:
