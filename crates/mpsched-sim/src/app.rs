@@ -134,7 +134,12 @@ impl App {
             App::Sized { size_bytes, .. } => {
                 (receiver.delivered_bytes() >= *size_bytes).then(|| receiver.last_delivery_ns().unwrap_or(now_ns))
             }
-            App::Bulk { stop_ns, closed } => (*closed && sender.all_acked()).then_some(*stop_ns),
+            // Complete once the application stopped writing and everything it wrote arrived: the
+            // end is the last byte's delivery (what was still in the send buffer at the stop
+            // counts, so goodput = bytes delivered / (end - start) is honest).
+            App::Bulk { closed, .. } => {
+                (*closed && sender.all_acked()).then(|| receiver.last_delivery_ns().unwrap_or(now_ns))
+            }
             App::Units(u) => u.completion_ns(),
         }
     }
