@@ -197,24 +197,21 @@ fn roundrobin_alternates_regardless_of_rtt() {
     assert_eq!(rr.sent, vec![IW_BYTES / 2, IW_BYTES / 2]);
     // Strict turns (`cwnd_limited = false`): over a 4 MB transfer both paths carry the same
     // number of data segments although one RTT is 10x the other; minRTT sends most of its
-    // segments on the fast path. (Segments, not bytes: a turn given when the fast window has
-    // less than an MSS free is a short segment, so the fast path carries fewer bytes: see the
-    // ignored test `segments_are_full_sized_while_data_is_waiting`.)
+    // segments on the fast path (measured 1657 against 1109 once segments are full-sized:
+    // before, a byte-sized free window gave the fast path extra short segments; see
+    // `segments_are_full_sized_while_data_is_waiting`).
     let strict = het_warm("roundrobin", json!({"cwnd_limited": false}), 4_000_000);
     let min = het_warm("minrtt", json!({}), 4_000_000);
     let (f, s) = (strict.packets("p0.d"), strict.packets("p1.d"));
     assert!(f.abs_diff(s) * 200 <= f + s, "strict round-robin segments fast {f} slow {s}");
     let (mf, ms_) = (min.packets("p0.d"), min.packets("p1.d"));
-    assert!(mf > ms_ * 3 / 2, "minrtt segments fast {mf} slow {ms_}");
+    assert!(mf > ms_ * 4 / 3, "minrtt segments fast {mf} slow {ms_}");
 }
 
 #[test]
-#[ignore = "finding: MPTCP hands out sub-MSS segments while more data waits. Schedulers size a \
-            burst by the byte-granular free window and the subflow sends it at once, so a 4 MB \
-            download over the fast path alone takes 3461 data packets (mean 1228 B on the wire) \
-            where TCP takes 2764 (1499 B). With strict round-robin this makes the fast path carry \
-            1876308 B against the slow path's 2123692 B for the same number of segments. Linux \
-            counts cwnd in packets and sends full-MSS segments"]
+// Once a finding (a 4 MB download over the fast path alone took 3461 data packets, mean
+// 1228 B on the wire, against TCP's 2764): schedulers sized bursts by a byte-granular free
+// window and the subflow sent them at once. Linux counts cwnd in packets.
 fn segments_are_full_sized_while_data_is_waiting() {
     let packets = |protocol, sched: &str| {
         let mut cfg = net(&[fast()]);

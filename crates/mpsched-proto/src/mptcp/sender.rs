@@ -299,11 +299,17 @@ impl DataSender {
                     return Err(Rejection::SubflowQueueFull);
                 }
                 let mut n = max_bytes.min(unsent).min(qroom);
+                // Linux builds subflow segments of a full MSS while data waits (the send
+                // queue's skbs grow to `size_goal`); only the end of the data may be short.
+                // A hand-over of part of a segment is rounded up to whole segments, so a
+                // byte-sized hand-over never becomes a short segment on the wire.
+                let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
+                n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
                 if room < n {
                     // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
                     // `tcp_snd_wnd_test` only sends segments that fit the window whole):
                     // a window-limited hand-over is cut to whole segments.
-                    n = room / self.cfg.tcp.mss_bytes * self.cfg.tcp.mss_bytes;
+                    n = room / mss * mss;
                     if n == 0 {
                         return Err(Rejection::ReceiveWindowFull);
                     }

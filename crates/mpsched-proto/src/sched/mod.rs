@@ -107,10 +107,18 @@ pub struct SubflowView {
 }
 
 impl SubflowView {
-    /// Room in the congestion window after what is in flight and already queued, bytes.
+    /// Room in the congestion window after what is in flight and already queued, bytes, in
+    /// whole segments: Linux counts cwnd in packets (`tcp_cwnd_test`: `snd_cwnd` minus
+    /// `tcp_packets_in_flight`), so the room is floor(cwnd / MSS) packets minus the packets
+    /// in flight or queued (a partial segment counts as one), times the MSS.
     #[inline]
     pub fn free_cwnd_bytes(&self) -> u64 {
-        self.cwnd_bytes.saturating_sub(self.in_flight_bytes + self.queued_bytes)
+        let used = self.in_flight_bytes + self.queued_bytes;
+        if self.mss_bytes == 0 {
+            return self.cwnd_bytes.saturating_sub(used);
+        }
+        let cwnd_pkts = self.cwnd_bytes / self.mss_bytes;
+        cwnd_pkts.saturating_sub(used.div_ceil(self.mss_bytes)) * self.mss_bytes
     }
 
     /// Can carry data at all (established, not potentially failed): the OOT

@@ -471,7 +471,10 @@ impl Sender {
             }
         }
         let Some(&front) = self.queue.front() else {
-            let limited = self.board.pipe_bytes() >= self.tcb.cwnd_bytes;
+            // Linux's test is in packets (`tcp_write_xmit`: no cwnd quota left, i.e. packets
+            // in flight >= snd_cwnd): the window is the limit when it has no room for one
+            // more full segment, not only when every byte of it is in flight.
+            let limited = self.board.pipe_bytes() + self.tcb.mss_bytes > self.tcb.cwnd_bytes;
             self.cwnd_validate(limited);
             return None;
         };
