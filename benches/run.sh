@@ -22,10 +22,14 @@ trap 'rm -f "$tmp"' EXIT
   echo
   echo "### One scheduling decision: \`cargo bench -p mpsched-proto --bench sched_decision\`"
   echo
-  echo '```'
-  cargo bench -q -p mpsched-proto --bench sched_decision -- --warm-up-time 0.5 --measurement-time 1 2>/dev/null \
-    | grep -E '^[a-z0-9_+/ -]+$|time:' | paste - - | awk '{$1=$1; print}' || true
-  echo '```'
+  echo "ns per decision (criterion median) for 2 / 4 / 8 subflows, every registered composition."
+  echo
+  echo "| scheduler | 2 | 4 | 8 |"
+  echo "|---|---|---|---|"
+  cargo bench -q -p mpsched-proto --bench sched_decision -- --warm-up-time 0.3 --measurement-time 0.5 \
+      --output-format bencher 2>/dev/null \
+    | awk '/bench:/ { split($2, p, "/"); v[p[2], p[3]] = $5; if (!(p[2] in seen)) { seen[p[2]] = 1; order[++n] = p[2] } }
+           END { for (i = 1; i <= n; i++) { s = order[i]; printf "| %s | %s | %s | %s |\n", s, v[s, 2], v[s, 4], v[s, 8] } }'
   echo
   echo "### Python-defined scheduler: \`.venv/bin/python benches/bench_pysched.py\`"
   echo
@@ -34,7 +38,7 @@ trap 'rm -f "$tmp"' EXIT
   echo "### Engine: \`cargo bench -p mpsched-engine --bench event_queue\`"
   echo
   echo '```'
-  cargo bench -q -p mpsched-engine --bench event_queue 2>/dev/null | grep -E 'time:' || true
+  cargo bench -q -p mpsched-engine --bench event_queue -- --output-format bencher 2>/dev/null | grep 'bench:' || true
   echo '```'
 } > "$tmp"
 cat "$tmp"
