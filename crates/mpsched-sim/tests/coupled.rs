@@ -7,7 +7,7 @@ use mpsched_sim::config::*;
 use mpsched_sim::run::run;
 
 /// Seeds the goodput ratio is averaged over.
-const SEEDS: u64 = 3;
+const SEEDS: u64 = 6;
 
 /// Goodput ratio of an MPTCP connection (two subflows through one 20 Mbit/s drop-tail
 /// bottleneck) to a plain TCP flow sharing it, measured from 10 s to 60 s, mean over
@@ -65,7 +65,7 @@ fn coupled_mptcp_takes_no_more_than_a_tcp_flow_on_a_shared_bottleneck() {
     // Tolerance: 15 % above an equal share. Over 50 s the flows' sawtooth phases do not
     // average out exactly, and RFC 6356 only asks for "no more than a single TCP flow" in the
     // long run. Two uncoupled reno subflows are two TCP flows: about twice the TCP flow's
-    // share (measured 2.05 as the mean of three seeds).
+    // share (measured 1.91 as the mean of six seeds; LIA 1.00, OLIA 0.95, BALIA 0.91).
     let uncoupled = mptcp_to_tcp_ratio("reno", "reno");
     eprintln!("uncoupled reno: {uncoupled:.2}");
     assert!(uncoupled > 1.6, "two uncoupled reno subflows take {uncoupled:.2}x a TCP flow, not about 2x");

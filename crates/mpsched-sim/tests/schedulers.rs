@@ -18,8 +18,9 @@ use mpsched_sim::records::Records;
 use mpsched_sim::run::run;
 use serde_json::{json, Value};
 
-/// MSS of every transport here (`common::transport`), bytes.
-const MSS: u64 = 1448;
+/// Payload of a full MPTCP segment (`common::transport`'s 1448-byte MSS less the 28-byte DSS
+/// option Linux reserves), bytes.
+const MSS: u64 = mpsched_proto::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
 /// Initial window: 10 segments (RFC 6928), bytes.
 const IW_BYTES: u64 = 10 * MSS;
 /// Write time of a warm transfer: both handshakes (at most 2 × 150 ms here) are long done.

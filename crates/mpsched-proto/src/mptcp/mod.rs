@@ -143,9 +143,16 @@ impl ConnConfig {
         let mut t = self.tcp.clone();
         t.mptcp = self.mode == Mode::Mptcp;
         if t.mptcp {
-            // 40 option bytes - 12 (timestamps) - 8 (DSS with a 32-bit DATA_ACK) leave room
-            // for two SACK blocks (RFC 2018 §3: 2 + 8 each).
-            t.max_sack_blocks = t.max_sack_blocks.min(2);
+            // Linux `tcp_current_mss` takes the options of an established segment off the
+            // MSS; for MPTCP that includes the DSS option with a 64-bit mapping and DATA_ACK
+            // (28 bytes): 1448 - 28 = 1420 bytes of payload on a 1500-byte MTU.
+            t.mss_bytes = t
+                .mss_bytes
+                .saturating_sub(crate::tcp::DSS_MAP_ACK_BYTES)
+                .max(1);
+            // 40 option bytes - 12 (timestamps) - 12 (DSS with a 64-bit DATA_ACK) leave 16:
+            // room for one SACK block (Linux `tcp_established_options`: (16 - 4) / 8).
+            t.max_sack_blocks = t.max_sack_blocks.min(1);
         }
         t.rcv_buf_bytes = self.rcv_buf_bytes;
         t

@@ -31,7 +31,11 @@ pub use rangeset::RangeSet;
 pub use receiver::{Receiver, ReceiverStats, Released};
 pub use rtt::{RttEstimator, INITIAL_RTO_NS, MAX_RTO_NS, MIN_RTO_NS};
 pub use scoreboard::DUP_THRESH;
-pub use segment::{flags, Segment, HEADER_BYTES, MAX_SACK_BLOCKS};
+pub use segment::{flags, Segment, DSS_MAP_ACK_BYTES, HEADER_BYTES, MAX_SACK_BLOCKS};
+
+/// Payload of a full MPTCP data segment on a 1500-byte MTU path: the TCP MSS with timestamps
+/// (1448) minus the DSS option Linux reserves (see [`TcpConfig::mptcp`]).
+pub const MPTCP_DATA_MSS_BYTES_FOR_1500: u64 = 1448 - DSS_MAP_ACK_BYTES;
 pub use sender::{AckOutcome, CaState, Sender, SenderStats};
 
 /// Linux `TCP_DELACK_MIN` (HZ / 25 = 40 ms): delayed-ACK timeout.
@@ -56,7 +60,9 @@ pub struct TcpConfig {
     pub delayed_ack: bool,
     /// Quickack ACKs at the start of the connection (Linux: [`QUICKACKS`]; 0 disables).
     pub quickack_segments: u32,
-    /// Segments carry MPTCP DSS options (counted in wire size).
+    /// Segments carry MPTCP DSS options (counted in wire size). An MPTCP connection then
+    /// sends `mss_bytes` minus [`DSS_MAP_ACK_BYTES`] of payload per segment, as Linux's
+    /// `tcp_current_mss` reserves the DSS option's room, so a full segment still fits the MTU.
     pub mptcp: bool,
     /// Restart the window after an idle period longer than the RTO (Linux
     /// `net.ipv4.tcp_slow_start_after_idle`, default 1).

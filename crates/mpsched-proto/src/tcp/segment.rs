@@ -17,6 +17,20 @@ pub const TCP_HEADER_BYTES: u64 = 20;
 pub const TS_OPTION_BYTES: u64 = 12;
 /// Header overhead of every segment on the wire: IP 20 + TCP 20 + timestamps 12 = 52 bytes.
 pub const HEADER_BYTES: u64 = IP_HEADER_BYTES + TCP_HEADER_BYTES + TS_OPTION_BYTES;
+/// TCP option space, bytes (RFC 9293 §3.1: data offset of at most 15 words; Linux
+/// `MAX_TCP_OPTION_SPACE`).
+pub const MAX_OPTION_BYTES: u64 = 40;
+/// DSS option with a DATA_ACK only, as upstream Linux sends it: kind, length, subtype and flags
+/// (`TCPOLEN_MPTCP_DSS_BASE` = 4) + a 64-bit DATA_ACK (`TCPOLEN_MPTCP_DSS_ACK64` = 8). Upstream
+/// always maps with 64-bit DSNs, and a peer that received a 64-bit DSN acknowledges with a
+/// 64-bit DATA_ACK (RFC 8684 §3.3.2; `msk->use_64bit_ack`).
+pub const DSS_ACK_BYTES: u64 = 4 + 8;
+/// DSS option with a mapping and a DATA_ACK: base 4 + `TCPOLEN_MPTCP_DSS_MAP64` 14 (64-bit DSN,
+/// 32-bit subflow sequence number, 16-bit length, no checksum) + 64-bit DATA_ACK 8 = 26,
+/// aligned to 28 (`mptcp_established_options_dss`: `ALIGN(dss_size, 4)`).
+pub const DSS_MAP_ACK_BYTES: u64 = (4 + 14 + 8 + 3) / 4 * 4;
+/// DSS option with a mapping only: 4 + 14 = 18, aligned to 20.
+pub const DSS_MAP_BYTES: u64 = (4 + 14 + 3) / 4 * 4;
 
 /// Flag bits of a [`Segment`].
 pub mod flags {
@@ -93,8 +107,8 @@ impl Segment {
     ///
     /// Option sizes: SACK 2 + 8 per block padded to 4 (RFC 2018 §3); MP_CAPABLE 12 on SYN /
     /// SYN-ACK (RFC 8684 §3.1, v0 form with key); MP_JOIN 12 on SYN, 16 on SYN-ACK, 24 on the
-    /// third ACK (RFC 8684 §3.2); DSS 4 + 4 (DATA_ACK, 32-bit) + 10 (32-bit DSN, subflow seq,
-    /// length) padded, i.e. 8 for an ACK only and 20 with a mapping (RFC 8684 §3.3).
+    /// third ACK (RFC 8684 §3.2); DSS as upstream Linux sends it (64-bit DSN and DATA_ACK):
+    /// [`DSS_ACK_BYTES`] for an ACK only, [`DSS_MAP_ACK_BYTES`] with a mapping (RFC 8684 §3.3).
     pub fn wire_bytes(&self) -> u64 {
         let mut opt = 0u64;
         if self.sack_len > 0 {
@@ -110,15 +124,12 @@ impl Segment {
                 _ => 24,
             };
         }
-        if self.has(flags::DATA_ACK) || self.has(flags::DSS_MAP) {
-            opt += 4;
-            if self.has(flags::DATA_ACK) {
-                opt += 4;
-            }
-            if self.has(flags::DSS_MAP) {
-                opt += 12;
-            }
-        }
+        opt += match (self.has(flags::DSS_MAP), self.has(flags::DATA_ACK)) {
+            (true, true) => DSS_MAP_ACK_BYTES,
+            (true, false) => DSS_MAP_BYTES,
+            (false, true) => DSS_ACK_BYTES,
+            (false, false) => 0,
+        };
         HEADER_BYTES + opt + self.len as u64
     }
 }
@@ -147,7 +158,7 @@ mod tests {
         s.sack_len = 2;
         assert_eq!(s.wire_bytes(), 52 + 20);
         s.flags |= flags::DATA_ACK;
-        assert_eq!(s.wire_bytes(), 52 + 20 + 8);
+        assert_eq!(s.wire_bytes(), 52 + 20 + 12);
         assert_eq!(
             Segment {
                 flags: flags::SYN,
@@ -156,5 +167,26 @@ mod tests {
             .seq_len(),
             1
         );
+    }
+
+    #[test]
+    fn a_full_mptcp_data_segment_fits_the_1500_byte_mtu() {
+        // Linux `tcp_current_mss`: the MSS of a subflow (1460 - 12 bytes of timestamps) shrinks
+        // by the options of an established segment beyond the timestamps; for MPTCP that is
+        // the DSS option `mptcp_established_options_dss` reserves with no skb: base 4 + 64-bit
+        // mapping 14 + 64-bit DATA_ACK 8 = 26, aligned to 28. 1448 - 28 = 1420 bytes of payload.
+        assert_eq!(DSS_MAP_ACK_BYTES, 28);
+        assert_eq!(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500, 1420);
+        let s = Segment {
+            flags: flags::ACK | flags::DSS_MAP | flags::DATA_ACK,
+            len: 1420,
+            ..Default::default()
+        };
+        assert_eq!(s.wire_bytes(), 1500);
+        // What is left of the option space on a data receiver's ACK: 40 - 12 (timestamps) -
+        // 12 (DSS with a 64-bit DATA_ACK) = 16 bytes, one SACK block (2 + 8, Linux padding
+        // `TCPOLEN_SACK_BASE_ALIGNED` 4).
+        let room = MAX_OPTION_BYTES - TS_OPTION_BYTES - DSS_ACK_BYTES;
+        assert_eq!((room - 4) / 8, 1);
     }
 }

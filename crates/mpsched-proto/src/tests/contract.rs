@@ -29,6 +29,9 @@ impl Scheduler for Script {
     }
 }
 
+/// Payload of a full MPTCP segment.
+const MSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+
 #[test]
 fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -40,9 +43,10 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
             vec![send(5, 1000), send(0, 1000)],
             // Called again when the SYN arrives: wait.
             vec![],
-            // Established, window 3000 bytes: two whole segments fit (2896 bytes) ...
+            // Established, window 3000 bytes: two whole segments of the MPTCP payload (1420
+            // bytes, see `tcp::MPTCP_DATA_MSS_BYTES_FOR_1500`) fit (2840 bytes) ...
             vec![send(0, 10_000)],
-            // ... then 104 bytes of window are left: less than the 1000 asked, and less than a
+            // ... then 160 bytes of window are left: less than the 1000 asked, and less than a
             // segment, so nothing is handed over (sender silly-window avoidance).
             vec![send(0, 1000)],
             // Penalties: the second within one RTT is refused. A copy of unsent data too.
@@ -97,14 +101,14 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
     tx.handle_segment(20_000_010, 0, &ack3);
     let mut sent = Vec::new();
     while let Some((sf, seg)) = tx.poll_transmit(20_000_010) {
-        sent.push((sf, seg.dsn, seg.len));
+        sent.push((sf, seg.dsn, seg.len as u64));
     }
     assert_eq!(
         sent,
-        vec![(0, 0, 1448), (0, 1448, 1448)],
+        vec![(0, 0, MSS), (0, MSS, MSS)],
         "whole segments inside the window"
     );
-    assert_eq!(tx.next_dsn(), 2896);
+    assert_eq!(tx.next_dsn(), 2 * MSS);
     assert_eq!(tx.rejections(Rejection::ReceiveWindowFull), 1);
 
     // The next input runs the scheduler again: penalties and a copy of data never sent.
@@ -123,7 +127,7 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
     assert_eq!(tx.rejections(Rejection::PenaltyTooSoon), 1);
     assert_eq!(tx.rejections(Rejection::NothingToSend), 1);
     let cwnd = tx.subflows()[0].cc_state().cwnd_bytes;
-    assert_eq!(cwnd, 5 * 1448, "one penalty applied: 10 -> 5 segments");
+    assert_eq!(cwnd, 5 * MSS, "one penalty applied: 10 -> 5 segments");
 
     let log = log.lock().unwrap();
     let reasons: Vec<Rejection> = log.iter().map(|&(_, why)| why).collect();

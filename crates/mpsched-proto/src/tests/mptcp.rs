@@ -441,6 +441,7 @@ fn filling_a_connection_level_hole_is_acknowledged_at_once() {
     // out-of-order data from subflow 0, and the new window must reach the sender now, not
     // after subflow 1's 40 ms delayed ACK.
     use crate::tcp::flags;
+    const MSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
     let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
     cfg.tcp.quickack_segments = 0;
     let mut rx = DataReceiver::new(cfg);
@@ -465,23 +466,23 @@ fn filling_a_connection_level_hole_is_acknowledged_at_once() {
     let data = |dsn: u64| Segment {
         flags: flags::ACK | flags::DSS_MAP,
         seq: 1,
-        len: 1448,
+        len: MSS as u32,
         ack: 1,
         ts_val: 2,
         dsn,
         ..Default::default()
     };
-    rx.handle_segment(2, 0, &data(1448));
+    rx.handle_segment(2, 0, &data(MSS));
     assert_eq!(
         rx.poll_transmit(2),
         None,
         "one in-order segment: delayed ACK"
     );
-    assert_eq!(rx.ofo_bytes(), 1448);
+    assert_eq!(rx.ofo_bytes(), MSS);
     rx.handle_segment(3, 1, &data(0));
     let (sf, ack) = rx.poll_transmit(3).expect("immediate ACK");
-    assert_eq!((sf, ack.data_ack), (1, 2896));
-    assert_eq!(rx.delivered_bytes(), 2896);
+    assert_eq!((sf, ack.data_ack), (1, 2 * MSS));
+    assert_eq!(rx.delivered_bytes(), 2 * MSS);
 }
 
 proptest! {
