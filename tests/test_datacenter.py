@@ -1,32 +1,68 @@
-"""Data-center scenarios: the FatTree from the core's generator, the traffic of `003_` (Poisson
-partition-aggregate flows in size classes or from empirical distributions, background flows),
-permutation traffic and a shared-bottleneck dumbbell, run through the simulator."""
+"""Data-center scenarios: a `[topology]` (the FatTree or dumbbell of the core's generator) with
+the traffic of `003_` (Poisson flows in size classes or from empirical distributions,
+background flows), permutation traffic and a shared-bottleneck dumbbell, run like any scenario:
+`mpsched check / run / show / plot`, sweeps, stored results."""
 
 from __future__ import annotations
 
 import json
 
+import duckdb
 import numpy as np
+import polars as pl
 import pytest
+from typer.testing import CliRunner
 
+import mpsched
 from mpsched import _core
 from mpsched import datacenter as dc
+from mpsched.cli import app
 from mpsched.metrics import window_goodput
+from mpsched.runner import plan
+from mpsched.scenario import Scenario, ScenarioError, load_scenario, loads_scenario
 
 from conftest import SCENARIOS
 
 DC = SCENARIOS / "datacenter"
 
+TINY = """
+name = "tiny_permutation"
+seed = [1, 2]
+duration = "1.5s"
 
-def _query(**traffic) -> dc.DatacenterScenario:
-    s = dc.load(DC / "query_fattree.toml")
-    t = s.traffic[0].model_copy(update=traffic)
-    return s.model_copy(update={"traffic": [t]})
+[topology]
+kind = "fattree"
+k = 4
+host_rate = "100Mbit"
+link_delay = "20us"
+queue = 100
+
+[connection]
+protocol = ["mptcp", "tcp"]
+cc = "lia"
+subflows = 8
+path_choice = "core"
+rcv_buf = "1MiB"
+
+[[workload]]
+kind = "permutation"
+
+[record]
+interval = "500ms"
+"""
 
 
-def test_poisson_arrivals_per_worker_have_the_configured_mean():
-    s = _query(stop="300s")
-    flows = dc._flows(s, 400 * 10**9)
+def _query(background: bool = False, **workload) -> Scenario:
+    """query_fattree.toml's query workload changed by `workload`, with or without its
+    background flows."""
+    data = load_scenario(DC / "query_fattree.toml").to_dict()
+    data["workload"] = [{**data["workload"][0], **workload}, *(data["workload"][1:] if background else [])]
+    return Scenario.from_dict(data)
+
+
+def test_poisson_arrivals_per_receiver_have_the_configured_mean():
+    s = _query(stop="300s").model_copy(update={"duration": "400s"})
+    flows = dc.flows(s)
     gaps = []
     for w in {f["receiver"] for f in flows}:
         starts = np.array(sorted(f["start_ns"] for f in flows if f["receiver"] == w), dtype=float)
@@ -37,11 +73,18 @@ def test_poisson_arrivals_per_worker_have_the_configured_mean():
 
 
 def test_query_flows_go_from_pod_0_to_the_other_pods_with_sizes_in_the_class():
-    flows = dc._flows(_query(), 10 * 10**9)
+    flows = dc.flows(_query())
     assert len({f["receiver"] for f in flows}) == 12
     assert {f["sender"] for f in flows} <= {0, 1, 2, 3}
     sizes = [f["app"]["size_bytes"] for f in flows]
     assert min(sizes) >= 2_000 and max(sizes) <= 20_000
+
+
+def test_background_loads_the_given_fraction_of_receivers_with_endless_flows():
+    s = _query(kind="background", fraction=0.25, mean_gap=None)
+    flows = dc.flows(s)
+    assert len(flows) == 3 and all(f["app"]["kind"] == "bulk" for f in flows), "a quarter of 12 workers"
+    assert len({f["receiver"] for f in flows}) == 3
 
 
 def test_the_empirical_distribution_is_sampled_by_inverting_its_cdf():
@@ -64,45 +107,137 @@ def test_the_core_builds_a_k4_fattree_with_one_subflow_per_core_path():
     cores = {built["links"][built["paths"][p]["down"][2]]["name"].split("->")[1] for p in inter}
     assert cores == {"c0", "c1", "c2", "c3"}, "between pods: one subflow per core switch"
     assert len(set(intra)) == 2, "within a pod: two paths (one per aggregation switch), each used twice"
-    with pytest.raises(ValueError, match="k must be even"):
-        _core.topology_json(json.dumps({"kind": "fattree", "tree": {**tree, "k": 3}, "flows": []}))
 
 
-def _utilisation(transport: str) -> float:
-    s = dc.load(DC / "permutation_fattree.toml")
-    s = s.model_copy(update={"traffic": [t.model_copy(update={"transport": transport}) for t in s.traffic]})
-    res = dc.run(s)
-    return window_goodput(res["conn_series"], 2, 3)["goodput_bps"].sum() / (16 * 100e6)
+def test_a_topology_scenario_normalizes_to_per_flow_paths_and_mixes_tcp_and_mptcp():
+    [task] = plan(load_scenario(DC / "query_fattree.toml"))
+    cfg = task.config
+    assert len(cfg["links"]) == 96 and [t["protocol"] for t in cfg["transports"]] == ["mptcp", "tcp"]
+    n_paths = {t: {len(f["paths"]) for f in cfg["flows"] if f["transport"] == t} for t in (0, 1)}
+    assert n_paths == {0: {4}, 1: {1}}, "4 subflows per MPTCP query, 1 path per TCP background flow"
+    cols = task.extra_columns["flows"]
+    assert set(cols["class"]) == {"query", "background"} and len(cols["flow_id"]) == len(cfg["flows"])
 
 
-def test_mptcp_uses_more_of_the_fattree_than_tcp_on_a_permutation():
-    tcp, mptcp = _utilisation("tcp"), _utilisation("mptcp")
-    assert mptcp > tcp + 0.1, (tcp, mptcp)
-    assert mptcp < 1.0
+def test_check_run_show_plot_a_sweep_over_seed_and_protocol(tmp_path):
+    scen = tmp_path / "tiny.toml"
+    scen.write_text(TINY)
+    out = tmp_path / "res"
+    cli = CliRunner()
+    r = cli.invoke(app, ["check", str(scen)])
+    assert r.exit_code == 0 and "4 run(s)" in r.output and "protocol: mptcp, tcp" in r.output, r.output
+    r = cli.invoke(app, ["run", str(scen), "-o", str(out), "-j", "2"])
+    assert r.exit_code == 0, r.output
+    runs = sorted(d for d in out.iterdir() if d.is_dir() and not d.name.startswith("."))
+    assert len(runs) == 4 and all((d / "flows.parquet").is_file() and (d / "meta.json").is_file() for d in runs)
+
+    # stored records: each flow knows its hosts and class, each link its tier and rate
+    flows = duckdb.sql(f"SELECT protocol, seed, sender, receiver, class FROM '{out}/*/flows.parquet'").pl()
+    assert flows.height == 4 * 16 and set(flows["class"]) == {"permutation"}
+    per_run = flows.group_by("protocol", "seed").agg(pl.col("receiver").n_unique(), (pl.col("sender") != pl.col("receiver")).all())
+    assert per_run["receiver"].to_list() == [16] * 4 and per_run["sender"].all(), "a permutation: every host receives once"
+
+    res = mpsched.load(out)
+    from mpsched.analysis import datacenter_summary
+
+    summary = {row["protocol"]: row for row in datacenter_summary(res).iter_rows(named=True)}
+    mp, tcp = summary["mptcp"], summary["tcp"]
+    assert mp["runs"] == tcp["runs"] == 2
+    for row in (mp, tcp):
+        assert 0 < row["util_agg_core"] < 1 and 0 < row["util_host"] < 1 and 0 < row["jain_bulk"] <= 1
+    # Raiciu et al. §4.1: MPTCP's 8 subflows fill the core that TCP's ECMP collisions leave idle
+    assert mp["util_agg_core"] > tcp["util_agg_core"] + 0.05, (mp, tcp)
+    assert mp["util_host"] > tcp["util_host"], (mp, tcp)
+
+    r = cli.invoke(app, ["show", str(out)])
+    assert r.exit_code == 0 and "util core" in r.output and "permutation" in r.output, r.output
+    r = cli.invoke(app, ["show", str(out), "-f", "csv"])
+    csv = pl.read_csv(r.output.encode())
+    assert {"protocol", "class", "util_agg_core", "jain_bulk"} <= set(csv.columns) and csv.height == 2
+    r = cli.invoke(app, ["plot", str(out)])
+    assert r.exit_code == 0, r.output
+    assert (out / "figures" / "link_utilisation.png").stat().st_size > 10_000
+
+    # a second run resumes: nothing is run again
+    before = {d.name: (d / "meta.json").stat().st_mtime_ns for d in runs}
+    assert cli.invoke(app, ["run", str(scen), "-o", str(out), "-j", "1"]).exit_code == 0
+    assert {d.name: (d / "meta.json").stat().st_mtime_ns for d in runs} == before
 
 
-def _mptcp_to_tcp(cc: str) -> float:
-    s = dc.load(DC / "dumbbell_fairness.toml")
-    s = s.model_copy(update={"transport": [t.model_copy(update={"cc": cc}) if t.name == "mptcp" else t for t in s.transport]})
-    g = window_goodput(dc.run(s)["conn_series"], 10, 35).sort("flow_id")["goodput_bps"].to_list()
-    assert sum(g) > 0.9 * 20e6, "the two flows fill the bottleneck"
-    return g[0] / g[1]
+def test_fct_per_class_and_its_figure_on_query_traffic(tmp_path):
+    s = _query(background=True, stop="1.5s").model_copy(update={"duration": "2s"})
+    res = mpsched.run(s, tmp_path / "q")
+    from mpsched.analysis import class_fct_summary
+
+    rows = {r["class"]: r for r in class_fct_summary(res).iter_rows(named=True)}
+    q = rows["query"]
+    assert q["completed"] > 50 and q["protocol"] == "mptcp"
+    # a 2-20 KB query over a 0.5 ms RTT: a few round trips, well under the 1.5 s of arrivals
+    assert 0.2 < q["fct_median_ms"] < 50 and q["fct_median_ms"] <= q["fct_p99_ms"]
+    assert rows["background"]["fct_median_ms"] is None, "endless flows have no completion time"
+    files = res.plot(tmp_path / "fig")
+    assert {f.name for f in files} >= {"fct_cdf_class.png", "link_utilisation.png"}
+
+
+def _mptcp_to_tcp_by_cc() -> dict[str, float]:
+    data = load_scenario(DC / "dumbbell_fairness.toml").to_dict()
+    data["connection"][0]["cc"] = ["lia", "cubic"]
+    res = mpsched.run(Scenario.from_dict(data))
+    g = window_goodput(res.conn_series.join(res.flows.select("run_id", "flow_id", "cc"), on=["run_id", "flow_id"]), 10, 35)
+    out = {}
+    for run_id in g["run_id"].unique(maintain_order=True):
+        part = g.filter(pl.col("run_id") == run_id).sort("flow_id")["goodput_bps"].to_list()
+        assert sum(part) > 0.9 * 20e6, "the two flows fill the bottleneck"
+        cc = res.flows.filter((pl.col("run_id") == run_id) & (pl.col("flow_id") == 0))["cc"][0]
+        out[cc] = part[0] / part[1]
+    return out
 
 
 def test_coupled_congestion_control_takes_no_more_than_tcp_on_a_shared_bottleneck():
-    lia, uncoupled = _mptcp_to_tcp("lia"), _mptcp_to_tcp("cubic")
-    assert lia < 1.1, "LIA's two subflows together take about a TCP flow's share, not more"
-    assert uncoupled > 1.3 * lia, "uncoupled subflows each compete like a TCP flow"
+    ratio = _mptcp_to_tcp_by_cc()
+    assert ratio["lia"] < 1.1, "LIA's two subflows together take about a TCP flow's share, not more"
+    assert ratio["cubic"] > 1.3 * ratio["lia"], "uncoupled subflows each compete like a TCP flow"
 
 
-def test_datacenter_scenario_files_build():
-    for f in sorted(DC.glob("*.toml")):
-        cfg = dc.to_config(dc.load(f))
-        assert cfg["flows"] and all(fl["paths"] for fl in cfg["flows"]), f
+@pytest.mark.parametrize("path", sorted(DC.glob("*.toml")), ids=lambda p: p.name)
+def test_datacenter_files_round_trip_through_toml(path):
+    s = load_scenario(path)
+    again = loads_scenario(s.to_toml())
+    assert again == s
+    assert [t.config for t in plan(again)] == [t.config for t in plan(s)]
 
 
-def test_bad_references_are_refused():
-    s = dc.load(DC / "query_fattree.toml").model_dump(by_alias=True)
-    s["traffic"][0]["transport"] = "nope"
-    with pytest.raises(ValueError, match="unknown transport"):
-        dc.DatacenterScenario.model_validate(s)
+def _err(text: str, engine: str = "sim") -> ScenarioError:
+    with pytest.raises(ScenarioError) as e:
+        plan(loads_scenario(text), engine)
+    return e.value
+
+
+def test_clear_errors_name_the_field():
+    e = _err(TINY.replace("k = 4", "k = 3"))
+    assert e.field == "topology.k" and "even" in e.message
+    e = _err(TINY.replace('kind = "permutation"', 'kind = "empirical"\ndistribution = "zipf"\nmean_gap = "1s"'))
+    assert e.field == "workload[0].distribution" and "dctcp" in e.message
+    e = _err(TINY.replace('kind = "permutation"', 'kind = "query"'))
+    assert e.field == "workload[0].mean_gap"
+    e = _err(TINY.replace('kind = "permutation"', 'kind = "query"\nmean_gap = "1s"\nreceivers = [16]'))
+    assert e.field == "workload[0].receivers" and "16 hosts" in e.message
+    e = _err(TINY.replace('kind = "permutation"', 'kind = "sized"\nsize = "1MB"\ninterval = "1s"'))
+    assert e.field == "workload[0].kind"
+    e = _err(TINY.replace("[connection]", '[[paths]]\nname = "a"\nrate = "1Mbit"\nrtt = "10ms"\n\n[connection]'))
+    assert e.field == "topology" and "not both" in e.message
+    e = _err(TINY.replace('host_rate = "100Mbit"', 'host_rate = "100Mbit"\npairs = 3'))
+    assert e.field == "topology.pairs"
+
+
+def test_two_host_scenarios_refuse_topology_fields():
+    base = 'duration = "1s"\n[[paths]]\nname = "a"\nrate = "1Mbit"\nrtt = "10ms"\n'
+    e = _err(base + '[connection]\nsubflows = 4\n[workload]\nsize = "1KB"\ninterval = "1s"\n')
+    assert e.field == "connection[0].subflows"
+    e = _err(base + '[workload]\nkind = "permutation"\n')
+    assert e.field == "workload[0].kind" and "topology" in e.message
+
+
+def test_the_kernel_engine_refuses_a_topology_naming_the_field():
+    e = _err(TINY, engine="kernel")
+    assert e.field == "topology" and "simulator only" in e.message

@@ -180,11 +180,39 @@ def validate(
             (run_dir / f"{name}.json").write_text(json.dumps(cols, indent=1))
 
 
+def _print_table(df, title: str) -> None:
+    import polars as pl
+
+    table = Table(title=title, show_lines=False)
+    for c in df.columns:
+        table.add_column(_HEADERS.get(c, c), justify="left" if df.schema[c] == pl.String else "right")
+    for row in df.iter_rows():
+        table.add_row(*(_cell(v) for v in row))
+    _c.out.print(table)
+
+
+def _print_datacenter(res) -> None:
+    """A study on a [topology]: link utilisation per tier and fairness, then FCT per class."""
+    from mpsched.analysis import class_fct_summary, datacenter_summary
+
+    links = datacenter_summary(res)
+    if not links.is_empty():
+        _print_table(links, f"Links and fairness ({res.runs.height} runs, seeds pooled)")
+    classes = class_fct_summary(res)
+    if classes.is_empty():
+        _c.out.print("no flows recorded")
+        return
+    _print_table(classes, "Flows per class (FCT of completed sized flows)")
+
+
 def _print_summary(res) -> None:
     import polars as pl
 
-    from mpsched.analysis import fct_summary
+    from mpsched.analysis import fct_summary, is_datacenter
 
+    if is_datacenter(res):
+        _print_datacenter(res)
+        return
     df = fct_summary(res)
     if df.is_empty():
         _c.out.print("no flows recorded")
@@ -198,7 +226,11 @@ def _print_summary(res) -> None:
 
 
 _HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FCT p95 (s)",
-            "fct_mean_s": "FCT mean (s)", "redundant_share": "redundant"}
+            "fct_mean_s": "FCT mean (s)", "redundant_share": "redundant",
+            "fct_median_ms": "FCT p50 (ms)", "fct_p99_ms": "FCT p99 (ms)", "fct_mean_ms": "FCT mean (ms)",
+            "goodput_mbps": "goodput (Mbit/s)", "util_host": "util host", "util_edge_agg": "util edge-agg",
+            "util_agg_core": "util core", "util_access": "util access", "util_bottleneck": "util bottleneck",
+            "jain_bulk": "Jain (bulk)"}
 
 
 def _cell(v) -> str:
@@ -226,16 +258,24 @@ def show(
     path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
 ) -> None:
-    """Summarise a study: FCT median / p95 / mean per scheduler and setting, path shares."""
+    """Summarise a study: FCT median / p95 / mean per scheduler and setting, path shares (on a
+    [topology]: link utilisation per tier, Jain's index, FCT per flow class)."""
     if fmt not in ("table", "csv", "json"):
         _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
     res = _open(path)
     if fmt == "table":
         _print_summary(res)
         return
-    from mpsched.analysis import fct_summary
+    from mpsched.analysis import class_fct_summary, datacenter_summary, fct_summary, is_datacenter
 
-    df = fct_summary(res)
+    if is_datacenter(res):  # FCT per class, with the links' utilisation and fairness per setting
+        df = class_fct_summary(res)
+        links = datacenter_summary(res)
+        if not links.is_empty():
+            keys = [c for c in links.columns if c in df.columns]
+            df = df.join(links, on=keys, how="left", maintain_order="left") if keys else df.join(links, how="cross")
+    else:
+        df = fct_summary(res)
     sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
 
 

@@ -1,176 +1,72 @@
-"""Data-center and shared-bottleneck scenarios: a topology of many hosts (a k-ary FatTree or a
-dumbbell, built by the core's generator `crates/mpsched-sim/src/topology.rs`) and traffic
-between its hosts, turned into one normalized configuration with explicit flows.
+"""Data-center and shared-bottleneck scenarios: a `[topology]` of many hosts (a k-ary FatTree or
+a dumbbell, built by the core's generator `crates/mpsched-sim/src/topology.rs`) and the traffic
+between its hosts, normalized into the same `SimConfig` as a two-host scenario, every flow with
+its own paths (the per-flow `paths` override of `crates/mpsched-sim/src/config.rs`).
 
-The traffic of the `003_` seed (§3.3, §5) and of Raiciu et al. (SIGCOMM 2011, §4):
+Workload kinds (`mpsched.scenario.WorkloadSpec`), after `003_` §3.3 / §5 and Raiciu et al.
+(SIGCOMM 2011, §4):
 
-* ``partition_aggregate``: aggregator hosts (by default pod 0 of the FatTree) send flows to
-  worker hosts (by default every other host), Poisson arrivals with mean gap `mean_gap` at each
-  worker, from an aggregator drawn at random. Sizes: `class` ``"query"`` (2-20 KB),
-  ``"short_message"`` (50 KB-1 MB) or ``"background"`` (1-50 MB), uniform in the range since
-  `003_` gives only the ranges; or `cdf` ``"dctcp"`` (web search), ``"vl2"`` (data mining) or
-  ``"fb"``: the empirical distributions of datacenter/empirical-traffic-gen (Apache-2.0, copied
-  to `scenarios/data/datacenter-flowsize/` with their licence and provenance), sampled by
-  inverting the piecewise-linear CDF as that repository's README describes.
-* ``background``: a `fraction` of the workers each receive one flow sending without end
-  (from an aggregator, in turn), as `003_` §5.2 loads 50 % of its workers.
+* ``query`` (2-20 KB), ``short_message`` (50 KB-1 MB), ``background`` (1-50 MB): senders
+  (aggregators; by default pod 0 of the FatTree) send flows to receivers (workers; by default
+  every other host), Poisson arrivals with mean gap `mean_gap` at each receiver, from a sender
+  drawn at random; sizes uniform in the class's range, since `003_` gives only the ranges.
+  ``background`` without `mean_gap`: a `fraction` (default 0.5, as `003_` §5.2 loads half its
+  workers) of the receivers each get one flow sending without end.
+* ``empirical``: as ``query`` with sizes from `distribution` ``"dctcp"`` (web search), ``"vl2"``
+  (data mining) or ``"fb"``: the CDFs of datacenter/empirical-traffic-gen (Apache-2.0, copied to
+  `scenarios/data/datacenter-flowsize/` with their licence and provenance), sampled by inverting
+  the piecewise-linear CDF as that repository's README describes.
 * ``permutation``: every host sends without end to one other host, no host receiving twice.
-* ``pairs`` (dumbbell): each listed pair's sender sends without end to its receiver over the
-  pair's interfaces (one subflow per interface for MPTCP), all through the one bottleneck.
+* ``bulk`` on a dumbbell: each of `pairs` (default all) sends `count` endless flows from its
+  sender to its receiver (one subflow per interface for MPTCP), all through the one bottleneck.
 
-Random draws come from numpy's generator seeded with (run seed, traffic index), so a scenario
-and its seed always give the same flows. Each traffic entry names a transport; MPTCP transports
-say how many subflows a flow opens and how their paths are chosen (ECMP hashing or explicit
-spreading over the core paths), so TCP and MPTCP flows can be mixed in one run.
+Random draws come from numpy's generator seeded with (run seed, workload index), so a scenario
+and its seed always give the same flows. Each workload names a connection; MPTCP connections say
+how many subflows a flow opens (`subflows`, default 8 as in Raiciu et al.) and how their paths
+are chosen (`path_choice`: ``"ecmp"`` hashing or ``"core"``, one subflow per core path in turn as
+`003_` does), so TCP and MPTCP flows mix in one run.
+
+Each flow's hosts and class go to the `flows` table (`flow_columns`), each link's rate and tier
+to the `links` table (`link_columns`), so link utilisation and FCT per class come from the
+stored records alone (`mpsched.analysis.datacenter_summary`).
 """
 
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mpsched.units import parse_rate_bps, parse_size_bytes, parse_time_ns
+from mpsched.units import parse_fraction, parse_rate_bps, parse_size_bytes, parse_time_ns
 
-__all__ = ["DatacenterScenario", "load", "to_config", "run", "flow_size_cdf", "sample_sizes", "DATA_DIR", "CLASSES"]
+if TYPE_CHECKING:
+    from mpsched.results import Results
+    from mpsched.scenario import Scenario
+
+__all__ = ["CLASSES", "DATA_DIR", "flow_size_cdf", "sample_sizes", "host_count", "flows", "to_run",
+           "flow_columns", "link_columns", "run"]
 
 #: The vendored flow-size distributions.
 DATA_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "data" / "datacenter-flowsize"
 #: Flow-size ranges of the traffic classes of `003_` §3.3, bytes (KB = 1000 bytes).
 CLASSES = {"query": (2_000, 20_000), "short_message": (50_000, 1_000_000), "background": (1_000_000, 50_000_000)}
 _CDF_FILES = {"dctcp": "DCTCP_CDF", "vl2": "VL2_CDF", "fb": "FB_CDF"}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TopologySpec(_Model):
-    """A FatTree (`k`, a rate per tier or one `oversubscription` ratio above the hosts, one
-    delay and queue for every link) or a dumbbell (`pairs` of hosts with `interfaces` access
-    links each, one bottleneck)."""
-
-    kind: Literal["fattree", "dumbbell"]
-    k: int = 4
-    host_rate: str = "100Mbit"
-    edge_agg_rate: str | None = None
-    agg_core_rate: str | None = None
-    oversubscription: float | None = None
-    link_delay: str = "20us"
-    queue: int = Field(default=100, ge=1)
-    pairs: int = Field(default=2, ge=1)
-    interfaces: int = Field(default=1, ge=1, le=32)
-    access_rate: str = "1Gbit"
-    access_delay: str = "1ms"
-    bottleneck_rate: str = "20Mbit"
-    bottleneck_delay: str = "10ms"
-
-    @model_validator(mode="after")
-    def _rates(self) -> TopologySpec:
-        if self.kind == "fattree" and self.oversubscription is not None:
-            if self.edge_agg_rate is not None or self.agg_core_rate is not None:
-                raise ValueError("give either per-tier rates or an oversubscription ratio, not both")
-            if self.oversubscription < 1:
-                raise ValueError("oversubscription is at least 1 (1 = full bisection bandwidth)")
-        for f in ("host_rate", "edge_agg_rate", "agg_core_rate", "access_rate", "bottleneck_rate"):
-            if getattr(self, f) is not None:
-                parse_rate_bps(getattr(self, f))
-        for f in ("link_delay", "access_delay", "bottleneck_delay"):
-            parse_time_ns(getattr(self, f))
-        return self
-
-
-class TransportSpec(_Model):
-    """Connection settings; `subflows` and `path_choice` apply to MPTCP on a FatTree (on a
-    dumbbell an MPTCP flow opens one subflow per interface)."""
-
-    name: str
-    protocol: Literal["mptcp", "tcp"] = "mptcp"
-    scheduler: str = "minrtt"
-    cc: str = "lia"
-    subflows: int = Field(default=8, ge=1, le=32)
-    path_choice: Literal["ecmp", "explicit"] = "explicit"
-    rcv_buf: str = "6MiB"
-    snd_buf: str = "4MiB"
-
-
-class TrafficSpec(_Model):
-    """One traffic pattern (see the module documentation)."""
-
-    kind: Literal["partition_aggregate", "background", "permutation", "pairs"]
-    transport: str
-    size_class: Literal["query", "short_message", "background"] | None = Field(default=None, alias="class")
-    cdf: Literal["dctcp", "vl2", "fb"] | None = None
-    mean_gap: str | None = None
-    aggregators: list[int] | None = None
-    workers: list[int] | None = None
-    fraction: float = Field(default=0.5, gt=0, le=1)
-    pairs: list[int] | None = None
-    start: str = "0s"
-    stop: str | None = None
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> TrafficSpec:
-        if self.kind == "partition_aggregate":
-            if (self.size_class is None) == (self.cdf is None):
-                raise ValueError("partition_aggregate traffic needs exactly one of class or cdf")
-            if self.mean_gap is None:
-                raise ValueError("partition_aggregate traffic needs mean_gap (per worker)")
-        return self
-
-
-class DatacenterScenario(_Model):
-    """A whole data-center (or dumbbell) run."""
-
-    name: str = "datacenter"
-    description: str = ""
-    seed: int = Field(default=1, ge=0)
-    duration: str
-    record_interval: str = "100ms"
-    topology: TopologySpec
-    transport: list[TransportSpec] = Field(min_length=1)
-    traffic: list[TrafficSpec] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _references(self) -> DatacenterScenario:
-        names = [t.name for t in self.transport]
-        if len(set(names)) != len(names):
-            raise ValueError("transport names must be unique")
-        for i, t in enumerate(self.traffic):
-            if t.transport not in names:
-                raise ValueError(f"traffic[{i}].transport: unknown transport {t.transport!r}; defined: {', '.join(names)}")
-            if (t.kind == "pairs") != (self.topology.kind == "dumbbell"):
-                raise ValueError(f"traffic[{i}]: 'pairs' traffic runs on a dumbbell, the others on a fattree")
-        return self
-
-
-def load(path: str | Path) -> DatacenterScenario:
-    """Read and validate a data-center scenario TOML file (raises ValueError naming the field)."""
-    p = Path(path)
-    data = tomllib.loads(p.read_text(encoding="utf-8"))
-    data.setdefault("name", p.stem)
-    try:
-        return DatacenterScenario.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"{p}: {where}: {first['msg']}") from None
+#: Default subflows of an MPTCP flow on a topology: Raiciu et al. §4.1 find 8 enough to fill a
+#: FatTree.
+DEFAULT_SUBFLOWS = 8
+#: Receivers loaded by background flows when no fraction is given (`003_` §5.2: half of them).
+DEFAULT_BACKGROUND_FRACTION = 0.5
 
 
 def flow_size_cdf(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(sizes in bytes, cumulative probabilities) of a vendored distribution: "dctcp",
-    "vl2" or "fb"."""
+    """(sizes in bytes, cumulative probabilities) of a vendored distribution: "dctcp", "vl2"
+    or "fb"."""
+    if name not in _CDF_FILES:
+        raise ValueError(f"unknown flow-size distribution {name!r}; available: {', '.join(_CDF_FILES)}")
     rows = [line.split() for line in (DATA_DIR / _CDF_FILES[name]).read_text().splitlines() if line.strip()]
-    sizes = np.array([float(r[0]) for r in rows])
-    probs = np.array([float(r[1]) for r in rows])
-    return sizes, probs
+    return np.array([float(r[0]) for r in rows]), np.array([float(r[1]) for r in rows])
 
 
 def sample_sizes(rng: np.random.Generator, n: int, *, size_class: str | None = None, cdf: str | None = None) -> np.ndarray:
@@ -182,146 +78,198 @@ def sample_sizes(rng: np.random.Generator, n: int, *, size_class: str | None = N
     if cdf is None:
         raise ValueError("give a size class or a cdf")
     sizes, probs = flow_size_cdf(cdf)
-    u = rng.random(n)
-    return np.maximum(1, np.rint(np.interp(u, probs, sizes))).astype(np.int64)
+    return np.maximum(1, np.rint(np.interp(rng.random(n), probs, sizes))).astype(np.int64)
 
 
 def _derangement(rng: np.random.Generator, n: int) -> list[int]:
+    """A permutation without fixed points (rejection sampling: about e tries on average)."""
     while True:
         p = rng.permutation(n)
         if n < 2 or all(int(p[i]) != i for i in range(n)):
             return [int(x) for x in p]
 
 
-def _fattree_hosts(k: int) -> int:
-    return k**3 // 4
+def host_count(s: Scenario) -> int:
+    """Hosts of the topology: k^3/4 in a FatTree, the number of pairs on a dumbbell."""
+    t = s.topology
+    return int(t.k) ** 3 // 4 if t.kind == "fattree" else int(t.pairs)
 
 
-def _flows(s: DatacenterScenario, duration_ns: int) -> list[dict[str, Any]]:
-    """(sender, receiver, transport, start, app) of every flow, before routing."""
-    topo = s.topology
-    tindex = {t.name: i for i, t in enumerate(s.transport)}
+def _error(field: str, message: str):
+    from mpsched.scenario import ScenarioError
+
+    return ScenarioError(field, message)
+
+
+def _hosts(w, wi: int, s: Scenario) -> tuple[list[int], list[int]]:
+    """Senders and receivers of a workload: by default pod 0 sends to every other host."""
+    n = host_count(s)
+    pod = (int(s.topology.k) // 2) ** 2
+    senders = list(w.senders) if w.senders is not None else list(range(pod))
+    receivers = list(w.receivers) if w.receivers is not None else [h for h in range(n) if h not in senders]
+    for field, hosts in (("senders", senders), ("receivers", receivers)):
+        bad = [h for h in hosts if h >= n]
+        if bad:
+            raise _error(f"workload[{wi}].{field}", f"host {bad[0]} does not exist; the topology has {n} hosts (0 to {n - 1})")
+        if not hosts:
+            raise _error(f"workload[{wi}].{field}", "give at least one host")
+    if set(senders) == set(receivers) == {senders[0]}:
+        raise _error(f"workload[{wi}].receivers", "a host cannot send to itself; give another receiver")
+    return senders, receivers
+
+
+def flows(s: Scenario) -> list[dict[str, Any]]:
+    """Every flow of a concrete topology scenario, in start order: sender and receiver host,
+    connection index, workload index, class, start and application."""
+    duration_ns = parse_time_ns(s.duration)
+    conn_index = {c.name: i for i, c in enumerate(s.connection)}
     out: list[dict[str, Any]] = []
-    hosts = _fattree_hosts(topo.k) if topo.kind == "fattree" else topo.pairs
-    pod_size = (topo.k // 2) ** 2
-    for ti, t in enumerate(s.traffic):
-        rng = np.random.default_rng([s.seed, ti])
-        start_ns = parse_time_ns(t.start)
-        stop_ns = parse_time_ns(t.stop) if t.stop is not None else duration_ns
-        fattree = topo.kind == "fattree"
-        aggs = t.aggregators if t.aggregators is not None else list(range(pod_size)) if fattree else []
-        workers = t.workers if t.workers is not None else [h for h in range(hosts) if h not in aggs] if fattree else []
-        for h in [*aggs, *workers, *(t.pairs or [])]:
-            if not 0 <= h < hosts:
-                raise ValueError(f"traffic[{ti}]: host {h} does not exist ({hosts} hosts)")
-        base = {"transport": tindex[t.transport]}
-        if t.kind == "partition_aggregate":
-            gap_ns = parse_time_ns(t.mean_gap)
-            for w in workers:
+    for wi, w in enumerate(s.workload):
+        rng = np.random.default_rng([int(s.seed), wi])
+        start_ns = parse_time_ns(w.start)
+        stop_ns = parse_time_ns(w.stop) if w.stop is not None else duration_ns
+        if stop_ns <= start_ns:
+            raise _error(f"workload[{wi}].stop", "the workload must stop after it starts (default stop: the duration)")
+        base = {"connection": conn_index[w.connection] if w.connection is not None else 0, "workload": wi,
+                "class": w.distribution if w.kind == "empirical" else w.kind}
+        endless = {"kind": "bulk", "stop_ns": stop_ns}
+        if w.kind == "bulk":  # dumbbell pairs
+            pairs = list(w.pairs) if w.pairs is not None else list(range(host_count(s)))
+            for p in pairs:
+                if p >= host_count(s):
+                    raise _error(f"workload[{wi}].pairs", f"pair {p} does not exist; the dumbbell has {host_count(s)} pairs")
+                out += [{**base, "sender": p, "receiver": p, "start_ns": start_ns, "app": dict(endless)}
+                        for _ in range(int(w.count))]
+        elif w.kind == "permutation":
+            out += [{**base, "sender": src, "receiver": dst, "start_ns": start_ns, "app": dict(endless)}
+                    for src, dst in enumerate(_derangement(rng, host_count(s)))]
+        elif w.kind == "background" and w.mean_gap is None:
+            senders, receivers = _hosts(w, wi, s)
+            fraction = parse_fraction(w.fraction) if w.fraction is not None else DEFAULT_BACKGROUND_FRACTION
+            n = max(1, round(fraction * len(receivers)))
+            chosen = sorted(int(x) for x in rng.choice(receivers, size=n, replace=False))
+            for i, r in enumerate(chosen):
+                src = [h for h in senders if h != r][i % len([h for h in senders if h != r])]
+                out.append({**base, "sender": src, "receiver": r, "start_ns": start_ns, "app": dict(endless)})
+        else:  # Poisson arrivals per receiver, sizes of a class or an empirical distribution
+            senders, receivers = _hosts(w, wi, s)
+            gap_ns = parse_time_ns(w.mean_gap)
+            size_class = None if w.kind == "empirical" else w.kind
+            for r in receivers:
+                others = [h for h in senders if h != r]
                 at = start_ns
-                while True:
+                while others:
                     at += int(rng.exponential(gap_ns))
                     if at >= stop_ns:
                         break
-                    size = int(sample_sizes(rng, 1, size_class=t.size_class, cdf=t.cdf)[0])
-                    sender = aggs[int(rng.integers(len(aggs)))]
-                    out.append({**base, "sender": sender, "receiver": w, "start_ns": at,
-                                "app": {"kind": "sized", "size_bytes": size}})
-        elif t.kind == "background":
-            n = max(1, round(t.fraction * len(workers)))
-            chosen = sorted(int(x) for x in rng.choice(workers, size=n, replace=False))
-            for i, w in enumerate(chosen):
-                out.append({**base, "sender": aggs[i % len(aggs)], "receiver": w, "start_ns": start_ns,
-                            "app": {"kind": "bulk", "stop_ns": stop_ns}})
-        elif t.kind == "permutation":
-            for src, dst in enumerate(_derangement(rng, hosts)):
-                out.append({**base, "sender": src, "receiver": dst, "start_ns": start_ns,
-                            "app": {"kind": "bulk", "stop_ns": stop_ns}})
-        else:  # pairs on a dumbbell
-            for p in t.pairs if t.pairs is not None else range(hosts):
-                out.append({**base, "sender": p, "receiver": p, "start_ns": start_ns,
-                            "app": {"kind": "bulk", "stop_ns": stop_ns}})
-    out.sort(key=lambda f: f["start_ns"])
+                    size = int(sample_sizes(rng, 1, size_class=size_class, cdf=w.distribution)[0])
+                    out.append({**base, "sender": others[int(rng.integers(len(others)))], "receiver": r,
+                                "start_ns": at, "app": {"kind": "sized", "size_bytes": size}})
+    out.sort(key=lambda f: f["start_ns"])  # stable: equal starts keep workload order
     return out
 
 
-def to_config(s: DatacenterScenario) -> dict[str, Any]:
-    """The normalized configuration of a data-center scenario (the schema of
-    `crates/mpsched-sim/src/config.rs`), every flow with its own paths."""
+def _fattree(s: Scenario) -> dict[str, Any]:
+    t = s.topology
+    host_bps = parse_rate_bps(t.host_rate)
+    if t.oversubscription is not None:
+        # the tiers above the hosts run 1/ratio of the host rate
+        ea = ac = max(1, round(host_bps / float(t.oversubscription)))
+    else:
+        ea = parse_rate_bps(t.edge_agg_rate) if t.edge_agg_rate is not None else host_bps
+        ac = parse_rate_bps(t.agg_core_rate) if t.agg_core_rate is not None else host_bps
+    return {"k": int(t.k), "host_rate_bps": host_bps, "edge_agg_rate_bps": ea, "agg_core_rate_bps": ac,
+            "link_delay_ns": parse_time_ns(t.link_delay), "queue_packets": int(t.queue)}
+
+
+def to_run(s: Scenario) -> tuple[dict[str, Any], list]:
+    """The normalized configuration of a concrete topology scenario (and an empty flow chain:
+    no back-to-back arrivals here)."""
     from mpsched import _core
 
-    duration_ns = parse_time_ns(s.duration)
-    flows = _flows(s, duration_ns)
-    topo = s.topology
-    if topo.kind == "fattree":
-        host_bps = parse_rate_bps(topo.host_rate)
-        if topo.oversubscription is not None:
-            upper = max(1, round(host_bps / topo.oversubscription))
-            ea = ac = upper
-        else:
-            ea = parse_rate_bps(topo.edge_agg_rate) if topo.edge_agg_rate else host_bps
-            ac = parse_rate_bps(topo.agg_core_rate) if topo.agg_core_rate else host_bps
-        tree = {"k": topo.k, "host_rate_bps": host_bps, "edge_agg_rate_bps": ea, "agg_core_rate_bps": ac,
-                "link_delay_ns": parse_time_ns(topo.link_delay), "queue_packets": topo.queue}
+    fl = flows(s)
+    t = s.topology
+    conns = s.connection
+    if t.kind == "fattree":
         routes = []
-        for i, f in enumerate(flows):
-            t = s.transport[f["transport"]]
-            mp = t.protocol == "mptcp"
+        for i, f in enumerate(fl):
+            c = conns[f["connection"]]
+            mp = c.protocol == "mptcp"
             routes.append({"sender": f["sender"], "receiver": f["receiver"], "flow_id": i,
-                           "subflows": t.subflows if mp else 1, "choice": t.path_choice if mp else "ecmp"})
-        built = json.loads(_core.topology_json(json.dumps({"kind": "fattree", "tree": tree, "flows": routes})))
+                           "subflows": int(c.subflows or DEFAULT_SUBFLOWS) if mp else 1,
+                           "choice": "explicit" if mp and (c.path_choice or "core") == "core" else "ecmp"})
+        request = {"kind": "fattree", "tree": _fattree(s), "flows": routes}
+    else:
+        request = {"kind": "dumbbell", "dumbbell": {
+            "pairs": int(t.pairs), "interfaces": int(t.interfaces),
+            "access_rate_bps": parse_rate_bps(t.access_rate), "access_delay_ns": parse_time_ns(t.access_delay),
+            "bottleneck_rate_bps": parse_rate_bps(t.bottleneck_rate),
+            "bottleneck_delay_ns": parse_time_ns(t.bottleneck_delay), "queue_packets": int(t.queue)}}
+    try:
+        built = json.loads(_core.topology_json(json.dumps(request)))
+    except ValueError as e:  # the core's own check (e.g. a k it cannot build)
+        raise _error("topology", str(e)) from None
+    if t.kind == "fattree":
         flow_paths = built["flow_paths"]
     else:
-        d = {"pairs": topo.pairs, "interfaces": topo.interfaces,
-             "access_rate_bps": parse_rate_bps(topo.access_rate), "access_delay_ns": parse_time_ns(topo.access_delay),
-             "bottleneck_rate_bps": parse_rate_bps(topo.bottleneck_rate),
-             "bottleneck_delay_ns": parse_time_ns(topo.bottleneck_delay), "queue_packets": topo.queue}
-        built = json.loads(_core.topology_json(json.dumps({"kind": "dumbbell", "dumbbell": d})))
+        m = int(t.interfaces)
         flow_paths = []
-        for f in flows:
-            t = s.transport[f["transport"]]
-            n = topo.interfaces if t.protocol == "mptcp" else 1
-            flow_paths.append([f["sender"] * topo.interfaces + m for m in range(n)])
+        for f in fl:
+            c = conns[f["connection"]]
+            n = min(m, int(c.subflows or m)) if c.protocol == "mptcp" else 1
+            flow_paths.append([f["sender"] * m + j for j in range(n)])
     transports = [
-        {"protocol": t.protocol, "scheduler": t.scheduler, "scheduler_params": {}, "cc": t.cc, "paths": [0],
-         "backup_paths": [], "rcv_buf_bytes": parse_size_bytes(t.rcv_buf), "snd_buf_bytes": parse_size_bytes(t.snd_buf),
-         "mss_bytes": 1448, "init_cwnd_segments": 10}
-        for t in s.transport
+        {"protocol": c.protocol, "scheduler": c.scheduler, "scheduler_params": dict(c.scheduler_params), "cc": c.cc,
+         "paths": [0],  # every flow overrides it with its own paths
+         "backup_paths": [], "rcv_buf_bytes": parse_size_bytes(c.rcv_buf), "snd_buf_bytes": parse_size_bytes(c.snd_buf),
+         "mss_bytes": parse_size_bytes(c.mss), "init_cwnd_segments": int(c.init_cwnd)}
+        for c in conns
     ]
-    return {
-        "seed": s.seed,
-        "duration_ns": duration_ns,
+    config = {
+        "seed": int(s.seed),
+        "duration_ns": parse_time_ns(s.duration),
         "links": built["links"],
         "paths": built["paths"],
         "transports": transports,
-        "flows": [
-            {"id": i, "transport": f["transport"], "start_ns": f["start_ns"], "direction": "download",
-             "paths": flow_paths[i], "app": f["app"]}
-            for i, f in enumerate(flows)
-        ],
+        "flows": [{"id": i, "transport": f["connection"], "start_ns": f["start_ns"], "direction": "download",
+                   "paths": flow_paths[i], "app": f["app"]} for i, f in enumerate(fl)],
         "cross_traffic": [],
         "path_events": [],
-        "record": {"sample_interval_ns": parse_time_ns(s.record_interval)},
+        "record": {"sample_interval_ns": parse_time_ns(s.record.interval)},
     }
+    return config, []
 
 
-def run(s: DatacenterScenario | str | Path) -> dict[str, pl.DataFrame]:
-    """Run a data-center scenario in the simulator; its tables as polars DataFrames. The
-    flows table gains `sender`, `receiver` and `transport` columns (host indices and the
-    transport's name)."""
-    from mpsched.engines import run_config
+def flow_columns(s: Scenario) -> dict[str, list]:
+    """Per flow (by `flow_id`): `sender`, `receiver` (host indices), `class` (the workload kind,
+    or the distribution of an empirical one) and `connection` (its name)."""
+    fl = flows(s)
+    return {"flow_id": list(range(len(fl))), "sender": [f["sender"] for f in fl],
+            "receiver": [f["receiver"] for f in fl], "class": [f["class"] for f in fl],
+            "connection": [s.connection[f["connection"]].name for f in fl]}
 
-    if not isinstance(s, DatacenterScenario):
-        s = load(s)
-    cfg = to_config(s)
-    tables = run_config(cfg)
-    out = {k: pl.DataFrame(v) for k, v in tables.items() if not k.startswith("_")}
-    flows = _flows(s, parse_time_ns(s.duration))
-    meta = pl.DataFrame({
-        "flow_id": list(range(len(flows))),
-        "sender": [f["sender"] for f in flows],
-        "receiver": [f["receiver"] for f in flows],
-        "transport": [s.transport[f["transport"]].name for f in flows],
-    })
-    out["flows"] = out["flows"].join(meta, on="flow_id", how="left")
-    return out
+
+def _tier(name: str) -> str:
+    """The tier of a link from the core's names: "h3->e1" host, "e1->a0" edge_agg,
+    "a0->c2" agg_core; on a dumbbell "bottleneck..." and access links."""
+    ends = name.split("->")
+    if len(ends) == 2:
+        kinds = {ends[0][:1], ends[1][:1]}
+        return "host" if "h" in kinds else "agg_core" if "c" in kinds else "edge_agg"
+    return "bottleneck" if "bottleneck" in name else "access"
+
+
+def link_columns(config: dict[str, Any]) -> dict[str, list]:
+    """Per link (by name): `rate_bps`, `tier` and the run's `duration_ns`, so utilisation
+    (bytes forwarded x 8 / (rate x duration)) needs no other file."""
+    links = config["links"]
+    return {"link": [lk["name"] for lk in links], "rate_bps": [int(lk["rate_bps"]) for lk in links],
+            "tier": [_tier(lk["name"]) for lk in links], "duration_ns": [int(config["duration_ns"])] * len(links)}
+
+
+def run(scenario: Scenario | str | Path, out: str | Path | None = None, **kwargs: Any) -> Results:
+    """Run a topology scenario like any other (`mpsched.run`): kept for code written against the
+    earlier separate format."""
+    from mpsched.runner import run as run_study
+
+    return run_study(scenario, out, **kwargs)

@@ -3,7 +3,8 @@
 The target schema is the serde structs of `crates/mpsched-sim/src/config.rs` (canonical; every
 struct denies unknown fields): base units only (bit/s, ns, bytes), links indexed from paths,
 transports indexed from flows. Path `i` becomes links `2i` (down, server to client) and `2i+1`
-(up), named "<path>.down" / "<path>.up".
+(up), named "<path>.down" / "<path>.up". A scenario with a `[topology]` is normalized by
+`mpsched.datacenter` instead (the core builds its links and paths; every flow has its own).
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def to_run(scenario: Scenario) -> tuple[dict[str, Any], list[dict[str, int]]]:
     meaning flow `flow` starts `gap_ns` after flow `after` completes (back-to-back arrivals; the
     core has no such dependency, so `mpsched.engines.run_chained` resolves it by re-running)."""
     _check_concrete(scenario)
+    if scenario.topology is not None:  # many hosts: links, paths and flows from mpsched.datacenter
+        from mpsched import datacenter
+
+        return datacenter.to_run(scenario)
     duration_ns = parse_time_ns(scenario.duration)
     links: list[dict[str, Any]] = []
     paths: list[dict[str, Any]] = []

@@ -3,6 +3,8 @@
 * `fct_boxplot`, `fct_cdf`: flow completion time per scheduler, one panel per swept setting.
 * `subflow_timeseries`: per-subflow throughput, cwnd and smoothed RTT over time for one run.
 * `ofo_timeseries`: receive-side out-of-order bytes over time, one panel per scheduler.
+* `fct_cdf_by_class`, `link_utilisation_plot`: studies on a `[topology]`: FCT CDF per flow
+  class, link utilisation per tier.
 
 `save_all` writes every figure as PNG and SVG. Figures are rendered by the Agg backend through
 `Figure.savefig`, so nothing here touches the user's interactive backend.
@@ -19,7 +21,8 @@ from matplotlib.figure import Figure
 from mpsched.analysis import group_keys, labelled_flows, throughput_series
 from mpsched.results import Results
 
-__all__ = ["fct_boxplot", "fct_cdf", "subflow_timeseries", "ofo_timeseries", "save_all"]
+__all__ = ["fct_boxplot", "fct_cdf", "subflow_timeseries", "ofo_timeseries", "fct_cdf_by_class", "link_utilisation_plot",
+           "save_all"]
 
 
 def _panels(res: Results, flows: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
@@ -168,17 +171,81 @@ def ofo_timeseries(res: Results) -> Figure:
     return fig
 
 
+def _setting_labels(res: Results, df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with `setting`: the swept values other than the seed (and the flow's protocol when
+    the sweep does not already say it), e.g. "protocol=mptcp" or "cc=lia, mptcp"."""
+    keys = [k for k in res.group_params if k in df.columns]
+    parts = [pl.format(f"{k}={{}}", pl.col(k).cast(pl.String)) for k in keys]
+    if "protocol" in df.columns and "protocol" not in keys:
+        parts.append(pl.col("protocol"))
+    if not parts:
+        return df.with_columns(pl.lit("all").alias("setting"))
+    return df.with_columns(pl.concat_str(parts, separator=", ").alias("setting"))
+
+
+def fct_cdf_by_class(res: Results) -> Figure:
+    """Data-center studies: empirical CDFs of FCT (ms) of completed sized flows, one panel per
+    flow class, one line per swept setting and protocol."""
+    flows = _setting_labels(res, res.flows.filter(pl.col("completed") & (pl.col("app") != "bulk")))
+    classes = flows.get_column("class").unique(maintain_order=True).to_list() if not flows.is_empty() else []
+    fig, axes = _grid(max(len(classes), 1))
+    for ax, cls in zip(axes, classes):
+        part = flows.filter(pl.col("class") == cls)
+        for (setting,), g in part.group_by(["setting"], maintain_order=True):
+            x = np.sort(g.get_column("fct_ns").to_numpy() / 1e6)
+            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=str(setting))
+        ax.set_xscale("log")
+        ax.set_title(f"{cls} ({part.height} flows)", fontsize=9)
+        ax.set_xlabel("flow completion time (ms)")
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Flow completion time per class")
+    return fig
+
+
+def link_utilisation_plot(res: Results) -> Figure:
+    """Data-center studies: utilisation of every link per tier (host, edge-aggregation, core;
+    access and bottleneck on a dumbbell), a box per swept setting, seeds pooled."""
+    from mpsched.analysis import link_utilisation
+
+    util = _setting_labels(res, link_utilisation(res))
+    tiers = [t for t in ("host", "edge_agg", "agg_core", "access", "bottleneck")
+             if not util.is_empty() and t in util.get_column("tier").to_list()]
+    fig, axes = _grid(max(len(tiers), 1))
+    for ax, tier in zip(axes, tiers):
+        part = util.filter(pl.col("tier") == tier)
+        settings = part.get_column("setting").unique(maintain_order=True).to_list()
+        data = [part.filter(pl.col("setting") == st).get_column("utilisation").to_numpy() * 100 for st in settings]
+        ax.boxplot(data, tick_labels=settings)
+        ax.set_title(f"{tier.replace('_', '-')} links", fontsize=9)
+        ax.set_ylabel("utilisation over the run (%)")
+        ax.set_ylim(0, 105)
+        ax.grid(axis="y", alpha=0.3)
+        ax.tick_params(axis="x", labelsize=7)
+    fig.suptitle("Link utilisation per tier")
+    return fig
+
+
 def save_all(res: Results, out: Path) -> list[Path]:
-    """Write the standard figures into `out` as PNG and SVG; returns the files written."""
+    """Write the standard figures into `out` as PNG and SVG; returns the files written (a study
+    on a [topology]: FCT CDF per class and link utilisation per tier)."""
+    from mpsched.analysis import is_datacenter
+
     out.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Figure] = {}
-    if not res.flows.is_empty() and res.flows.get_column("completed").any():
+    if is_datacenter(res):
+        if not res.flows.filter(pl.col("completed") & (pl.col("app") != "bulk")).is_empty():
+            figures["fct_cdf_class"] = fct_cdf_by_class(res)
+        figures["link_utilisation"] = link_utilisation_plot(res)
+    elif not res.flows.is_empty() and res.flows.get_column("completed").any():
         figures["fct_box"] = fct_boxplot(res)
         figures["fct_cdf"] = fct_cdf(res)
-    if not res.subflow_series.is_empty():
+    if not res.subflow_series.is_empty() and not is_datacenter(res):
         for sched, run_id in _run_per_scheduler(res).items():
             figures[f"subflows_{_safe(sched)}"] = subflow_timeseries(res, run_id)
-    if not res.conn_series.is_empty():
+    if not res.conn_series.is_empty() and not is_datacenter(res):
         figures["ofo"] = ofo_timeseries(res)
     written = []
     for name, fig in figures.items():

@@ -48,10 +48,16 @@ class Task:
     config: dict[str, Any]
     scenario_toml: str
     chain: tuple = ()
+    #: columns added to record tables, by table: {"flows": {"flow_id": [...], "sender": [...]}};
+    #: the first column is the key matched against the engine's table
+    extra_columns: dict | None = None
 
 
 def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
     """Expand and normalize every run of `scenario` (raises `ScenarioError` on the first bad one)."""
+    if scenario.topology is not None and engine != "sim":
+        raise ScenarioError("topology", f"a [topology] of many hosts runs on the simulator only; the {engine} "
+                            "engine emulates two hosts joined by one link per path direction ([[paths]])")
     types = _param_types(scenario)
     tasks = []
     runs = expand(scenario)
@@ -70,7 +76,12 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
         if custom and engine != "sim":
             raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
         run_id = store.run_id_for(params, config, engine, salt=_source_digest(custom))
-        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain)))
+        extra = None
+        if r.scenario.topology is not None:
+            from mpsched import datacenter
+
+            extra = {"flows": datacenter.flow_columns(r.scenario), "links": datacenter.link_columns(config)}
+        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), extra))
     return tasks
 
 
@@ -189,6 +200,7 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
         return str(e)
     engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
     _name_paths(tables, task.config)
+    _add_columns(tables, task.extra_columns or {})
     meta = {
         "run_id": task.run_id,
         "index": task.index,
@@ -216,6 +228,21 @@ def _name_paths(tables: dict[str, dict[str, list]], config: dict[str, Any]) -> N
         if col and all(isinstance(v, int) and not isinstance(v, bool) for v in col):
             columns["path_index"] = col
             columns["path"] = [names[v] if 0 <= v < len(names) else str(v) for v in col]
+
+
+def _add_columns(tables: dict[str, dict[str, list]], extra: dict[str, dict[str, list]]) -> None:
+    """Add the planner's per-row columns (e.g. a flow's hosts and class) to the engine's tables,
+    matched on the first column of each (rows the planner does not know get None)."""
+    for name, cols in extra.items():
+        table = tables.get(name)
+        key, *rest = cols
+        if not table or key not in table:
+            continue
+        row = {k: i for i, k in enumerate(cols[key])}
+        at = [row.get(k) for k in table[key]]
+        for c in rest:
+            if c not in table:
+                table[c] = [None if i is None else cols[c][i] for i in at]
 
 
 def code_version() -> str:

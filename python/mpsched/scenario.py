@@ -33,6 +33,7 @@ __all__ = [
     "RecordSpec",
     "RateStepSpec",
     "DesignSpec",
+    "TopologySpec",
     "ScenarioError",
     "load_scenario",
     "loads_scenario",
@@ -150,6 +151,34 @@ def _cc(v: Any) -> str:
     return v
 
 
+def _protocol(v: Any) -> str:
+    if v not in ("mptcp", "tcp"):
+        raise ValueError(f"protocol is 'mptcp' or 'tcp', got {v!r}")
+    return v
+
+
+def _fattree_k(v: Any) -> int:
+    """A FatTree's k: even (k/2 hosts per edge switch, k/2 edge and k/2 aggregation switches per
+    pod), from 2 to 64 like the core's generator (crates/mpsched-sim/src/topology.rs)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 64 or v % 2:
+        raise ValueError(f"k must be even, from 2 to 64 (k=4 is the 16-host tree), got {v!r}")
+    return v
+
+
+def _ratio(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 1000:
+        raise ValueError(f"an oversubscription ratio is a number from 1 (full bisection bandwidth) to 1000, got {v!r}")
+    return v
+
+
+def _subflows(v: Any) -> int:
+    """Subflows of an MPTCP connection on a topology: the core opens at most 32
+    (MAX_SUBFLOWS in crates/mpsched-sim/src/validate.rs)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 32:
+        raise ValueError(f"subflows is a whole number from 1 to 32, got {v!r}")
+    return v
+
+
 #: Upper bound of counts (flows per workload entry, initial window): far above any real study,
 #: low enough that a typo cannot exhaust memory while flows are laid out.
 MAX_COUNT = 1_000_000
@@ -198,10 +227,20 @@ FixedTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns))]
 FixedRate = Annotated[Any, BeforeValidator(_checked(parse_rate_bps))]
 FixedSize = Annotated[Any, BeforeValidator(_checked(parse_size_bytes, positive=True))]
 Name = Annotated[str, BeforeValidator(_name)]
+Protocol = Annotated[Any, BeforeValidator(_sweepable(_protocol)), SWEEP_OTHER]
+FatTreeK = Annotated[Any, BeforeValidator(_sweepable(_fattree_k)), SWEEP_OTHER]
+Ratio = Annotated[Any, BeforeValidator(_sweepable(_ratio)), SWEEP_OTHER]
+Fraction = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_fraction, positive=True))), SWEEP_FRACTION]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _given(m: BaseModel) -> set[str]:
+    """Fields of `m` that differ from their defaults (what the user set: `model_fields_set`
+    would also count defaults written back by a sweep's expansion)."""
+    return {n for n, f in type(m).model_fields.items() if getattr(m, n) != f.get_default(call_default_factory=True)}
 
 
 # --- paths -------------------------------------------------------------------------------------
@@ -297,7 +336,7 @@ class ConnectionSpec(_Model):
     """
 
     name: Name = "main"
-    protocol: Literal["mptcp", "tcp"] = "mptcp"
+    protocol: Protocol = "mptcp"
     scheduler: SchedulerName = "minrtt"
     scheduler_params: dict[str, Any] = Field(default_factory=dict)
     cc: CcName = "cubic"
@@ -307,10 +346,13 @@ class ConnectionSpec(_Model):
     snd_buf: Size = "4MiB"
     mss: FixedSize = 1448
     init_cwnd: Annotated[Any, BeforeValidator(_count)] = 10
+    subflows: Annotated[Any, BeforeValidator(_sweepable(_subflows)), SWEEP_COUNT] | None = None
+    path_choice: Literal["ecmp", "core"] | None = None
 
     @model_validator(mode="after")
     def _tcp_single_path(self) -> ConnectionSpec:
-        if self.protocol == "tcp":
+        protocols = self.protocol if isinstance(self.protocol, list) else [self.protocol]
+        if "tcp" in protocols:
             if self.paths is not None and len(self.paths) != 1:
                 raise _FieldError("paths", "plain TCP uses exactly one path (default: the first path)")
             if self.backup:
@@ -333,6 +375,10 @@ class ConnectionSpec(_Model):
         return self
 
 
+#: Workload kinds that move data between the hosts of a `[topology]` (`mpsched.datacenter`).
+DATACENTER_KINDS = ("query", "short_message", "background", "empirical", "permutation")
+
+
 class WorkloadSpec(_Model):
     """What the application does.
 
@@ -353,9 +399,17 @@ class WorkloadSpec(_Model):
       page), a single file of `size`, or a list of `objects` sizes.
     * ``kind = "cbr"``: `count` constant-bit-rate flows of `rate` in blocks of `block` bytes
       (8 KiB by default) from `start` until `stop`; each block's application delay is recorded.
+
+    On a `[topology]` (see `mpsched.datacenter`): ``"query"`` (2-20 KB), ``"short_message"``
+    (50 KB-1 MB) and ``"background"`` (1-50 MB) flows of `003_` §3.3 from `senders` to
+    `receivers` with Poisson arrivals of mean `mean_gap` per receiver (``"background"`` without
+    `mean_gap`: a `fraction` of the receivers each get one flow sending without end);
+    ``"empirical"``: the same with sizes from `distribution` (``"dctcp"``, ``"vl2"``, ``"fb"``);
+    ``"permutation"``: every host sends without end to one other host; ``"bulk"`` on a dumbbell:
+    the `pairs` listed (default all) send without end through the bottleneck.
     """
 
-    kind: Literal["sized", "bulk", "web", "cbr"] = "sized"
+    kind: Literal["sized", "bulk", "web", "cbr", "query", "short_message", "background", "empirical", "permutation"] = "sized"
     connection: Name | None = None
     direction: Literal["download", "upload"] = "download"
     size: Size | None = None
@@ -373,9 +427,20 @@ class WorkloadSpec(_Model):
     objects: list[FixedSize] | None = None
     rate: Rate | None = None
     block: FixedSize | None = None
+    distribution: Literal["dctcp", "vl2", "fb"] | None = None
+    fraction: Fraction | None = None
+    senders: list[Annotated[int, Field(ge=0)]] | None = None
+    receivers: list[Annotated[int, Field(ge=0)]] | None = None
+    pairs: list[Annotated[int, Field(ge=0)]] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
+        if self.kind in DATACENTER_KINDS:
+            return self._datacenter()
+        for f in ("distribution", "fraction", "senders", "receivers") + (("pairs",) if self.kind != "bulk" else ()):
+            if getattr(self, f) is not None:
+                raise _FieldError(f, f"a {self.kind} workload does not take this field (it belongs to the "
+                                  f"data-center kinds: {', '.join(DATACENTER_KINDS)})")
         if self.kind in ("web", "cbr"):
             return self._web_or_cbr()
         for f in ("page", "objects", "rate", "block"):
@@ -400,6 +465,28 @@ class WorkloadSpec(_Model):
             for f in ("size", "sizes", "interval", "mean_gap", "gap"):
                 if getattr(self, f) is not None:
                     raise _FieldError(f, "only a sized workload takes this field")
+        return self
+
+    def _datacenter(self) -> WorkloadSpec:
+        """Flows between the hosts of a topology: Poisson arrivals per receiver, or without end."""
+        allowed = {"kind", "connection", "start", "stop", "mean_gap", "senders", "receivers", "direction"}
+        allowed |= {"empirical": {"distribution"}, "background": {"fraction"}}.get(self.kind, set())
+        if self.kind == "permutation":
+            allowed -= {"mean_gap", "senders", "receivers"}
+        for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
+            raise _FieldError(f, f"a {self.kind} workload does not take this field; it takes "
+                              f"{', '.join(sorted(allowed - {'kind'}))}")
+        if self.direction != "download":
+            raise _FieldError("direction", "data-center flows go from sender to receiver; choose them with senders / receivers")
+        if self.kind == "empirical" and self.distribution is None:
+            raise _FieldError("distribution", "an empirical workload needs a distribution: \"dctcp\" (web search), "
+                              "\"vl2\" (data mining) or \"fb\"")
+        if self.kind in ("query", "short_message", "empirical") and self.mean_gap is None:
+            raise _FieldError("mean_gap", f"{self.kind} flows arrive as a Poisson process per receiver; give its "
+                              "mean_gap, e.g. mean_gap = \"200ms\"")
+        if self.kind == "background" and self.mean_gap is not None and self.fraction is not None:
+            raise _FieldError("fraction", "background flows are either Poisson (mean_gap) or one endless flow to a "
+                              "fraction of the receivers, not both")
         return self
 
     def _web_or_cbr(self) -> WorkloadSpec:
@@ -472,6 +559,48 @@ class DesignSpec(_Model):
     log: list[str] = Field(default_factory=list)
 
 
+class TopologySpec(_Model):
+    """Many hosts instead of two (`mpsched.datacenter`; links and routes built by the core,
+    crates/mpsched-sim/src/topology.rs).
+
+    * ``kind = "fattree"``: a k-ary FatTree (k^3/4 hosts; k = 4 is the 16-host tree of `003_`),
+      `host_rate` on host-edge links, `edge_agg_rate` and `agg_core_rate` above them (default:
+      the host rate) or one `oversubscription` ratio for both; every link has `link_delay` and a
+      drop-tail queue of `queue` packets.
+    * ``kind = "dumbbell"``: `pairs` sender/receiver pairs, each host with `interfaces` access
+      links (`access_rate`, `access_delay`), all through one bottleneck (`bottleneck_rate`,
+      `bottleneck_delay`, `queue` packets).
+    """
+
+    kind: Literal["fattree", "dumbbell"]
+    k: FatTreeK = 4
+    host_rate: Rate = "100Mbit"
+    edge_agg_rate: Rate | None = None
+    agg_core_rate: Rate | None = None
+    oversubscription: Ratio | None = None
+    link_delay: Time = "20us"
+    queue: Count = 100
+    pairs: Count = 2
+    interfaces: Annotated[Any, BeforeValidator(_sweepable(_subflows)), SWEEP_COUNT] = 1
+    access_rate: Rate = "1Gbit"
+    access_delay: Time = "1ms"
+    bottleneck_rate: Rate = "20Mbit"
+    bottleneck_delay: Time = "10ms"
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> TopologySpec:
+        fattree = {"k", "host_rate", "edge_agg_rate", "agg_core_rate", "oversubscription", "link_delay"}
+        dumbbell = {"pairs", "interfaces", "access_rate", "access_delay", "bottleneck_rate", "bottleneck_delay"}
+        other = dumbbell if self.kind == "fattree" else fattree
+        for f in sorted(_given(self) & other, key=list(type(self).model_fields).index):
+            raise _FieldError(f, f"a {self.kind} does not take this field; it takes "
+                              f"{', '.join(sorted((fattree if self.kind == 'fattree' else dumbbell) | {'queue'}))}")
+        if self.oversubscription is not None and (self.edge_agg_rate is not None or self.agg_core_rate is not None):
+            raise _FieldError("oversubscription", "give either per-tier rates (edge_agg_rate, agg_core_rate) or an "
+                              "oversubscription ratio, not both")
+        return self
+
+
 def _one_or_many(v: Any) -> Any:
     """`[connection]` (one table) and `[[connection]]` (an array of tables) both work."""
     return [v] if isinstance(v, dict) else v
@@ -483,14 +612,17 @@ class Scenario(_Model):
     Sweepable fields: `seed`, `duration`; per path (and per direction) `rate`, `rtt`, `delay`,
     `jitter`, `jitter_period`, `queue`, `loss` (a probability), `trace_period`; per connection
     `scheduler`, `cc`, `rcv_buf`, `snd_buf`; per workload `size`, `repeat`, `interval`,
-    `mean_gap`, `gap`, `rate`; per cross-traffic source `rate`.
+    `mean_gap`, `gap`, `rate`; per cross-traffic source `rate`. With a `[topology]` instead of
+    paths: its `k`, rates, delays, `queue`, `oversubscription`, `pairs`, `interfaces`; per
+    connection also `protocol` and `subflows`; per workload `fraction`.
     """
 
     name: str = "scenario"
     description: str = ""
     seed: Seed = 1
     duration: PositiveTime
-    paths: list[PathSpec] = Field(min_length=1)
+    paths: list[PathSpec] = Field(default_factory=list)
+    topology: TopologySpec | None = None
     connection: Annotated[list[ConnectionSpec], BeforeValidator(_one_or_many)] = Field(
         default_factory=lambda: [ConnectionSpec()]
     )
@@ -506,6 +638,43 @@ class Scenario(_Model):
             from mpsched.sweep import check_design
 
             check_design(self)  # raises _FieldError naming design.ranges.<label>
+        return self
+
+    @model_validator(mode="after")
+    def _paths_or_topology(self) -> Scenario:
+        if self.topology is None:
+            if not self.paths:
+                raise _FieldError("paths", "this field is required: give [[paths]] between two hosts, or a "
+                                  "[topology] of many hosts")
+            for i, c in enumerate(self.connection):
+                for f in ("subflows", "path_choice"):
+                    if getattr(c, f) is not None:
+                        raise _FieldError(f"connection[{i}].{f}", "subflow count and path choice belong to a "
+                                          "[topology]; between two hosts a connection opens one subflow per path")
+            for i, w in enumerate(self.workload):
+                if w.kind in DATACENTER_KINDS or w.pairs is not None:
+                    field = "kind" if w.kind in DATACENTER_KINDS else "pairs"
+                    raise _FieldError(f"workload[{i}].{field}", f"{w.kind} traffic moves data between the hosts of "
+                                      "a [topology]; this scenario has two hosts ([[paths]])")
+            return self
+        if self.paths:
+            raise _FieldError("topology", "give either [[paths]] (two hosts) or a [topology] (many hosts), not both")
+        for f in ("cross_traffic", "path_events"):
+            if getattr(self, f):
+                raise _FieldError(f, "not available on a [topology] yet (it names a path of a two-host scenario)")
+        for i, c in enumerate(self.connection):
+            for f in ("paths", "backup"):
+                if getattr(c, f):
+                    raise _FieldError(f"connection[{i}].{f}", "on a [topology] the paths of a flow come from "
+                                      "its hosts; choose them with subflows and path_choice (\"ecmp\" or \"core\")")
+        fattree = self.topology.kind == "fattree"
+        for i, w in enumerate(self.workload):
+            if fattree and w.kind not in DATACENTER_KINDS:
+                raise _FieldError(f"workload[{i}].kind", f"a fattree carries {', '.join(DATACENTER_KINDS)} "
+                                  f"workloads, got {w.kind!r}")
+            if not fattree and w.kind != "bulk":
+                raise _FieldError(f"workload[{i}].kind", f"a dumbbell carries bulk workloads (pairs sending "
+                                  f"without end), got {w.kind!r}")
         return self
 
     @model_validator(mode="after")
@@ -560,7 +729,10 @@ class Scenario(_Model):
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as plain data, without unset optional fields (TOML has no null)."""
-        return self.model_dump(mode="python", exclude_none=True)
+        data = self.model_dump(mode="python", exclude_none=True)
+        if self.topology is not None and not self.paths:
+            data.pop("paths", None)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, base_dir: str | Path = ".", source: str | None = None) -> Scenario:

@@ -83,6 +83,8 @@ def _label(path: tuple, scenario: Scenario, short: bool) -> str:
     """`seed`, `scheduler`, `size` (short form), or `lte.rate`, `main.scheduler` (named form)."""
     if len(path) == 1:
         return str(path[0])
+    if isinstance(getattr(scenario, str(path[0])), BaseModel):  # a single table: [topology] k -> `k`
+        return ".".join(str(x) for x in (path[1:] if short else path))
     group, index, *rest = path
     owner = getattr(scenario, str(group))[index]
     tail = [str(r) for r in rest]
