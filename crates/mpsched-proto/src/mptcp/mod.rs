@@ -91,6 +91,12 @@ pub struct ConnConfig {
     pub cc: String,
     /// When the client opens subflows 1.. (default: at the SYN-ACK, out-of-tree Linux).
     pub join_timing: JoinTiming,
+    /// Linux receive-buffer autotuning (dynamic right-sizing, `tcp_moderate_rcvbuf` = 1, as
+    /// the testbed runs it): the advertised window starts at half of `tcp_rmem[1]` (64 KiB)
+    /// and grows once per receiver RTT to twice the bytes the application read in the last
+    /// one, never beyond `rcv_buf_bytes` (see `receiver.rs`). Off: the window is the whole
+    /// `rcv_buf_bytes` from the start (an application that set `SO_RCVBUF`).
+    pub rcv_buf_autotuning: bool,
 }
 
 impl ConnConfig {
@@ -110,6 +116,7 @@ impl ConnConfig {
             snd_buf_bytes: 4 * 1024 * 1024,
             cc: "cubic".to_string(),
             join_timing: JoinTiming::default(),
+            rcv_buf_autotuning: false,
         }
     }
 

@@ -6,6 +6,15 @@
 //! window is the free buffer (receive buffer minus out-of-order bytes at connection and
 //! subflow level), relative to DATA_ACK, and its right edge never moves left (Linux
 //! `tcp_select_window`).
+//!
+//! With [`ConnConfig::rcv_buf_autotuning`] the buffer behind that window grows as Linux's
+//! dynamic right-sizing does (`mptcp_rcv_space_adjust`, `mptcp_rcvbuf_grow` in 6.18): once
+//! per RTT, if the application read more than in the previous measurement, the window becomes
+//! twice that amount plus the out-of-order span; out-of-order arrivals grow it the same way.
+//! The RTT is the highest receiver-side estimate among the subflows (6.18: "use highest rtt
+//! estimate of the subflows in use"; 7.0 changed it to the lowest). Simplification: the
+//! buffer-to-window ratio is 1/2 (`tcp_adv_win_scale` = 1) instead of the measured
+//! payload/truesize `scaling_ratio`.
 
 use super::ConnConfig;
 use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
@@ -24,7 +33,18 @@ pub struct DataReceiver {
     data_fin_seen: bool,
     joins_started: bool,
     scratch: Vec<Released>,
+    /// Receive window the buffer allows now, bytes (before out-of-order data is taken off).
+    rcv_wnd_bytes: u64,
+    /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
+    space_bytes: u64,
+    /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
+    copied_bytes: u64,
+    /// Autotuning: start of this measurement (`rcvq_space.time`).
+    measure_start_ns: Option<u64>,
 }
+
+/// Linux `tcp_rmem[1]`: the initial receive buffer, bytes.
+pub const RMEM_INITIAL_BYTES: u64 = 131_072;
 
 impl DataReceiver {
     /// A data receiver.
@@ -38,8 +58,18 @@ impl DataReceiver {
         let subflows = (0..n)
             .map(|i| Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i)))
             .collect();
+        let rcv_wnd_bytes = if cfg.rcv_buf_autotuning {
+            (RMEM_INITIAL_BYTES / 2).min(cfg.rcv_buf_bytes)
+        } else {
+            cfg.rcv_buf_bytes
+        };
         Self {
-            right_edge: cfg.rcv_buf_bytes,
+            right_edge: rcv_wnd_bytes,
+            rcv_wnd_bytes,
+            // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
+            space_bytes: rcv_wnd_bytes.min(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500 * 10),
+            copied_bytes: 0,
+            measure_start_ns: None,
             subflows,
             path_up: vec![true; n],
             rcv_nxt: 0,
@@ -101,6 +131,7 @@ impl DataReceiver {
         }
         if r.dsn <= self.rcv_nxt {
             self.duplicate_bytes += self.rcv_nxt - r.dsn;
+            let before = self.rcv_nxt;
             self.rcv_nxt = end;
             while let Some((_, e)) = self.ofo.pop_first_if_starts_by(self.rcv_nxt) {
                 if e > self.rcv_nxt {
@@ -108,16 +139,61 @@ impl DataReceiver {
                 }
             }
             self.last_delivery_ns = Some(now_ns);
+            // The application reads at once.
+            self.rcv_space_adjust(self.rcv_nxt - before, now_ns);
         } else {
             let added = self.ofo.insert(r.dsn, end);
             self.duplicate_bytes += r.len - added;
+            // Linux `mptcp_data_queue_ofo` -> `mptcp_rcvbuf_grow`.
+            self.rcvbuf_grow();
         }
+    }
+
+    /// Linux `mptcp_rcv_space_adjust` (6.18): once per RTT (the highest receiver-side RTT
+    /// estimate of the subflows), if the application read more than in the last measurement,
+    /// grow the buffer for twice that.
+    fn rcv_space_adjust(&mut self, copied: u64, now_ns: u64) {
+        if !self.cfg.rcv_buf_autotuning || copied == 0 {
+            return;
+        }
+        self.copied_bytes += copied;
+        let start = *self.measure_start_ns.get_or_insert(now_ns);
+        let rtt_ns = self
+            .subflows
+            .iter()
+            .map(|s| s.rcv_rtt_ns())
+            .max()
+            .unwrap_or(0);
+        if rtt_ns == 0 || now_ns - start < rtt_ns {
+            return;
+        }
+        if self.copied_bytes > self.space_bytes {
+            self.space_bytes = self.copied_bytes;
+            self.rcvbuf_grow();
+        }
+        self.copied_bytes = 0;
+        self.measure_start_ns = Some(now_ns);
+    }
+
+    /// Linux `mptcp_rcvbuf_grow`: window for twice the last measurement plus the
+    /// out-of-order span above DATA_ACK, capped by the configured buffer (`tcp_rmem[2]`);
+    /// it never shrinks.
+    fn rcvbuf_grow(&mut self) {
+        if !self.cfg.rcv_buf_autotuning {
+            return;
+        }
+        let ofo_span = self
+            .ofo
+            .last_end()
+            .map_or(0, |e| e.saturating_sub(self.rcv_nxt));
+        let want = (2 * self.space_bytes + ofo_span).min(self.cfg.rcv_buf_bytes);
+        self.rcv_wnd_bytes = self.rcv_wnd_bytes.max(want);
     }
 
     /// Current (DATA_ACK, window) as advertised on every subflow.
     fn advertise(&mut self) -> (u64, u64) {
         let used = self.buffer_in_use_bytes();
-        let free = self.cfg.rcv_buf_bytes.saturating_sub(used);
+        let free = self.rcv_wnd_bytes.saturating_sub(used);
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
         (self.rcv_nxt, self.right_edge - self.rcv_nxt)
     }
@@ -181,6 +257,10 @@ impl DataReceiver {
     /// (in-order data is read by the application at once).
     pub fn buffer_in_use_bytes(&self) -> u64 {
         self.ofo.total_bytes() + self.subflows.iter().map(|s| s.ofo_bytes()).sum::<u64>()
+    }
+    /// Receive window the buffer allows now (grows with autotuning), bytes.
+    pub fn rcv_wnd_bytes(&self) -> u64 {
+        self.rcv_wnd_bytes
     }
     /// Bytes received more than once (dropped by DSN).
     pub fn duplicate_bytes(&self) -> u64 {

@@ -31,7 +31,10 @@ pub use rangeset::RangeSet;
 pub use receiver::{Receiver, ReceiverStats, Released};
 pub use rtt::{RttEstimator, INITIAL_RTO_NS, MAX_RTO_NS, MIN_RTO_NS};
 pub use scoreboard::DUP_THRESH;
-pub use segment::{flags, Segment, DSS_MAP_ACK_BYTES, HEADER_BYTES, MAX_SACK_BLOCKS};
+pub use segment::{
+    flags, Segment, DSS_ACK_BYTES, DSS_MAP_ACK_BYTES, HEADER_BYTES, MAX_OPTION_BYTES,
+    MAX_SACK_BLOCKS,
+};
 
 /// Payload of a full MPTCP data segment on a 1500-byte MTU path: the TCP MSS with timestamps
 /// (1448) minus the DSS option Linux reserves (see [`TcpConfig::mptcp`]).

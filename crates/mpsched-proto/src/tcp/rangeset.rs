@@ -34,6 +34,12 @@ impl RangeSet {
         self.ranges.iter().next().map(|(&s, &e)| (s, e))
     }
 
+    /// End of the highest range.
+    #[inline]
+    pub fn last_end(&self) -> Option<u64> {
+        self.ranges.iter().next_back().map(|(_, &e)| e)
+    }
+
     /// The range containing `x`, if any.
     pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
         self.ranges

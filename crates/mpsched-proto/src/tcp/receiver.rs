@@ -68,6 +68,8 @@ pub struct Receiver {
     released: Vec<Released>,
     conn_window: Option<(u64, u64)>,
     path_up: bool,
+    /// Receiver-side RTT estimate, ns (Linux `rcv_rtt_est`, from timestamps); 0 = none.
+    rcv_rtt_ns: u64,
     stats: ReceiverStats,
 }
 
@@ -100,6 +102,7 @@ impl Receiver {
             released: Vec::new(),
             conn_window: None,
             path_up: true,
+            rcv_rtt_ns: 0,
             stats: ReceiverStats::default(),
         }
     }
@@ -144,6 +147,16 @@ impl Receiver {
         }
         let len = seg.len as u64;
         self.stats.bytes_received += len;
+        // Linux `tcp_rcv_rtt_measure_ts`: a full-sized segment echoing one of our timestamps
+        // gives a receiver RTT sample, smoothed by 1/8 (`tcp_rcv_rtt_update`, win_dep = 0).
+        if len >= self.cfg.mss_bytes && seg.ts_ecr > 0 && now_ns > seg.ts_ecr {
+            let m = now_ns - seg.ts_ecr;
+            self.rcv_rtt_ns = if self.rcv_rtt_ns == 0 {
+                m
+            } else {
+                self.rcv_rtt_ns - self.rcv_rtt_ns / 8 + m / 8
+            };
+        }
         // RFC 7323 §4.3 TS.Recent update.
         if seg.seq <= self.last_ack_sent {
             self.ts_recent = self.ts_recent.max(seg.ts_val);
@@ -330,6 +343,10 @@ impl Receiver {
     /// Out-of-order bytes held at this subflow.
     pub fn ofo_bytes(&self) -> u64 {
         self.ofo_ranges.total_bytes()
+    }
+    /// Receiver-side RTT estimate from timestamps, ns (0 before the first sample).
+    pub fn rcv_rtt_ns(&self) -> u64 {
+        self.rcv_rtt_ns
     }
     /// Next expected subflow sequence number.
     pub fn rcv_nxt(&self) -> u64 {

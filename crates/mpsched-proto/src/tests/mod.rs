@@ -1,6 +1,7 @@
 //! In-crate scenario tests: endpoints wired by the in-memory links of [`util`].
 
 mod contract;
+mod fidelity;
 mod mptcp;
 mod perf;
 mod tcp;

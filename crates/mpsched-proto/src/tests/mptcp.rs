@@ -38,27 +38,30 @@ impl Endpoint for DataReceiver {
 }
 
 /// (rate bit/s, one-way delay ns) per path.
-type PathSpec = (u64, u64);
+pub(super) type PathSpec = (u64, u64);
 
-struct Setup {
+pub(super) struct Setup {
     /// Upload (the client sends) instead of download.
-    upload: bool,
+    pub(super) upload: bool,
     /// Linux RACK-TLP loss detection on the data sender.
-    rack_tlp: bool,
-    mode: Mode,
-    backup: Vec<bool>,
-    paths: Vec<PathSpec>,
-    sched: &'static str,
-    cc: &'static str,
-    rcv_buf_bytes: u64,
-    total_bytes: u64,
+    pub(super) rack_tlp: bool,
+    /// Linux receive-buffer autotuning on the data receiver.
+    pub(super) autotune: bool,
+    pub(super) mode: Mode,
+    pub(super) backup: Vec<bool>,
+    pub(super) paths: Vec<PathSpec>,
+    pub(super) sched: &'static str,
+    pub(super) cc: &'static str,
+    pub(super) rcv_buf_bytes: u64,
+    pub(super) total_bytes: u64,
 }
 
 /// Download: `a` = client data receiver, `b` = server data sender with all data written.
-fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
+pub(super) fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
     let n = s.paths.len();
     let mut rc = ConnConfig::new(s.mode, !s.upload, n);
     rc.rcv_buf_bytes = s.rcv_buf_bytes;
+    rc.rcv_buf_autotuning = s.autotune;
     rc.backup = s.backup.clone();
     let mut sc = ConnConfig::new(s.mode, s.upload, n);
     sc.cc = s.cc.to_string();
@@ -76,7 +79,7 @@ fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
     Pair::new(rx, tx, ab, ba)
 }
 
-fn complete(p: &mut Pair<DataReceiver, DataSender>, total: u64) {
+pub(super) fn complete(p: &mut Pair<DataReceiver, DataSender>, total: u64) {
     let ok = p.drive(3_600_000 * MS, |a, b| {
         a.delivered_bytes() == total && b.is_done()
     });
@@ -96,6 +99,7 @@ fn tcp_mode_connection_matches_slow_start_timing() {
         backup: vec![],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -148,6 +152,7 @@ fn upload_starts_data_with_the_third_ack() {
         backup: vec![],
         upload: true,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -172,6 +177,7 @@ fn tcp_throughput_is_limited_by_the_receive_window() {
         backup: vec![],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -193,6 +199,7 @@ fn lost_fourth_ack_is_recovered_by_repeating_the_third() {
         backup: vec![],
         upload: true,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -230,6 +237,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
         backup: vec![],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(100 * MBPS, 10 * MS), (100 * MBPS, 100 * MS)],
         sched: "minrtt",
@@ -259,6 +267,7 @@ fn two_subflows_share_a_transfer() {
         backup: vec![],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 15 * MS)],
         sched: "minrtt",
@@ -296,6 +305,7 @@ fn a_scheduler_that_ignores_reinjection_still_completes_after_an_outage() {
         backup: vec![],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
         sched: "roundrobin",
@@ -317,6 +327,7 @@ fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
         backup: vec![],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
         sched: "minrtt",
@@ -361,6 +372,7 @@ fn small_receive_buffer_blocks_and_still_completes() {
         backup: vec![],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(50 * MBPS, 5 * MS), (5 * MBPS, 60 * MS)],
         // Round-robin ignores RTTs, so data on the slow path holds back the fast path's.
@@ -400,6 +412,7 @@ fn backup_subflow_carries_data_only_while_the_active_path_is_down() {
         backup: vec![false, true],
         upload: false,
         rack_tlp: false,
+        autotune: false,
         mode: Mode::Mptcp,
         // Backup RTT 30 ms < 40 ms, but its join completes (85 ms) after subflow 0 (60 ms),
         // so there is never a moment with only the backup established.
@@ -516,6 +529,7 @@ proptest! {
             backup: vec![],
             upload,
             rack_tlp,
+            autotune: false,
             mode: if mptcp { Mode::Mptcp } else { Mode::Tcp },
             paths,
             sched,
@@ -542,72 +556,5 @@ proptest! {
         prop_assert!(done, "incomplete: {} of {total}", p.a.delivered_bytes());
         prop_assert_eq!(p.a.delivered_bytes(), total);
         prop_assert_eq!(p.a.ofo_bytes(), 0);
-    }
-}
-
-/// Distinct short data segments (payload below the subflow's MSS) a transfer sends through
-/// drop-tail queues of `queue_bytes` (losses put the window into congestion avoidance, where
-/// a byte-counted cwnd is no multiple of the MSS).
-fn short_segments(s: &Setup, queue_bytes: u64) -> (usize, u64) {
-    use std::cell::RefCell;
-    use std::collections::BTreeSet;
-    use std::rc::Rc;
-    let mut p = download(s);
-    let mss = p.b.subflows()[0].cc_state().mss_bytes;
-    let short: Rc<RefCell<BTreeSet<(usize, u64)>>> = Rc::default();
-    for (i, l) in p.ba.iter_mut().enumerate() {
-        l.queue_limit_bytes = Some(queue_bytes);
-        let short = short.clone();
-        l.drop = Some(Box::new(move |seg: &Segment| {
-            if seg.len > 0 && (seg.len as u64) < mss {
-                short.borrow_mut().insert((i, seg.seq));
-            }
-            false
-        }));
-    }
-    complete(&mut p, s.total_bytes);
-    let lost: u64 = p.ba.iter().map(|l| l.dropped).sum();
-    let n = short.borrow().len();
-    (n, lost)
-}
-
-#[test]
-fn mptcp_sends_full_segments_while_data_is_queued() {
-    // Linux counts cwnd in packets and builds full-MSS segments while data waits; only the
-    // last segment of the data may be short. A byte-counted cwnd handed over as
-    // `free_cwnd_bytes` must not turn into short segments (in the simulator it once took 3461
-    // packets of mean 1228 bytes for 4 MB, against 2764 for plain TCP).
-    for (mode, paths, cc) in [
-        (Mode::Tcp, vec![(50 * MBPS, 10 * MS)], "reno"),
-        (Mode::Mptcp, vec![(50 * MBPS, 10 * MS)], "reno"),
-        (Mode::Mptcp, vec![(50 * MBPS, 10 * MS)], "cubic"),
-        (
-            Mode::Mptcp,
-            vec![(20 * MBPS, 10 * MS), (10 * MBPS, 30 * MS)],
-            "lia",
-        ),
-    ] {
-        let s = Setup {
-            backup: vec![],
-            upload: false,
-            rack_tlp: false,
-            mode,
-            paths,
-            sched: "minrtt",
-            cc,
-            rcv_buf_bytes: 6 << 20,
-            total_bytes: 4 << 20,
-        };
-        let (short, lost) = short_segments(&s, 60_000);
-        assert!(
-            lost > 0,
-            "{mode:?} {cc}: the queue must overflow for the test to mean anything"
-        );
-        // Each subflow's last segment may be short at the end of the data.
-        assert!(
-            short <= s.paths.len(),
-            "{mode:?} {cc} over {} path(s): {short} distinct short segments ({lost} drops)",
-            s.paths.len()
-        );
     }
 }

@@ -256,6 +256,9 @@ impl Sender {
     }
 
     fn on_ack(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>, out: &mut AckOutcome) {
+        // RFC 7323 §4.3: keep TS.Recent current, so the peer's receiver-side RTT estimate
+        // (Linux `tcp_rcv_rtt_measure_ts`) sees its latest timestamp echoed.
+        self.hs.ts_recent = self.hs.ts_recent.max(seg.ts_val);
         let ack = seg.ack.min(self.snd_nxt);
         let una_advanced = ack > self.snd_una;
         self.board.set_min_rtt(self.rtt.min_rtt_ns);
