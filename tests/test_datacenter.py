@@ -238,6 +238,13 @@ def test_two_host_scenarios_refuse_topology_fields():
     assert e.field == "workload[0].kind" and "topology" in e.message
 
 
-def test_the_kernel_engine_refuses_a_topology_naming_the_field():
+def test_the_kernel_engine_refuses_a_topology_naming_the_field(tmp_path):
     e = _err(TINY, engine="kernel")
     assert e.field == "topology" and "simulator only" in e.message
+    # the command says so before it looks at the machine (root, namespaces)
+    scen = tmp_path / "tiny.toml"
+    scen.write_text(TINY)
+    for args in (["run", str(scen), "-e", "kernel", "-o", str(tmp_path / "out")], ["validate", str(scen)]):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2 and "topology: a [topology] of many hosts runs on the simulator only" in r.output, r.output
+    assert not (tmp_path / "out").exists()

@@ -112,12 +112,14 @@ def run(
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
     from mpsched import engines
     from mpsched.progress import run_progress
-    from mpsched.runner import RunFailed, plan
+    from mpsched.runner import RunFailed, check_topology_engine, plan
     from mpsched.runner import run as run_study
     from mpsched.scenario import ScenarioError
 
     s = _load(scenario)
     try:
+        if engine in engines.ENGINES:
+            check_topology_engine(s, engine)
         engines.check_engine(engine)
         n = len(plan(s, engine))
     except ScenarioError as e:
@@ -146,11 +148,12 @@ def validate(
     """Run a scenario on the simulator and on the kernel testbed side by side: FCT per size, the
     simulator median's relative error, per-path byte shares, and a CDF figure (needs root)."""
     from mpsched import engines
-    from mpsched.runner import plan
+    from mpsched.runner import check_topology_engine, plan
     from mpsched.scenario import ScenarioError
 
     s = _load(scenario)
     try:
+        check_topology_engine(s, "kernel")
         engines.check_engine("kernel")
         tasks = plan(s, "kernel")
     except ScenarioError as e:

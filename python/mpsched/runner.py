@@ -25,7 +25,7 @@ from mpsched.results import Results, load
 from mpsched.scenario import Scenario, ScenarioError, load_scenario
 from mpsched.sweep import axes, expand
 
-__all__ = ["RunFailed", "Task", "code_version", "describe", "plan", "run"]
+__all__ = ["RunFailed", "Task", "check_topology_engine", "code_version", "describe", "plan", "run"]
 
 
 class RunFailed(RuntimeError):
@@ -55,9 +55,7 @@ class Task:
 
 def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
     """Expand and normalize every run of `scenario` (raises `ScenarioError` on the first bad one)."""
-    if scenario.topology is not None and engine != "sim":
-        raise ScenarioError("topology", f"a [topology] of many hosts runs on the simulator only; the {engine} "
-                            "engine emulates two hosts joined by one link per path direction ([[paths]])")
+    check_topology_engine(scenario, engine)
     types = _param_types(scenario)
     tasks = []
     runs = expand(scenario)
@@ -83,6 +81,14 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
             extra = {"flows": datacenter.flow_columns(r.scenario), "links": datacenter.link_columns(config)}
         tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), extra))
     return tasks
+
+
+def check_topology_engine(scenario: Scenario, engine: str) -> None:
+    """Refuse a `[topology]` on an engine other than the simulator (before the engine's own
+    checks of the machine, so the scenario's problem is the one reported)."""
+    if scenario.topology is not None and engine != "sim":
+        raise ScenarioError("topology", f"a [topology] of many hosts runs on the simulator only; the {engine} "
+                            "engine emulates two hosts joined by one link per path direction ([[paths]])")
 
 
 def _source_digest(classes: dict[str, type]) -> str:
@@ -131,6 +137,8 @@ def run(
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    if engine in engines.ENGINES:
+        check_topology_engine(scenario, engine)
     engines.check_engine(engine)
     tasks = plan(scenario, engine)
     if progress and on_progress is None:
