@@ -119,6 +119,24 @@ def test_a_topology_scenario_normalizes_to_per_flow_paths_and_mixes_tcp_and_mptc
     assert set(cols["class"]) == {"query", "background"} and len(cols["flow_id"]) == len(cfg["flows"])
 
 
+def test_ecmp_spreads_the_subflows_of_a_flow_over_the_cores():
+    data = loads_scenario(TINY).to_dict()
+    data["connection"][0].update(protocol="mptcp", path_choice="ecmp")
+    data["seed"] = 1
+    cfg = plan(Scenario.from_dict(data))[0].config
+    link_names = [lk["name"] for lk in cfg["links"]]
+
+    def cores(flow) -> set[str]:
+        return {name.split("->")[1] for p in flow["paths"] for name in (link_names[i] for i in cfg["paths"][p]["down"])
+                if name.split("->")[1].startswith("c")}
+
+    between_pods = [f for f in cfg["flows"] if len(cores(f)) > 0]
+    assert between_pods, "a permutation of 16 hosts has flows between pods"
+    # 8 subflows hashed over 4 cores: all in one core has probability 4 x (1/4)^8 per flow
+    assert all(len(cores(f)) >= 2 for f in between_pods)
+    assert set().union(*(cores(f) for f in between_pods)) == {"c0", "c1", "c2", "c3"}
+
+
 def test_check_run_show_plot_a_sweep_over_seed_and_protocol(tmp_path):
     scen = tmp_path / "tiny.toml"
     scen.write_text(TINY)
@@ -179,24 +197,28 @@ def test_fct_per_class_and_its_figure_on_query_traffic(tmp_path):
     assert {f.name for f in files} >= {"fct_cdf_class.png", "link_utilisation.png"}
 
 
-def _mptcp_to_tcp_by_cc() -> dict[str, float]:
+def test_coupled_congestion_control_takes_about_a_tcp_share_of_a_shared_bottleneck():
+    """RFC 6356 §1 goal 2 on the dumbbell: the MPTCP connection's two subflows against one Reno
+    flow. A deterministic drop-tail bottleneck with two flows locks into phase patterns that move
+    one run's split by tens of percent, so the ratio is the geometric mean over bottleneck delays
+    and queue sizes. LIA's aggregate grows by w_max / w_total segments per RTT and halves one
+    subflow on a loss: in the fluid model of equal loss rates that is 1 to 1.08 times a TCP flow
+    (balanced subflows: AIMD with increase 1/2 and decrease 1/4 of the total window), and LIA's
+    known excess in packet-level simulations (Khalili et al., CoNEXT 2012) allows a little more;
+    uncoupled subflows each compete like a flow of their own."""
     data = load_scenario(DC / "dumbbell_fairness.toml").to_dict()
     data["connection"][0]["cc"] = ["lia", "cubic"]
+    data["topology"].update(bottleneck_delay=["5ms", "10ms", "20ms", "40ms"], queue=[50, 100])
     res = mpsched.run(Scenario.from_dict(data))
-    g = window_goodput(res.conn_series.join(res.flows.select("run_id", "flow_id", "cc"), on=["run_id", "flow_id"]), 10, 35)
-    out = {}
-    for run_id in g["run_id"].unique(maintain_order=True):
-        part = g.filter(pl.col("run_id") == run_id).sort("flow_id")["goodput_bps"].to_list()
-        assert sum(part) > 0.9 * 20e6, "the two flows fill the bottleneck"
-        cc = res.flows.filter((pl.col("run_id") == run_id) & (pl.col("flow_id") == 0))["cc"][0]
-        out[cc] = part[0] / part[1]
-    return out
-
-
-def test_coupled_congestion_control_takes_no_more_than_tcp_on_a_shared_bottleneck():
-    ratio = _mptcp_to_tcp_by_cc()
-    assert ratio["lia"] < 1.1, "LIA's two subflows together take about a TCP flow's share, not more"
-    assert ratio["cubic"] > 1.3 * ratio["lia"], "uncoupled subflows each compete like a TCP flow"
+    g = window_goodput(res.conn_series, 10, 35).join(res.runs.select("run_id", "cc"), on="run_id")
+    per_run = g.group_by("run_id", "cc").agg(
+        pl.col("goodput_bps").sum().alias("total"),
+        (pl.col("goodput_bps").filter(pl.col("flow_id") == 0).first()
+         / pl.col("goodput_bps").filter(pl.col("flow_id") == 1).first()).alias("ratio"))
+    assert per_run.height == 16 and (per_run["total"] > 0.9 * 20e6).all(), "the two connections fill the bottleneck"
+    ratio = dict(per_run.group_by("cc").agg(pl.col("ratio").log().mean().exp()).iter_rows())
+    assert 0.8 < ratio["lia"] < 1.25, ratio
+    assert ratio["cubic"] > 2 * ratio["lia"], ratio
 
 
 @pytest.mark.parametrize("path", sorted(DC.glob("*.toml")), ids=lambda p: p.name)
@@ -228,6 +250,8 @@ def test_clear_errors_name_the_field():
     assert e.field == "topology" and "not both" in e.message
     e = _err(TINY.replace('host_rate = "100Mbit"', 'host_rate = "100Mbit"\npairs = 3'))
     assert e.field == "topology.pairs"
+    e = _err(TINY.replace('kind = "permutation"', 'kind = "query"\nmean_gap = "1s"\nsenders = [5]\nreceivers = [5, 6]'))
+    assert e.field == "workload[0].receivers" and "only sender" in e.message
 
 
 def test_two_host_scenarios_refuse_topology_fields():

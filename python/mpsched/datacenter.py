@@ -113,8 +113,9 @@ def _hosts(w, wi: int, s: Scenario) -> tuple[list[int], list[int]]:
             raise _error(f"workload[{wi}].{field}", f"host {bad[0]} does not exist; the topology has {n} hosts (0 to {n - 1})")
         if not hosts:
             raise _error(f"workload[{wi}].{field}", "give at least one host")
-    if set(senders) == set(receivers) == {senders[0]}:
-        raise _error(f"workload[{wi}].receivers", "a host cannot send to itself; give another receiver")
+    if len(set(senders)) == 1 and senders[0] in receivers:
+        raise _error(f"workload[{wi}].receivers", f"host {senders[0]} is the only sender and also a receiver, "
+                     "but a host does not send to itself; give another sender or leave it out of the receivers")
     return senders, receivers
 
 

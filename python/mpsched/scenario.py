@@ -489,6 +489,9 @@ class Scenario(_Model):
             if not fattree and w.kind != "bulk":
                 raise _FieldError(f"workload[{i}].kind", f"a dumbbell carries bulk workloads (pairs sending "
                                   f"without end), got {w.kind!r}")
+            if w.direction != "download":
+                raise _FieldError(f"workload[{i}].direction", "on a [topology] data goes from each flow's "
+                                  "sender to its receiver; choose the hosts instead")
         return self
 
     @model_validator(mode="after")
