@@ -144,6 +144,7 @@ def test_check_run_show_plot_a_sweep_over_seed_and_protocol(tmp_path):
     cli = CliRunner()
     r = cli.invoke(app, ["check", str(scen)])
     assert r.exit_code == 0 and "4 run(s)" in r.output and "protocol: mptcp, tcp" in r.output, r.output
+    assert "topology: fattree, 96 links" in r.output, "k = 4: 16 host, 16 edge-aggregation, 16 core links, each way"
     r = cli.invoke(app, ["run", str(scen), "-o", str(out), "-j", "2"])
     assert r.exit_code == 0, r.output
     runs = sorted(d for d in out.iterdir() if d.is_dir() and not d.name.startswith("."))
@@ -157,6 +158,8 @@ def test_check_run_show_plot_a_sweep_over_seed_and_protocol(tmp_path):
 
     res = mpsched.load(out)
     from mpsched.analysis import datacenter_summary
+
+    assert set(res.summary()["class"]) == {"permutation"}, "a topology study summarises per class"
 
     summary = {row["protocol"]: row for row in datacenter_summary(res).iter_rows(named=True)}
     mp, tcp = summary["mptcp"], summary["tcp"]

@@ -92,6 +92,9 @@ def check(scenario: Path = typer.Argument(..., help="Scenario TOML file.")) -> N
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     d = describe(s)
     _c.out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)")
+    if s.topology is not None:
+        n_links = sorted({len(t.config["links"]) for t in tasks})  # a swept k changes it
+        _c.out.print(f"  topology: {s.topology.kind}, {' / '.join(map(str, n_links))} links", highlight=False)
     for label, values in d["axes"].items():
         _c.out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False)
     if "design" in d:

@@ -44,10 +44,11 @@ class Results:
         return [p for p in self.params if p != "seed"]
 
     def summary(self) -> pl.DataFrame:
-        """FCT statistics per scheduler and swept setting (see `mpsched.analysis.fct_summary`)."""
-        from mpsched.analysis import fct_summary
+        """FCT statistics per scheduler and swept setting (see `mpsched.analysis.fct_summary`);
+        for a study on a [topology], per flow class and protocol (`class_fct_summary`)."""
+        from mpsched.analysis import class_fct_summary, fct_summary, is_datacenter
 
-        return fct_summary(self)
+        return class_fct_summary(self) if is_datacenter(self) else fct_summary(self)
 
     def plot(self, out: str | Path) -> list[Path]:
         """Write the standard figures (PNG and SVG) into `out`; returns the files."""
