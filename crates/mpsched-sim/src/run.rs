@@ -92,6 +92,8 @@ struct Flow {
     app: App,
     /// Time of the pending application wake-up event, if any.
     app_wakeup_ns: Option<u64>,
+    /// The flow completed at this time; its records wait for the sender to see the last ACK.
+    completed_ns: Option<u64>,
 }
 
 impl Flow {
@@ -278,6 +280,7 @@ impl<'a> Simulation<'a> {
             server: Side { ep: server, timer_at_ns: None },
             app: App::new(&fc.app, fc.start_ns),
             app_wakeup_ns: None,
+            completed_ns: None,
         });
         self.pending_flows -= 1;
         self.active_flows += 1;
@@ -365,7 +368,14 @@ impl<'a> Simulation<'a> {
         }
         let (sender, receiver) = f.roles(fc.direction);
         if let Some(end_ns) = f.app.completion_ns(now, sender.ep.as_ref(), receiver.ep.as_ref()) {
-            self.finish_flow(fi, Some(end_ns));
+            // Records are taken once the sender has also seen the (DATA_)ACK of everything
+            // delivered, so its counters (subflow `bytes_acked`) are final; the completion
+            // time stays the receiver's.
+            if sender.ep.acked_bytes() >= receiver.ep.delivered_bytes() {
+                self.finish_flow(fi, Some(end_ns));
+            } else {
+                f.completed_ns = Some(end_ns);
+            }
         }
     }
 
@@ -520,7 +530,7 @@ impl<'a> Simulation<'a> {
         // Flows still running at the end are recorded as incomplete.
         for fi in 0..self.flows.len() {
             if let Some(f) = self.flows[fi].take() {
-                let row = self.flow_rows(fi, &f, None);
+                let row = self.flow_rows(fi, &f, f.completed_ns);
                 self.finished_rows.push(row);
             }
         }
