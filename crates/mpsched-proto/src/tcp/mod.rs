@@ -53,8 +53,8 @@ pub struct TcpConfig {
     pub mss_bytes: u64,
     /// Initial window, segments (RFC 6928 / Linux `TCP_INIT_CWND` = 10).
     pub init_cwnd_segments: u64,
-    /// SACK blocks per ACK: 3 beside timestamps (RFC 2018 §3); 2 when MPTCP's DSS option
-    /// also needs room in the 40 option bytes.
+    /// SACK blocks per ACK: 3 beside timestamps (RFC 2018 §3); 1 when MPTCP's DSS option
+    /// with a 64-bit DATA_ACK also needs room in the 40 option bytes.
     pub max_sack_blocks: usize,
     /// Receive buffer of a standalone receiver, bytes (an MPTCP connection overrides the
     /// window with its own).
