@@ -28,9 +28,9 @@ pub const DSS_ACK_BYTES: u64 = 4 + 8;
 /// DSS option with a mapping and a DATA_ACK: base 4 + `TCPOLEN_MPTCP_DSS_MAP64` 14 (64-bit DSN,
 /// 32-bit subflow sequence number, 16-bit length, no checksum) + 64-bit DATA_ACK 8 = 26,
 /// aligned to 28 (`mptcp_established_options_dss`: `ALIGN(dss_size, 4)`).
-pub const DSS_MAP_ACK_BYTES: u64 = (4 + 14 + 8 + 3) / 4 * 4;
+pub const DSS_MAP_ACK_BYTES: u64 = (4u64 + 14 + 8).div_ceil(4) * 4;
 /// DSS option with a mapping only: 4 + 14 = 18, aligned to 20.
-pub const DSS_MAP_BYTES: u64 = (4 + 14 + 3) / 4 * 4;
+pub const DSS_MAP_BYTES: u64 = (4u64 + 14).div_ceil(4) * 4;
 
 /// Flag bits of a [`Segment`].
 pub mod flags {
