@@ -50,6 +50,8 @@ fn base(flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
             snd_buf_bytes: 4 << 20,
             mss_bytes: 1448,
             init_cwnd_segments: 10,
+            rcv_buf_autotuning: false,
+            join_timing: JoinTimingConfig::Oot,
         }],
         flows,
         cross_traffic: vec![],

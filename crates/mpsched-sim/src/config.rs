@@ -86,6 +86,35 @@ pub struct TransportConfig {
     /// Initial congestion window, segments.
     #[serde(default = "default_init_cwnd")]
     pub init_cwnd_segments: u64,
+    /// Linux receive-buffer autotuning on the data receiver (dynamic right-sizing,
+    /// `net.ipv4.tcp_moderate_rcvbuf` = 1, what Linux does unless the application sets
+    /// `SO_RCVBUF`): the advertised window starts at half of `tcp_rmem[1]` (64 KiB) and grows
+    /// once per receiver RTT to twice the bytes the application read in the last one, up to
+    /// `rcv_buf_bytes` (MPTCP: `mptcp_rcv_space_adjust` as of Linux 6.18). Off (the default,
+    /// so that results do not depend on a warm-up the scheduler under study does not
+    /// control): the window is the whole `rcv_buf_bytes` from the first segment.
+    #[serde(default)]
+    pub rcv_buf_autotuning: bool,
+    /// When the client opens the additional subflows (MP_JOIN). "oot" (the default, the
+    /// out-of-tree multipath-tcp.org kernel with the full-mesh path manager, which most of
+    /// the scheduler literature measured): at the MP_CAPABLE SYN-ACK. "fully_established"
+    /// (upstream Linux's in-kernel path manager): once the connection is fully established,
+    /// i.e. at the first segment from the server after the handshake, about one RTT of the
+    /// first path later.
+    #[serde(default)]
+    pub join_timing: JoinTimingConfig,
+}
+
+/// When the client opens subflows 1.. of an MPTCP connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinTimingConfig {
+    /// At the MP_CAPABLE SYN-ACK (out-of-tree Linux, full-mesh path manager).
+    #[default]
+    Oot,
+    /// Once the connection is fully established (upstream Linux,
+    /// `mptcp_pm_fully_established`).
+    FullyEstablished,
 }
 
 fn empty_object() -> serde_json::Value {

@@ -3,10 +3,10 @@
 //! The loop sees every endpoint (client or server side of a flow, TCP or MPTCP, sending or
 //! receiving) through one small trait, so it has a single code path for all of them.
 
-use crate::config::{Direction, Protocol, TransportConfig};
+use crate::config::{Direction, JoinTimingConfig, Protocol, TransportConfig};
 use mpsched_proto::cc;
 use mpsched_proto::sched::{self, Scheduler, SubflowView};
-use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender, Mode};
+use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender, JoinTiming, Mode};
 use mpsched_proto::tcp::TcpConfig;
 
 pub(crate) use mpsched_proto::tcp::Segment;
@@ -93,6 +93,11 @@ pub(crate) fn build_endpoints(
         rcv_buf_bytes: t.rcv_buf_bytes,
         snd_buf_bytes: t.snd_buf_bytes,
         cc: t.cc.clone(),
+        join_timing: match t.join_timing {
+            JoinTimingConfig::Oot => JoinTiming::AfterSynAck,
+            JoinTimingConfig::FullyEstablished => JoinTiming::FullyEstablished,
+        },
+        rcv_buf_autotuning: t.rcv_buf_autotuning,
         ..ConnConfig::new(mode, is_client, paths.len())
     };
     let scheduler = match mode {

@@ -34,6 +34,8 @@ pub fn transport(protocol: Protocol, scheduler: &str, cc: &str, paths: Vec<usize
         snd_buf_bytes: 4 << 20,
         mss_bytes: 1448,
         init_cwnd_segments: 10,
+        rcv_buf_autotuning: false,
+        join_timing: JoinTimingConfig::Oot,
     }
 }
 

@@ -1,0 +1,136 @@
+//! The transport options that make the simulator behave like the testbed's upstream kernel:
+//! receive-buffer autotuning and the join timing, each shown by the behaviour it documents.
+
+mod common;
+use common::*;
+use mpsched_sim::config::*;
+use mpsched_sim::records::Records;
+use mpsched_sim::run::run;
+
+/// Samples of (time, in-flight bytes, bytes acked) of `subflow`, in time order.
+fn series(rec: &Records, subflow: u64) -> Vec<(u64, u64, u64)> {
+    let t = u64s(rec, "subflow_series", "time_ns");
+    let sf = u64s(rec, "subflow_series", "subflow");
+    let fl = u64s(rec, "subflow_series", "in_flight_bytes");
+    let ack = u64s(rec, "subflow_series", "bytes_acked");
+    (0..t.len()).filter(|&i| sf[i] == subflow).map(|i| (t[i], fl[i], ack[i])).collect()
+}
+
+/// A 1 MB MPTCP download over one 100 Mbit/s, 40 ms RTT path whose sender starts with a
+/// 100-segment window (145 KB), so the first flight is limited by the receive window alone.
+fn one_path_download(autotuning: bool) -> Records {
+    let (links, paths) = paths_of(vec![(
+        link("d", 100_000_000, 20 * MS, 1000),
+        link("u", 100_000_000, 20 * MS, 1000),
+    )]);
+    let mut cfg = scenario(links, paths, 10 * S);
+    cfg.record.sample_interval_ns = MS;
+    cfg.transports.push(TransportConfig {
+        init_cwnd_segments: 100,
+        rcv_buf_autotuning: autotuning,
+        ..transport(Protocol::Mptcp, "minrtt", "cubic", vec![0])
+    });
+    cfg.flows.push(sized(0, 0, 0, 1_000_000));
+    run(&cfg).unwrap()
+}
+
+#[test]
+fn autotuning_starts_the_window_at_half_of_tcp_rmem1_and_grows_it() {
+    // Data leaves at 1 RTT (40 ms) and the first ACK is back at 2 RTT: the samples in
+    // between show the first flight whole.
+    let first_flight = |rec: &Records| {
+        series(rec, 0).iter().filter(|s| (45 * MS..75 * MS).contains(&s.0)).map(|s| s.1).max().unwrap()
+    };
+    let fixed = one_path_download(false);
+    let tuned = one_path_download(true);
+    // Without autotuning the 6 MiB buffer lets the whole initial window out: 100 segments of
+    // 1420 payload bytes.
+    assert_eq!(first_flight(&fixed), 100 * 1420);
+    // With it the window is tcp_rmem[1] / 2 = 64 KiB, so 46 segments (65320 bytes).
+    let tuned_first = first_flight(&tuned);
+    assert!((60_000..=65_536).contains(&tuned_first), "first flight {tuned_first}");
+    // ... and it grows: later flights are well beyond 64 KiB.
+    let tuned_max = series(&tuned, 0).iter().map(|s| s.1).max().unwrap();
+    assert!(tuned_max > 3 * 65_536, "largest flight {tuned_max}");
+    // Both deliver everything; the small start costs time.
+    assert_eq!(bools(&fixed, "flows", "completed"), vec![true]);
+    assert_eq!(bools(&tuned, "flows", "completed"), vec![true]);
+    let fct = |r: &Records| opt_u64s(r, "flows", "fct_ns")[0].unwrap();
+    assert!(fct(&tuned) > fct(&fixed), "fct tuned {} fixed {}", fct(&tuned), fct(&fixed));
+}
+
+#[test]
+fn autotuning_never_grows_beyond_the_configured_buffer() {
+    // A 1 MB buffer and a path whose BDP (5 MB) is far larger: the window grows up to the
+    // buffer and stops there.
+    let (links, paths) = paths_of(vec![(
+        link("d", 400_000_000, 50 * MS, 10_000),
+        link("u", 400_000_000, 50 * MS, 10_000),
+    )]);
+    let mut cfg = scenario(links, paths, 10 * S);
+    cfg.record.sample_interval_ns = MS;
+    cfg.transports.push(TransportConfig {
+        rcv_buf_bytes: 1 << 20,
+        rcv_buf_autotuning: true,
+        ..transport(Protocol::Mptcp, "minrtt", "cubic", vec![0])
+    });
+    cfg.flows.push(sized(0, 0, 0, 8_000_000));
+    let rec = run(&cfg).unwrap();
+    let max_flight = series(&rec, 0).iter().map(|s| s.1).max().unwrap();
+    assert!((800_000..=1 << 20).contains(&max_flight), "largest flight {max_flight}");
+}
+
+/// A 1 MB MPTCP download over path 0 (20 ms RTT) and path 1 (60 ms RTT); the time the second
+/// subflow first has data in flight.
+fn second_subflow_first_data_ns(timing: JoinTimingConfig) -> u64 {
+    let (links, paths) = paths_of(vec![
+        (link("a.d", 100_000_000, 10 * MS, 1000), link("a.u", 100_000_000, 10 * MS, 1000)),
+        (link("b.d", 100_000_000, 30 * MS, 1000), link("b.u", 100_000_000, 30 * MS, 1000)),
+    ]);
+    let mut cfg = scenario(links, paths, 10 * S);
+    cfg.record.sample_interval_ns = MS;
+    cfg.transports.push(TransportConfig {
+        join_timing: timing,
+        ..transport(Protocol::Mptcp, "roundrobin", "cubic", vec![0, 1])
+    });
+    cfg.flows.push(sized(0, 0, 0, 1_000_000));
+    let rec = run(&cfg).unwrap();
+    assert_eq!(bools(&rec, "flows", "completed"), vec![true]);
+    series(&rec, 1).iter().find(|s| s.1 > 0).expect("subflow 1 carried data").0
+}
+
+#[test]
+fn fully_established_joins_start_one_rtt_of_the_first_path_later() {
+    // Out-of-tree timing: the join SYN leaves with the SYN-ACK at 20 ms and its handshake
+    // takes one RTT of path 1, so the server can send on it from 20 + 60 + 30 = 110 ms (its
+    // third ACK). Upstream timing: the client is fully established by the server's first
+    // data at 2 x 20 ms, one RTT of path 0 (not of path 1) later.
+    let oot = second_subflow_first_data_ns(JoinTimingConfig::Oot);
+    let upstream = second_subflow_first_data_ns(JoinTimingConfig::FullyEstablished);
+    let delta = upstream - oot;
+    assert!((18 * MS..=22 * MS).contains(&delta), "oot {oot} upstream {upstream}");
+}
+
+#[test]
+fn options_default_to_todays_behaviour_and_parse_from_json() {
+    let t: TransportConfig = serde_json::from_value(serde_json::json!({
+        "protocol": "mptcp", "scheduler": "minrtt", "cc": "cubic", "paths": [0],
+        "rcv_buf_bytes": 1 << 20, "snd_buf_bytes": 1 << 20,
+    }))
+    .unwrap();
+    assert!(!t.rcv_buf_autotuning);
+    assert_eq!(t.join_timing, JoinTimingConfig::Oot);
+    let t: TransportConfig = serde_json::from_value(serde_json::json!({
+        "protocol": "mptcp", "scheduler": "minrtt", "cc": "cubic", "paths": [0],
+        "rcv_buf_bytes": 1 << 20, "snd_buf_bytes": 1 << 20,
+        "rcv_buf_autotuning": true, "join_timing": "fully_established",
+    }))
+    .unwrap();
+    assert!(t.rcv_buf_autotuning);
+    assert_eq!(t.join_timing, JoinTimingConfig::FullyEstablished);
+    let bad = serde_json::from_value::<TransportConfig>(serde_json::json!({
+        "protocol": "mptcp", "scheduler": "minrtt", "cc": "cubic", "paths": [0],
+        "rcv_buf_bytes": 1 << 20, "snd_buf_bytes": 1 << 20, "join_timing": "later",
+    }));
+    assert!(bad.is_err());
+}
