@@ -223,7 +223,8 @@ def to_run(s: Scenario) -> tuple[dict[str, Any], list]:
         {"protocol": c.protocol, "scheduler": c.scheduler, "scheduler_params": dict(c.scheduler_params), "cc": c.cc,
          "paths": [0],  # every flow overrides it with its own paths
          "backup_paths": [], "rcv_buf_bytes": parse_size_bytes(c.rcv_buf), "snd_buf_bytes": parse_size_bytes(c.snd_buf),
-         "mss_bytes": parse_size_bytes(c.mss), "init_cwnd_segments": int(c.init_cwnd)}
+         "mss_bytes": parse_size_bytes(c.mss), "init_cwnd_segments": int(c.init_cwnd),
+         "rcv_buf_autotuning": bool(c.rcv_buf_autotuning), "join_timing": c.join_timing}
         for c in conns
     ]
     config = {

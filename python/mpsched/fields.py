@@ -132,6 +132,23 @@ def _protocol(v: Any) -> str:
     return v
 
 
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v
+
+
+#: When the client opens its additional subflows: at the MP_CAPABLE SYN-ACK (the out-of-tree
+#: kernel) or once the connection is fully established (upstream Linux).
+JOIN_TIMINGS = ("oot", "fully_established")
+
+
+def _join_timing(v: Any) -> str:
+    if v not in JOIN_TIMINGS:
+        raise ValueError(f"join_timing is 'oot' or 'fully_established', got {v!r}")
+    return v
+
+
 def _fattree_k(v: Any) -> int:
     """A FatTree's k: even (k/2 hosts per edge switch, k/2 edge and k/2 aggregation switches per
     pod), from 2 to 64 like the core's generator (crates/mpsched-sim/src/topology.rs)."""
@@ -203,6 +220,8 @@ FixedRate = Annotated[Any, BeforeValidator(_checked(parse_rate_bps))]
 FixedSize = Annotated[Any, BeforeValidator(_checked(parse_size_bytes, positive=True))]
 Name = Annotated[str, BeforeValidator(_name)]
 Protocol = Annotated[Any, BeforeValidator(_sweepable(_protocol)), SWEEP_OTHER]
+Flag = Annotated[Any, BeforeValidator(_sweepable(_flag)), SWEEP_OTHER]
+JoinTiming = Annotated[Any, BeforeValidator(_sweepable(_join_timing)), SWEEP_OTHER]
 FatTreeK = Annotated[Any, BeforeValidator(_sweepable(_fattree_k)), SWEEP_OTHER]
 Ratio = Annotated[Any, BeforeValidator(_sweepable(_ratio)), SWEEP_OTHER]
 Fraction = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_fraction, positive=True))), SWEEP_FRACTION]

@@ -78,6 +78,8 @@ def to_run(scenario: Scenario) -> tuple[dict[str, Any], list[dict[str, int]]]:
                 "snd_buf_bytes": parse_size_bytes(c.snd_buf),
                 "mss_bytes": parse_size_bytes(c.mss),
                 "init_cwnd_segments": int(c.init_cwnd),
+                "rcv_buf_autotuning": bool(c.rcv_buf_autotuning),
+                "join_timing": c.join_timing,
             }
         )
     conn_index = {c.name: i for i, c in enumerate(scenario.connection)}

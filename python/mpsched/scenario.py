@@ -22,7 +22,8 @@ from pydantic import field_validator, model_validator
 
 from mpsched import registry
 from mpsched.fields import (  # noqa: F401  (ScenarioError, _FieldError, _Sweepable, MAX_COUNT re-exported)
-    MAX_COUNT, SWEEP_COUNT, CcName, Count, FatTreeK, FixedRate, FixedSize, FixedTime, Fraction, Loss, Name,
+    MAX_COUNT, SWEEP_COUNT, CcName, Count, FatTreeK, FixedRate, FixedSize, FixedTime, Flag, Fraction, JoinTiming,
+    Loss, Name,
     PositiveTime, Protocol, Queue, Rate, Ratio, ScenarioError, SchedulerName, Seed, Size, Time, _count,
     _FieldError, _seed, _subflows, _Sweepable, _sweepable,
 )
@@ -147,6 +148,11 @@ class ConnectionSpec(_Model):
     Defaults follow Linux: receive buffer 6 MiB and send buffer 4 MiB (the maxima of
     net.ipv4.tcp_rmem = "4096 131072 6291456" and tcp_wmem = "4096 16384 4194304"), MSS 1448 B
     (1500 B MTU minus IP, TCP and timestamp option), initial window 10 segments (RFC 6928).
+    `rcv_buf_autotuning` (Linux dynamic right-sizing: the window starts at tcp_rmem[1] / 2 and
+    grows with what the application reads, up to `rcv_buf`) and `join_timing` ("oot": joins at
+    the SYN-ACK as the out-of-tree kernel; "fully_established": once the connection is fully
+    established, as upstream Linux) are off / "oot" by default; the kernel engine always does
+    the Linux thing.
     """
 
     name: Name = "main"
@@ -160,6 +166,8 @@ class ConnectionSpec(_Model):
     snd_buf: Size = "4MiB"
     mss: FixedSize = 1448
     init_cwnd: Annotated[Any, BeforeValidator(_count)] = 10
+    rcv_buf_autotuning: Flag = False
+    join_timing: JoinTiming = "oot"
     subflows: Annotated[Any, BeforeValidator(_sweepable(_subflows)), SWEEP_COUNT] | None = None
     path_choice: Literal["ecmp", "core"] | None = None
 

@@ -287,6 +287,10 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                      f"(name it 'linux'); {t['scheduler']!r} exists only in the simulator")
         if not t["paths"] or any(not 0 <= p < len(paths) for p in t["paths"]):
             raise TestbedConfigError(f"{where}.paths", "must list existing path indices")
+        if not isinstance(t.get("rcv_buf_autotuning", True), bool):
+            raise TestbedConfigError(f"{where}.rcv_buf_autotuning", "must be true or false")
+        if t.get("join_timing", "fully_established") not in ("oot", "fully_established"):
+            raise TestbedConfigError(f"{where}.join_timing", "must be 'oot' or 'fully_established'")
         if t["protocol"] == "tcp" and len(t["paths"]) != 1:
             raise TestbedConfigError(f"{where}.paths", "plain TCP uses exactly one path")
         if t["protocol"] == "mptcp":
@@ -339,6 +343,16 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
 
     record = cfg.get("record") or {}
     notes = []
+    # The kernel always autotunes its receive buffer (net.ipv4.tcp_moderate_rcvbuf = 1 and no
+    # SO_RCVBUF) and joins with upstream timing (the in-kernel path manager acts once the
+    # connection is fully established). The simulator's other settings, the defaults there,
+    # are run as the kernel does and said so, like a default scheduler name is.
+    if any(t.get("rcv_buf_autotuning") is False for t in transports):
+        notes.append("rcv_buf_autotuning = false: the kernel cannot switch receive-buffer autotuning off; "
+                     "it autotuned (as rcv_buf_autotuning = true) up to rcv_buf")
+    if any(t.get("join_timing", "fully_established") != "fully_established" for t in transports):
+        notes.append("join_timing: the kernel cannot join at the SYN-ACK ('oot', the out-of-tree kernel); "
+                     "it joined once fully established (as join_timing = 'fully_established')")
     if any(t.get("scheduler") not in (None, "linux") for t in transports):
         notes.append("scheduler: the kernel's default scheduler ran (recorded as 'linux')")
     return Plan(
