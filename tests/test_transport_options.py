@@ -95,3 +95,19 @@ def test_kernel_accepts_what_it_does_and_says_what_it_cannot_do():
     notes = make_plan(to_config(sim_only.expand()[0])).notes
     assert any(n.startswith("rcv_buf_autotuning = false: the kernel cannot") for n in notes), notes
     assert any(n.startswith("join_timing: the kernel cannot join at the SYN-ACK") for n in notes), notes
+
+
+def test_validation_scenarios_describe_the_kernel():
+    """scenarios/validation/ compares the simulator with the kernel: they ask the simulator for
+    the kernel's autotuning and join timing, so the kernel has nothing to note about them."""
+    from conftest import SCENARIOS
+
+    files = sorted((SCENARIOS / "validation").glob("*.toml"))
+    assert files
+    for f in files:
+        for run in Scenario.load(f).expand():
+            cfg = to_config(run)
+            assert all(t["rcv_buf_autotuning"] and t["join_timing"] == "fully_established"
+                       for t in cfg["transports"]), f.name
+            notes = make_plan(cfg).notes
+            assert not [n for n in notes if n.startswith(("rcv_buf_autotuning", "join_timing"))], (f.name, notes)
