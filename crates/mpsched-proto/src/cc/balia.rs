@@ -7,8 +7,8 @@
 //! subflows: Reno.
 
 use super::{
-    reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView,
-    MIN_SSTHRESH_SEGMENTS,
+    acked_for_avoidance, reno_avoidance, reno_ssthresh, AckSample, CcState, CongestionControl,
+    CoupledView, MIN_SSTHRESH_SEGMENTS,
 };
 
 /// BALIA state.
@@ -36,16 +36,9 @@ impl CongestionControl for Balia {
     }
 
     fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, view: &CoupledView<'_>) {
-        if !ack.cwnd_limited {
+        let Some(acked) = acked_for_avoidance(tcb, ack) else {
             return;
-        }
-        let mut acked = ack.acked_bytes;
-        if tcb.in_slow_start() {
-            acked = slow_start(tcb, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         if view.active_count() < 2 || view.me >= view.subflows.len() {
             return reno_avoidance(tcb, &mut self.acc_bytes, acked);
         }

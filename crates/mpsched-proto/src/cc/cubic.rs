@@ -14,7 +14,7 @@
 //! round above delay_min + clamp(delay_min / 8, 4 ms, 16 ms)). Detection sets ssthresh = cwnd.
 
 use super::{
-    slow_start, AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS,
+    acked_for_avoidance, AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS,
 };
 
 /// Linux `beta` / `BICTCP_BETA_SCALE`: multiplicative decrease to 717/1024 of cwnd.
@@ -206,16 +206,9 @@ impl CongestionControl for Cubic {
             }
         }
         // Linux `cubictcp_cong_avoid`.
-        if !ack.cwnd_limited {
+        let Some(acked) = acked_for_avoidance(tcb, ack) else {
             return;
-        }
-        let mut acked = ack.acked_bytes;
-        if tcb.in_slow_start() {
-            acked = slow_start(tcb, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let cnt = self.update(
             tcb,
             &AckSample {

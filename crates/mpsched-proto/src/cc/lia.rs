@@ -8,7 +8,8 @@
 //! and reproducible.
 
 use super::{
-    reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView,
+    acked_for_avoidance, reno_avoidance, reno_ssthresh, AckSample, CcState, CongestionControl,
+    CoupledView,
 };
 
 /// LIA state.
@@ -42,16 +43,9 @@ impl CongestionControl for Lia {
     }
 
     fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, view: &CoupledView<'_>) {
-        if !ack.cwnd_limited {
+        let Some(acked) = acked_for_avoidance(tcb, ack) else {
             return;
-        }
-        let mut acked = ack.acked_bytes;
-        if tcb.in_slow_start() {
-            acked = slow_start(tcb, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         if view.active_count() < 2 {
             return reno_avoidance(tcb, &mut self.acc_bytes, acked);
         }

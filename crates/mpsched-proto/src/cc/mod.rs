@@ -140,6 +140,21 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_tx_start(&mut self, now_ns: u64, idle_ns: u64) {}
 }
 
+/// What every algorithm does with an ACK before congestion avoidance: nothing grows unless the
+/// window limited the sender (Linux `tcp_is_cwnd_limited`, RFC 7661), and slow start takes what
+/// it can. Returns the acked bytes left for congestion avoidance, or `None` when nothing is
+/// left to do (not window-limited, or slow start used them all).
+pub fn acked_for_avoidance(tcb: &mut CcState, ack: &AckSample) -> Option<u64> {
+    if !ack.cwnd_limited {
+        return None;
+    }
+    if !tcb.in_slow_start() {
+        return Some(ack.acked_bytes);
+    }
+    let left = slow_start(tcb, ack.acked_bytes);
+    (left > 0).then_some(left)
+}
+
 /// Standard slow start with appropriate byte counting (RFC 3465 §2.2, L = 2): grows cwnd by
 /// min(acked, L * SMSS), not beyond ssthresh. Returns the acked bytes left over for
 /// congestion avoidance (Linux `tcp_slow_start` return value).

@@ -5,7 +5,8 @@
 //! lives in the subflow.
 
 use super::{
-    reno_avoidance, reno_ssthresh, slow_start, AckSample, CcState, CongestionControl, CoupledView,
+    acked_for_avoidance, reno_avoidance, reno_ssthresh, AckSample, CcState, CongestionControl,
+    CoupledView,
 };
 
 /// Reno state: the congestion-avoidance byte counter.
@@ -20,16 +21,9 @@ impl CongestionControl for Reno {
     }
 
     fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, _view: &CoupledView<'_>) {
-        if !ack.cwnd_limited {
+        let Some(acked) = acked_for_avoidance(tcb, ack) else {
             return;
-        }
-        let mut acked = ack.acked_bytes;
-        if tcb.in_slow_start() {
-            acked = slow_start(tcb, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         reno_avoidance(tcb, &mut self.acc_bytes, acked);
     }
 
