@@ -149,3 +149,19 @@ proptest! {
         prop_assert_eq!(bools(&rec, "flows", "completed"), vec![true]);
     }
 }
+
+/// Found by the conservation property: BM capped a lone subflow whose sRTT had bloated below one
+/// segment, so it never sent again, never took a new RTT sample, and the transfer stalled.
+#[test]
+fn bm_never_caps_a_subflow_below_one_segment() {
+    let mut down = link("d", 1_000_000, 2 * MS, 4);
+    down.loss = LossConfig::Bernoulli { p: 0.001 };
+    down.jitter = JitterConfig::Smooth { jitter_ns: 2 * MS, period_ns: 8 * MS };
+    let (links, paths) = paths_of(vec![(down, link("u", 9_000_000, MS, 4))]);
+    let mut cfg = scenario(links, paths, 1800 * S);
+    cfg.seed = 565;
+    cfg.transports.push(transport(Protocol::Mptcp, "minrtt+bm", "reno", vec![0]));
+    cfg.flows.push(sized(0, 0, 0, 33_000));
+    let rec = run(&cfg).unwrap();
+    assert_eq!(u64s(&rec, "flows", "bytes_delivered"), vec![33_000]);
+}

@@ -108,7 +108,9 @@ impl<S: Scheduler> Bm<S> {
         if limit >= sf.cwnd_bytes as f64 {
             sf.cwnd_bytes
         } else {
-            limit as u64
+            // Never below one segment: a subflow capped to nothing sends nothing, takes no new
+            // RTT sample and stays "bloated" forever (a single-path connection then stalls).
+            (limit as u64).max(sf.mss_bytes.max(1)).min(sf.cwnd_bytes)
         }
     }
 }
