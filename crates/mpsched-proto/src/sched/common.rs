@@ -160,6 +160,24 @@ pub(crate) fn new_data_burst(view: &ConnView<'_>, sf: &SubflowView) -> u64 {
         .min(view.rwnd_room_bytes())
 }
 
+/// Hands subflow `id` one segment of new data if the connection window lets it out: the
+/// schedulers that queue beyond cwnd (OTIAS, STTF) decide segment by segment.
+pub(crate) fn send_one_segment(view: &ConnView<'_>, id: SubflowId, out: &mut Vec<Action>) {
+    let sf = &view.subflows[id];
+    if !new_data_fits_window(view, sf.mss_bytes) {
+        return;
+    }
+    let bytes = sf
+        .mss_bytes
+        .max(1)
+        .min(view.unsent_bytes)
+        .min(view.rwnd_room_bytes());
+    out.push(Action::SendNew {
+        subflow: id,
+        max_bytes: bytes,
+    });
+}
+
 /// Queue bound of the schedulers that queue beyond cwnd (OTIAS, STTF, DAPS): the subflow's
 /// unsent queue already holds `limit_cwnds` windows (at least one segment). 0 = no bound of our
 /// own: the connection's send buffer bounds the queues, as the socket buffer does in Linux.

@@ -25,7 +25,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    clip_unacked, min_rtt_select, new_data_fits_window, queue_full, serve_reinject, CheckConfig,
+    clip_unacked, min_rtt_select, new_data_burst, new_data_fits_window, queue_full, serve_reinject,
+    CheckConfig,
 };
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowId, SubflowView};
 
@@ -285,11 +286,7 @@ impl Scheduler for Daps {
         let Some(id) = chosen else {
             // Nothing plannable (no RTT samples yet): minRTT-like fallback.
             if let Some(id) = min_rtt_select(view.subflows, 0) {
-                let sf = &view.subflows[id];
-                let b = sf
-                    .free_cwnd_bytes()
-                    .min(view.unsent_bytes)
-                    .min(view.rwnd_room_bytes());
+                let b = new_data_burst(view, &view.subflows[id]);
                 if b > 0 {
                     out.push(Action::SendNew {
                         subflow: id,

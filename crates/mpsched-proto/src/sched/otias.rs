@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, queue_full, reinject_head, used, CheckConfig};
+use super::common::{queue_full, reinject_head, send_one_segment, used, CheckConfig};
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowId, SubflowView};
 
 /// OTIAS parameters.
@@ -114,22 +114,9 @@ impl Scheduler for Otias {
         if view.unsent_bytes == 0 {
             return;
         }
-        let Some(id) = self.select(view.subflows, 0) else {
-            return;
-        };
-        let sf = &view.subflows[id];
-        if !new_data_fits_window(view, sf.mss_bytes) {
-            return;
+        if let Some(id) = self.select(view.subflows, 0) {
+            send_one_segment(view, id, out);
         }
-        let bytes = sf
-            .mss_bytes
-            .max(1)
-            .min(view.unsent_bytes)
-            .min(view.rwnd_room_bytes());
-        out.push(Action::SendNew {
-            subflow: id,
-            max_bytes: bytes,
-        });
     }
 }
 

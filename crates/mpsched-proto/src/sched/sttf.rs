@@ -25,7 +25,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{new_data_fits_window, oot_select, queue_full, serve_reinject, CheckConfig};
+use super::common::{oot_select, queue_full, send_one_segment, serve_reinject, CheckConfig};
 use super::{Action, ConnView, Scheduler, SubflowView};
 
 /// STTF parameters.
@@ -111,20 +111,9 @@ impl Scheduler for Sttf {
         if view.unsent_bytes == 0 {
             return;
         }
-        let Some(id) = select(0) else { return };
-        let sf = &view.subflows[id];
-        if !new_data_fits_window(view, sf.mss_bytes) {
-            return;
+        if let Some(id) = select(0) {
+            send_one_segment(view, id, out);
         }
-        let bytes = sf
-            .mss_bytes
-            .max(1)
-            .min(view.unsent_bytes)
-            .min(view.rwnd_room_bytes());
-        out.push(Action::SendNew {
-            subflow: id,
-            max_bytes: bytes,
-        });
     }
 }
 
