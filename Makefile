@@ -64,8 +64,10 @@ run: setup
 
 test: setup test-rust test-python
 
+# Property tests explore new random cases on every developer run; under CI they use one fixed
+# seed so a landing never depends on luck (PROPTEST_RNG_SEED; Hypothesis: the "ci" profile).
 test-rust:
-	cargo test --workspace --exclude mpsched-py --release
+	$(if $(CI),PROPTEST_RNG_SEED=20261122) cargo test --workspace --exclude mpsched-py --release
 
 test-python:
 	$(PY) -m pytest -q
