@@ -23,9 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{
-    clip_unacked, min_rtt_select, new_data_burst, new_data_fits_window, serve_reinject, CheckConfig,
-};
+use super::common::{clip_unacked, min_rtt_select, send_burst, serve_reinject, CheckConfig};
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowView};
 
 /// CFS parameters.
@@ -108,16 +106,7 @@ impl Scheduler for Cfs {
             let Some(id) = min_rtt_select(view.subflows, 0) else {
                 return;
             };
-            let sf = &view.subflows[id];
-            if new_data_fits_window(view, sf.mss_bytes) {
-                let bytes = new_data_burst(view, sf);
-                if bytes > 0 {
-                    out.push(Action::SendNew {
-                        subflow: id,
-                        max_bytes: bytes,
-                    });
-                }
-            }
+            send_burst(view, id, out);
             return;
         }
         if self.cfg.only_when_app_done && !view.app_done {

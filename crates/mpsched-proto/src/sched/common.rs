@@ -160,6 +160,22 @@ pub(crate) fn new_data_burst(view: &ConnView<'_>, sf: &SubflowView) -> u64 {
         .min(view.rwnd_room_bytes())
 }
 
+/// Hands subflow `id` its burst of new data ([`new_data_burst`]) if the connection window lets
+/// the next segment out: the send step of the minRTT family.
+pub(crate) fn send_burst(view: &ConnView<'_>, id: SubflowId, out: &mut Vec<Action>) {
+    let sf = &view.subflows[id];
+    if !new_data_fits_window(view, sf.mss_bytes) {
+        return;
+    }
+    let bytes = new_data_burst(view, sf);
+    if bytes > 0 {
+        out.push(Action::SendNew {
+            subflow: id,
+            max_bytes: bytes,
+        });
+    }
+}
+
 /// Hands subflow `id` one segment of new data if the connection window lets it out: the
 /// schedulers that queue beyond cwnd (OTIAS, STTF) decide segment by segment.
 pub(crate) fn send_one_segment(view: &ConnView<'_>, id: SubflowId, out: &mut Vec<Action>) {

@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    min_rtt_select, new_data_burst, new_data_fits_window, oot_select, reinject_head, CheckConfig,
+    min_rtt_select, new_data_fits_window, oot_select, reinject_head, send_burst, CheckConfig,
 };
 use super::{Action, ConnView, ResendKind, Scheduler, SubflowView};
 
@@ -174,17 +174,7 @@ impl Scheduler for Freeze {
         let Some(id) = oot_select(view.subflows, 0, |s| s.srtt_ns, thawed_avail) else {
             return;
         };
-        let sf = &view.subflows[id];
-        if !new_data_fits_window(view, sf.mss_bytes) {
-            return;
-        }
-        let bytes = new_data_burst(view, sf);
-        if bytes > 0 {
-            out.push(Action::SendNew {
-                subflow: id,
-                max_bytes: bytes,
-            });
-        }
+        send_burst(view, id, out);
     }
 }
 

@@ -17,9 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{
-    min_rtt_select, new_data_burst, new_data_fits_window, serve_reinject, CheckConfig,
-};
+use super::common::{min_rtt_select, send_burst, serve_reinject, CheckConfig};
 use super::{Action, ConnView, Scheduler};
 
 /// minRTT has no tunable parameters; the struct exists so unknown keys are rejected.
@@ -57,17 +55,7 @@ impl Scheduler for MinRtt {
         let Some(id) = min_rtt_select(view.subflows, 0) else {
             return;
         };
-        let sf = &view.subflows[id];
-        if !new_data_fits_window(view, sf.mss_bytes) {
-            return;
-        }
-        let bytes = new_data_burst(view, sf);
-        if bytes > 0 {
-            out.push(Action::SendNew {
-                subflow: id,
-                max_bytes: bytes,
-            });
-        }
+        send_burst(view, id, out);
     }
 }
 
