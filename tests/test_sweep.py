@@ -112,41 +112,25 @@ def test_design_scenarios_round_trip_and_results_carry_unit_columns(tmp_path, fa
         to_config(s)  # a design is many runs
 
 
-class Alternate:
-    """A Python scheduler: alternate over the available subflows (as mpsched.sched's example)."""
-
-    def __init__(self):
-        self.last = -1
-
-    def schedule(self, view):
-        from mpsched.sched import SendNew
-
-        n = len(view.subflows)
-        for step in range(1, n + 1):
-            sf = view.subflows[(self.last + step) % n]
-            if sf.available and not sf.backup:
-                self.last = sf.id
-                return [SendNew(sf.id, min(sf.mss_bytes, sf.free_cwnd_bytes))]
-        return []
-
-
 def test_a_python_scheduler_class_goes_where_a_name_goes(tmp_path):
+    from test_pysched import RoundRobin  # the documented example of mpsched.sched
+
     from conftest import has_core_runner
 
-    s = Scenario.from_dict({**BASE, "connection": {"scheduler": ["minrtt", Alternate]},
+    s = Scenario.from_dict({**BASE, "connection": {"scheduler": ["minrtt", RoundRobin]},
                             "workload": {"size": "2MB", "interval": "5s"}})
-    assert s.connection[0].scheduler == ["minrtt", "py:Alternate"]
+    assert s.connection[0].scheduler == ["minrtt", "py:RoundRobin"]
     assert mpsched.loads_scenario(s.to_toml()) == s  # the name round-trips within this process
     with pytest.raises(ScenarioError, match="not defined in this process"):
         Scenario.from_dict({**BASE, "connection": {"scheduler": "py:Nowhere"}})
     with pytest.raises(ScenarioError, match="takes its settings in the class"):
-        Scenario.from_dict({**BASE, "connection": {"scheduler": Alternate, "scheduler_params": {"x": 1}}})
+        Scenario.from_dict({**BASE, "connection": {"scheduler": RoundRobin, "scheduler_params": {"x": 1}}})
     with pytest.raises(ScenarioError, match="simulator only"):
         plan(s, engine="kernel")
     if not has_core_runner():
         return
     res = mpsched.run(s, tmp_path, jobs=2)  # runs in this process: the class lives here
     by = dict(res.flows.group_by("scheduler").agg(pl.col("completed").all()).iter_rows())
-    assert by == {"minrtt": True, "py:Alternate": True}
-    shares = res.summary().filter(pl.col("scheduler") == "py:Alternate")
+    assert by == {"minrtt": True, "py:RoundRobin": True}
+    shares = res.summary().filter(pl.col("scheduler") == "py:RoundRobin")
     assert shares.get_column("share_lte").item() > 0  # alternating puts bytes on the slow path too
