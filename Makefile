@@ -44,7 +44,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	touch $@
 
 $(STAMPS)/core: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --profile fast --quiet
 	touch $@
 
 $(STAMPS)/native: $(STAMPS)/apt $(NATIVE_SOURCES) | $(STAMPS)

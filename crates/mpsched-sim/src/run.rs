@@ -255,14 +255,18 @@ impl<'a> Simulation<'a> {
             return;
         }
         if let Payload::Segment(idx) = pkt.payload {
-            let InFlightSegment { flow, subflow, to_client, seg } = self.segments.remove(idx as usize);
-            let fi = flow as usize;
+            // Handled in place, then freed: the segment is not copied out of the slab.
+            let ifs = &self.segments[idx as usize];
+            let (fi, to_client) = (ifs.flow as usize, ifs.to_client);
             let now = self.now_ns;
-            if let Some(f) = self.flows[fi].as_mut() {
-                let side = if to_client { &mut f.client } else { &mut f.server };
-                side.ep.handle_segment(now, subflow as usize, &seg);
-                self.after_activity(fi, to_client);
-            }
+            let Some(f) = self.flows[fi].as_mut() else {
+                self.segments.remove(idx as usize);
+                return;
+            };
+            let side = if to_client { &mut f.client } else { &mut f.server };
+            side.ep.handle_segment(now, ifs.subflow as usize, &ifs.seg);
+            self.segments.remove(idx as usize);
+            self.after_activity(fi, to_client);
         }
     }
 

@@ -108,7 +108,7 @@ impl DataReceiver {
             }
         }
         let mut buf = std::mem::take(&mut self.scratch);
-        buf.extend(self.subflows[subflow].drain_released());
+        self.subflows[subflow].swap_released(&mut buf);
         let ofo_before = self.ofo.total_bytes();
         for r in buf.drain(..) {
             self.deliver(r, now_ns);
@@ -200,6 +200,16 @@ impl DataReceiver {
 
     /// Next segment to send (ACKs, handshake) and its subflow.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        // Most calls find nothing to send (a delayed ACK waits): the window is computed only
+        // for a segment that goes out, as Linux's `tcp_select_window` does at transmission.
+        let any_pending = self
+            .subflows
+            .iter()
+            .zip(&self.path_up)
+            .any(|(s, &up)| up && s.ack_pending());
+        if !any_pending {
+            return None;
+        }
         let (data_ack, wnd) = self.advertise();
         for i in 0..self.subflows.len() {
             if !self.path_up[i] {

@@ -96,6 +96,9 @@ impl RangeSet {
 
     /// Removes everything below `x`.
     pub fn remove_below(&mut self, x: u64) {
+        if self.ranges.is_empty() {
+            return; // the common case: nothing out of order
+        }
         while let Some((&s, &e)) = self.ranges.iter().next() {
             if s >= x {
                 break;

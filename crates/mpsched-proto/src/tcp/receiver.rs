@@ -260,6 +260,13 @@ impl Receiver {
         self.released.drain(..)
     }
 
+    /// Like [`Receiver::drain_released`], by swapping buffers: `into` must be empty and
+    /// receives the released data; its allocation is kept for the next releases.
+    pub fn swap_released(&mut self, into: &mut Vec<Released>) {
+        debug_assert!(into.is_empty());
+        std::mem::swap(&mut self.released, into);
+    }
+
     /// Next segment to send (handshake or ACK).
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
         if !self.path_up {

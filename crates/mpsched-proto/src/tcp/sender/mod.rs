@@ -597,15 +597,15 @@ impl Sender {
 
     /// Earliest timer deadline (handshake retransmission or RTO), absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
-        [
-            self.hs.poll_timeout(),
-            self.rto_deadline,
-            self.rack_timer_ns,
-            self.tlp_deadline,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // Called after every event: plain comparisons, no iterator chain.
+        let mut t = self.rto_deadline;
+        for d in [self.hs.poll_timeout(), self.rack_timer_ns, self.tlp_deadline] {
+            t = match (t, d) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        t
     }
 
     /// Fires due timers (uncoupled).
