@@ -1,0 +1,187 @@
+//! Loss recovery and timers of a [`Sender`]: loss marking, fast recovery, RACK-TLP, the RTO.
+//!
+//! RFC 6675 with Linux's ordering (lost segments before new data) and PRR (RFC 6937, Linux
+//! `tcp_cwnd_reduction`) for the window during recovery; recovery ends when the cumulative ACK
+//! passes the highest sequence sent at its start, and cwnd is set to ssthresh (Linux
+//! `tcp_end_cwnd_reduction`, in the ACK path of `mod.rs`). With RACK-TLP on, losses are marked by
+//! RACK's time rule and a tail-loss probe is scheduled while in Open state. RTO: every un-SACKed
+//! segment is lost, cwnd one segment, slow start; the timer backs off exponentially until new
+//! data is acknowledged. Kept apart from ACK intake and transmission (`mod.rs`), which call in
+//! here, so each file reads as one mechanism.
+
+use super::{CaState, Sender};
+use crate::cc::CoupledView;
+use crate::sched::LossKind;
+use crate::tcp::rtt::MIN_RTO_NS;
+use crate::tcp::scoreboard::DUP_THRESH;
+
+impl Sender {
+    /// Marks losses: RACK when RACK-TLP is on, RFC 6675 DupThresh otherwise; lost
+    /// retransmissions by RACK's rule in both cases.
+    pub(super) fn mark_lost(&mut self, now_ns: u64) -> u64 {
+        let mut newly = if self.cfg.rack_tlp {
+            // Linux `tcp_rack_reo_wnd` without reordering seen: none in recovery or once
+            // DupThresh segments are SACKed, else min RTT / 4.
+            let reo_wnd_ns =
+                if self.state != CaState::Open || self.board.sacked_segs() >= DUP_THRESH {
+                    0
+                } else {
+                    (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns)
+                };
+            let (n, timer) = self.board.rack_mark_lost(now_ns, reo_wnd_ns);
+            self.rack_timer_ns = timer;
+            n
+        } else {
+            self.board.update_lost(self.tcb.mss_bytes)
+        };
+        if self.state != CaState::Open {
+            newly += self.board.detect_lost_retransmissions();
+        }
+        newly
+    }
+
+    pub(super) fn enter_recovery(&mut self, now_ns: u64, view: &CoupledView<'_>) {
+        let ss = self
+            .cc
+            .inner_mut()
+            .ssthresh_on_loss(&self.tcb, now_ns, view);
+        self.tcb.ssthresh_bytes = ss;
+        self.prior_cwnd = self.tcb.cwnd_bytes.max(1);
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.high_seq = self.snd_nxt;
+        self.state = CaState::Recovery;
+        self.stats.fast_retransmits += 1;
+        self.tlp_deadline = None;
+        self.l1_bytes = self.l2_bytes;
+        self.l2_bytes = 0;
+    }
+
+    /// RFC 6937 PRR as Linux `tcp_cwnd_reduction()` applies it (SSRB when the cumulative ACK
+    /// advanced and nothing new was marked lost, CRB otherwise).
+    pub(super) fn prr_update(&mut self, delivered: u64, una_advanced: bool, newly_lost: u64) {
+        if delivered == 0 {
+            return;
+        }
+        let mss = self.tcb.mss_bytes;
+        self.prr_delivered += delivered;
+        let pipe = self.board.pipe_bytes();
+        let ss = self.tcb.ssthresh_bytes;
+        let mut sndcnt = if pipe > ss {
+            let num = ss as u128 * self.prr_delivered as u128 + self.prior_cwnd as u128 - 1;
+            ((num / self.prior_cwnd as u128) as u64).saturating_sub(self.prr_out)
+        } else if una_advanced && newly_lost == 0 {
+            (ss - pipe).min(
+                self.prr_delivered
+                    .saturating_sub(self.prr_out)
+                    .max(delivered)
+                    + mss,
+            )
+        } else {
+            (ss - pipe).min(delivered)
+        };
+        // Linux: force the fast retransmit upon entering recovery.
+        if self.prr_out == 0 {
+            sndcnt = sndcnt.max(mss);
+        }
+        self.tcb.cwnd_bytes = (pipe + sndcnt).max(mss);
+    }
+
+    /// Linux `tcp_schedule_loss_probe`: in Open state with data out and no probe pending, probe
+    /// after 2 SRTT (+ 200 ms for a single segment, which may wait for a delayed ACK; + 2 ms
+    /// otherwise), if that comes before the RTO.
+    pub(super) fn schedule_tlp(&mut self, now_ns: u64) {
+        self.tlp_deadline = None;
+        if !self.cfg.rack_tlp
+            || self.state != CaState::Open
+            || self.board.is_empty()
+            || self.tlp_high_seq.is_some()
+            || !self.rtt.has_sample
+        {
+            return;
+        }
+        let extra = if self.board.segs_out() == 1 {
+            MIN_RTO_NS
+        } else {
+            2_000_000
+        };
+        let at = now_ns + 2 * self.rtt.srtt_ns + extra;
+        // The probe takes the RTO's place if that comes first (Linux: "if the RTO formula
+        // yields an earlier time, then use that time").
+        self.tlp_deadline = Some(self.rto_deadline.map_or(at, |r| at.min(r)));
+    }
+
+    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        // Called after every event: plain comparisons, no iterator chain.
+        let mut t = self.rto_deadline;
+        for d in [self.hs.poll_timeout(), self.rack_timer_ns, self.tlp_deadline] {
+            t = match (t, d) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        t
+    }
+
+    /// Fires due timers (uncoupled).
+    pub fn handle_timeout(&mut self, now_ns: u64) -> Option<LossKind> {
+        self.handle_timeout_coupled(now_ns, &CoupledView::SINGLE)
+    }
+
+    /// Fires due timers; returns `Some(Timeout)` when an RTO fired.
+    pub fn handle_timeout_coupled(
+        &mut self,
+        now_ns: u64,
+        view: &CoupledView<'_>,
+    ) -> Option<LossKind> {
+        self.hs.handle_timeout(now_ns);
+        let mut event = None;
+        if self.rack_timer_ns.is_some_and(|t| now_ns >= t) {
+            // RACK reordering timer (Linux `tcp_rack_reo_timeout`).
+            self.rack_timer_ns = None;
+            if self.mark_lost(now_ns) > 0 && self.state == CaState::Open {
+                self.enter_recovery(now_ns, view);
+                event = Some(LossKind::FastRetransmit);
+            }
+        }
+        if self.tlp_deadline.is_some_and(|t| now_ns >= t) {
+            // Linux `tcp_send_loss_probe`: one probe, then the RTO is re-armed from now.
+            self.tlp_deadline = None;
+            if self.state == CaState::Open && !self.board.is_empty() && self.tlp_high_seq.is_none()
+            {
+                self.probe_due = true;
+                self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+            }
+        }
+        let Some(t) = self.rto_deadline else {
+            return event;
+        };
+        if now_ns < t {
+            return event;
+        }
+        if self.board.is_empty() {
+            self.rto_deadline = None;
+            return None;
+        }
+        self.stats.rto_count += 1;
+        self.potentially_failed = true;
+        // Linux `tcp_enter_loss`: a new ssthresh only for the first timeout of an episode.
+        if self.state == CaState::Open || (self.state == CaState::Loss && self.backoff == 0) {
+            self.tcb.ssthresh_bytes = self.cc.inner_mut().on_rto(&self.tcb, now_ns, view);
+            self.l1_bytes = self.l2_bytes;
+            self.l2_bytes = 0;
+        }
+        self.tcb.cwnd_bytes = self.tcb.mss_bytes;
+        self.board.mark_all_lost();
+        self.rack_timer_ns = None;
+        self.tlp_deadline = None;
+        self.tlp_high_seq = None;
+        self.probe_due = false;
+        self.state = CaState::Loss;
+        self.high_seq = self.snd_nxt;
+        self.backoff += 1;
+        self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+        Some(LossKind::Timeout)
+    }
+}
