@@ -180,7 +180,7 @@ struct Scenario {
 // What a child process reports back for one repetition.
 struct RepResult {
     double wall_s, cpu_s;
-    uint64_t data_pkts, ack_pkts, flows, flows_done, drops;
+    uint64_t events, data_pkts, ack_pkts, flows, flows_done, drops;
     double first_fct_s, end_s;
 };
 
@@ -227,11 +227,12 @@ static RepResult run_once(const Scenario& sc, const Options& opt) {
         back->push_back(src);
         src->connect(*out, *back, *sink, timeFromSec(sc.starts_s[i]));
     }
-    while (EventList::doNextEvent()) {
-    }
+    uint64_t events = 0;
+    while (EventList::doNextEvent()) events++;
     RepResult r;
     r.cpu_s = cpu_now_s() - cpu0;
     r.wall_s = wall_now_s() - wall0;
+    r.events = events;
     r.data_pkts = data_hop.count;
     r.ack_pkts = ack_hop.count;
     r.flows = sc.starts_s.size();
@@ -306,9 +307,9 @@ int main(int argc, char** argv) {
     printf("htsim TCP (NewReno), %d-byte packets, initial cwnd 10, initial ssthresh %s, RTO scan %.0f ms\n\n",
            kPacketBytes, ssthresh.c_str(), opt.scan_ms);
     printf("| scenario | CPU s, median of %d (best) | wall s, median (best) | data pkts | ack pkts | packets |"
-           " M packets/s (CPU, median) | ns/packet (CPU) | drops | flows done | FCT flow 0 s | last done s |\n",
+           " M packets/s (CPU, median) | ns/packet (CPU) | M events/s (CPU) | drops | flows done | FCT flow 0 s | last done s |\n",
            opt.reps);
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     fflush(stdout);
     for (const Scenario& sc : scenarios) {
         if (!opt.only.empty() && std::string(sc.name).find(opt.only) == std::string::npos) continue;
@@ -324,11 +325,11 @@ int main(int argc, char** argv) {
         }
         double cpu = median(cpus), wall = median(walls);
         uint64_t pkts = last.data_pkts + last.ack_pkts;
-        printf("| %s | %.3f (%.3f) | %.3f (%.3f) | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %.2f | %.0f | %" PRIu64
+        printf("| %s | %.3f (%.3f) | %.3f (%.3f) | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %.2f | %.0f | %.2f | %" PRIu64
                " | %" PRIu64 "/%" PRIu64 " | %.3f | %.3f |\n",
                sc.name, cpu, *std::min_element(cpus.begin(), cpus.end()), wall,
                *std::min_element(walls.begin(), walls.end()), last.data_pkts, last.ack_pkts, pkts, pkts / cpu / 1e6,
-               cpu * 1e9 / pkts, last.drops, last.flows_done, last.flows, last.first_fct_s, last.end_s);
+               cpu * 1e9 / pkts, last.events / cpu / 1e6, last.drops, last.flows_done, last.flows, last.first_fct_s, last.end_s);
         fflush(stdout);
     }
     return 0;
