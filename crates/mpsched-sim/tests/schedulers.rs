@@ -248,6 +248,21 @@ fn redundant_sends_every_byte_on_every_path() {
     assert_eq!(short.sent, vec![IW_BYTES, IW_BYTES]);
 }
 
+#[test]
+fn redundant_bytes_count_copies_on_the_wire_not_copies_still_queued() {
+    // A 20 Mbit/s path beside a 2 Mbit/s, 400 ms one, both with short queues: losses and
+    // timeouts leave copies queued on a subflow that cannot send them before the data is
+    // acknowledged through the other one (counting copies when queued overstated them here by
+    // 7 100 bytes). What the records call redundant is what went on the wire: every byte a
+    // subflow sent, minus its own loss retransmissions, is either the first copy of a byte of
+    // the transfer or a counted redundant copy.
+    let size = 4_000_000;
+    let red = run_mptcp(net(&[path(20, 20, 5), path(2, 400, 3)]), "redundant", json!({}), 1 << 20, Load::Warm(size));
+    let on_wire: u64 = red.assigned().iter().sum();
+    assert!(red.redundant > 0, "no copies were made");
+    assert_eq!(on_wire, size + red.redundant, "assigned {:?}, redundant {}", red.assigned(), red.redundant);
+}
+
 /// A 1 MB transfer (both subflows get RTT samples and open their windows), then right after
 /// it a `size` transfer on the same connection. Returns the run and the bytes the slow
 /// subflow sent during the second transfer (total sent minus what it had acknowledged when the
@@ -475,3 +490,4 @@ fn bm_keeps_a_deep_slow_queue_from_bloating_without_slowing_the_transfer() {
     assert!(bm.max_queue("p1.d") * 2 < min.max_queue("p1.d"), "queue bm {} vs minrtt {}", bm.max_queue("p1.d"), min.max_queue("p1.d"));
     assert!(bm.time_ns <= min.time_ns * 102 / 100, "bm {} ms vs minrtt {} ms", ms(bm.time_ns), ms(min.time_ns));
 }
+

@@ -4,13 +4,15 @@
 use super::chunks::Chunks;
 use super::{ConnConfig, Mode};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
-use crate::sched::{Action, ConnView, LossKind, Rejection, ResendKind, Scheduler, SubflowView};
+use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
 use crate::tcp::{flags, Role, Segment, Sender, SenderStats};
 
 /// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
 const MAX_SCHEDULE_ROUNDS: usize = 64;
 
-/// Bytes sent again at the connection level, per [`ResendKind`].
+/// Bytes sent again at the connection level, per [`ResendKind`](crate::sched::ResendKind), counted when a subflow
+/// transmits them (a copy still queued, or dropped because the data was acknowledged through
+/// another subflow, does not count).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ResendCounters {
     /// Reinjection-queue bytes.
@@ -47,7 +49,6 @@ pub struct DataSender {
     need_schedule: bool,
     joins_started: bool,
     rejections: [u64; 6],
-    resent: ResendCounters,
     schedule_calls: u64,
 }
 
@@ -88,7 +89,6 @@ impl DataSender {
             need_schedule: false,
             joins_started: false,
             rejections: [0; 6],
-            resent: ResendCounters::default(),
             schedule_calls: 0,
             cfg,
         })
@@ -347,15 +347,9 @@ impl DataSender {
                 }
                 let e = e.min(s + qroom);
                 let fin = self.closed && e == self.app_written;
-                self.subflows[subflow].queue(s, e - s, fin);
+                self.subflows[subflow].queue_resend(s, e - s, fin, kind);
                 self.chunks.mark_sent_on(s, e, subflow);
                 self.chunks.remove_reinject(s, e);
-                let n = e - s;
-                match kind {
-                    ResendKind::Reinject => self.resent.reinject_bytes += n,
-                    ResendKind::Opportunistic => self.resent.opportunistic_bytes += n,
-                    ResendKind::Redundant => self.resent.redundant_bytes += n,
-                }
                 Ok(())
             }
             Action::Penalize { subflow } => {
@@ -473,9 +467,16 @@ impl DataSender {
         self.rejections[rejection_index(why)]
     }
 
-    /// Bytes sent again at the connection level.
+    /// Bytes sent again at the connection level (transmitted, summed over the subflows).
     pub fn resent(&self) -> ResendCounters {
-        self.resent
+        let mut r = ResendCounters::default();
+        for s in &self.subflows {
+            let st = s.stats();
+            r.reinject_bytes += st.bytes_reinjected;
+            r.opportunistic_bytes += st.bytes_opportunistic;
+            r.redundant_bytes += st.bytes_redundant;
+        }
+        r
     }
 
     /// Cumulative DATA_ACK.

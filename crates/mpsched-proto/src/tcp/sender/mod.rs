@@ -18,7 +18,7 @@ use super::scoreboard::Scoreboard;
 use super::segment::{flags, Segment};
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
-use crate::sched::{LossKind, Rejection};
+use crate::sched::{LossKind, Rejection, ResendKind};
 use std::collections::VecDeque;
 
 mod recovery;
@@ -52,6 +52,15 @@ pub struct SenderStats {
     pub fast_retransmits: u64,
     /// Tail-loss probes sent (RACK-TLP only).
     pub tail_loss_probes: u64,
+    /// Payload bytes of connection-level resends ([`ResendKind`]) transmitted for the first
+    /// time on this subflow, per kind: reinjected, opportunistic (RP), redundant copies.
+    /// Counted at transmission, so a copy still queued (or dropped from the queue because the
+    /// data was acknowledged through another subflow) does not count.
+    pub bytes_reinjected: u64,
+    /// See [`SenderStats::bytes_reinjected`].
+    pub bytes_opportunistic: u64,
+    /// See [`SenderStats::bytes_reinjected`].
+    pub bytes_redundant: u64,
 }
 
 /// What one incoming segment did.
@@ -74,6 +83,8 @@ struct Mapping {
     dsn: u64,
     len: u64,
     data_fin: bool,
+    /// Data the connection sends again (`None`: new data).
+    resend: Option<ResendKind>,
 }
 
 /// Sender state machine of one subflow.
@@ -183,18 +194,28 @@ impl Sender {
     /// Hands `len` bytes starting at data sequence number `dsn` to the send queue.
     /// `data_fin`: the mapping ends the data stream.
     pub fn queue(&mut self, dsn: u64, len: u64, data_fin: bool) {
+        self.enqueue(dsn, len, data_fin, None);
+    }
+
+    /// Like [`Sender::queue`] for data the connection sends again (`kind` says why); its
+    /// bytes are counted in [`SenderStats`] when they are transmitted.
+    pub fn queue_resend(&mut self, dsn: u64, len: u64, data_fin: bool, kind: ResendKind) {
+        self.enqueue(dsn, len, data_fin, Some(kind));
+    }
+
+    fn enqueue(&mut self, dsn: u64, len: u64, data_fin: bool, resend: Option<ResendKind>) {
         if len == 0 {
             return;
         }
         self.queued_bytes += len;
         if let Some(last) = self.queue.back_mut() {
-            if last.dsn + last.len == dsn && !last.data_fin {
+            if last.dsn + last.len == dsn && !last.data_fin && last.resend == resend {
                 last.len += len;
                 last.data_fin = data_fin;
                 return;
             }
         }
-        self.queue.push_back(Mapping { dsn, len, data_fin });
+        self.queue.push_back(Mapping { dsn, len, data_fin, resend });
     }
 
     /// DSN ranges `(dsn, len)` queued and not transmitted yet.
@@ -397,6 +418,12 @@ impl Sender {
         let head = self.queue.front_mut().expect("checked above");
         let dsn = head.dsn;
         let fin = head.data_fin && len == head.len;
+        match head.resend {
+            None => {}
+            Some(ResendKind::Reinject) => self.stats.bytes_reinjected += len,
+            Some(ResendKind::Opportunistic) => self.stats.bytes_opportunistic += len,
+            Some(ResendKind::Redundant) => self.stats.bytes_redundant += len,
+        }
         head.dsn += len;
         head.len -= len;
         if head.len == 0 {
