@@ -318,6 +318,51 @@ def schedulers() -> None:
     _c.out.print(table)
 
 
+@app.command()
+def reproduce(
+    study: Optional[str] = typer.Argument(None, help="Study name (see --list): a folder of experiments/."),
+    list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Results directory (default: results/experiments/<study>[-quick])."),
+    quick: bool = typer.Option(False, "--quick", help="A reduced version (fewer seeds, repeats, sizes) that runs in seconds."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+) -> None:
+    """Run a reproduction study of experiments/ and print the published figures beside ours, and
+    whether each of the paper's claims holds in our results."""
+    from mpsched import experiments as ex
+    from mpsched.runner import RunFailed
+    from mpsched.scenario import ScenarioError
+
+    if list_ or study is None:
+        for name in ex.STUDIES:
+            pub = ex.load_published(name)
+            _c.out.print(f"{name:24s} {pub['study']['papers'][0]}  ({pub['study'].get('setup', '')})", highlight=False,
+                         soft_wrap=True)
+        return
+    if study not in ex.STUDIES:
+        _fail(f"unknown study {_escape(study)!r}; `mpsched reproduce --list` lists them", EXIT_BAD_INPUT)
+    try:
+        published = ex.load_published(study)
+    except ValueError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    target = out_dir or Path("results") / "experiments" / (study + ("-quick" if quick else ""))
+    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    try:
+        ours = ex.run_study(study, target, quick=quick, jobs=jobs, on_file=lambda f, n: _c.err.print(
+            f"{study}/{f}: {n} run(s) -> {target / Path(f).stem}", highlight=False))
+    except ScenarioError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    except RunFailed as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    figures, claims, extra = ex.compare(published, ours)
+    if not figures.is_empty():
+        _print_table(figures, f"{study}: published figures and ours" + (" (--quick)" if quick else ""))
+    if not claims.is_empty():
+        _print_table(claims, f"{study}: the papers' claims, checked on our results")
+    if not extra.is_empty():
+        _print_table(extra, f"{study}: our other numbers (no published counterpart)")
+    _c.err.print(f"results: {target}", highlight=False)
+
+
 def main() -> None:
     try:
         app()

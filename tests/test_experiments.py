@@ -1,0 +1,154 @@
+"""The reproduction studies of experiments/: their files load, their published figures are well
+formed, claims are judged from the numbers, and `mpsched reproduce --quick` runs end to end."""
+
+from __future__ import annotations
+
+import tomllib
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import mpsched
+from mpsched import experiments as ex
+from mpsched.cli import app
+from mpsched.runner import plan
+
+
+def test_every_study_folder_is_registered_and_complete():
+    folders = sorted(p.name for p in ex.ROOT.iterdir() if p.is_dir())
+    assert folders == sorted(ex.STUDIES)
+    for name, study in ex.STUDIES.items():
+        assert (study.folder / "README.md").is_file(), name
+        assert (study.folder / "published.toml").is_file(), name
+        on_disk = sorted(p.name for p in study.folder.glob("*.toml") if p.name != "published.toml")
+        assert on_disk == sorted(study.files), f"{name}: every scenario file is run"
+
+
+@pytest.mark.parametrize("name", sorted(ex.STUDIES))
+def test_study_scenarios_validate_full_and_quick(name):
+    study = ex.STUDIES[name]
+    full = ex.scenarios_of(study)
+    quick = ex.scenarios_of(study, quick=True)
+    n_full = sum(len(plan(s)) for s in full.values())
+    n_quick = sum(len(plan(s)) for s in quick.values())
+    assert n_full > 0 and 0 < n_quick <= n_full
+    # every quick override names a field the file has (a typo would silently change nothing)
+    for f, overrides in study.quick.items():
+        data = tomllib.loads((study.folder / f).read_text())
+        for key in overrides:
+            node = data
+            for part in key.split(".")[:-1]:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            last = key.split(".")[-1]
+            assert (int(last) < len(node)) if isinstance(node, list) else (last in node), f"{name}/{f}: {key}"
+
+
+def _names_run(study) -> set[str]:
+    """Schedulers and protocols the study's scenario files sweep."""
+    names = set()
+    for f in study.files:
+        data = tomllib.loads((study.folder / f).read_text())
+        conns = data.get("connection", [])
+        for c in conns if isinstance(conns, list) else [conns]:
+            for key in ("scheduler", "protocol"):
+                v = c.get(key, [])
+                names |= set(v if isinstance(v, list) else [v])
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(ex.STUDIES))
+def test_published_entries_are_well_formed_and_name_what_we_run(name):
+    pub = ex.load_published(name)  # raises on a malformed file
+    assert pub.get("table") or pub.get("claim"), "a study compares something"
+    run = _names_run(ex.STUDIES[name])
+    for t in pub.get("table", []):
+        assert set(t["values"]) <= run, f"{t['source']}: a published row for a scheduler we do not run"
+    for c in pub.get("claim", []):
+        named = c.get("order") or c.get("similar") or c.get("among")
+        assert set(named) <= run, f"{c['text']}: names a scheduler we do not run"
+
+
+def test_malformed_published_files_are_refused():
+    good = {"study": {"papers": ["x"]}, "table": [{"source": "T1", "what": "fct", "metric": "m", "unit": "s",
+                                                   "settings": ["a", "b"], "values": {"minrtt": [1.0, 2.0]}}],
+            "claim": [{"text": "t", "source": "s", "metric": "m", "order": ["a", "b"]}]}
+    assert ex.check_published(good) == []
+    short = {**good, "table": [{**good["table"][0], "values": {"minrtt": [1.0]}}]}
+    assert any("one number per setting" in e for e in ex.check_published(short))
+    two_kinds = {**good, "claim": [{**good["claim"][0], "similar": ["a", "b"]}]}
+    assert any("exactly one of" in e for e in ex.check_published(two_kinds))
+    no_papers = {**good, "study": {}}
+    assert ex.check_published(no_papers)
+
+
+def _ours(rows):
+    return pl.DataFrame(rows, schema=list(ex.OURS_COLUMNS), orient="row")
+
+
+def test_claims_are_judged_from_the_numbers():
+    ours = _ours([("", "fct", "64K", "cfs", 1.0), ("", "fct", "64K", "minrtt", 2.0), ("", "fct", "64K", "ecf", 3.0),
+                  ("", "fct", "1M", "cfs", 4.5), ("", "fct", "1M", "minrtt", 4.0), ("", "fct", "1M", "ecf", 4.1)])
+    order = {"metric": "fct", "order": ["cfs", "minrtt", "ecf"]}
+    assert ex.evaluate_claim(order, ours, "")[0] == "fails"              # 1M breaks it
+    assert ex.evaluate_claim({**order, "at": ["64K"]}, ours, "")[0] == "holds"
+    assert ex.evaluate_claim({**order, "at": "mean"}, ours, "")[0] == "holds"  # 2.75 < 3.0 < 3.55
+    assert ex.evaluate_claim({"metric": "fct", "similar": ["minrtt", "ecf"], "tolerance": 0.05, "at": ["1M"]},
+                             ours, "")[0] == "holds"
+    assert ex.evaluate_claim({"metric": "fct", "similar": ["minrtt", "ecf"], "tolerance": 0.01, "at": ["1M"]},
+                             ours, "")[0] == "fails"
+    assert ex.evaluate_claim({"metric": "fct", "lowest": "cfs", "among": ["cfs", "ecf"]}, ours, "")[0] == "fails"
+    assert ex.evaluate_claim({"metric": "fct", "highest": "ecf", "among": ["cfs", "ecf"], "at": ["64K"]},
+                             ours, "")[0] == "holds"
+    assert ex.evaluate_claim({"metric": "other", "order": ["cfs", "ecf"]}, ours, "")[0] == "no data"
+
+
+def test_a_tie_does_not_satisfy_a_strict_order():
+    ours = _ours([("", "m", "s", "a", 1.0), ("", "m", "s", "b", 1.0)])
+    assert ex.evaluate_claim({"metric": "m", "order": ["a", "b"]}, ours, "")[0] == "fails"
+    assert ex.evaluate_claim({"metric": "m", "order": ["a", "b"], "strict": False}, ours, "")[0] == "holds"
+
+
+def test_reproduce_list_and_unknown_study():
+    r = CliRunner().invoke(app, ["reproduce", "--list"])
+    assert r.exit_code == 0, r.output
+    for name in ex.STUDIES:
+        assert name in r.output
+    r = CliRunner().invoke(app, ["reproduce", "no_such_study"])
+    assert r.exit_code == 2 and "unknown study" in r.output
+
+
+def _claim_lines(output: str, published: dict) -> list[str]:
+    return [c["text"][:30] for c in published["claim"] if c["text"][:30] not in output]
+
+
+def test_reproduce_quick_cfs_short_flows_prints_our_numbers(tmp_path):
+    out = tmp_path / "cfs"
+    r = CliRunner().invoke(app, ["reproduce", "cfs_short_flows", "--quick", "-o", str(out), "--jobs", "2"])
+    assert r.exit_code == 0, r.output
+    # our number, computed here from the stored flows, is in the printed table
+    flows = mpsched.load(out / "scenario").flows.filter(pl.col("completed"))
+    assert flows.height > 0
+    for sched in ("minrtt", "ecf", "cfs"):
+        mean_s = flows.filter((pl.col("scheduler") == sched) & (pl.col("size") == "1MiB"))["fct_ns"].mean() / 1e9
+        assert f"{mean_s:.3f}" in r.output, sched
+    assert "5.440" in r.output and "1.230" in r.output     # the published Table 2 beside them
+    assert not _claim_lines(r.output, ex.load_published("cfs_short_flows"))
+    assert r.output.count("holds:") + r.output.count("fails:") >= 4
+
+
+def test_reproduce_quick_bwm_bufferbloat_prints_our_numbers(tmp_path):
+    out = tmp_path / "bwm"
+    r = CliRunner().invoke(app, ["reproduce", "bwm_bufferbloat", "--quick", "-o", str(out), "--jobs", "2"])
+    assert r.exit_code == 0, r.output
+    flows = mpsched.load(out / "scenario").flows
+    assert sorted(flows["scheduler"].to_list()) == ["bwm", "minrtt+rp", "roundrobin"]
+    for total in flows["bytes_delivered"].to_list():
+        assert f"{total / 1e6:.3f}" in r.output
+    assert "1056" in r.output and "3449" in r.output
+    assert r.output.count("holds:") + r.output.count("fails:") == 3
+    # the verdict follows the numbers: total traffic ordered RR < LowRTT < BWM or not
+    by = dict(zip(flows["scheduler"], flows["bytes_delivered"]))
+    expect = "holds" if by["roundrobin"] < by["minrtt+rp"] < by["bwm"] else "fails"
+    line = next(ln for ln in r.output.splitlines() if "Round-robin < Low-RTT" in ln)
+    assert f"{expect}:" in line
