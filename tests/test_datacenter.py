@@ -119,6 +119,21 @@ def test_a_topology_scenario_normalizes_to_per_flow_paths_and_mixes_tcp_and_mptc
     assert set(cols["class"]) == {"query", "background"} and len(cols["flow_id"]) == len(cfg["flows"])
 
 
+def test_hosts_with_four_interfaces_give_each_of_four_subflows_its_own_access_links():
+    # 003_'s setting: every host has one interface (and IP address) per subflow.
+    data = loads_scenario(TINY).to_dict()
+    data["topology"]["interfaces"] = 4
+    data["connection"][0].update(protocol="mptcp", subflows=4)
+    data["seed"] = 1
+    cfg = plan(Scenario.from_dict(data))[0].config
+    names = [lk["name"] for lk in cfg["links"]]
+    assert len(names) == 2 * (16 * 4 + 16 * 4 + 16), "host-edge and edge-aggregation links x 4"
+    for flow in cfg["flows"]:
+        first_hops = [names[cfg["paths"][p]["down"][0]] for p in flow["paths"]]
+        assert len(set(first_hops)) == 4, f"each subflow leaves on its own interface: {first_hops}"
+        assert {h.split("#")[1] for h in first_hops} == {"0", "1", "2", "3"}
+
+
 def test_ecmp_spreads_the_subflows_of_a_flow_over_the_cores():
     data = loads_scenario(TINY).to_dict()
     data["connection"][0].update(protocol="mptcp", path_choice="ecmp")

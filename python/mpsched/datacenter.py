@@ -180,7 +180,8 @@ def _fattree(s: Scenario) -> dict[str, Any]:
         ea = parse_rate_bps(t.edge_agg_rate) if t.edge_agg_rate is not None else host_bps
         ac = parse_rate_bps(t.agg_core_rate) if t.agg_core_rate is not None else host_bps
     return {"k": int(t.k), "host_rate_bps": host_bps, "edge_agg_rate_bps": ea, "agg_core_rate_bps": ac,
-            "link_delay_ns": parse_time_ns(t.link_delay), "queue_packets": int(t.queue)}
+            "link_delay_ns": parse_time_ns(t.link_delay), "queue_packets": int(t.queue),
+            "host_interfaces": int(t.interfaces)}
 
 
 def to_run(s: Scenario) -> tuple[dict[str, Any], list]:

@@ -366,7 +366,9 @@ class TopologySpec(_Model):
     * ``kind = "fattree"``: a k-ary FatTree (k^3/4 hosts; k = 4 is the 16-host tree of `003_`),
       `host_rate` on host-edge links, `edge_agg_rate` and `agg_core_rate` above them (default:
       the host rate) or one `oversubscription` ratio for both; every link has `link_delay` and a
-      drop-tail queue of `queue` packets.
+      drop-tail queue of `queue` packets. With `interfaces = n` every host has n interfaces:
+      host-edge and edge-aggregation links are n parallel links and subflow s uses copy
+      s mod n (`003_`'s setting: one interface, and one core switch, per subflow).
     * ``kind = "dumbbell"``: `pairs` sender/receiver pairs, each host with `interfaces` access
       links (`access_rate`, `access_delay`), all through one bottleneck (`bottleneck_rate`,
       `bottleneck_delay`, `queue` packets).
@@ -390,8 +392,9 @@ class TopologySpec(_Model):
     @model_validator(mode="after")
     def _fields_of_kind(self) -> TopologySpec:
         fattree = {"k", "host_rate", "edge_agg_rate", "agg_core_rate", "oversubscription", "link_delay"}
-        dumbbell = {"pairs", "interfaces", "access_rate", "access_delay", "bottleneck_rate", "bottleneck_delay"}
+        dumbbell = {"pairs", "access_rate", "access_delay", "bottleneck_rate", "bottleneck_delay"}
         other = dumbbell if self.kind == "fattree" else fattree
+        fattree, dumbbell = fattree | {"interfaces"}, dumbbell | {"interfaces"}
         for f in sorted(_given(self) & other, key=list(type(self).model_fields).index):
             raise _FieldError(f, f"a {self.kind} does not take this field; it takes "
                               f"{', '.join(sorted((fattree if self.kind == 'fattree' else dumbbell) | {'queue'}))}")

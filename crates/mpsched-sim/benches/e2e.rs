@@ -137,6 +137,7 @@ fn fattree_permutation(k: usize, protocol: Protocol, subflows: usize) -> SimConf
         agg_core_rate_bps: 100_000_000,
         link_delay_ns: 20_000,
         queue_packets: 100,
+        host_interfaces: 1,
     });
     let how = if subflows > 1 { PathChoice::Explicit } else { PathChoice::Ecmp };
     let mut table = PathTable::default();

@@ -11,6 +11,13 @@
 //! by ECMP hashing (a hash of the host pair and the subflow's ports picks among the equal-cost
 //! paths, so subflows may collide) or explicitly (subflows spread evenly over the paths, at
 //! most one per core path while there are enough, as `003_` configures its routing tables).
+//!
+//! Hosts may have several interfaces (`host_interfaces`), as in `003_`'s reproduction of
+//! Raiciu et al. (§3.3: "with 4 subflows, each host has 4 interfaces with an IP address each;
+//! the host-edge part has as many interfaces as addresses, and the aggregation-edge part gets
+//! interfaces accordingly"): every host-edge and edge-aggregation link is then `n` parallel
+//! links, and subflow `s` leaves and enters its hosts on interface `s mod n` and crosses the
+//! edge-aggregation tier on that link's copy; the core tier is unchanged.
 
 use crate::config::{CapacityConfig, JitterConfig, LinkConfig, LossConfig, PathConfig};
 use serde::{Deserialize, Serialize};
@@ -44,6 +51,14 @@ pub struct FatTreeConfig {
     pub link_delay_ns: u64,
     /// Drop-tail queue of every link, packets.
     pub queue_packets: u64,
+    /// Interfaces per host (1: one access link). With `n`, host-edge and edge-aggregation
+    /// links are `n` parallel links each and subflow `s` uses copy `s mod n`.
+    #[serde(default = "one")]
+    pub host_interfaces: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl FatTreeConfig {
@@ -52,7 +67,7 @@ impl FatTreeConfig {
     /// 4:1 tree of Raiciu et al. §4; 1 for full bisection bandwidth).
     pub fn oversubscribed(k: usize, host_rate_bps: u64, oversubscription: f64, link_delay_ns: u64, queue_packets: u64) -> Self {
         let upper = ((host_rate_bps as f64 / oversubscription.max(1e-9)).round() as u64).max(1);
-        Self { k, host_rate_bps, edge_agg_rate_bps: upper, agg_core_rate_bps: upper, link_delay_ns, queue_packets }
+        Self { k, host_rate_bps, edge_agg_rate_bps: upper, agg_core_rate_bps: upper, link_delay_ns, queue_packets, host_interfaces: 1 }
     }
 
     /// Checks `k`; returns a message naming what is wrong.
@@ -65,6 +80,9 @@ impl FatTreeConfig {
         }
         if self.queue_packets == 0 {
             return Err("queue_packets must be positive".into());
+        }
+        if self.host_interfaces == 0 || self.host_interfaces > crate::MAX_SUBFLOWS {
+            return Err(format!("host_interfaces must be from 1 to {}; got {}", crate::MAX_SUBFLOWS, self.host_interfaces));
         }
         Ok(())
     }
@@ -94,15 +112,23 @@ impl FatTree {
             capacity: CapacityConfig::Constant,
         };
         let c = t.cfg.clone();
+        let n = c.host_interfaces;
+        // Parallel copies of a link are named "h0->e0#1"; with one interface the names stay
+        // "h0->e0".
+        let copy = |i: usize| if n > 1 { format!("#{i}") } else { String::new() };
         for h in 0..t.hosts() {
-            t.links.push(link(format!("h{h}->e{}", h / half), c.host_rate_bps, &c));
-            t.links.push(link(format!("e{}->h{h}", h / half), c.host_rate_bps, &c));
+            for i in 0..n {
+                t.links.push(link(format!("h{h}->e{}{}", h / half, copy(i)), c.host_rate_bps, &c));
+                t.links.push(link(format!("e{}->h{h}{}", h / half, copy(i)), c.host_rate_bps, &c));
+            }
         }
         for e in 0..t.switches_per_tier() {
             for a in 0..half {
                 let ag = (e / half) * half + a;
-                t.links.push(link(format!("e{e}->a{ag}"), c.edge_agg_rate_bps, &c));
-                t.links.push(link(format!("a{ag}->e{e}"), c.edge_agg_rate_bps, &c));
+                for i in 0..n {
+                    t.links.push(link(format!("e{e}->a{ag}{}", copy(i)), c.edge_agg_rate_bps, &c));
+                    t.links.push(link(format!("a{ag}->e{e}{}", copy(i)), c.edge_agg_rate_bps, &c));
+                }
             }
         }
         for ag in 0..t.switches_per_tier() {
@@ -145,17 +171,25 @@ impl FatTree {
         &self.links
     }
 
-    fn host_up(&self, h: usize) -> usize {
-        2 * h
+    /// Interfaces per host.
+    pub fn interfaces(&self) -> usize {
+        self.cfg.host_interfaces
     }
-    fn host_down(&self, h: usize) -> usize {
-        2 * h + 1
+
+    // Link indices, in the order `new` pushes them; `i` is the interface (link copy).
+    fn host_up(&self, h: usize, i: usize) -> usize {
+        2 * (h * self.interfaces() + i)
     }
-    fn edge_agg(&self, edge: usize, a: usize, up: bool) -> usize {
-        2 * self.hosts() + 2 * (edge * self.half + a) + usize::from(!up)
+    fn host_down(&self, h: usize, i: usize) -> usize {
+        self.host_up(h, i) + 1
+    }
+    fn edge_agg(&self, edge: usize, a: usize, i: usize, up: bool) -> usize {
+        let n = self.interfaces();
+        2 * self.hosts() * n + 2 * ((edge * self.half + a) * n + i) + usize::from(!up)
     }
     fn agg_core(&self, agg: usize, j: usize, up: bool) -> usize {
-        2 * self.hosts() + 2 * self.switches_per_tier() * self.half + 2 * (agg * self.half + j) + usize::from(!up)
+        let n = self.interfaces();
+        2 * self.hosts() * n + 2 * self.switches_per_tier() * self.half * n + 2 * (agg * self.half + j) + usize::from(!up)
     }
 
     /// Number of equal-cost shortest paths from `src` to `dst` (distinct hosts).
@@ -170,40 +204,46 @@ impl FatTree {
     }
 
     /// Link chain from host `src` to host `dst` along equal-cost path `choice` (taken modulo
-    /// the number of paths). Within a pod the choice names the aggregation switch; between
-    /// pods the core switch (`choice / (k/2)` is then the aggregation switch on both sides).
-    pub fn route(&self, src: usize, dst: usize, choice: usize) -> Vec<usize> {
+    /// the number of paths) on interface `iface` (taken modulo the interfaces). Within a pod
+    /// the choice names the aggregation switch; between pods the core switch (`choice / (k/2)`
+    /// is then the aggregation switch on both sides).
+    pub fn route(&self, src: usize, dst: usize, choice: usize, iface: usize) -> Vec<usize> {
         let (es, ed) = (src / self.half, dst / self.half);
         let n = self.equal_cost_paths(src, dst);
         let c = choice % n;
+        let i = iface % self.interfaces();
         if es == ed {
-            return vec![self.host_up(src), self.host_down(dst)];
+            return vec![self.host_up(src, i), self.host_down(dst, i)];
         }
         if self.pod(src) == self.pod(dst) {
-            return vec![self.host_up(src), self.edge_agg(es, c, true), self.edge_agg(ed, c, false), self.host_down(dst)];
+            return vec![
+                self.host_up(src, i),
+                self.edge_agg(es, c, i, true),
+                self.edge_agg(ed, c, i, false),
+                self.host_down(dst, i),
+            ];
         }
         let (a, j) = (c / self.half, c % self.half);
         let (ags, agd) = (self.pod(src) * self.half + a, self.pod(dst) * self.half + a);
         vec![
-            self.host_up(src),
-            self.edge_agg(es, a, true),
+            self.host_up(src, i),
+            self.edge_agg(es, a, i, true),
             self.agg_core(ags, j, true),
             self.agg_core(agd, j, false),
-            self.edge_agg(ed, a, false),
-            self.host_down(dst),
+            self.edge_agg(ed, a, i, false),
+            self.host_down(dst, i),
         ]
     }
 
     /// The path a flow whose data goes from `sender` to `receiver` uses with `choice`: data
     /// on `down` (the configuration's server-to-client direction), ACKs back along the same
     /// switches on `up`.
-    pub fn path(&self, sender: usize, receiver: usize, choice: usize) -> PathConfig {
+    /// `iface` is the interface the path uses at both hosts.
+    pub fn path(&self, sender: usize, receiver: usize, choice: usize, iface: usize) -> PathConfig {
         let c = choice % self.equal_cost_paths(sender, receiver);
-        PathConfig {
-            name: format!("h{sender}-h{receiver}.{c}"),
-            down: self.route(sender, receiver, c),
-            up: self.route(receiver, sender, c),
-        }
+        let i = iface % self.interfaces();
+        let name = if self.interfaces() > 1 { format!("h{sender}-h{receiver}.{c}.if{i}") } else { format!("h{sender}-h{receiver}.{c}") };
+        PathConfig { name, down: self.route(sender, receiver, c, i), up: self.route(receiver, sender, c, i) }
     }
 
     /// Path choices of the `subflows` subflows of flow `flow_id` from `sender` to `receiver`.
@@ -307,23 +347,26 @@ pub fn dumbbell(c: &DumbbellConfig) -> (Vec<LinkConfig>, Vec<PathConfig>) {
 pub struct PathTable {
     /// Paths in index order (the configuration's `paths`).
     pub paths: Vec<PathConfig>,
-    index: std::collections::BTreeMap<(usize, usize, usize), usize>,
+    index: std::collections::BTreeMap<(usize, usize, usize, usize), usize>,
 }
 
 impl PathTable {
-    /// Index of the path from `sender` to `receiver` along `choice`, added if new.
-    pub fn index(&mut self, tree: &FatTree, sender: usize, receiver: usize, choice: usize) -> usize {
+    /// Index of the path from `sender` to `receiver` along `choice` on interface `iface`,
+    /// added if new.
+    pub fn index(&mut self, tree: &FatTree, sender: usize, receiver: usize, choice: usize, iface: usize) -> usize {
         let c = choice % tree.equal_cost_paths(sender, receiver);
-        *self.index.entry((sender, receiver, c)).or_insert_with(|| {
-            self.paths.push(tree.path(sender, receiver, c));
+        let i = iface % tree.interfaces();
+        *self.index.entry((sender, receiver, c, i)).or_insert_with(|| {
+            self.paths.push(tree.path(sender, receiver, c, i));
             self.paths.len() - 1
         })
     }
 
-    /// Path indices of a flow's subflows. Subflows hashed onto the same path keep it both (as
-    /// under real ECMP, two subflows then share one core path).
+    /// Path indices of a flow's subflows; subflow `s` uses interface `s mod n`. Subflows
+    /// hashed onto the same path keep it both (as under real ECMP, two subflows then share one
+    /// core path).
     pub fn flow_paths(&mut self, tree: &FatTree, sender: usize, receiver: usize, choices: &[usize]) -> Vec<usize> {
-        choices.iter().map(|&c| self.index(tree, sender, receiver, c)).collect()
+        choices.iter().enumerate().map(|(s, &c)| self.index(tree, sender, receiver, c, s)).collect()
     }
 }
 

@@ -9,6 +9,10 @@ use mpsched_sim::run::run;
 use mpsched_sim::topology::*;
 
 fn tree(k: usize) -> FatTree {
+    tree_with(k, 1)
+}
+
+fn tree_with(k: usize, host_interfaces: usize) -> FatTree {
     let cfg = FatTreeConfig {
         k,
         host_rate_bps: 100_000_000,
@@ -16,14 +20,16 @@ fn tree(k: usize) -> FatTree {
         agg_core_rate_bps: 100_000_000,
         link_delay_ns: 20_000,
         queue_packets: 100,
+        host_interfaces,
     };
     cfg.check().unwrap();
     FatTree::new(cfg)
 }
 
-/// "a->b" link names: every route is a chain (each hop starts where the previous one ended).
+/// "a->b" link names (a parallel copy is "a->b#i"): every route is a chain (each hop starts
+/// where the previous one ended).
 fn assert_chain(t: &FatTree, route: &[usize], src: usize, dst: usize) {
-    let names: Vec<&str> = route.iter().map(|&l| t.links()[l].name.as_str()).collect();
+    let names: Vec<&str> = route.iter().map(|&l| t.links()[l].name.split('#').next().unwrap()).collect();
     assert!(names[0].starts_with(&format!("h{src}->")), "{names:?}");
     assert!(names.last().unwrap().ends_with(&format!("->h{dst}")), "{names:?}");
     for w in names.windows(2) {
@@ -50,7 +56,7 @@ fn fattree_k4_has_16_hosts_and_the_expected_equal_cost_paths() {
         for src in 0..t.hosts() {
             for dst in (0..t.hosts()).filter(|&d| d != src) {
                 let n = t.equal_cost_paths(src, dst);
-                let routes: std::collections::BTreeSet<Vec<usize>> = (0..n).map(|c| t.route(src, dst, c)).collect();
+                let routes: std::collections::BTreeSet<Vec<usize>> = (0..n).map(|c| t.route(src, dst, c, 0)).collect();
                 assert_eq!(routes.len(), n, "k={k} {src}->{dst}: paths are distinct");
                 for r in &routes {
                     assert_chain(t, r, src, dst);
@@ -66,7 +72,7 @@ fn inter_pod_paths_each_cross_a_different_core_switch() {
     let t = tree(4);
     let cores: Vec<String> = (0..4)
         .map(|c| {
-            let r = t.route(0, 12, c);
+            let r = t.route(0, 12, c, 0);
             t.links()[r[2]].name.split_once("->").unwrap().1.to_string()
         })
         .collect();
@@ -151,4 +157,52 @@ fn mptcp_fills_more_of_a_fattree_than_tcp_under_a_permutation() {
     eprintln!("utilisation: tcp {:.2}, mptcp {:.2}", tcp / full, mptcp / full);
     assert!(mptcp > 1.1 * tcp, "mptcp {mptcp:.3e} vs tcp {tcp:.3e}");
     assert!(mptcp < full);
+}
+
+#[test]
+fn hosts_with_several_interfaces_give_each_subflow_its_own_links_below_the_core() {
+    // `003_`'s setting: 4 interfaces per host, 4 subflows, one per interface and core switch.
+    let t = tree_with(4, 4);
+    // Host-edge and edge-aggregation links are 4 parallel copies each; the core tier is not.
+    assert_eq!(t.links().len(), 2 * (16 * 4 + 16 * 4 + 16));
+    let (src, dst) = (0, 12);
+    let choices = t.choices(src, dst, 7, 4, PathChoice::Explicit);
+    let mut table = PathTable::default();
+    let paths = table.flow_paths(&t, src, dst, &choices);
+    let mut seen = std::collections::BTreeSet::new();
+    for &p in &paths {
+        let path = &table.paths[p];
+        assert_chain(&t, &path.down, src, dst);
+        assert_chain(&t, &path.up, dst, src);
+        for &l in path.down.iter().chain(&path.up) {
+            assert!(seen.insert(l), "link {} is shared by two subflows", t.links()[l].name);
+        }
+    }
+    let no_interface = FatTreeConfig { host_interfaces: 0, ..t.config().clone() };
+    assert!(no_interface.check().unwrap_err().contains("host_interfaces"));
+}
+
+#[test]
+fn four_interfaces_and_four_subflows_carry_four_times_one_interface() {
+    // One flow between pods, alone in the tree: with one interface its subflows share the
+    // 100 Mbit/s host link; with four, each subflow has a 100 Mbit/s path of its own.
+    let goodput = |interfaces: usize| {
+        let t = tree_with(4, interfaces);
+        let mut table = PathTable::default();
+        let choices = t.choices(0, 12, 0, 4, PathChoice::Explicit);
+        let paths = table.flow_paths(&t, 0, 12, &choices);
+        let mut cfg = scenario(t.links().to_vec(), table.paths, 3 * S);
+        cfg.transports.push(TransportConfig { rcv_buf_bytes: 8 << 20, ..transport(Protocol::Mptcp, "minrtt", "cubic", vec![0]) });
+        cfg.flows = vec![FlowConfig { paths: Some(paths), app: AppConfig::Bulk { stop_ns: 3 * S }, ..sized(0, 0, 0, 1) }];
+        cfg.record.sample_interval_ns = S;
+        let rec = run(&cfg).unwrap();
+        let time = u64s(&rec, "conn_series", "time_ns");
+        let got = u64s(&rec, "conn_series", "delivered_bytes");
+        let at = |x: u64| -> u64 { time.iter().zip(&got).filter(|(t, _)| **t == x).map(|(_, b)| *b).sum() };
+        (at(2 * S) - at(S)) as f64 * 8.0
+    };
+    let (one, four) = (goodput(1), goodput(4));
+    eprintln!("goodput: 1 interface {one:.3e}, 4 interfaces {four:.3e}");
+    assert!(one < 100e6, "{one}");
+    assert!(four > 3.3 * one && four < 4.0 * 100e6, "one {one:.3e}, four {four:.3e}");
 }
