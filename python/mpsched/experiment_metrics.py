@@ -80,16 +80,17 @@ _DC_SETTINGS = {"table2": ("short flows", "query"), "query_nobg": ("query, no ba
 def datacenter(results: dict[str, Any]) -> pl.DataFrame:
     """003_ Table 2 and §5.2: FCT mean / standard deviation / 95th percentile (ms) of the short
     flows, by the protocol swept in the run (Table 2: the background's protocol; §5.2: every
-    flow's), seeds pooled."""
+    flow's) and, as the variant, the host interfaces, seeds pooled."""
     out = []
     for stem, res in results.items():
         setting, cls = _DC_SETTINGS[stem]
-        proto = res.runs.select("run_id", pl.col("protocol").alias("scheduler"))
+        variant = pl.format("{} interface(s)", pl.col("interfaces")) if "interfaces" in res.runs.columns else pl.lit("")
+        proto = res.runs.select("run_id", pl.col("protocol").alias("scheduler"), variant.alias("variant"))
         f = res.flows.drop("scheduler").filter((pl.col("class") == cls) & pl.col("completed")).join(proto, on="run_id")
         ms = pl.col("fct_ns").cast(pl.Float64) / 1e6
-        g = f.group_by("scheduler", maintain_order=True).agg(
+        g = f.group_by("variant", "scheduler", maintain_order=True).agg(
             ms.mean().alias("mean"), ms.std().alias("std"), ms.quantile(0.95, interpolation="linear").alias("p95"))
-        out += [_rows(g, "", f"fct_{m}_ms", setting, pl.col(m)) for m in ("mean", "std", "p95")]
+        out += [_rows(g, pl.col("variant"), f"fct_{m}_ms", setting, pl.col(m)) for m in ("mean", "std", "p95")]
     return pl.concat(out)
 
 

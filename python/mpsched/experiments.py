@@ -67,7 +67,7 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
           {"scenario.toml": {"seed": [1]}}, quick_files=("scenario.toml",)),
     Study("datacenter_short_flows", ("table2.toml", "query_nobg.toml", "query.toml", "short_message.toml"),
           em.datacenter,
-          {f: {"seed": [1], "duration": "3s", "workload.0.stop": "2.5s"} | ({"workload.1.stop": "2.5s"} if f != "query_nobg.toml" else {})
+          {f: {"seed": [1], "duration": "3s", "topology.interfaces": 4, "workload.0.stop": "2.5s"} | ({"workload.1.stop": "2.5s"} if f != "query_nobg.toml" else {})
            for f in ("table2.toml", "query_nobg.toml", "query.toml", "short_message.toml")}),
     Study("paasch_aggregation", ("fixed.toml", "fixed_tcp.toml", "sweep_low.toml", "sweep_low_tcp.toml",
                                  "sweep_high.toml", "sweep_high_tcp.toml"), em.paasch_aggregation,
