@@ -80,6 +80,17 @@ def test_query_flows_go_from_pod_0_to_the_other_pods_with_sizes_in_the_class():
     assert min(sizes) >= 2_000 and max(sizes) <= 20_000
 
 
+def test_a_query_workload_with_a_size_gives_every_flow_that_size():
+    # 003_ Table 2: 70 KB short flows, Poisson with a mean gap of 200 ms.
+    flows = dc.flows(_query(size="70KB"))
+    assert flows and {f["app"]["size_bytes"] for f in flows} == {70_000}
+    with pytest.raises(ScenarioError, match=r"workload\[1\]\.size"):
+        data = load_scenario(DC / "query_fattree.toml").to_dict()
+        data["workload"][1] = {**data["workload"][1], "size": "70KB"}
+        data["workload"][1].pop("mean_gap", None)
+        Scenario.from_dict(data)
+
+
 def test_background_loads_the_given_fraction_of_receivers_with_endless_flows():
     s = _query(kind="background", fraction=0.25, mean_gap=None)
     flows = dc.flows(s)

@@ -9,7 +9,8 @@ Workload kinds (`mpsched.scenario.WorkloadSpec`), after `003_` §3.3 / §5 and R
 * ``query`` (2-20 KB), ``short_message`` (50 KB-1 MB), ``background`` (1-50 MB): senders
   (aggregators; by default pod 0 of the FatTree) send flows to receivers (workers; by default
   every other host), Poisson arrivals with mean gap `mean_gap` at each receiver, from a sender
-  drawn at random; sizes uniform in the class's range, since `003_` gives only the ranges.
+  drawn at random; sizes uniform in the class's range, since `003_` gives only the ranges, or
+  all of one `size` (`003_` Table 2's 70 KB flows).
   ``background`` without `mean_gap`: a `fraction` (default 0.5, as `003_` §5.2 loads half its
   workers) of the receivers each get one flow sending without end.
 * ``empirical``: as ``query`` with sizes from `distribution` ``"dctcp"`` (web search), ``"vl2"``
@@ -163,7 +164,10 @@ def flows(s: Scenario) -> list[dict[str, Any]]:
                     at += int(rng.exponential(gap_ns))
                     if at >= stop_ns:
                         break
-                    size = int(sample_sizes(rng, 1, size_class=size_class, cdf=w.distribution)[0])
+                    if w.size is not None:  # one size for every flow (003_ Table 2: 70 KB)
+                        size = parse_size_bytes(w.size)
+                    else:
+                        size = int(sample_sizes(rng, 1, size_class=size_class, cdf=w.distribution)[0])
                     out.append({**base, "sender": others[int(rng.integers(len(others)))], "receiver": r,
                                 "start_ns": at, "app": {"kind": "sized", "size_bytes": size}})
     out.sort(key=lambda f: f["start_ns"])  # stable: equal starts keep workload order

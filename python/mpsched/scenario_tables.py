@@ -271,6 +271,8 @@ class WorkloadSpec(_Model):
         """Flows between the hosts of a topology: Poisson arrivals per receiver, or without end."""
         allowed = {"kind", "connection", "start", "stop", "mean_gap", "senders", "receivers", "direction"}
         allowed |= {"empirical": {"distribution"}, "background": {"fraction"}}.get(self.kind, set())
+        if self.kind in ("query", "short_message", "background"):
+            allowed |= {"size"}  # every flow of this size instead of the class's range
         if self.kind == "permutation":
             allowed -= {"mean_gap", "senders", "receivers"}
         for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
@@ -284,6 +286,9 @@ class WorkloadSpec(_Model):
         if self.kind in ("query", "short_message", "empirical") and self.mean_gap is None:
             raise _FieldError("mean_gap", f"{self.kind} flows arrive as a Poisson process per receiver; give its "
                               "mean_gap, e.g. mean_gap = \"200ms\"")
+        if self.kind == "background" and self.mean_gap is None and self.size is not None:
+            raise _FieldError("size", "endless background flows have no size; give mean_gap for Poisson background "
+                              "flows of this size")
         if self.kind == "background" and self.mean_gap is not None and self.fraction is not None:
             raise _FieldError("fraction", "background flows are either Poisson (mean_gap) or one endless flow to a "
                               "fraction of the receivers, not both")
