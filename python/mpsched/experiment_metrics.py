@@ -114,14 +114,19 @@ def paasch_aggregation(results: dict[str, Any]) -> pl.DataFrame:
     median and the share of points where it did not fall below the best path alone (benefit
     >= -0.05: a 5 % allowance for the MPTCP options and the extra handshake)."""
     out = []
-    fixed = _goodput_mbps(results["fixed"])
-    base = _goodput_mbps(results["fixed_tcp"])
-    tcp = {p: base.filter(pl.col("path") == p).get_column("goodput_mbps").mean() for p in ("fast", "slow")}
-    g = fixed.group_by("scheduler", maintain_order=True).agg(pl.col("goodput_mbps").mean())
+    fixed, base = _goodput_mbps(results["fixed"]), _goodput_mbps(results["fixed_tcp"])
+    q = [c for c in ("slow.queue",) if c in fixed.columns]
+    variant = pl.format("slow-path queue {}", pl.col(q[0])) if q else pl.lit("")
+    single = base.group_by(q or pl.lit(0)).agg(
+        pl.col("goodput_mbps").filter(pl.col("path") == "fast").mean().alias("c1"),
+        pl.col("goodput_mbps").filter(pl.col("path") == "slow").mean().alias("c2"))
+    g = fixed.group_by([*q, "scheduler"], maintain_order=True).agg(pl.col("goodput_mbps").mean())
+    g = (g.join(single, on=q) if q else g.join(single.drop("literal"), how="cross")).with_columns(variant.alias("variant"))
+    g = g.with_columns(pl.struct("goodput_mbps", "c1", "c2").map_elements(
+        lambda r: aggregation_benefit(r["goodput_mbps"], [r["c1"], r["c2"]]), return_dtype=pl.Float64).alias("ab"))
     setting = "47+1 Mbit/s, 250 ms"
-    out.append(_rows(g, "", "goodput_mbps", setting, pl.col("goodput_mbps")))
-    out.append(_rows(g, "", "aggregation_benefit", setting, pl.col("goodput_mbps").map_elements(
-        lambda x: aggregation_benefit(x, [tcp["fast"], tcp["slow"]]), return_dtype=pl.Float64)))
+    out.append(_rows(g, pl.col("variant"), "goodput_mbps", setting, pl.col("goodput_mbps")))
+    out.append(_rows(g, pl.col("variant"), "aggregation_benefit", setting, pl.col("ab")))
     for cls in ("low", "high"):
         if f"sweep_{cls}" not in results:
             continue

@@ -181,8 +181,10 @@ def _value(ours: pl.DataFrame, variant: str, metric: str, setting: str, schedule
     return None if hit.is_empty() else float(hit.get_column("value")[0])
 
 
-def _variants(ours: pl.DataFrame) -> list[str]:
-    return ours.get_column("variant").unique(maintain_order=True).to_list() if not ours.is_empty() else [""]
+def _variants(ours: pl.DataFrame, metrics: set[str]) -> list[str]:
+    """The variants that have a number for a published metric (each gets an "ours" column)."""
+    rows = ours.filter(pl.col("metric").is_in(list(metrics))) if not ours.is_empty() else ours
+    return rows.get_column("variant").unique(maintain_order=True).to_list() if not rows.is_empty() else [""]
 
 
 def evaluate_claim(claim: dict[str, Any], ours: pl.DataFrame, variant: str) -> tuple[str, str]:
@@ -228,7 +230,8 @@ def _claim_holds(claim: dict[str, Any], v: dict[str, float]) -> bool:
 def compare(published: dict[str, Any], ours: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(figures, claims, extra): each published figure beside our number for every variant; every
     claim's verdict per variant; and our numbers that have no published counterpart."""
-    variants = _variants(ours)
+    metrics = {t["metric"] for t in published.get("table", [])} | {c["metric"] for c in published.get("claim", [])}
+    variants = _variants(ours, metrics)
     col = {v: f"ours ({v})" if v else "ours" for v in variants}
     fig_rows, used = [], set()
     for t in published.get("table", []):
