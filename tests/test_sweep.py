@@ -75,6 +75,17 @@ def test_log_scale_spreads_points_over_decades():
     assert decades == [6, 7, 8]
 
 
+def test_a_design_draws_queues_as_buffering_time_at_the_drawn_rate():
+    # Paasch et al. sweep each path's buffering in ms (0-100 ms, 0-2000 ms): the queue holds
+    # what the link sends in that time, whatever rate the same point draws.
+    s = with_design(kind="lhs", samples=6, ranges={"lte.queue": ["0ms", "2000ms"], "lte.rate": ["1Mbit", "50Mbit"]})
+    for t in plan(s):
+        lte_down = t.config["links"][2]
+        want = max(1500, math.ceil(t.params["lte.queue_ns"] * lte_down["rate_bps"] / 8e9))
+        assert lte_down["queue_bytes"] == want
+        assert 0 <= t.params["lte.queue_ns"] <= 2_000_000_000
+
+
 @pytest.mark.parametrize(
     "design, field",
     [
@@ -83,6 +94,7 @@ def test_log_scale_spreads_points_over_decades():
         ({"samples": 4, "ranges": {"lte.rate": ["2Mbit", "1Mbit"]}}, "design.ranges.lte.rate"),
         ({"samples": 4, "ranges": {"lte.rtt": ["0ms", "9ms"]}, "log": ["lte.rtt"]}, "design.ranges.lte.rtt"),
         ({"samples": 4, "ranges": {"lte.rate": ["1Mbit"]}}, "design.ranges.lte.rate"),
+        ({"samples": 4, "ranges": {"lte.queue": ["10KB", "100KB"]}}, "design.ranges.lte.queue"),
         ({"samples": 0, "ranges": {"lte.rate": ["1Mbit", "2Mbit"]}}, "design.samples"),
         ({"samples": 4, "ranges": {"lte.rate": ["1Mbit", "2Mbit"]}, "log": ["wlan.rate"]}, "design.log[0]"),
     ],

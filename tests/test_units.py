@@ -42,6 +42,7 @@ def test_fractions_and_queues():
     assert parse_queue("250KB").bytes == 250_000
     assert parse_queue("1.5BDP").bdp == pytest.approx(1.5)
     assert parse_queue("unlimited").unlimited
+    assert parse_queue("50ms").time_ns == 50_000_000 and not parse_queue("50ms").unlimited
 
 
 @pytest.mark.parametrize(

@@ -49,6 +49,8 @@ class _Sweepable:
 
 SWEEP_RATE, SWEEP_TIME, SWEEP_SIZE = _Sweepable("rate"), _Sweepable("time"), _Sweepable("size")
 SWEEP_FRACTION, SWEEP_COUNT, SWEEP_OTHER = _Sweepable("fraction"), _Sweepable("count"), _Sweepable("other")
+#: A queue limit: a design draws it as buffering time (`"0ms"` to `"100ms"`).
+SWEEP_QUEUE = _Sweepable("queue")
 
 
 def _checked(parser, *, positive: bool = False):
@@ -208,7 +210,7 @@ Rate = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_rate_bps, positi
 Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP_TIME]
 PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP_TIME]
 Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP_SIZE]
-Queue = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_queue))), SWEEP_OTHER]
+Queue = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_queue))), SWEEP_QUEUE]
 Loss = Annotated[Any, BeforeValidator(_loss), SWEEP_FRACTION]
 Seed = Annotated[Any, BeforeValidator(_sweepable(_seed)), SWEEP_OTHER]
 SchedulerName = Annotated[Any, BeforeValidator(_sweepable(_scheduler)), SWEEP_OTHER]

@@ -193,6 +193,11 @@ def _link(p: PathSpec, d: str, delay_ns: int, rtt_ns: int, where: str) -> dict[s
         if bdp_bytes > 2**63 - 1:
             raise ScenarioError(field("queue"), f"{q.bdp:g} BDP is {bdp_bytes:.3g} bytes, more than the core can hold")
         link["queue_bytes"] = max(MIN_QUEUE_BYTES, math.ceil(bdp_bytes))
+    elif q.time_ns is not None:
+        held_bytes = q.time_ns * rate_bps / 8e9
+        if held_bytes > 2**63 - 1:
+            raise ScenarioError(field("queue"), f"{q.time_ns} ns of buffering is {held_bytes:.3g} bytes, more than the core can hold")
+        link["queue_bytes"] = max(MIN_QUEUE_BYTES, math.ceil(held_bytes))
 
     loss = _get(p, d, "loss")
     link["loss"] = _loss(loss)

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from mpsched.scenario import Scenario, _FieldError, _Sweepable
-from mpsched.units import parse_fraction, parse_rate_bps, parse_size_bytes, parse_time_ns
+from mpsched.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
 
 __all__ = ["Axis", "RunSpec", "axes", "expand", "check_design", "design_points", "sweepable_fields"]
 
@@ -124,19 +124,29 @@ def axes(scenario: Scenario) -> list[Axis]:
 # --- space-filling designs -----------------------------------------------------------------------
 
 _PARSE = {"rate": parse_rate_bps, "time": parse_time_ns, "size": parse_size_bytes, "fraction": parse_fraction,
-          "count": lambda v: v if isinstance(v, int) and not isinstance(v, bool) else _bad_count(v)}
-_UNIT = {"rate": "_bps", "time": "_ns", "size": "_bytes", "fraction": "", "count": ""}
+          "count": lambda v: v if isinstance(v, int) and not isinstance(v, bool) else _bad_count(v),
+          "queue": lambda v: _buffering_ns(v)}
+_UNIT = {"rate": "_bps", "time": "_ns", "size": "_bytes", "fraction": "", "count": "", "queue": "_ns"}
 
 
 def _bad_count(v: Any) -> int:
     raise ValueError(f"expected a whole number, got {v!r}")
 
 
+def _buffering_ns(v: Any) -> int:
+    """A design draws a queue as buffering time at the link's rate (Paasch et al.'s sweeps give
+    buffers in ms); bytes, packets or BDP multiples do not scale with the drawn rate."""
+    q = parse_queue(v)
+    if q.time_ns is None:
+        raise ValueError(f"a queue range is drawn as buffering time, e.g. [\"0ms\", \"100ms\"]; got {v!r}")
+    return q.time_ns
+
+
 def _as_scenario_value(kind: str, x: float) -> Any:
     """A drawn value, written the way a user would (exact in base units)."""
     if kind == "rate":
         return f"{round(x)}bit"
-    if kind == "time":
+    if kind in ("time", "queue"):
         return f"{round(x)}ns"
     if kind == "size":
         return f"{round(x)}B"

@@ -140,29 +140,34 @@ def parse_fraction(value: object) -> float:
 
 
 class QueueLimit:
-    """A parsed drop-tail queue limit: exactly one of bytes, packets, BDP multiple, or unlimited."""
+    """A parsed drop-tail queue limit: exactly one of bytes, packets, BDP multiple, buffering time,
+    or unlimited."""
 
-    __slots__ = ("bytes", "packets", "bdp")
+    __slots__ = ("bytes", "packets", "bdp", "time_ns")
 
-    def __init__(self, *, bytes: int | None = None, packets: int | None = None, bdp: float | None = None):
+    def __init__(self, *, bytes: int | None = None, packets: int | None = None, bdp: float | None = None,
+                 time_ns: int | None = None):
         self.bytes = bytes
         self.packets = packets
         self.bdp = bdp
+        self.time_ns = time_ns
 
     @property
     def unlimited(self) -> bool:
-        return self.bytes is None and self.packets is None and self.bdp is None
+        return self.bytes is None and self.packets is None and self.bdp is None and self.time_ns is None
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
-        return f"QueueLimit(bytes={self.bytes}, packets={self.packets}, bdp={self.bdp})"
+        return f"QueueLimit(bytes={self.bytes}, packets={self.packets}, bdp={self.bdp}, time_ns={self.time_ns})"
 
 
-_QUEUE_EXAMPLE = "'250KB', '100 packets', '1BDP' or 'unlimited'"
+_QUEUE_EXAMPLE = "'250KB', '100 packets', '1BDP', '50ms' or 'unlimited'"
 
 
 def parse_queue(value: object) -> QueueLimit:
     """A queue limit: a size (``"250KB"``), packets (``"100 packets"``, ``"100pkt"``), a multiple of
-    the path's bandwidth-delay product (``"1BDP"``, ``"0.5 bdp"``) or ``"unlimited"``."""
+    the path's bandwidth-delay product (``"1BDP"``, ``"0.5 bdp"``), buffering time at the link's
+    rate (``"50ms"``: the bytes the link sends in 50 ms, as Paasch et al. give their buffers) or
+    ``"unlimited"``."""
     if isinstance(value, str) and value.strip().lower() in ("unlimited", "inf", "none"):
         return QueueLimit()
     x, unit = _split(value, "a queue limit", _QUEUE_EXAMPLE)
@@ -176,6 +181,8 @@ def parse_queue(value: object) -> QueueLimit:
         if x <= 0:
             raise ValueError(f"a queue in BDP must be positive, got {value!r}")
         return QueueLimit(bdp=x)
+    if unit in _TIME_UNITS:
+        return QueueLimit(time_ns=parse_time_ns(value))
     try:
         return QueueLimit(bytes=parse_size_bytes(value))
     except ValueError:
