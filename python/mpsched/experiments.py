@@ -72,8 +72,7 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
     Study("paasch_aggregation", ("fixed.toml", "fixed_tcp.toml", "sweep_low.toml", "sweep_low_tcp.toml",
                                  "sweep_high.toml", "sweep_high_tcp.toml"), em.paasch_aggregation,
           {"fixed.toml": {"seed": [1], "duration": "20s"}, "fixed_tcp.toml": {"seed": [1], "duration": "20s"},
-           **{f: {"design.samples": 4, "duration": "8s", "paths.0.queue": "1BDP", "paths.1.queue": "1BDP"}
-              for f in ("sweep_low.toml", "sweep_low_tcp.toml")}},
+           **{f: {"design.samples": 4, "duration": "8s"} for f in ("sweep_low.toml", "sweep_low_tcp.toml")}},
           quick_files=("fixed.toml", "fixed_tcp.toml", "sweep_low.toml", "sweep_low_tcp.toml")),
     Study("paasch_app_delay", ("scenario.toml",), em.app_delay,
           {"scenario.toml": {"seed": [1], "duration": "12s", "workload.stop": "10s"}}),
