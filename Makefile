@@ -19,7 +19,8 @@ help:
 	@echo "make setup   install system packages, .venv and the release build of the core"
 	@echo "make run     setup, then the main job (scheduler comparison on the CFS paper's paths)"
 	@echo "make test    setup, then every Rust and Python test"
-	@echo "make bench   setup, then the benchmarks (figures appended to benches/RESULTS.md)"
+	@echo "make bench   setup, then the benchmarks (figures appended to benches/RESULTS.md;"
+	@echo "             HTSIM_SIM=/path/to/csg-htsim/sim adds htsim side by side)"
 
 $(STAMPS):
 	mkdir -p $(STAMPS)

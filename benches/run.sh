@@ -20,6 +20,21 @@ trap 'rm -f "$tmp"' EXIT
   echo
   cargo bench -q -p mpsched-sim --bench e2e -- --reps=5 2>/dev/null | grep '^|'
   echo
+  if [ -n "${HTSIM_SIM:-}" ]; then
+    # htsim side by side (benches/htsim/README.md): built from the given htsim `sim` folder,
+    # then the two simulators alternate, one at a time, three rounds.
+    benches/htsim/build.sh "$HTSIM_SIM" >/dev/null
+    echo "### htsim side by side: \`HTSIM_SIM=$HTSIM_SIM make bench\` (CPU s / ns per packet, medians of 21)"
+    echo
+    for round in 1 2 3; do
+      echo "Round $round, $(date -u +%H:%M:%SZ), load $(cut -d' ' -f1 /proc/loadavg):"
+      echo
+      /tmp/htsim-e2e-build/htsim_e2e --reps=21 | grep '^|'
+      echo
+      cargo bench -q -p mpsched-sim --bench e2e -- " 10" --reps=21 2>/dev/null | grep '^|'
+      echo
+    done
+  fi
   echo "### One scheduling decision: \`cargo bench -p mpsched-proto --bench sched_decision\`"
   echo
   echo "ns per decision (criterion median) for 2 / 4 / 8 subflows, every registered composition."
