@@ -28,15 +28,19 @@ def _rows(df: pl.DataFrame, variant: pl.Expr | str, metric: str, setting: pl.Exp
 def cfs_fct(results: dict[str, Any]) -> pl.DataFrame:
     """000_ Tables 2-4, 6-7: mean FCT (s) of completed flows per scheduler and size (or page),
     the reduction over minRTT (%, Table 3's "reduced percentage"), and how many flows did not
-    complete (none should)."""
+    complete (none should); one variant per WLAN rate and jitter model."""
     from mpsched.workloads import PAGES
 
-    res = results["scenario"]
-    f = labelled_flows(res)
-    variant = pl.format("WLAN {}", pl.col("wlan.rate")) if "wlan.rate" in f.columns else pl.lit("")
     pages = {sum(sizes): name for name, sizes in PAGES.items()}
-    setting = pl.col("size") if "size" in f.columns else pl.col("size_bytes").replace_strict(pages, default="other")
-    f = f.with_columns(variant.alias("variant"), setting.cast(pl.String).alias("setting"))
+    frames = []
+    for stem, res in results.items():  # scenario.toml (smooth jitter), reorder.toml (netem's reordering jitter)
+        f = labelled_flows(res)
+        rate = pl.col("wlan.rate") if "wlan.rate" in f.columns else pl.lit("500Mbit")
+        variant = pl.format("WLAN {}" + (", reordering jitter" if stem == "reorder" else ""), rate)
+        setting = pl.col("size") if "size" in f.columns else pl.col("size_bytes").replace_strict(pages, default="other")
+        frames.append(f.select(variant.alias("variant"), setting.cast(pl.String).alias("setting"), "scheduler",
+                               "fct_ns", "completed"))
+    f = pl.concat(frames)
     g = f.group_by(["variant", "setting", "scheduler"], maintain_order=True).agg(
         (pl.col("fct_ns").filter(pl.col("completed")).mean() / 1e9).alias("fct"),
         (~pl.col("completed")).sum().alias("incomplete"))

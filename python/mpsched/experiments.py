@@ -57,13 +57,15 @@ class Study:
 _CFS_QUICK = {"seed": [1], "paths.0.rate": ["20Mbit"], "workload.repeat": 4}
 _DC_FILES = ("table2.toml", "query_nobg.toml", "query.toml", "short_message.toml")
 STUDIES: dict[str, Study] = {s.name: s for s in (
-    Study("cfs_short_flows", ("scenario.toml",), em.cfs_fct,
-          {"scenario.toml": {**_CFS_QUICK, "workload.size": ["64KiB", "1MiB"], "duration": "20s"}}),
-    Study("cfs_large_flows", ("scenario.toml",), em.cfs_fct,
-          {"scenario.toml": {**_CFS_QUICK, "workload.size": ["4MiB"], "workload.repeat": 2, "duration": "30s"}}),
-    Study("cfs_web", ("scenario.toml",), em.cfs_fct,
+    Study("cfs_short_flows", ("scenario.toml", "reorder.toml"), em.cfs_fct,
+          {"scenario.toml": {**_CFS_QUICK, "workload.size": ["64KiB", "1MiB"], "duration": "20s"}},
+          quick_files=("scenario.toml",)),
+    Study("cfs_large_flows", ("scenario.toml", "reorder.toml"), em.cfs_fct,
+          {"scenario.toml": {**_CFS_QUICK, "workload.size": ["4MiB"], "workload.repeat": 2, "duration": "30s"}},
+          quick_files=("scenario.toml",)),
+    Study("cfs_web", ("scenario.toml", "reorder.toml"), em.cfs_fct,
           {"scenario.toml": {"seed": [1], "paths.0.rate": ["20Mbit"], "workload.0.repeat": 3, "workload.1.repeat": 3,
-                             "workload.2.repeat": 3, "workload.3.repeat": 3}}),
+                             "workload.2.repeat": 3, "workload.3.repeat": 3}}, quick_files=("scenario.toml",)),
     Study("bwm_bufferbloat", ("scenario.toml", "bwm_common_rtt.toml"), em.bwm_bufferbloat,
           {"scenario.toml": {"seed": [1]}}, quick_files=("scenario.toml",)),
     Study("datacenter_short_flows", _DC_FILES, em.datacenter,
@@ -258,4 +260,4 @@ def compare(published: dict[str, Any], ours: pl.DataFrame) -> tuple[pl.DataFrame
 def _fmt(x: float | None) -> str:
     if x is None:
         return "–"
-    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+    return f"{x:.4g}" if abs(x) < 1000 else f"{x:.0f}"
