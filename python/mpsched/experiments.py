@@ -29,7 +29,7 @@ import polars as pl
 
 from mpsched import experiment_metrics as em
 
-__all__ = ["ROOT", "Study", "STUDIES", "load_published", "check_published", "scenarios_of", "run_study",
+__all__ = ["ROOT", "OURS_COLUMNS", "Study", "STUDIES", "load_published", "check_published", "scenarios_of", "run_study",
            "compare", "evaluate_claim"]
 
 #: The study folders (next to `scenarios/` in the repository).
