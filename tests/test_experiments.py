@@ -152,3 +152,17 @@ def test_reproduce_quick_bwm_bufferbloat_prints_our_numbers(tmp_path):
     expect = "holds" if by["roundrobin"] < by["minrtt+rp"] < by["bwm"] else "fails"
     line = next(ln for ln in r.output.splitlines() if "Round-robin < Low-RTT" in ln)
     assert f"{expect}:" in line
+
+
+@pytest.mark.parametrize("name", sorted(set(ex.STUDIES) - {"cfs_short_flows", "bwm_bufferbloat"}))
+def test_every_other_study_runs_quick_and_compares(name, tmp_path):
+    """The reductions of every study run on its quick results: published figures get our numbers
+    and claims get verdicts (the two studies above are checked through the command)."""
+    ours = ex.run_study(name, tmp_path / name, quick=True, jobs=2)
+    assert ours.height > 0 and ours["value"].is_finite().all()
+    figures, claims, _ = ex.compare(ex.load_published(name), ours)
+    ours_cols = [c for c in figures.columns if c.startswith("ours")]
+    if not figures.is_empty():
+        assert figures.select(pl.any_horizontal(pl.col(ours_cols).is_not_null())).to_series().any()
+    verdicts = [v.split(":")[0] for c in claims.columns if c.startswith("ours") for v in claims[c]]
+    assert verdicts and set(verdicts) <= {"holds", "fails", "no data"} and set(verdicts) - {"no data"}
