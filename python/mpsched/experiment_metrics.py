@@ -35,7 +35,7 @@ def cfs_fct(results: dict[str, Any]) -> pl.DataFrame:
     frames = []
     for stem, res in results.items():  # scenario.toml (smooth jitter), reorder.toml (netem's reordering jitter)
         f = labelled_flows(res)
-        rate = pl.col("wlan.rate") if "wlan.rate" in f.columns else pl.lit("500Mbit")
+        rate = pl.col("wlan.rate") if "wlan.rate" in f.columns else pl.lit(_path_field(res, "wlan", "rate"))
         variant = pl.format("WLAN {}" + (", reordering jitter" if stem == "reorder" else ""), rate)
         setting = pl.col("size") if "size" in f.columns else pl.col("size_bytes").replace_strict(pages, default="other")
         frames.append(f.select(variant.alias("variant"), setting.cast(pl.String).alias("setting"), "scheduler",
@@ -53,6 +53,14 @@ def cfs_fct(results: dict[str, Any]) -> pl.DataFrame:
     if not bad.is_empty():
         out.append(_rows(bad, pl.col("variant"), "incomplete_flows", pl.col("setting"), pl.col("incomplete")))
     return pl.concat(out)
+
+
+def _path_field(res, path: str, key: str) -> str:
+    """A path's field as the stored scenario of the study's first run gives it (not swept)."""
+    import tomllib
+
+    scenario = tomllib.loads((res.path / res.runs.get_column("run_id")[0] / "scenario.toml").read_text())
+    return str(next(p[key] for p in scenario["paths"] if p["name"] == path))
 
 
 def bwm_bufferbloat(results: dict[str, Any]) -> pl.DataFrame:
