@@ -99,6 +99,29 @@ pub struct ConnConfig {
     pub rcv_buf_autotuning: bool,
 }
 
+/// `per_mss` of Linux `tcp_sndbuf_expand` for a 1460-byte MSS clamp, bytes: the truesize the
+/// kernel budgets per segment, `roundup_pow_of_two(1460 + MAX_TCP_HEADER +
+/// SKB_DATA_ALIGN(sizeof(skb_shared_info))) + SKB_DATA_ALIGN(sizeof(sk_buff))`. It depends on
+/// the kernel build: 2048 + 256 = 2304 on the testbed's 6.18 kernel (measured: `ss -tm` shows
+/// `tb` = 2 × cwnd × 2304 on every subflow), 4096 + 256 = 4352 on a distribution kernel whose
+/// `MAX_TCP_HEADER` is 320.
+pub const SNDBUF_PER_MSS_BYTES: u64 = 2304;
+/// `TCP_INIT_CWND` (include/net/tcp.h): `tcp_sndbuf_expand` budgets at least this many segments.
+const SNDBUF_MIN_SEGMENTS: u64 = 10;
+/// `tcp_wmem[0]` default: the base of the MPTCP socket's send buffer (`__mptcp_sync_sndbuf`).
+pub const TCP_WMEM0_BYTES: u64 = 4096;
+/// `mptcp_sendmsg` copies into 32 KiB page frags (`SKB_FRAG_PAGE_ORDER`) and checks the send
+/// buffer only between them, so a write may overshoot the limit by the rest of a frag.
+pub const PAGE_FRAG_BYTES: u64 = 32_768;
+
+/// A subflow's send buffer as Linux `tcp_sndbuf_expand` sizes it, in truesize bytes:
+/// `2 × max(TCP_INIT_CWND, cwnd) × per_mss` (factor 2: "Fast Recovery (RFC 5681 3.2): Cubic
+/// needs 1.7 factor, rounded to 2").
+pub fn subflow_sndbuf_bytes(max_cwnd_segments: u64, per_mss_bytes: u64) -> u64 {
+    2u64.saturating_mul(max_cwnd_segments.max(SNDBUF_MIN_SEGMENTS))
+        .saturating_mul(per_mss_bytes)
+}
+
 impl ConnConfig {
     /// Linux-like defaults for `mode` with `num_subflows` subflows.
     pub fn new(mode: Mode, is_client: bool, num_subflows: usize) -> Self {

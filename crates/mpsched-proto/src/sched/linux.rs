@@ -1,33 +1,42 @@
 //! The upstream Linux MPTCP default scheduler: least linger time, bursts of 64 KB.
 //!
 //! Source: Linux `net/mptcp/protocol.c` (`mptcp_subflow_get_send`,
-//! `mptcp_subflow_get_retrans`, `__mptcp_push_pending`), BPF twin `mptcp_bpf_burst.c`;
-//! `reference/schedulers.md` §2.11.
+//! `mptcp_subflow_get_retrans`, `__mptcp_push_pending`, `__subflow_push_pending`), BPF twin
+//! `mptcp_bpf_burst.c`; `reference/schedulers.md` §2.11.
 //!
 //! New data: among active subflows (established, not failed) pick the one whose queued bytes
 //! would drain soonest at its average pacing rate (`linger = wmem_queued / avg_pacing_rate`,
-//! strict `<`, oldest subflow wins ties); backups only when no active subflow exists. The
-//! chosen subflow gets one burst of at most `MPTCP_SEND_BURST_SIZE` = 65428 bytes (65536 − 20
-//! TCP − 40 options − 40 IPv6 − 8 fragment header), bounded by the receive window and by the
-//! subflow's send-buffer room; if the chosen subflow's send buffer is full the scheduler waits.
-//! The average pacing rate is updated with each burst:
+//! strict `<`, oldest subflow wins ties); backups only when no active subflow exists. If the
+//! chosen subflow's send buffer is full (`!sk_stream_memory_free`: `wmem_queued >= sk_sndbuf`)
+//! the scheduler waits; otherwise the subflow gets one burst of at most
+//! `MPTCP_SEND_BURST_SIZE` = 65428 bytes (65536 − 20 TCP − 40 options − 40 IPv6 − 8 fragment
+//! header), bounded by the receive window. The burst is pushed a data frag (at most a 32 KiB
+//! page frag) at a time and stops after the frag that fills the send buffer
+//! (`__subflow_push_pending` checks `sk_stream_memory_free` between frags), so it may
+//! overshoot the buffer by up to a frag. The average pacing rate is updated with each burst:
 //! `avg = (avg × wmem + pacing × burst) / (burst + wmem)`.
 //!
 //! Reinjections (`get_retrans`): the first idle (nothing in flight or queued) active
 //! non-backup subflow; an idle backup only when every busy active subflow is in loss recovery.
 //!
-//! Decisions: `wmem_queued` is modelled as `in_flight + queued` bytes (no skb overhead). The
-//! subflow send buffer is modelled as Linux `tcp_sndbuf_expand` sizes it:
-//! `sndbuf_factor × max(10, cwnd in segments) × mss` (factor 2, `TCP_INIT_CWND` = 10), so this
-//! scheduler queues up to about one extra cwnd beyond the window, as upstream does. A subflow
-//! whose pacing rate is still 0 (no RTT sample) counts as infinitely fast, as Linux starts
-//! `sk_pacing_rate` at `~0UL` (`sock_init_data`). The upstream stale counter is approximated by
-//! "in loss recovery".
+//! The subflow send buffer is what Linux `tcp_sndbuf_expand` makes it:
+//! `sndbuf_factor × max(10, cwnd) × per_mss` (factor 2, `TCP_INIT_CWND` = 10), where `per_mss`
+//! is the skb truesize the kernel budgets per segment (2304 bytes on the testbed's kernel, see
+//! [`crate::mptcp::SNDBUF_PER_MSS_BYTES`]) and cwnd the largest so far (the kernel grows
+//! `sk_sndbuf` with cwnd and never shrinks it). With GSO the queued skbs carry several
+//! segments each, so this buffer holds about 3 congestion windows of payload, not 2.
+//!
+//! Decisions: `wmem_queued` is modelled as `in_flight + queued` payload bytes, without the
+//! per-skb truesize overhead (measured on the testbed: ~5 % on a 50 Mbit/s subflow, ~30 % on a
+//! 15 Mbit/s one whose skbs carry 2 segments). A subflow whose pacing rate is still 0 (no RTT
+//! sample) counts as infinitely fast, as Linux starts `sk_pacing_rate` at `~0UL`
+//! (`sock_init_data`). The upstream stale counter is approximated by "in loss recovery".
 
 use serde::{Deserialize, Serialize};
 
 use super::common::{reinject_head, rwnd_blocked, CheckConfig};
 use super::{Action, ConnView, ResendKind, Scheduler};
+use crate::mptcp::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES};
 
 /// `MPTCP_SEND_BURST_SIZE` (net/mptcp/protocol.c): 65536 − 20 − 40 − 40 − 8 bytes.
 pub const SEND_BURST_BYTES: u64 = 65_428;
@@ -40,15 +49,21 @@ const TCP_INIT_CWND_SEGMENTS: u64 = 10;
 pub struct Config {
     /// Maximum bytes per burst. Default 65428 (`MPTCP_SEND_BURST_SIZE`).
     pub burst_bytes: u64,
-    /// Send buffer of a subflow in units of `max(10, cwnd) × mss`. Default 2
+    /// Send buffer of a subflow in units of `max(10, cwnd) × sndbuf_per_mss_bytes`. Default 2
     /// (`tcp_sndbuf_expand`: `sndmem = 2 × nr_segs × per_mss`).
     pub sndbuf_factor: u64,
+    /// `per_mss` of `tcp_sndbuf_expand`, bytes of skb truesize budgeted per segment. Default
+    /// 2304 (the testbed's 6.18 kernel; 4352 on a distribution kernel with
+    /// `MAX_TCP_HEADER` = 320).
+    pub sndbuf_per_mss_bytes: u64,
 }
 
 impl CheckConfig for Config {
     fn check(&self) -> Result<(), String> {
-        if self.burst_bytes == 0 || self.sndbuf_factor == 0 {
-            return Err("burst_bytes and sndbuf_factor must be at least 1".into());
+        if self.burst_bytes == 0 || self.sndbuf_factor == 0 || self.sndbuf_per_mss_bytes == 0 {
+            return Err(
+                "burst_bytes, sndbuf_factor and sndbuf_per_mss_bytes must be at least 1".into(),
+            );
         }
         Ok(())
     }
@@ -59,6 +74,7 @@ impl Default for Config {
         Self {
             burst_bytes: SEND_BURST_BYTES,
             sndbuf_factor: 2,
+            sndbuf_per_mss_bytes: SNDBUF_PER_MSS_BYTES,
         }
     }
 }
@@ -69,6 +85,8 @@ pub struct Linux {
     cfg: Config,
     /// Per subflow: average pacing rate, bit/s (0 = not initialised).
     avg_pacing_rate_bps: Vec<u64>,
+    /// Per subflow: the largest congestion window seen, segments (`sk_sndbuf` never shrinks).
+    max_cwnd_segments: Vec<u64>,
 }
 
 impl Linux {
@@ -77,15 +95,16 @@ impl Linux {
         Self {
             cfg,
             avg_pacing_rate_bps: Vec::new(),
+            max_cwnd_segments: Vec::new(),
         }
     }
 
     fn sndbuf_bytes(&self, sf: &super::SubflowView) -> u64 {
-        let segs = (sf.cwnd_bytes / sf.mss_bytes.max(1)).max(TCP_INIT_CWND_SEGMENTS);
+        let segs = self.max_cwnd_segments[sf.id].max(TCP_INIT_CWND_SEGMENTS);
         self.cfg
             .sndbuf_factor
             .saturating_mul(segs)
-            .saturating_mul(sf.mss_bytes)
+            .saturating_mul(self.cfg.sndbuf_per_mss_bytes)
     }
 
     fn get_retrans(&self, view: &ConnView<'_>, out: &mut Vec<Action>) {
@@ -126,6 +145,13 @@ impl Scheduler for Linux {
     fn schedule(&mut self, view: &ConnView<'_>, out: &mut Vec<Action>) {
         if self.avg_pacing_rate_bps.len() < view.subflows.len() {
             self.avg_pacing_rate_bps.resize(view.subflows.len(), 0);
+            self.max_cwnd_segments.resize(view.subflows.len(), 0);
+        }
+        // `tcp_sndbuf_expand` follows cwnd up (`tcp_new_space` on ACKs) and never shrinks.
+        for sf in view.subflows {
+            let segs = sf.cwnd_bytes / sf.mss_bytes.max(1);
+            let max = &mut self.max_cwnd_segments[sf.id];
+            *max = (*max).max(segs);
         }
         self.get_retrans(view, out);
         if !out.is_empty() || view.unsent_bytes == 0 || rwnd_blocked(view) {
@@ -160,11 +186,13 @@ impl Scheduler for Linux {
         if wmem >= sndbuf {
             return; // the chosen subflow has no send-buffer room: wait
         }
+        // Pushed a frag at a time until the frag that fills the send buffer.
+        let sndbuf_room = (sndbuf - wmem).div_ceil(PAGE_FRAG_BYTES) * PAGE_FRAG_BYTES;
         let burst = self
             .cfg
             .burst_bytes
             .min(view.rwnd_room_bytes())
-            .min(sndbuf - wmem)
+            .min(sndbuf_room)
             .min(view.unsent_bytes);
         if burst == 0 {
             return;
@@ -224,18 +252,41 @@ mod tests {
                 max_bytes: 12_000
             }]
         );
-        // sndbuf = 2 x 10 x 1000 = 20 KB; 15 KB charged leaves 5 KB.
+        // sndbuf = 2 x 10 x 2304 = 46080 bytes; 40 KB charged leaves 6080, and the burst
+        // goes on to the end of the 32 KiB frag that crosses the limit.
         s[0].in_flight_bytes = 10_000;
-        s[0].queued_bytes = 5_000;
+        s[0].queued_bytes = 30_000;
         let v = conn(&s, 1_000_000);
         assert_eq!(
             run(&mut Linux::default(), &v),
             vec![Action::SendNew {
                 subflow: 0,
-                max_bytes: 5_000
+                max_bytes: PAGE_FRAG_BYTES
             }]
         );
-        s[0].queued_bytes = 10_000;
+        s[0].queued_bytes = 36_080;
+        assert!(run(&mut Linux::default(), &conn(&s, 1_000_000)).is_empty());
+    }
+
+    #[test]
+    fn send_buffer_follows_the_largest_cwnd_and_never_shrinks() {
+        let mut sched = Linux::default();
+        // cwnd 40 segments: sndbuf = 2 x 40 x 2304 = 184320 bytes.
+        let mut s = [sf(0, 10, 40)];
+        s[0].in_flight_bytes = 40_000;
+        s[0].queued_bytes = 100_000;
+        assert_eq!(
+            run(&mut sched, &conn(&s, 1_000_000)),
+            vec![Action::SendNew {
+                subflow: 0,
+                max_bytes: SEND_BURST_BYTES
+            }]
+        );
+        // A loss halves cwnd to 20 segments; the buffer keeps its size (2 x 20 x 2304 =
+        // 92160 would be full with 140 KB charged).
+        s[0].cwnd_bytes = 20 * 1000;
+        assert!(!run(&mut sched, &conn(&s, 1_000_000)).is_empty());
+        // A fresh scheduler that never saw cwnd 40 waits.
         assert!(run(&mut Linux::default(), &conn(&s, 1_000_000)).is_empty());
     }
 

@@ -102,27 +102,26 @@ fn fct_and_window(paths: Vec<PathSpec>, total: u64, autotune: bool) -> (u64, u64
 }
 
 #[test]
-fn receive_buffer_autotuning_keeps_up_on_one_path_and_lags_behind_a_slow_second_one() {
+fn receive_buffer_autotuning_keeps_up_on_one_path_and_sizes_for_the_slowest_subflow() {
     // One 50 Mbit/s 20 ms path: the window doubles with every 20 ms round of reading and
     // never holds the transfer back for long. A second path with a 200 ms RTT makes the
-    // connection's RTT (the highest subflow estimate) 10x longer, so the window grows 10x
-    // more slowly while the fast path's congestion window outgrows it.
+    // connection's RTT (the highest subflow estimate) 10x longer: the window is sized for
+    // what the application reads in 200 ms, not in 20 ms.
     let fast = (50 * MBPS, 10 * MS);
     let slow = (15 * MBPS, 100 * MS);
     let total = 16 << 20;
     let (one_fixed, _) = fct_and_window(vec![fast], total, false);
     let (one_auto, one_wnd) = fct_and_window(vec![fast], total, true);
-    let (two_fixed, _) = fct_and_window(vec![fast, slow], total, false);
     let (two_auto, two_wnd) = fct_and_window(vec![fast, slow], total, true);
     assert!(one_wnd > 65_536 && two_wnd > 65_536, "the window grew");
     assert!(
         one_auto <= one_fixed * 105 / 100,
         "one path: {one_auto} vs {one_fixed}"
     );
-    // Measured: 2.559 s with a fixed 16 MiB window, 2.623 s autotuned (one path: 2.866 s and
-    // 2.874 s).
+    // Measured: one path 2.866 s with a fixed 16 MiB window, 2.874 s autotuned, window
+    // 2.0 MB; two paths 2.55 s (2.54 s with a fixed window), window 4.7 MB.
     assert!(
-        two_auto > two_fixed + 20 * MS,
-        "two paths: {two_auto} vs {two_fixed}"
+        two_wnd > 2 * one_wnd,
+        "window with the slow path {two_wnd} vs one path {one_wnd} (two paths: {two_auto} ns)"
     );
 }
