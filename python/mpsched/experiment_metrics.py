@@ -73,15 +73,16 @@ def bwm_bufferbloat(results: dict[str, Any]) -> pl.DataFrame:
         dur_s = _run_seconds(res)
         rtt = rtt_max(res.subflow_series).group_by("run_id").agg(pl.col("srtt_max_ms").max())
         per_run = f.join(dur_s, on="run_id").join(rtt, on="run_id")
-        if stem != "scenario":
+        if stem == "bwm_common_rtt":  # a scheduler variant, not the paper's
             per_run = per_run.with_columns(pl.format("{} ({})", pl.col("scheduler"), pl.lit(stem)).alias("scheduler"))
+        variant = "10 MB queues" if stem == "queue_10mb" else "unlimited queues"
         g = per_run.group_by("scheduler", maintain_order=True).agg(
             (pl.col("bytes_delivered").mean() / 1e6).alias("mb"),
             (pl.col("bytes_delivered") * 8 / pl.col("dur_s") / 1e6).mean().alias("mbps"),
             pl.col("srtt_max_ms").mean().alias("rtt"))
-        out += [_rows(g, "", "total_traffic_MB", "50 s run", pl.col("mb")),
-                _rows(g, "", "throughput_mbps", "50 s run", pl.col("mbps")),
-                _rows(g, "", "rtt_max_ms", "50 s run", pl.col("rtt"))]
+        out += [_rows(g, variant, "total_traffic_MB", "50 s run", pl.col("mb")),
+                _rows(g, variant, "throughput_mbps", "50 s run", pl.col("mbps")),
+                _rows(g, variant, "rtt_max_ms", "50 s run", pl.col("rtt"))]
     return pl.concat(out)
 
 

@@ -66,7 +66,7 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
     Study("cfs_web", ("scenario.toml", "reorder.toml"), em.cfs_fct,
           {"scenario.toml": {"seed": [1], "paths.0.rate": ["20Mbit"], "workload.0.repeat": 3, "workload.1.repeat": 3,
                              "workload.2.repeat": 3, "workload.3.repeat": 3}}, quick_files=("scenario.toml",)),
-    Study("bwm_bufferbloat", ("scenario.toml", "bwm_common_rtt.toml"), em.bwm_bufferbloat,
+    Study("bwm_bufferbloat", ("scenario.toml", "queue_10mb.toml", "bwm_common_rtt.toml"), em.bwm_bufferbloat,
           {"scenario.toml": {"seed": [1]}}, quick_files=("scenario.toml",)),
     Study("datacenter_short_flows", _DC_FILES, em.datacenter,
           {f: {"seed": [1], "duration": "3s", "topology.interfaces": 4, "workload.0.stop": "2.5s"}
