@@ -98,6 +98,9 @@ pub(crate) fn build_endpoints(
             JoinTimingConfig::FullyEstablished => JoinTiming::FullyEstablished,
         },
         rcv_buf_autotuning: t.rcv_buf_autotuning,
+        // The kernel sizes both buffers itself unless the application sets SO_RCVBUF /
+        // SO_SNDBUF (the testbed sets neither): one switch for "the kernel's buffers".
+        snd_buf_autotuning: t.rcv_buf_autotuning,
         ..ConnConfig::new(mode, is_client, paths.len())
     };
     let scheduler = match mode {

@@ -97,6 +97,15 @@ pub struct ConnConfig {
     /// one, never beyond `rcv_buf_bytes` (see `receiver.rs`). Off: the window is the whole
     /// `rcv_buf_bytes` from the start (an application that set `SO_RCVBUF`).
     pub rcv_buf_autotuning: bool,
+    /// Linux send-buffer autotuning (what the kernel does unless the application sets
+    /// `SO_SNDBUF`; the testbed never does): each subflow's `sk_sndbuf` is what
+    /// `tcp_sndbuf_expand` makes it ([`subflow_sndbuf_bytes`] of the largest congestion window
+    /// so far: it follows cwnd up and never shrinks), and the connection's send buffer is
+    /// `tcp_wmem[0]` plus their sum (`__mptcp_sync_sndbuf`, Linux 6.7+), at most
+    /// `snd_buf_bytes`. The application writes while the bytes it wrote and the peer has not
+    /// DATA_ACKed are below that (`mptcp_send_limit`), so data held up behind a slow
+    /// subflow's head-of-line blocks the writer. Off: the send buffer is `snd_buf_bytes`.
+    pub snd_buf_autotuning: bool,
 }
 
 /// `per_mss` of Linux `tcp_sndbuf_expand` for a 1460-byte MSS clamp, bytes: the truesize the
@@ -140,6 +149,7 @@ impl ConnConfig {
             cc: "cubic".to_string(),
             join_timing: JoinTiming::default(),
             rcv_buf_autotuning: false,
+            snd_buf_autotuning: false,
         }
     }
 

@@ -2,7 +2,8 @@
 //! processing, reinjection, subflows.
 
 use super::chunks::Chunks;
-use super::{ConnConfig, Mode};
+use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
+use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
 use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
 use crate::tcp::{flags, Role, Segment, Sender, SenderStats};
@@ -50,6 +51,10 @@ pub struct DataSender {
     joins_started: bool,
     rejections: [u64; 6],
     schedule_calls: u64,
+    /// Per subflow: the largest congestion window so far, segments (send-buffer autotuning).
+    max_cwnd_segments: Vec<u64>,
+    /// Send-buffer autotuning: the writer filled the buffer and waits to be woken.
+    writer_blocked: bool,
 }
 
 impl DataSender {
@@ -90,6 +95,8 @@ impl DataSender {
             joins_started: false,
             rejections: [0; 6],
             schedule_calls: 0,
+            max_cwnd_segments: vec![0; n],
+            writer_blocked: false,
             cfg,
         })
     }
@@ -119,6 +126,24 @@ impl DataSender {
         }
         self.app_written += bytes;
         self.need_schedule = true;
+        if self.cfg.snd_buf_autotuning && self.unacked_written() >= self.send_buffer_bytes() {
+            self.writer_blocked = true;
+        }
+    }
+
+    fn unacked_written(&self) -> u64 {
+        self.app_written - self.data_acked
+    }
+
+    /// Linux wakes a writer that filled the send buffer only once a third of it is free
+    /// again (`sk_stream_write_space` / `mptcp_poll`: `sk_stream_wspace >=
+    /// sk_stream_min_wspace`, i.e. free >= queued / 2).
+    fn update_writer_blocked(&mut self) {
+        if self.writer_blocked {
+            let used = self.unacked_written();
+            let free = self.send_buffer_bytes().saturating_sub(used);
+            self.writer_blocked = free < used / 2;
+        }
     }
 
     /// The application will write no more.
@@ -127,11 +152,43 @@ impl DataSender {
         self.need_schedule = true;
     }
 
-    /// Room in the send buffer: `snd_buf_bytes` minus bytes written and not DATA_ACKed.
+    /// Room in the send buffer: what the application may write now. The buffer holds the
+    /// bytes written and not DATA_ACKed; its size is `snd_buf_bytes`, or with
+    /// [`ConnConfig::snd_buf_autotuning`] the autotuned [`DataSender::send_buffer_bytes`]
+    /// (a write goes on while the buffer is below it, a page frag at a time; a writer that
+    /// filled it may write again once a third of it is free).
     pub fn send_buffer_free(&self) -> u64 {
-        self.cfg
-            .snd_buf_bytes
-            .saturating_sub(self.app_written - self.data_acked)
+        let used = self.unacked_written();
+        let hard = self.cfg.snd_buf_bytes.saturating_sub(used);
+        if !self.cfg.snd_buf_autotuning {
+            return hard;
+        }
+        if self.writer_blocked {
+            return 0;
+        }
+        let room = self.send_buffer_bytes().saturating_sub(used);
+        (room.div_ceil(PAGE_FRAG_BYTES) * PAGE_FRAG_BYTES).min(hard)
+    }
+
+    /// Size of the send buffer, bytes: `snd_buf_bytes`, or with send-buffer autotuning
+    /// `tcp_wmem[0]` plus every subflow's `tcp_sndbuf_expand` size (`__mptcp_sync_sndbuf`;
+    /// a join counts once established, as `__mptcp_finish_join` adds it), capped by
+    /// `snd_buf_bytes`.
+    pub fn send_buffer_bytes(&self) -> u64 {
+        if !self.cfg.snd_buf_autotuning {
+            return self.cfg.snd_buf_bytes;
+        }
+        let subflows: u64 = (0..self.subflows.len())
+            .filter(|&i| i == 0 || self.subflows[i].is_established())
+            .map(|i| subflow_sndbuf_bytes(self.max_cwnd_segments[i], SNDBUF_PER_MSS_BYTES))
+            .sum();
+        // Plain TCP: the socket's own `sk_sndbuf`; MPTCP: `tcp_wmem[0]` plus the subflows'.
+        let base = if self.cfg.mode == Mode::Mptcp {
+            TCP_WMEM0_BYTES
+        } else {
+            0
+        };
+        (base + subflows).min(self.cfg.snd_buf_bytes)
     }
 
     /// Closed and every written byte DATA_ACKed.
@@ -153,6 +210,11 @@ impl DataSender {
             me: subflow,
         };
         let out = self.subflows[subflow].handle_segment_coupled(now_ns, seg, &view);
+        // `tcp_sndbuf_expand` follows cwnd up on ACKs (`tcp_new_space`); it never shrinks.
+        let tcb = self.subflows[subflow].cc_state();
+        let cwnd_segments = tcb.cwnd_bytes / tcb.mss_bytes.max(1);
+        let max = &mut self.max_cwnd_segments[subflow];
+        *max = (*max).max(cwnd_segments);
         let established = self.subflows[subflow].is_established();
         if self
             .cfg
@@ -198,6 +260,7 @@ impl DataSender {
                 s.on_data_ack(data_ack, now_ns);
             }
         }
+        self.update_writer_blocked();
     }
 
     fn refresh_coupled(&mut self) {
