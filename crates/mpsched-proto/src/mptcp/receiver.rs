@@ -8,13 +8,16 @@
 //! `tcp_select_window`).
 //!
 //! With [`ConnConfig::rcv_buf_autotuning`] the buffer behind that window grows as Linux's
-//! dynamic right-sizing does (`mptcp_rcv_space_adjust`, `mptcp_rcvbuf_grow` in 6.18): once
-//! per RTT, if the application read more than in the previous measurement, the window becomes
-//! twice that amount plus the out-of-order span; out-of-order arrivals grow it the same way.
+//! dynamic right-sizing does (`mptcp_rcv_space_adjust`, `mptcp_rcvbuf_grow` in 6.18.y): once
+//! per RTT, if the application read more than in the previous measurement (`newval` bytes
+//! against `oldval`), the window becomes `2 newval` plus, to let a sender in slow start
+//! double its rate, `2 x 2 newval (newval - oldval) / oldval` ("tcp: fix too slow
+//! tcp_rcvbuf_grow() action", 6.18). MPTCP-level out-of-order data does not grow it ("mptcp:
+//! do not account for OoO in mptcp_rcvbuf_grow()", in the 6.18.y and 6.19 stable trees).
 //! The RTT is the highest receiver-side estimate among the subflows (6.18: "use highest rtt
 //! estimate of the subflows in use"; 7.0 changed it to the lowest). Simplification: the
-//! buffer-to-window ratio is 1/2 (`tcp_adv_win_scale` = 1) instead of the measured
-//! payload/truesize `scaling_ratio`.
+//! window is the grown value itself (Linux sizes the buffer from it with the measured
+//! payload/truesize `scaling_ratio` and advertises the window back from the buffer).
 
 use super::ConnConfig;
 use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
@@ -144,14 +147,12 @@ impl DataReceiver {
         } else {
             let added = self.ofo.insert(r.dsn, end);
             self.duplicate_bytes += r.len - added;
-            // Linux `mptcp_data_queue_ofo` -> `mptcp_rcvbuf_grow`.
-            self.rcvbuf_grow();
         }
     }
 
     /// Linux `mptcp_rcv_space_adjust` (6.18): once per RTT (the highest receiver-side RTT
     /// estimate of the subflows), if the application read more than in the last measurement,
-    /// grow the buffer for twice that.
+    /// grow the buffer.
     fn rcv_space_adjust(&mut self, copied: u64, now_ns: u64) {
         if !self.cfg.rcv_buf_autotuning || copied == 0 {
             return;
@@ -168,25 +169,22 @@ impl DataReceiver {
             return;
         }
         if self.copied_bytes > self.space_bytes {
-            self.space_bytes = self.copied_bytes;
-            self.rcvbuf_grow();
+            self.rcvbuf_grow(self.copied_bytes);
         }
         self.copied_bytes = 0;
         self.measure_start_ns = Some(now_ns);
     }
 
-    /// Linux `mptcp_rcvbuf_grow`: window for twice the last measurement plus the
-    /// out-of-order span above DATA_ACK, capped by the configured buffer (`tcp_rmem[2]`);
-    /// it never shrinks.
-    fn rcvbuf_grow(&mut self) {
-        if !self.cfg.rcv_buf_autotuning {
-            return;
-        }
-        let ofo_span = self
-            .ofo
-            .last_end()
-            .map_or(0, |e| e.saturating_sub(self.rcv_nxt));
-        let want = (2 * self.space_bytes + ofo_span).min(self.cfg.rcv_buf_bytes);
+    /// Linux `mptcp_rcvbuf_grow(sk, newval)` (6.18.y): "DRS is always one RTT late" (twice
+    /// the bytes read in the last RTT), plus "slow start: allow the sender to double its
+    /// rate" (twice the growth over the previous measurement, scaled to that window), capped
+    /// by the configured buffer (`tcp_rmem[2]`); it never shrinks.
+    fn rcvbuf_grow(&mut self, newval: u64) {
+        let oldval = self.space_bytes.max(1);
+        self.space_bytes = newval;
+        let mut rcvwin = 2 * newval;
+        rcvwin += 2 * (rcvwin * newval.saturating_sub(oldval) / oldval);
+        let want = rcvwin.min(self.cfg.rcv_buf_bytes);
         self.rcv_wnd_bytes = self.rcv_wnd_bytes.max(want);
     }
 
