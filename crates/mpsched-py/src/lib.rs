@@ -30,8 +30,8 @@ fn run_json<'py>(
     config_json: &str,
     schedulers: Option<std::collections::BTreeMap<String, Py<PyAny>>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let cfg: SimConfig = serde_json::from_str(config_json)
-        .map_err(|e| PyValueError::new_err(format!("config: {e}")))?;
+    let cfg: SimConfig =
+        serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("config: {e}")))?;
     let factory = schedulers.filter(|s| !s.is_empty()).map(pysched::PyFactory::new);
     let records = py
         .allow_threads(|| {

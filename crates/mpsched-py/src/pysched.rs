@@ -197,7 +197,10 @@ fn action_from_py(item: &Bound<'_, PyAny>) -> PyResult<Action> {
             };
         }
     }
-    let kind: String = item.getattr("kind").map_err(|_| err(format!("not an action: {item} (use mpsched.SendNew, Resend or Penalize)")))?.extract()?;
+    let kind: String = item
+        .getattr("kind")
+        .map_err(|_| err(format!("not an action: {item} (use mpsched.SendNew, Resend or Penalize)")))?
+        .extract()?;
     let sf = || -> PyResult<SubflowId> { item.getattr("subflow")?.extract() };
     match kind.as_str() {
         "new" => Ok(Action::SendNew { subflow: sf()?, max_bytes: item.getattr("max_bytes")?.extract()? }),
@@ -248,7 +251,10 @@ impl Scheduler for PyScheduler {
                 return Ok(());
             }
             let list = result.downcast_into::<PyList>().map_err(|e| {
-                pyo3::exceptions::PyTypeError::new_err(format!("schedule() must return a list of actions (or None), got {}", e.into_inner()))
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "schedule() must return a list of actions (or None), got {}",
+                    e.into_inner()
+                ))
             })?;
             for item in list.iter() {
                 out.push(action_from_py(&item)?);

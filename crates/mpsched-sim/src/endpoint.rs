@@ -5,8 +5,8 @@
 
 use crate::config::{Direction, JoinTimingConfig, Protocol, TransportConfig};
 use mpsched_proto::cc;
-use mpsched_proto::sched::{self, Scheduler, SubflowView};
 use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender, JoinTiming, Mode};
+use mpsched_proto::sched::{self, Scheduler, SubflowView};
 use mpsched_proto::tcp::TcpConfig;
 
 pub(crate) use mpsched_proto::tcp::Segment;

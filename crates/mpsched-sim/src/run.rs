@@ -8,15 +8,15 @@
 
 use crate::app::App;
 use crate::config::{ConfigError, Direction, PathEvent, Protocol, SimConfig};
-use crate::endpoint::{build_endpoints, Endpoint, Segment};
 pub use crate::endpoint::CustomSchedulers;
+use crate::endpoint::{build_endpoints, Endpoint, Segment};
 use crate::records::{
     BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
 };
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
-use slab::Slab;
 use mpsched_engine::rng::Rng;
+use slab::Slab;
 
 /// Component-id bases of the random streams (stable: adding a component of one kind never
 /// shifts the streams of another).
@@ -72,7 +72,10 @@ enum Event {
     Net(NetEvent),
     FlowStart(u32),
     /// Timer of a flow's endpoint (`client` selects the side).
-    Timer { flow: u32, client: bool },
+    Timer {
+        flow: u32,
+        client: bool,
+    },
     /// The application of a flow asked to act at this time.
     AppWakeup(u32),
     Sample,
@@ -143,7 +146,8 @@ pub fn run_with(cfg: &SimConfig, custom: Option<&dyn CustomSchedulers>) -> Resul
     // Build every connection once up front so a bad scheduler or CC name is a config error
     // before any time passes, not a failure in the middle of the run.
     for (i, t) in cfg.transports.iter().enumerate() {
-        crate::endpoint::check_transport(t, custom).map_err(|message| ConfigError { field: format!("transports[{i}]"), message })?;
+        crate::endpoint::check_transport(t, custom)
+            .map_err(|message| ConfigError { field: format!("transports[{i}]"), message })?;
     }
     let mut sim = Simulation::new(cfg, custom);
     sim.run_to_end();
@@ -157,11 +161,7 @@ impl<'a> Simulation<'a> {
             net.add_link(l.clone(), Rng::stream(cfg.seed, RNG_LINK_BASE + i as u64));
         }
         let ids = |v: &[usize]| v.iter().map(|&l| l as LinkId).collect::<Vec<_>>();
-        let path_routes = cfg
-            .paths
-            .iter()
-            .map(|p| (net.add_route(ids(&p.down)), net.add_route(ids(&p.up))))
-            .collect();
+        let path_routes = cfg.paths.iter().map(|p| (net.add_route(ids(&p.down)), net.add_route(ids(&p.up)))).collect();
         let cross_routes = cfg.cross_traffic.iter().map(|c| net.add_route(ids(&c.links))).collect();
         let mut queue = EventQueue::new();
         // Flow starts are scheduled one at a time, in start order, so the event queue holds
@@ -277,7 +277,8 @@ impl<'a> Simulation<'a> {
         }
         let fc = &self.cfg.flows[fi];
         let transport = &self.cfg.transports[fc.transport];
-        let (client, server) = build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom);
+        let (client, server) =
+            build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom);
         self.started[fi] = true;
         self.flows[fi] = Some(Flow {
             client: Side { ep: client, timer_at_ns: None },
@@ -351,7 +352,12 @@ impl<'a> Simulation<'a> {
             let (down, up) = self.path_routes[path];
             let route = if client_side { up } else { down };
             let size = seg.wire_bytes() as u32;
-            let idx = self.segments.insert(InFlightSegment { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, seg });
+            let idx = self.segments.insert(InFlightSegment {
+                flow: fi as u32,
+                subflow: subflow as u8,
+                to_client: !client_side,
+                seg,
+            });
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
             self.net.send(now, route, size, Payload::Segment(idx as u32), &mut sink);
             self.stats.packets_sent += 1;

@@ -65,9 +65,23 @@ impl FatTreeConfig {
     /// Every tier at `host_rate_bps / oversubscription` above the hosts: `oversubscription`
     /// is the ratio of the bandwidth hosts can offer to what the tier above carries (4 for the
     /// 4:1 tree of Raiciu et al. §4; 1 for full bisection bandwidth).
-    pub fn oversubscribed(k: usize, host_rate_bps: u64, oversubscription: f64, link_delay_ns: u64, queue_packets: u64) -> Self {
+    pub fn oversubscribed(
+        k: usize,
+        host_rate_bps: u64,
+        oversubscription: f64,
+        link_delay_ns: u64,
+        queue_packets: u64,
+    ) -> Self {
         let upper = ((host_rate_bps as f64 / oversubscription.max(1e-9)).round() as u64).max(1);
-        Self { k, host_rate_bps, edge_agg_rate_bps: upper, agg_core_rate_bps: upper, link_delay_ns, queue_packets, host_interfaces: 1 }
+        Self {
+            k,
+            host_rate_bps,
+            edge_agg_rate_bps: upper,
+            agg_core_rate_bps: upper,
+            link_delay_ns,
+            queue_packets,
+            host_interfaces: 1,
+        }
     }
 
     /// Checks `k`; returns a message naming what is wrong.
@@ -82,7 +96,11 @@ impl FatTreeConfig {
             return Err("queue_packets must be positive".into());
         }
         if self.host_interfaces == 0 || self.host_interfaces > crate::MAX_SUBFLOWS {
-            return Err(format!("host_interfaces must be from 1 to {}; got {}", crate::MAX_SUBFLOWS, self.host_interfaces));
+            return Err(format!(
+                "host_interfaces must be from 1 to {}; got {}",
+                crate::MAX_SUBFLOWS,
+                self.host_interfaces
+            ));
         }
         Ok(())
     }
@@ -189,7 +207,10 @@ impl FatTree {
     }
     fn agg_core(&self, agg: usize, j: usize, up: bool) -> usize {
         let n = self.interfaces();
-        2 * self.hosts() * n + 2 * self.switches_per_tier() * self.half * n + 2 * (agg * self.half + j) + usize::from(!up)
+        2 * self.hosts() * n
+            + 2 * self.switches_per_tier() * self.half * n
+            + 2 * (agg * self.half + j)
+            + usize::from(!up)
     }
 
     /// Number of equal-cost shortest paths from `src` to `dst` (distinct hosts).
@@ -242,12 +263,23 @@ impl FatTree {
     pub fn path(&self, sender: usize, receiver: usize, choice: usize, iface: usize) -> PathConfig {
         let c = choice % self.equal_cost_paths(sender, receiver);
         let i = iface % self.interfaces();
-        let name = if self.interfaces() > 1 { format!("h{sender}-h{receiver}.{c}.if{i}") } else { format!("h{sender}-h{receiver}.{c}") };
+        let name = if self.interfaces() > 1 {
+            format!("h{sender}-h{receiver}.{c}.if{i}")
+        } else {
+            format!("h{sender}-h{receiver}.{c}")
+        };
         PathConfig { name, down: self.route(sender, receiver, c, i), up: self.route(receiver, sender, c, i) }
     }
 
     /// Path choices of the `subflows` subflows of flow `flow_id` from `sender` to `receiver`.
-    pub fn choices(&self, sender: usize, receiver: usize, flow_id: u64, subflows: usize, how: PathChoice) -> Vec<usize> {
+    pub fn choices(
+        &self,
+        sender: usize,
+        receiver: usize,
+        flow_id: u64,
+        subflows: usize,
+        how: PathChoice,
+    ) -> Vec<usize> {
         let n = self.equal_cost_paths(sender, receiver);
         (0..subflows)
             .map(|s| match how {
@@ -256,7 +288,8 @@ impl FatTree {
                 // offset of the flow's own, or every flow would leave the same cores idle.
                 PathChoice::Explicit if subflows <= n => {
                     let stride = n / subflows;
-                    let offset = (ecmp_hash(sender as u64, receiver as u64, flow_id, u64::MAX) % stride as u64) as usize;
+                    let offset =
+                        (ecmp_hash(sender as u64, receiver as u64, flow_id, u64::MAX) % stride as u64) as usize;
                     (s * n / subflows + offset) % n
                 }
                 PathChoice::Explicit => s % n,

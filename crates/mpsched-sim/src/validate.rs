@@ -65,7 +65,10 @@ impl SimConfig {
                     return Err(err(format!("paths[{i}].{dir}"), "too many hops"));
                 }
                 if let Some(bad) = chain.iter().find(|&&l| l >= n_links) {
-                    return Err(err(format!("paths[{i}].{dir}"), format!("link index {bad} does not exist (there are {n_links} links)")));
+                    return Err(err(
+                        format!("paths[{i}].{dir}"),
+                        format!("link index {bad} does not exist (there are {n_links} links)"),
+                    ));
                 }
             }
         }
@@ -109,7 +112,10 @@ impl SimConfig {
                     return Err(err(f("paths"), format!("between 1 and {MAX_SUBFLOWS} paths")));
                 }
                 if let Some(bad) = paths.iter().find(|&&p| p >= n_paths) {
-                    return Err(err(f("paths"), format!("path index {bad} does not exist (there are {n_paths} paths)")));
+                    return Err(err(
+                        f("paths"),
+                        format!("path index {bad} does not exist (there are {n_paths} paths)"),
+                    ));
                 }
                 if t.protocol == Protocol::Tcp && paths.len() != 1 {
                     return Err(err(f("paths"), "plain TCP uses exactly one path"));
@@ -126,7 +132,10 @@ impl SimConfig {
                 AppConfig::Web { objects_bytes, request_bytes, request_retry_ns } => {
                     check_units(objects_bytes, |n| f(&format!("app.objects_bytes{n}")))?;
                     if fl.direction != Direction::Download {
-                        return Err(err(f("direction"), "a web page is a download (requests go up, objects come down)"));
+                        return Err(err(
+                            f("direction"),
+                            "a web page is a download (requests go up, objects come down)",
+                        ));
                     }
                     if !(1..=65_535).contains(request_bytes) {
                         return Err(err(f("app.request_bytes"), "must be between 1 and 65535"));

@@ -27,12 +27,8 @@ fn mptcp_to_tcp_ratio(mptcp_cc: &str, tcp_cc: &str) -> f64 {
             l.jitter = JitterConfig::Smooth { jitter_ns: MS, period_ns: 20 * MS };
             l
         };
-        let links = vec![
-            link("bottleneck", 20_000_000, 10 * MS, 50),
-            ack_link("up_a"),
-            ack_link("up_b"),
-            ack_link("up_c"),
-        ];
+        let links =
+            vec![link("bottleneck", 20_000_000, 10 * MS, 50), ack_link("up_a"), ack_link("up_b"), ack_link("up_c")];
         let paths = vec![
             PathConfig { name: "a".into(), down: vec![0], up: vec![1] },
             PathConfig { name: "b".into(), down: vec![0], up: vec![2] },
@@ -49,7 +45,9 @@ fn mptcp_to_tcp_ratio(mptcp_cc: &str, tcp_cc: &str) -> f64 {
         let t = u64s(&rec, "subflow_series", "time_ns");
         let f = u64s(&rec, "subflow_series", "flow_id");
         let acked = u64s(&rec, "subflow_series", "bytes_acked");
-        let total = |flow: u64, at: u64| -> u64 { (0..t.len()).filter(|&i| f[i] == flow && t[i] == at).map(|i| acked[i]).sum() };
+        let total = |flow: u64, at: u64| -> u64 {
+            (0..t.len()).filter(|&i| f[i] == flow && t[i] == at).map(|i| acked[i]).sum()
+        };
         let mptcp = total(0, 60 * S) - total(0, 10 * S);
         let tcp = total(1, 60 * S) - total(1, 10 * S);
         // Together they fill the bottleneck (sanity: the measurement means something).

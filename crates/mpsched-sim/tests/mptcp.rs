@@ -97,7 +97,11 @@ fn arb_link(name: &'static str) -> impl Strategy<Value = LinkConfig> {
     (1u64..=100, 1u64..=100, 4u64..=400, 0u32..=30, 0u8..3, 1u64..=30).prop_map(
         move |(mbps, delay_ms, queue, loss_permille, jitter_kind, jitter_ms)| {
             let mut l = link(name, mbps * 1_000_000, delay_ms * MS, queue);
-            l.loss = if loss_permille == 0 { LossConfig::None } else { LossConfig::Bernoulli { p: loss_permille as f64 / 1000.0 } };
+            l.loss = if loss_permille == 0 {
+                LossConfig::None
+            } else {
+                LossConfig::Bernoulli { p: loss_permille as f64 / 1000.0 }
+            };
             let jitter_ns = jitter_ms.min(delay_ms) * MS;
             l.jitter = match jitter_kind {
                 0 => JitterConfig::None,

@@ -9,7 +9,13 @@ use mpsched_sim::run::run;
 fn cbr_below_capacity_passes_whole_and_builds_no_queue() {
     let (links, paths) = paths_of(vec![(link("d", 100_000_000, 10 * MS, 100), link("u", 100_000_000, 10 * MS, 100))]);
     let mut cfg = scenario(links, paths, 2 * S);
-    cfg.cross_traffic.push(CrossTrafficConfig { links: vec![0], rate_bps: 80_000_000, packet_bytes: 1500, start_ns: 0, stop_ns: S });
+    cfg.cross_traffic.push(CrossTrafficConfig {
+        links: vec![0],
+        rate_bps: 80_000_000,
+        packet_bytes: 1500,
+        start_ns: 0,
+        stop_ns: S,
+    });
     cfg.record.sample_interval_ns = 10 * MS;
     let rec = run(&cfg).unwrap();
     // 80 Mbit/s for 1 s in 1500-byte packets = 6667 packets (the last one at t = 0.99985 s).
@@ -23,7 +29,13 @@ fn cbr_below_capacity_passes_whole_and_builds_no_queue() {
 fn cbr_above_capacity_is_cut_to_the_link_rate_by_drop_tail() {
     let (links, paths) = paths_of(vec![(link("d", 100_000_000, 10 * MS, 100), link("u", 100_000_000, 10 * MS, 100))]);
     let mut cfg = scenario(links, paths, 3 * S);
-    cfg.cross_traffic.push(CrossTrafficConfig { links: vec![0], rate_bps: 150_000_000, packet_bytes: 1500, start_ns: 0, stop_ns: 2 * S });
+    cfg.cross_traffic.push(CrossTrafficConfig {
+        links: vec![0],
+        rate_bps: 150_000_000,
+        packet_bytes: 1500,
+        start_ns: 0,
+        stop_ns: 2 * S,
+    });
     cfg.record.sample_interval_ns = 100 * MS;
     let rec = run(&cfg).unwrap();
     let fwd = u64s(&rec, "links", "bytes_forwarded")[0] as f64;

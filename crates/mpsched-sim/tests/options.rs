@@ -19,10 +19,7 @@ fn series(rec: &Records, subflow: u64) -> Vec<(u64, u64, u64)> {
 /// A 1 MB MPTCP download over one 100 Mbit/s, 40 ms RTT path whose sender starts with a
 /// 100-segment window (145 KB), so the first flight is limited by the receive window alone.
 fn one_path_download(autotuning: bool) -> Records {
-    let (links, paths) = paths_of(vec![(
-        link("d", 100_000_000, 20 * MS, 1000),
-        link("u", 100_000_000, 20 * MS, 1000),
-    )]);
+    let (links, paths) = paths_of(vec![(link("d", 100_000_000, 20 * MS, 1000), link("u", 100_000_000, 20 * MS, 1000))]);
     let mut cfg = scenario(links, paths, 10 * S);
     cfg.record.sample_interval_ns = MS;
     cfg.transports.push(TransportConfig {
@@ -38,9 +35,8 @@ fn one_path_download(autotuning: bool) -> Records {
 fn autotuning_starts_the_window_at_half_of_tcp_rmem1_and_grows_it() {
     // Data leaves at 1 RTT (40 ms) and the first ACK is back at 2 RTT: the samples in
     // between show the first flight whole.
-    let first_flight = |rec: &Records| {
-        series(rec, 0).iter().filter(|s| (45 * MS..75 * MS).contains(&s.0)).map(|s| s.1).max().unwrap()
-    };
+    let first_flight =
+        |rec: &Records| series(rec, 0).iter().filter(|s| (45 * MS..75 * MS).contains(&s.0)).map(|s| s.1).max().unwrap();
     let fixed = one_path_download(false);
     let tuned = one_path_download(true);
     // Without autotuning the 6 MiB buffer lets the whole initial window out: 100 segments of
@@ -63,10 +59,8 @@ fn autotuning_starts_the_window_at_half_of_tcp_rmem1_and_grows_it() {
 fn autotuning_never_grows_beyond_the_configured_buffer() {
     // A 1 MB buffer and a path whose BDP (5 MB) is far larger: the window grows up to the
     // buffer and stops there.
-    let (links, paths) = paths_of(vec![(
-        link("d", 400_000_000, 50 * MS, 10_000),
-        link("u", 400_000_000, 50 * MS, 10_000),
-    )]);
+    let (links, paths) =
+        paths_of(vec![(link("d", 400_000_000, 50 * MS, 10_000), link("u", 400_000_000, 50 * MS, 10_000))]);
     let mut cfg = scenario(links, paths, 10 * S);
     cfg.record.sample_interval_ns = MS;
     cfg.transports.push(TransportConfig {
@@ -89,10 +83,8 @@ fn second_subflow_first_data_ns(timing: JoinTimingConfig) -> u64 {
     ]);
     let mut cfg = scenario(links, paths, 10 * S);
     cfg.record.sample_interval_ns = MS;
-    cfg.transports.push(TransportConfig {
-        join_timing: timing,
-        ..transport(Protocol::Mptcp, "roundrobin", "cubic", vec![0, 1])
-    });
+    cfg.transports
+        .push(TransportConfig { join_timing: timing, ..transport(Protocol::Mptcp, "roundrobin", "cubic", vec![0, 1]) });
     cfg.flows.push(sized(0, 0, 0, 1_000_000));
     let rec = run(&cfg).unwrap();
     assert_eq!(bools(&rec, "flows", "completed"), vec![true]);

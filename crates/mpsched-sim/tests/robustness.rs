@@ -28,8 +28,8 @@ fn arb_capacity() -> impl Strategy<Value = CapacityConfig> {
 }
 
 fn arb_link() -> impl Strategy<Value = LinkConfig> {
-    (1u64..=200_000_000, 0u64..300, prop::option::of(1u64..2000), 0u8..4, 0u8..3, arb_capacity(), 0u64..100)
-        .prop_map(|(rate_bps, delay_ms, queue, loss_kind, jitter_kind, capacity, jitter_ms)| {
+    (1u64..=200_000_000, 0u64..300, prop::option::of(1u64..2000), 0u8..4, 0u8..3, arb_capacity(), 0u64..100).prop_map(
+        |(rate_bps, delay_ms, queue, loss_kind, jitter_kind, capacity, jitter_ms)| {
             let mut l = link("l", rate_bps, delay_ms * MS, 1);
             l.queue_packets = queue;
             l.loss = match loss_kind {
@@ -44,7 +44,8 @@ fn arb_link() -> impl Strategy<Value = LinkConfig> {
             };
             l.capacity = capacity;
             l
-        })
+        },
+    )
 }
 
 fn arb_config() -> impl Strategy<Value = SimConfig> {
@@ -81,7 +82,13 @@ fn arb_config() -> impl Strategy<Value = SimConfig> {
             for (path, up, at_ms) in events {
                 cfg.path_events.push(PathEvent { at_ns: at_ms * MS, path: path % n, up });
             }
-            cfg.cross_traffic.push(CrossTrafficConfig { links: vec![0], rate_bps: 1_000_000, packet_bytes: 1200, start_ns: 0, stop_ns: S });
+            cfg.cross_traffic.push(CrossTrafficConfig {
+                links: vec![0],
+                rate_bps: 1_000_000,
+                packet_bytes: 1200,
+                start_ns: 0,
+                stop_ns: S,
+            });
             cfg
         })
 }

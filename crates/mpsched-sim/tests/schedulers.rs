@@ -55,7 +55,10 @@ fn net(paths: &[Path]) -> SimConfig {
         .enumerate()
         .map(|(i, p)| {
             let d = p.rtt_ns / 2;
-            (link(&format!("p{i}.d"), p.rate_bps, d, p.queue_packets), link(&format!("p{i}.u"), p.rate_bps, d, p.queue_packets))
+            (
+                link(&format!("p{i}.d"), p.rate_bps, d, p.queue_packets),
+                link(&format!("p{i}.u"), p.rate_bps, d, p.queue_packets),
+            )
         })
         .collect();
     let (links, paths) = paths_of(pairs);
@@ -284,12 +287,7 @@ fn ecf_leaves_the_slow_path_idle_when_using_it_would_finish_later() {
     let (min, min_slow) = after_warmup("minrtt", 150_000);
     assert_eq!(ecf_slow, 0, "ecf put {ecf_slow} bytes on the slow path");
     assert!(min_slow > 0, "minrtt left the slow path idle: no contrast");
-    assert!(
-        ecf.time_ns + 50 * MS < min.time_ns,
-        "ecf {} ms vs minrtt {} ms",
-        ms(ecf.time_ns),
-        ms(min.time_ns)
-    );
+    assert!(ecf.time_ns + 50 * MS < min.time_ns, "ecf {} ms vs minrtt {} ms", ms(ecf.time_ns), ms(min.time_ns));
 }
 
 #[test]
@@ -300,7 +298,13 @@ fn ecf_leaves_the_slow_path_idle_when_using_it_would_finish_later() {
 fn ecf_is_no_slower_than_minrtt_on_a_fresh_connection() {
     let ecf = het_warm("ecf", json!({}), 64_000);
     let min = het_warm("minrtt", json!({}), 64_000);
-    assert!(ecf.time_ns <= min.time_ns, "ecf {} ms vs minrtt {} ms, ecf sent {:?}", ms(ecf.time_ns), ms(min.time_ns), ecf.sent);
+    assert!(
+        ecf.time_ns <= min.time_ns,
+        "ecf {} ms vs minrtt {} ms, ecf sent {:?}",
+        ms(ecf.time_ns),
+        ms(min.time_ns),
+        ecf.sent
+    );
 }
 
 #[test]
@@ -351,7 +355,13 @@ fn cfs_duplicates_only_the_tail_and_finishes_a_short_flow_before_minrtt() {
 fn bwm_run(sched: &str, params: Value, cross_bps: u64, queue_packets: u64) -> Out {
     let mut cfg = net(&[path(10, 40, queue_packets), path(10, 40, queue_packets)]);
     if cross_bps > 0 {
-        cfg.cross_traffic.push(CrossTrafficConfig { links: vec![2], rate_bps: cross_bps, packet_bytes: 1500, start_ns: 0, stop_ns: 60 * S });
+        cfg.cross_traffic.push(CrossTrafficConfig {
+            links: vec![2],
+            rate_bps: cross_bps,
+            packet_bytes: 1500,
+            start_ns: 0,
+            stop_ns: 60 * S,
+        });
     }
     run_mptcp(cfg, sched, params, 6 << 20, Load::Cold(8_000_000))
 }
@@ -398,12 +408,18 @@ fn rp_halves_the_slow_window_and_retransmits_when_the_receive_window_blocks() {
     let (rp_cwnd, min_cwnd) = (rp.mean(1, "cwnd_bytes"), min.mean(1, "cwnd_bytes"));
     // Measured: rp 84568 B, minrtt 137280 B on average over the run.
     assert!(rp_cwnd < 0.8 * min_cwnd, "slow cwnd: rp {rp_cwnd:.0} B vs minrtt {min_cwnd:.0} B");
-    assert!(halvings(&rp) >= 3 && halvings(&rp) > 2 * halvings(&min), "halvings: rp {} minrtt {}", halvings(&rp), halvings(&min));
+    assert!(
+        halvings(&rp) >= 3 && halvings(&rp) > 2 * halvings(&min),
+        "halvings: rp {} minrtt {}",
+        halvings(&rp),
+        halvings(&min)
+    );
 }
 
 #[test]
 fn freeze_stops_using_a_path_slower_than_the_fastest_by_more_than_its_threshold() {
-    let run4 = |rtt_ms, sched, params| run_mptcp(net(&[fast(), slow(rtt_ms)]), sched, params, 6 << 20, Load::Warm(4_000_000));
+    let run4 =
+        |rtt_ms, sched, params| run_mptcp(net(&[fast(), slow(rtt_ms)]), sched, params, 6 << 20, Load::Warm(4_000_000));
     // 150 ms vs 10 ms: 140 ms > the 100 ms threshold. Only probes (one segment a second) and
     // what was in flight when it froze go slow; minRTT puts a large share there.
     let frozen = run4(150, "freeze", json!({}));
@@ -446,13 +462,23 @@ fn arrival_order_schedulers_keep_a_short_flow_off_the_slow_path_but_use_it_for_a
         // than after the slow path's 50 ms one-way delay, so none goes slow.
         let short = het_warm(name, json!({}), 64_000);
         assert_eq!(short.sent[1], 0, "{name}: {:?}", short.sent);
-        assert!(short.time_ns + 15 * MS < min.time_ns, "{name} {} ms vs minrtt {} ms", ms(short.time_ns), ms(min.time_ns));
+        assert!(
+            short.time_ns + 15 * MS < min.time_ns,
+            "{name} {} ms vs minrtt {} ms",
+            ms(short.time_ns),
+            ms(min.time_ns)
+        );
         // 1 MB takes the fast path ~400 ms alone: later segments arrive sooner on the slow
         // path, which is then used, and the transfer is not much slower than minRTT's.
         let long = het_warm(name, json!({}), 1_000_000);
         let min_long = het_warm("minrtt", json!({}), 1_000_000);
         assert!(long.sent[1] > 0, "{name} never used the slow path for 1 MB");
-        assert!(long.time_ns < min_long.time_ns * 112 / 100, "{name} {} ms vs minrtt {} ms", ms(long.time_ns), ms(min_long.time_ns));
+        assert!(
+            long.time_ns < min_long.time_ns * 112 / 100,
+            "{name} {} ms vs minrtt {} ms",
+            ms(long.time_ns),
+            ms(min_long.time_ns)
+        );
     }
 }
 
@@ -487,7 +513,11 @@ fn bm_keeps_a_deep_slow_queue_from_bloating_without_slowing_the_transfer() {
     let max_srtt = |o: &Out| o.series(1, "srtt_ns").into_iter().max().unwrap_or(0);
     assert!(max_srtt(&min) > 300 * MS, "minrtt slow srtt {} ms", ms(max_srtt(&min)));
     assert!(max_srtt(&bm) * 2 < max_srtt(&min), "bm {} ms vs minrtt {} ms", ms(max_srtt(&bm)), ms(max_srtt(&min)));
-    assert!(bm.max_queue("p1.d") * 2 < min.max_queue("p1.d"), "queue bm {} vs minrtt {}", bm.max_queue("p1.d"), min.max_queue("p1.d"));
+    assert!(
+        bm.max_queue("p1.d") * 2 < min.max_queue("p1.d"),
+        "queue bm {} vs minrtt {}",
+        bm.max_queue("p1.d"),
+        min.max_queue("p1.d")
+    );
     assert!(bm.time_ns <= min.time_ns * 102 / 100, "bm {} ms vs minrtt {} ms", ms(bm.time_ns), ms(min.time_ns));
 }
-

@@ -60,7 +60,16 @@ fn fattree_k4_has_16_hosts_and_the_expected_equal_cost_paths() {
                 assert_eq!(routes.len(), n, "k={k} {src}->{dst}: paths are distinct");
                 for r in &routes {
                     assert_chain(t, r, src, dst);
-                    assert_eq!(r.len(), if n == 1 { 2 } else if n == k / 2 { 4 } else { 6 });
+                    assert_eq!(
+                        r.len(),
+                        if n == 1 {
+                            2
+                        } else if n == k / 2 {
+                            4
+                        } else {
+                            6
+                        }
+                    );
                 }
             }
         }
@@ -134,7 +143,11 @@ fn permutation_goodput(protocol: Protocol, cc: &str, subflows: usize, how: PathC
     for (src, &d) in dst.iter().enumerate() {
         let choices = t.choices(src, d, src as u64, subflows, how);
         let paths = table.flow_paths(&t, src, d, &choices);
-        flows.push(FlowConfig { paths: Some(paths), app: AppConfig::Bulk { stop_ns: 3 * S }, ..sized(src as u64, 0, 0, 1) });
+        flows.push(FlowConfig {
+            paths: Some(paths),
+            app: AppConfig::Bulk { stop_ns: 3 * S },
+            ..sized(src as u64, 0, 0, 1)
+        });
     }
     let mut cfg = scenario(t.links().to_vec(), table.paths, 4 * S);
     cfg.transports.push(TransportConfig { rcv_buf_bytes: 1 << 20, ..transport(protocol, "minrtt", cc, vec![0]) });
@@ -192,8 +205,10 @@ fn four_interfaces_and_four_subflows_carry_four_times_one_interface() {
         let choices = t.choices(0, 12, 0, 4, PathChoice::Explicit);
         let paths = table.flow_paths(&t, 0, 12, &choices);
         let mut cfg = scenario(t.links().to_vec(), table.paths, 3 * S);
-        cfg.transports.push(TransportConfig { rcv_buf_bytes: 8 << 20, ..transport(Protocol::Mptcp, "minrtt", "cubic", vec![0]) });
-        cfg.flows = vec![FlowConfig { paths: Some(paths), app: AppConfig::Bulk { stop_ns: 3 * S }, ..sized(0, 0, 0, 1) }];
+        cfg.transports
+            .push(TransportConfig { rcv_buf_bytes: 8 << 20, ..transport(Protocol::Mptcp, "minrtt", "cubic", vec![0]) });
+        cfg.flows =
+            vec![FlowConfig { paths: Some(paths), app: AppConfig::Bulk { stop_ns: 3 * S }, ..sized(0, 0, 0, 1) }];
         cfg.record.sample_interval_ns = S;
         let rec = run(&cfg).unwrap();
         let time = u64s(&rec, "conn_series", "time_ns");

@@ -43,12 +43,7 @@ fn web_fetch_takes_at_least_a_round_trip_more_than_a_push() {
     // Every object after the first waits for its own request. Not a full RTT each more than
     // the push, which pays slow-start rounds the fetch overlaps with its requests (the window
     // grown on one object carries over to the next), but at least one.
-    assert!(
-        fetch_ns >= push_ns + rtt_ns,
-        "fetch {} ms vs push {} ms",
-        fetch_ns / MS,
-        push_ns / MS
-    );
+    assert!(fetch_ns >= push_ns + rtt_ns, "fetch {} ms vs push {} ms", fetch_ns / MS, push_ns / MS);
     let rec = run(&fetched).unwrap();
     assert_eq!(u64s(&rec, "flows", "units"), vec![4]);
     assert_eq!(strs(&rec, "flows", "app"), vec!["web"]);

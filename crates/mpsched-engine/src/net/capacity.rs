@@ -99,8 +99,19 @@ pub(crate) enum Service {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Capacity {
-    Rate { rate_bps: u64, steps: Vec<RateStep>, next_step: usize },
-    Trace { opportunities_ns: Vec<u64>, period_ns: u64, packet_bytes: u64, next_opportunity: u64, credit_at_ns: u64, credit_bytes: u64 },
+    Rate {
+        rate_bps: u64,
+        steps: Vec<RateStep>,
+        next_step: usize,
+    },
+    Trace {
+        opportunities_ns: Vec<u64>,
+        period_ns: u64,
+        packet_bytes: u64,
+        next_opportunity: u64,
+        credit_at_ns: u64,
+        credit_bytes: u64,
+    },
 }
 
 impl Capacity {
@@ -139,7 +150,14 @@ impl Capacity {
                     Service::Never
                 }
             }
-            Capacity::Trace { opportunities_ns, period_ns, packet_bytes, next_opportunity, credit_at_ns, credit_bytes } => {
+            Capacity::Trace {
+                opportunities_ns,
+                period_ns,
+                packet_bytes,
+                next_opportunity,
+                credit_at_ns,
+                credit_bytes,
+            } => {
                 let n = opportunities_ns.len() as u64;
                 let at = |k: u64| (k / n) * *period_ns + opportunities_ns[(k % n) as usize];
                 let mut need = size_bytes;
@@ -182,7 +200,10 @@ mod tests {
     #[test]
     fn schedule_changes_the_rate_at_its_steps() {
         let cfg = CapacityConfig::Schedule {
-            steps: vec![RateStep { at_ns: NS_PER_S, rate_bps: 0 }, RateStep { at_ns: 2 * NS_PER_S, rate_bps: 12_000_000 }],
+            steps: vec![
+                RateStep { at_ns: NS_PER_S, rate_bps: 0 },
+                RateStep { at_ns: 2 * NS_PER_S, rate_bps: 12_000_000 },
+            ],
         };
         let mut c = Capacity::new(&cfg, 1_200_000);
         assert_eq!(c.serve(0, 1500), Service::DoneAt(10 * NS_PER_MS));

@@ -177,7 +177,13 @@ impl<P> Network<P> {
     /// A packet reached the far end of its current link: hand it to the next link, or return
     /// it when its route ends here.
     #[inline]
-    fn forward(&mut self, now_ns: u64, epoch: u32, mut pkt: Packet<P>, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
+    fn forward(
+        &mut self,
+        now_ns: u64,
+        epoch: u32,
+        mut pkt: Packet<P>,
+        sink: &mut impl NetSink<P>,
+    ) -> Option<Packet<P>> {
         let route = &self.routes[pkt.route as usize];
         let link = route[pkt.hop as usize];
         if !self.links[link as usize].arrive_ok(epoch, pkt.size_bytes) {

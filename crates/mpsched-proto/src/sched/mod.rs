@@ -278,7 +278,8 @@ pub trait Scheduler: std::fmt::Debug + Send {
     /// A subflow ACK acknowledged `acked_bytes` new bytes; `rtt_sample_ns` is the RTT sample it
     /// produced, if any.
     #[allow(unused_variables)]
-    fn on_ack(&mut self, id: SubflowId, acked_bytes: u64, rtt_sample_ns: Option<u64>, now_ns: u64) {}
+    fn on_ack(&mut self, id: SubflowId, acked_bytes: u64, rtt_sample_ns: Option<u64>, now_ns: u64) {
+    }
 
     /// The connection-level DATA_ACK advanced to `data_acked`.
     #[allow(unused_variables)]

@@ -41,7 +41,14 @@ pub fn transport(protocol: Protocol, scheduler: &str, cc: &str, paths: Vec<usize
 
 /// A sized download starting at `start_ns` on transport `transport`.
 pub fn sized(id: u64, transport: usize, start_ns: u64, size_bytes: u64) -> FlowConfig {
-    FlowConfig { id, transport, start_ns, direction: Direction::Download, paths: None, app: AppConfig::Sized { size_bytes } }
+    FlowConfig {
+        id,
+        transport,
+        start_ns,
+        direction: Direction::Download,
+        paths: None,
+        app: AppConfig::Sized { size_bytes },
+    }
 }
 
 /// Paths from (down, up) link pairs given as link configs; returns links and paths.

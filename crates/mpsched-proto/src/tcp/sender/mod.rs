@@ -215,7 +215,12 @@ impl Sender {
                 return;
             }
         }
-        self.queue.push_back(Mapping { dsn, len, data_fin, resend });
+        self.queue.push_back(Mapping {
+            dsn,
+            len,
+            data_fin,
+            resend,
+        });
     }
 
     /// DSN ranges `(dsn, len)` queued and not transmitted yet.

@@ -115,7 +115,11 @@ impl Sender {
     pub fn poll_timeout(&self) -> Option<u64> {
         // Called after every event: plain comparisons, no iterator chain.
         let mut t = self.rto_deadline;
-        for d in [self.hs.poll_timeout(), self.rack_timer_ns, self.tlp_deadline] {
+        for d in [
+            self.hs.poll_timeout(),
+            self.rack_timer_ns,
+            self.tlp_deadline,
+        ] {
             t = match (t, d) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
