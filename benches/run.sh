@@ -18,7 +18,7 @@ trap 'rm -f "$tmp"' EXIT
   echo "window). Packets = every segment the endpoints send (data and ACKs). Reference on this kind"
   echo "of machine (issue 2): ns-3.44 28 k (bulk) / 46 k (short) packets/s; htsim 6.3 M / 1.8 M."
   echo
-  cargo bench -q -p mpsched-sim --bench e2e -- --reps=5 2>/dev/null | grep '^|'
+  cargo bench -q -p mpsched-sim --bench e2e -- --reps=5 2>/dev/null | grep -E '^(\||$)'
   echo
   if [ -n "${HTSIM_SIM:-}" ]; then
     # htsim side by side (benches/htsim/README.md): built from the given htsim `sim` folder,
