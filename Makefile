@@ -13,12 +13,13 @@ APT_PACKAGES := iproute2 iptables libnetfilter-queue-dev libmnl-dev pkg-config
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name 'Cargo.toml' 2>/dev/null) Cargo.toml
 NATIVE_SOURCES := $(wildcard native/*.c native/Makefile)
 
-.PHONY: help setup run test test-rust test-python bench clean
+.PHONY: help setup run test test-rust test-python bench lint clean
 
 help:
 	@echo "make setup   install system packages, .venv and the release build of the core"
 	@echo "make run     setup, then the main job (scheduler comparison on the CFS paper's paths)"
 	@echo "make test    setup, then every Rust and Python test"
+	@echo "make lint    rustfmt and clippy over the workspace (warnings are errors)"
 	@echo "make bench   setup, then the benchmarks (figures appended to benches/RESULTS.md;"
 	@echo "             HTSIM_SIM=/path/to/csg-htsim/sim adds htsim side by side)"
 
@@ -75,6 +76,11 @@ test-python:
 
 bench: setup
 	benches/run.sh
+
+# Not part of `make test`: a newer toolchain may add lints; run it before committing Rust.
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --release -- -D warnings
 
 clean:
 	rm -rf target $(STAMPS) $(VENV) python/mpsched/*.so

@@ -27,7 +27,7 @@ fn a_64kb_flow_completes_in_the_rtts_slow_start_predicts() {
     // cwnd += acked): rounds of 10, 20, then 15 remaining segments; the last round's data
     // reaches the client half an RTT after it leaves. So data leaves the server at 1.5, 2.5,
     // 3.5 RTT and the last byte lands at 4.0 RTT = 80 ms (+ serialisation).
-    assert!(fct >= 80 * MS && fct < 82 * MS, "fct {} ms", fct as f64 / 1e6);
+    assert!((80 * MS..82 * MS).contains(&fct), "fct {} ms", fct as f64 / 1e6);
 }
 
 #[test]
