@@ -1,6 +1,6 @@
 """Human units in scenario files, parsed into the core's base units (bit/s, ns, bytes).
 
-Conventions (also in docs/scenarios.md):
+Conventions (also in scenarios/README.md, "Units"):
 
 * Rates use SI decimal prefixes: ``"150Mbit"`` = ``"150Mbit/s"`` = ``"150Mbps"`` = 150e6 bit/s.
   Byte rates are written with a capital ``B``: ``"10MB/s"`` = 80e6 bit/s. A bare number is bit/s.
