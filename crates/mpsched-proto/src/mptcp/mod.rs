@@ -39,8 +39,9 @@ mod chunks;
 mod receiver;
 mod sender;
 
+pub use crate::sched::ResendCounters;
 pub use receiver::DataReceiver;
-pub use sender::{DataSender, ResendCounters};
+pub use sender::DataSender;
 
 use crate::tcp::TcpConfig;
 

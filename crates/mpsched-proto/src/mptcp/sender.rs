@@ -5,24 +5,11 @@ use super::chunks::Chunks;
 use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
 use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
-use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
+use crate::sched::{Action, ConnView, LossKind, Rejection, ResendCounters, Scheduler, SubflowView};
 use crate::tcp::{flags, Role, Segment, Sender, SenderStats};
 
 /// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
 const MAX_SCHEDULE_ROUNDS: usize = 64;
-
-/// Bytes sent again at the connection level, per [`ResendKind`](crate::sched::ResendKind), counted when a subflow
-/// transmits them (a copy still queued, or dropped because the data was acknowledged through
-/// another subflow, does not count).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ResendCounters {
-    /// Reinjection-queue bytes.
-    pub reinject_bytes: u64,
-    /// Opportunistic retransmissions (RP).
-    pub opportunistic_bytes: u64,
-    /// Redundant copies.
-    pub redundant_bytes: u64,
-}
 
 /// The sending endpoint of a connection.
 #[derive(Debug)]
@@ -270,17 +257,10 @@ impl DataSender {
     }
 
     fn refresh_views(&mut self) {
-        self.views.clear();
-        for (i, s) in self.subflows.iter().enumerate() {
-            let mut v = SubflowView {
-                id: i,
-                path_index: i,
-                ..Default::default()
-            };
-            s.fill_view(&mut v);
-            v.established &= self.path_up[i];
-            self.views.push(v);
-        }
+        // The buffer is reused across scheduler calls; `subflow_views` fills it.
+        let mut views = std::mem::take(&mut self.views);
+        self.subflow_views(&mut views);
+        self.views = views;
     }
 
     fn usable(&self, sf: usize) -> bool {
@@ -534,10 +514,7 @@ impl DataSender {
     pub fn resent(&self) -> ResendCounters {
         let mut r = ResendCounters::default();
         for s in &self.subflows {
-            let st = s.stats();
-            r.reinject_bytes += st.bytes_reinjected;
-            r.opportunistic_bytes += st.bytes_opportunistic;
-            r.redundant_bytes += st.bytes_redundant;
+            r.merge(&s.stats().resent);
         }
         r
     }

@@ -234,6 +234,37 @@ pub enum ResendKind {
     Redundant,
 }
 
+/// Bytes sent again at the connection level, per [`ResendKind`], counted when a subflow
+/// transmits them (a copy still queued, or dropped because the data was acknowledged through
+/// another subflow, does not count).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResendCounters {
+    /// Reinjection-queue bytes.
+    pub reinject_bytes: u64,
+    /// Opportunistic retransmissions (RP).
+    pub opportunistic_bytes: u64,
+    /// Redundant copies.
+    pub redundant_bytes: u64,
+}
+
+impl ResendCounters {
+    /// Counts `bytes` sent again for reason `kind`.
+    pub fn add(&mut self, kind: ResendKind, bytes: u64) {
+        match kind {
+            ResendKind::Reinject => self.reinject_bytes += bytes,
+            ResendKind::Opportunistic => self.opportunistic_bytes += bytes,
+            ResendKind::Redundant => self.redundant_bytes += bytes,
+        }
+    }
+
+    /// Adds another set of counters (e.g. a subflow's to the connection's).
+    pub fn merge(&mut self, other: &ResendCounters) {
+        self.reinject_bytes += other.reinject_bytes;
+        self.opportunistic_bytes += other.opportunistic_bytes;
+        self.redundant_bytes += other.redundant_bytes;
+    }
+}
+
 /// Why the connection could not apply an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Rejection {

@@ -18,7 +18,7 @@ use super::scoreboard::Scoreboard;
 use super::segment::{flags, Segment};
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
-use crate::sched::{LossKind, Rejection, ResendKind};
+use crate::sched::{LossKind, Rejection, ResendCounters, ResendKind};
 use std::collections::VecDeque;
 
 mod recovery;
@@ -53,14 +53,10 @@ pub struct SenderStats {
     /// Tail-loss probes sent (RACK-TLP only).
     pub tail_loss_probes: u64,
     /// Payload bytes of connection-level resends ([`ResendKind`]) transmitted for the first
-    /// time on this subflow, per kind: reinjected, opportunistic (RP), redundant copies.
-    /// Counted at transmission, so a copy still queued (or dropped from the queue because the
-    /// data was acknowledged through another subflow) does not count.
-    pub bytes_reinjected: u64,
-    /// See [`SenderStats::bytes_reinjected`].
-    pub bytes_opportunistic: u64,
-    /// See [`SenderStats::bytes_reinjected`].
-    pub bytes_redundant: u64,
+    /// time on this subflow, per kind. Counted at transmission, so a copy still queued (or
+    /// dropped from the queue because the data was acknowledged through another subflow) does
+    /// not count.
+    pub resent: ResendCounters,
 }
 
 /// What one incoming segment did.
@@ -423,11 +419,8 @@ impl Sender {
         let head = self.queue.front_mut().expect("checked above");
         let dsn = head.dsn;
         let fin = head.data_fin && len == head.len;
-        match head.resend {
-            None => {}
-            Some(ResendKind::Reinject) => self.stats.bytes_reinjected += len,
-            Some(ResendKind::Opportunistic) => self.stats.bytes_opportunistic += len,
-            Some(ResendKind::Redundant) => self.stats.bytes_redundant += len,
+        if let Some(kind) = head.resend {
+            self.stats.resent.add(kind, len);
         }
         head.dsn += len;
         head.len -= len;
