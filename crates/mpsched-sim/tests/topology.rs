@@ -153,11 +153,15 @@ fn permutation_goodput(protocol: Protocol, cc: &str, subflows: usize, how: PathC
     cfg.transports.push(TransportConfig { rcv_buf_bytes: 1 << 20, ..transport(protocol, "minrtt", cc, vec![0]) });
     cfg.flows = flows;
     cfg.record.sample_interval_ns = S;
-    let rec = run(&cfg).unwrap();
-    let time = u64s(&rec, "conn_series", "time_ns");
-    let got = u64s(&rec, "conn_series", "delivered_bytes");
+    goodput_bps(&run(&cfg).unwrap(), 2 * S, 3 * S)
+}
+
+/// Goodput of all flows together between two sample times, bit/s (from `conn_series`).
+fn goodput_bps(rec: &mpsched_sim::records::Records, from_ns: u64, to_ns: u64) -> f64 {
+    let time = u64s(rec, "conn_series", "time_ns");
+    let got = u64s(rec, "conn_series", "delivered_bytes");
     let at = |x: u64| -> u64 { time.iter().zip(&got).filter(|(t, _)| **t == x).map(|(_, b)| *b).sum() };
-    (at(3 * S) - at(2 * S)) as f64 * 8.0
+    (at(to_ns) - at(from_ns)) as f64 * 8e9 / (to_ns - from_ns) as f64
 }
 
 #[test]
@@ -210,11 +214,7 @@ fn four_interfaces_and_four_subflows_carry_four_times_one_interface() {
         cfg.flows =
             vec![FlowConfig { paths: Some(paths), app: AppConfig::Bulk { stop_ns: 3 * S }, ..sized(0, 0, 0, 1) }];
         cfg.record.sample_interval_ns = S;
-        let rec = run(&cfg).unwrap();
-        let time = u64s(&rec, "conn_series", "time_ns");
-        let got = u64s(&rec, "conn_series", "delivered_bytes");
-        let at = |x: u64| -> u64 { time.iter().zip(&got).filter(|(t, _)| **t == x).map(|(_, b)| *b).sum() };
-        (at(2 * S) - at(S)) as f64 * 8.0
+        goodput_bps(&run(&cfg).unwrap(), S, 2 * S)
     };
     let (one, four) = (goodput(1), goodput(4));
     eprintln!("goodput: 1 interface {one:.3e}, 4 interfaces {four:.3e}");
