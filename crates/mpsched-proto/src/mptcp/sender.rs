@@ -198,10 +198,13 @@ impl DataSender {
         };
         let out = self.subflows[subflow].handle_segment_coupled(now_ns, seg, &view);
         // `tcp_sndbuf_expand` follows cwnd up on ACKs (`tcp_new_space`); it never shrinks.
-        let tcb = self.subflows[subflow].cc_state();
-        let cwnd_segments = tcb.cwnd_bytes / tcb.mss_bytes.max(1);
-        let max = &mut self.max_cwnd_segments[subflow];
-        *max = (*max).max(cwnd_segments);
+        // Only the autotuned send buffer reads it (`send_buffer_bytes`).
+        if self.cfg.snd_buf_autotuning {
+            let tcb = self.subflows[subflow].cc_state();
+            let cwnd_segments = tcb.cwnd_bytes / tcb.mss_bytes.max(1);
+            let max = &mut self.max_cwnd_segments[subflow];
+            *max = (*max).max(cwnd_segments);
+        }
         let established = self.subflows[subflow].is_established();
         if self
             .cfg
