@@ -7,7 +7,7 @@ import pytest
 
 import mpsched
 from mpsched.analysis import fct_summary, path_shares, throughput_series
-from mpsched.plots import fct_boxplot, save_all
+from mpsched.analysis.figures import fct_boxplot, save_all
 
 from conftest import SCENARIOS
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import mpsched
 from mpsched.cli import app
-from mpsched.runner import plan
+from mpsched.study import plan
 
 from conftest import SCENARIOS, has_core_runner
 
@@ -155,7 +155,7 @@ def test_progress_bar_on_a_terminal_and_silence_elsewhere(tmp_path, fake_engine)
 
     from rich.console import Console
 
-    from mpsched.progress import run_progress
+    from mpsched.study.progress import run_progress
 
     buf = io.StringIO()
     term = Console(file=buf, force_terminal=True, width=100)

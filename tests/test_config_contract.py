@@ -14,7 +14,7 @@ import re
 import pytest
 
 import mpsched
-from mpsched.runner import plan
+from mpsched.study import plan
 
 from conftest import REPO, has_core_runner
 

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 import mpsched
 from mpsched import _core
-from mpsched import datacenter as dc
+from mpsched.scenario import datacenter as dc
 from mpsched.cli import app
 from mpsched.metrics import window_goodput
-from mpsched.runner import plan
+from mpsched.study import plan
 from mpsched.scenario import Scenario, ScenarioError, load_scenario, loads_scenario
 
 from conftest import SCENARIOS

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import mpsched
 from mpsched import experiments as ex
 from mpsched.cli import app
-from mpsched.runner import plan
+from mpsched.study import plan
 
 
 def test_every_study_folder_is_registered_and_complete():

@@ -28,7 +28,7 @@ def _skip_reason() -> str | None:
         return "the kernel testbed needs root"
     if not Path("/proc/sys/net/mptcp/enabled").exists():
         return "this kernel has no MPTCP (no /proc/sys/net/mptcp)"
-    from mpsched.testbed import TestbedUnavailable, preflight
+    from mpsched.engines.kernel import TestbedUnavailable, preflight
 
     try:
         preflight()
@@ -41,8 +41,8 @@ _reason = _skip_reason()
 if _reason:
     pytest.skip(_reason, allow_module_level=True)
 
-from mpsched.testbed import run_kernel, run_once  # noqa: E402
-from mpsched.testbed.host import PREFIX, list_namespaces, remove_leftovers, run_processes  # noqa: E402
+from mpsched.engines.kernel import run_kernel, run_once  # noqa: E402
+from mpsched.engines.kernel.host import PREFIX, list_namespaces, remove_leftovers, run_processes  # noqa: E402
 
 
 def _link(name, rate_bps, delay_ns, queue_bytes, **kw):
@@ -160,7 +160,7 @@ def test_round_trip_times_match_the_configured_delays():
     measured ping 20.13 / 20.30 ms and 200.14 / 200.26 ms (min / avg) with its delayer."""
     from statistics import median
 
-    from mpsched.testbed.probe import ping_paths
+    from mpsched.engines.kernel.probe import ping_paths
 
     rtts = ping_paths(two_path_config([]), count=50)
     for path, base_ms in ((0, 20.0), (1, 200.0)):
@@ -175,7 +175,7 @@ def test_smooth_jitter_varies_the_delay_around_its_mean():
     20 ± 15 ms but average 20 ms; the constant path 1 is unaffected."""
     from statistics import fmean
 
-    from mpsched.testbed.probe import ping_paths
+    from mpsched.engines.kernel.probe import ping_paths
 
     cfg = two_path_config([])
     for link in cfg["links"][:2]:
@@ -272,7 +272,7 @@ def test_interrupted_run_cleans_up(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_kernel import two_path_config
-        from mpsched.testbed import run_kernel
+        from mpsched.engines.kernel import run_kernel
         cfg = two_path_config([{{"id": 1, "transport": 0, "start_ns": 0,
                                  "app": {{"kind": "bulk", "stop_ns": 30_000_000_000}}}}],
                               duration_ns=30_000_000_000)
@@ -309,7 +309,7 @@ def test_leftovers_of_a_crashed_run_are_removed():
 def test_run_validation_compares_both_engines(tmp_path):
     """Both engines on one small configuration: the comparison has both sides' numbers."""
     from mpsched import _core
-    from mpsched.testbed.validate import run_validation
+    from mpsched.study.validate import run_validation
 
     if not hasattr(_core, "run_json"):
         pytest.skip("the compiled simulator core has no run_json (rebuild with `make setup`)")

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpsched.testbed import TestbedConfigError, compare, make_plan, validate
-from mpsched.testbed.plan import client_addr
+from mpsched.engines.kernel import TestbedConfigError, make_plan
+from mpsched.study.validate import compare, validate
+from mpsched.engines.kernel.plan import client_addr
 
 MS = 1_000_000
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +111,7 @@ def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
 
 
 def test_events_become_router_commands_in_time_order():
-    from mpsched.testbed.events import actions_for
+    from mpsched.engines.kernel.events import actions_for
 
     cfg = base_config()
     cfg["links"][2]["capacity"] = {"kind": "schedule", "steps": [{"at_ns": 2 * MS, "rate_bps": 0},
@@ -183,7 +184,7 @@ def test_delayer_timing_core(tmp_path):
 
 
 def test_without_root_one_clear_message():
-    code = ("from mpsched.testbed import preflight, TestbedUnavailable\n"
+    code = ("from mpsched.engines.kernel import preflight, TestbedUnavailable\n"
             "try:\n    preflight()\nexcept TestbedUnavailable as e:\n    print('MSG', e)\n")
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:
@@ -198,7 +199,7 @@ def test_without_root_one_clear_message():
 
 def test_validation_scenarios_fit_the_testbed():
     """Every scenario in scenarios/validation/ loads, normalizes and is accepted by the testbed."""
-    from mpsched.normalize import to_config
+    from mpsched.scenario.normalize import to_config
     from mpsched.scenario import Scenario
 
     files = sorted((REPO / "scenarios" / "validation").glob("*.toml"))

@@ -6,7 +6,7 @@ import pytest
 
 import mpsched
 from mpsched import _core
-from mpsched.runner import plan
+from mpsched.study import plan
 from mpsched.sched import Penalize, Resend, SendNew, python_scheduler_name, register
 
 

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 import mpsched
 from mpsched.cli import app
-from mpsched.runner import plan
+from mpsched.study import plan
 from mpsched.scenario import Scenario, ScenarioError, load_scenario, loads_scenario
-from mpsched.sweep import expand
+from mpsched.scenario.sweep import expand
 
 from conftest import SCENARIOS
 

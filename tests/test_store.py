@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import mpsched
-from mpsched import store
-from mpsched.runner import plan
+from mpsched.study import store
+from mpsched.study import plan
 
 from conftest import SCENARIOS, synthetic_tables
 
@@ -76,8 +76,8 @@ _INTERRUPTED_WRITER = textwrap.dedent(
     """
     import os, sys
     import polars as pl
-    from mpsched import store
-    from mpsched.runner import plan
+    from mpsched.study import store
+    from mpsched.study import plan
     from mpsched.scenario import load_scenario
     sys.path.insert(0, {tests!r})
     from conftest import synthetic_tables
@@ -175,7 +175,7 @@ def test_runs_go_to_a_given_executor_and_failures_are_collected(tmp_path, fake_e
 
 
 def test_runs_from_another_code_version_are_run_again_and_replaced(tmp_path, fake_engine, monkeypatch):
-    from mpsched import runner
+    from mpsched.study import execute as runner
 
     mpsched.run(SCENARIOS / "quick.toml", tmp_path)
     assert len(fake_engine) == 4

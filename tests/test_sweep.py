@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 import mpsched
-from mpsched.runner import describe, plan
+from mpsched.study import describe, plan
 from mpsched.scenario import Scenario, ScenarioError
-from mpsched.sweep import axes, expand
+from mpsched.scenario.sweep import axes, expand
 
 BASE = {
     "duration": "10s",
@@ -119,7 +119,7 @@ def test_design_scenarios_round_trip_and_results_carry_unit_columns(tmp_path, fa
     assert {"lte.rate_bps", "rcv_buf_bytes", "scheduler", "seed"} <= set(res.flows.columns)
     assert res.flows.get_column("lte.rate_bps").n_unique() == 4
     with pytest.raises(ScenarioError):
-        from mpsched.normalize import to_config
+        from mpsched.scenario.normalize import to_config
 
         to_config(s)  # a design is many runs
 

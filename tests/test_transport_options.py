@@ -10,10 +10,10 @@ import copy
 import pytest
 
 from mpsched.engines import run_config
-from mpsched.normalize import to_config
+from mpsched.scenario.normalize import to_config
 from mpsched.scenario import Scenario, ScenarioError, loads_scenario
-from mpsched.sweep import expand
-from mpsched.testbed import make_plan
+from mpsched.scenario.sweep import expand
+from mpsched.engines.kernel import make_plan
 
 BASE = {
     "duration": "5s",

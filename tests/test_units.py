@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpsched.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
+from mpsched.scenario.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
 
 
 @pytest.mark.parametrize(

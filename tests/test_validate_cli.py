@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _skip_reason() -> str | None:
     if os.geteuid() != 0:
         return "the kernel testbed needs root"
-    from mpsched.testbed import TestbedUnavailable, preflight
+    from mpsched.engines.kernel import TestbedUnavailable, preflight
 
     try:
         preflight()

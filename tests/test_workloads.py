@@ -9,9 +9,9 @@ import pytest
 
 from mpsched.engines import run_config
 from mpsched.metrics import aggregation_benefit, block_delay_summary, goodput, jain_index, window_goodput
-from mpsched.normalize import to_config
+from mpsched.scenario.normalize import to_config
 from mpsched.scenario import Scenario, ScenarioError
-from mpsched.workloads import PAGES
+from mpsched.scenario.pages import PAGES
 
 from conftest import SCENARIOS
 

@@ -11,8 +11,7 @@
 from mpsched._core import core_version
 from mpsched.engines import EngineError, EngineUnavailable
 from mpsched.registry import schedulers
-from mpsched.results import Results, load
-from mpsched.runner import RunFailed, run
+from mpsched.study import Results, RunFailed, load, run
 from mpsched.scenario import (
     ConnectionSpec,
     CrossTrafficSpec,

@@ -82,7 +82,7 @@ def _escape(s: str) -> str:
 @app.command()
 def check(scenario: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
     """Validate a scenario and show what it expands to, without running it."""
-    from mpsched.runner import describe, plan
+    from mpsched.study import describe, plan
     from mpsched.scenario import ScenarioError
 
     s = _load(scenario)
@@ -114,15 +114,14 @@ def run(
 ) -> None:
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
     from mpsched import engines
-    from mpsched.progress import run_progress
-    from mpsched.runner import RunFailed, check_topology_engine, plan
-    from mpsched.runner import run as run_study
+    from mpsched.study.progress import run_progress
+    from mpsched.study import RunFailed, check_topology_engine, plan
+    from mpsched.study import run as run_study
     from mpsched.scenario import ScenarioError
 
     s = _load(scenario)
     try:
-        if engine in engines.ENGINES:
-            check_topology_engine(s, engine)
+        check_topology_engine(s, engine)
         engines.check_engine(engine)
         n = len(plan(s, engine))
     except ScenarioError as e:
@@ -151,7 +150,7 @@ def validate(
     """Run a scenario on the simulator and on the kernel testbed side by side: FCT per size, the
     simulator median's relative error, per-path byte shares, and a CDF figure (needs root)."""
     from mpsched import engines
-    from mpsched.runner import check_topology_engine, plan
+    from mpsched.study import check_topology_engine, plan
     from mpsched.scenario import ScenarioError
 
     s = _load(scenario)
@@ -163,7 +162,7 @@ def validate(
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     except engines.EngineUnavailable as e:
         _fail(_escape(str(e)), EXIT_FAILED)
-    from mpsched.testbed.validate import run_validation
+    from mpsched.study.validate import run_validation
 
     target = out_dir or Path("results") / f"{s.name}-validation"
     for task in tasks:
@@ -248,7 +247,7 @@ def _cell(v) -> str:
 
 
 def _open(path: Path):
-    from mpsched.results import load
+    from mpsched.study.results import load
 
     if not path.is_dir():
         _fail(f"no results directory at {_escape(str(path))}", EXIT_BAD_INPUT)
@@ -291,7 +290,7 @@ def plot(
     fig_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write figures (default: DIR/figures)."),
 ) -> None:
     """Draw the standard figures (FCT box plots and CDFs, subflow and receive-buffer time series)."""
-    from mpsched.plots import save_all
+    from mpsched.analysis.figures import save_all
 
     res = _open(path)
     target = fig_dir or path / "figures"
@@ -329,7 +328,7 @@ def reproduce(
     """Run a reproduction study of experiments/ and print the published figures beside ours, and
     whether each of the paper's claims holds in our results."""
     from mpsched import experiments as ex
-    from mpsched.runner import RunFailed
+    from mpsched.study import RunFailed
     from mpsched.scenario import ScenarioError
 
     if list_ or study is None:

@@ -1,0 +1,260 @@
+"""Figures from a study (matplotlib, no pyplot state: each function returns a `Figure`).
+
+* `fct_boxplot`, `fct_cdf`: flow completion time per scheduler, one panel per swept setting.
+* `subflow_timeseries`: per-subflow throughput, cwnd and smoothed RTT over time for one run.
+* `ofo_timeseries`: receive-side out-of-order bytes over time, one panel per scheduler.
+* `fct_cdf_by_class`, `link_utilisation_plot`: studies on a `[topology]`: FCT CDF per flow
+  class, link utilisation per tier.
+
+`save_all` writes every figure as PNG and SVG. Figures are rendered by the Agg backend through
+`Figure.savefig`, so nothing here touches the user's interactive backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+
+from mpsched.analysis.summary import group_keys, labelled_flows, throughput_series
+from mpsched.study.results import Results
+
+__all__ = ["fct_boxplot", "fct_cdf", "subflow_timeseries", "ofo_timeseries", "fct_cdf_by_class", "link_utilisation_plot",
+           "save_all"]
+
+
+def _panels(res: Results, flows: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
+    """Split completed flows by the swept settings other than scheduler and seed."""
+    keys = [k for k in group_keys(res, flows) if k != "scheduler"]
+    done = flows.filter(pl.col("completed"))
+    if not keys:
+        return [("all flows", done)]
+    out = []
+    for key, part in done.group_by(keys, maintain_order=True):
+        title = ", ".join(f"{k}={v}" for k, v in zip(keys, key))
+        out.append((title, part))
+    return out
+
+
+def _schedulers(flows: pl.DataFrame) -> list[str]:
+    return flows.get_column("scheduler").unique(maintain_order=True).to_list() if "scheduler" in flows.columns else []
+
+
+def _grid(n: int, *, width: float = 4.0, height: float = 3.2) -> tuple[Figure, list]:
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def fct_boxplot(res: Results) -> Figure:
+    """Box plots of FCT (s) per scheduler; one panel per swept setting (e.g. flow size)."""
+    flows = labelled_flows(res)
+    panels = _panels(res, flows)
+    scheds = _schedulers(flows)
+    fig, axes = _grid(len(panels))
+    for ax, (title, part) in zip(axes, panels):
+        data = [part.filter(pl.col("scheduler") == s).get_column("fct_ns").to_numpy() / 1e9 for s in scheds]
+        ax.boxplot(data, tick_labels=scheds, showfliers=True)
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("flow completion time (s)")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Flow completion time per scheduler")
+    return fig
+
+
+def fct_cdf(res: Results) -> Figure:
+    """Empirical CDFs of FCT (s), one line per scheduler; one panel per swept setting."""
+    flows = labelled_flows(res)
+    panels = _panels(res, flows)
+    scheds = _schedulers(flows)
+    fig, axes = _grid(len(panels))
+    for ax, (title, part) in zip(axes, panels):
+        for s in scheds:
+            x = np.sort(part.filter(pl.col("scheduler") == s).get_column("fct_ns").to_numpy() / 1e9)
+            if x.size:
+                ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=s)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("flow completion time (s)")
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        if ax.get_lines():
+            ax.legend(fontsize=8)
+    fig.suptitle("Flow completion time CDF")
+    return fig
+
+
+def _run_per_scheduler(res: Results) -> dict[str, str]:
+    """scheduler -> the run to draw time series for: the one with the largest flows (the
+    richest dynamics), the first in sweep order among equals."""
+    flows = labelled_flows(res)
+    if flows.is_empty() or "scheduler" not in flows.columns:
+        return {}
+    size = pl.col("size_bytes").fill_null(0).mean() if "size_bytes" in flows.columns else pl.lit(0)
+    per_run = flows.group_by("scheduler", "run_id", maintain_order=True).agg(size.alias("mean_size"))
+    best = per_run.sort("mean_size", descending=True, maintain_order=True).unique(
+        subset="scheduler", keep="first", maintain_order=True)
+    order = flows.get_column("scheduler").unique(maintain_order=True).to_list()
+    chosen = dict(zip(best.get_column("scheduler").to_list(), best.get_column("run_id").to_list()))
+    return {s: chosen[s] for s in order}
+
+
+def _since_flow_start(res: Results, series: pl.DataFrame, run_id: str) -> pl.DataFrame:
+    """Samples of one run while each flow is active, with `t_s`: seconds since its flow began
+    (flows of a run are overlaid, so a run of many short flows stays readable)."""
+    if series.is_empty():
+        return series
+    part = series.filter(pl.col("run_id") == run_id)
+    spans = res.flows.filter(pl.col("run_id") == run_id).select(
+        "flow_id", "start_ns", pl.col("end_ns").fill_null(2**62))  # an unfinished flow is active to the end
+    part = part.join(spans, on="flow_id", how="inner")
+    return part.filter((pl.col("time_ns") >= pl.col("start_ns")) & (pl.col("time_ns") <= pl.col("end_ns"))).with_columns(
+        ((pl.col("time_ns") - pl.col("start_ns")).cast(pl.Float64) / 1e9).alias("t_s"))
+
+
+def subflow_timeseries(res: Results, run_id: str | None = None) -> Figure:
+    """Throughput (Mbit/s), cwnd (kB) and smoothed RTT (ms) of every subflow of one run, against
+    the time since its flow started (the run's flows overlaid), coloured by path (default run:
+    the first)."""
+    if run_id is None:
+        run_id = res.runs.get_column("run_id")[0] if res.runs.height else None
+    part = _since_flow_start(res, throughput_series(res), run_id)
+    fig = Figure(figsize=(9, 7), layout="constrained")
+    axes = fig.subplots(3, 1, sharex=True)
+    paths = part.get_column("path").unique(maintain_order=True).to_list() if "path" in part.columns else []
+    colors = {p: f"C{i}" for i, p in enumerate(paths)}
+    metrics = [("throughput_bps", 1e-6, "throughput (Mbit/s)"), ("cwnd_bytes", 1e-3, "cwnd (kB)"),
+               ("srtt_ns", 1e-6, "smoothed RTT (ms)")]
+    n_flows = part.get_column("flow_id").n_unique() if not part.is_empty() else 0
+    alpha = max(0.15, min(0.9, 3.0 / max(n_flows, 1)))
+    if not part.is_empty():
+        for (_flow, _sub, path), g in part.group_by(["flow_id", "subflow", "path"], maintain_order=True):
+            t = g.get_column("t_s").to_numpy()
+            for ax, (col, scale, _label) in zip(axes, metrics):
+                if col in g.columns:
+                    y = g.get_column(col).cast(pl.Float64).to_numpy() * scale
+                    ax.plot(t, y, color=colors[path], lw=0.8, alpha=alpha)
+    for ax, (_col, _scale, label) in zip(axes, metrics):
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("time since the flow started (s)")
+    for p, c in colors.items():
+        axes[0].plot([], [], color=c, label=str(p))
+    if colors:
+        axes[0].legend(title="path", fontsize=8)
+    fig.suptitle(f"Subflows of {n_flows} flow(s), overlaid — run {run_id}", fontsize=10)
+    return fig
+
+
+def ofo_timeseries(res: Results) -> Figure:
+    """Out-of-order bytes held by the receiver against the time since the flow started: one
+    panel per scheduler (its run with the largest flows), one line per flow."""
+    runs = _run_per_scheduler(res)
+    fig, axes = _grid(max(len(runs), 1), width=4.5)
+    for ax, (sched, run_id) in zip(axes, runs.items()):
+        part = _since_flow_start(res, res.conn_series, run_id)
+        if not part.is_empty():
+            for _flow, g in part.group_by("flow_id", maintain_order=True):
+                ax.plot(g.get_column("t_s").to_numpy(), g.get_column("ofo_bytes").cast(pl.Float64).to_numpy() / 1e3,
+                        lw=0.8, alpha=0.6)
+        ax.set_title(f"{sched} ({run_id})", fontsize=8)
+        ax.set_xlabel("time since the flow started (s)")
+        ax.set_ylabel("out-of-order bytes (kB)")
+        ax.grid(alpha=0.3)
+    fig.suptitle("Receive buffer: out-of-order data")
+    return fig
+
+
+def _setting_labels(res: Results, df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with `setting`: the swept values other than the seed (and the flow's protocol when
+    the sweep does not already say it), e.g. "protocol=mptcp" or "cc=lia, mptcp"."""
+    keys = [k for k in res.group_params if k in df.columns]
+    parts = [pl.format(f"{k}={{}}", pl.col(k).cast(pl.String)) for k in keys]
+    if "protocol" in df.columns and "protocol" not in keys:
+        parts.append(pl.col("protocol"))
+    if not parts:
+        return df.with_columns(pl.lit("all").alias("setting"))
+    return df.with_columns(pl.concat_str(parts, separator=", ").alias("setting"))
+
+
+def fct_cdf_by_class(res: Results) -> Figure:
+    """Data-center studies: empirical CDFs of FCT (ms) of completed sized flows, one panel per
+    flow class, one line per swept setting and protocol."""
+    flows = _setting_labels(res, res.flows.filter(pl.col("completed") & (pl.col("app") != "bulk")))
+    classes = flows.get_column("class").unique(maintain_order=True).to_list() if not flows.is_empty() else []
+    fig, axes = _grid(max(len(classes), 1))
+    for ax, cls in zip(axes, classes):
+        part = flows.filter(pl.col("class") == cls)
+        for (setting,), g in part.group_by(["setting"], maintain_order=True):
+            x = np.sort(g.get_column("fct_ns").to_numpy() / 1e6)
+            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=str(setting))
+        ax.set_xscale("log")
+        ax.set_title(f"{cls} ({part.height} flows)", fontsize=9)
+        ax.set_xlabel("flow completion time (ms)")
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Flow completion time per class")
+    return fig
+
+
+def link_utilisation_plot(res: Results) -> Figure:
+    """Data-center studies: utilisation of every link per tier (host, edge-aggregation, core;
+    access and bottleneck on a dumbbell), a box per swept setting, seeds pooled."""
+    from mpsched.analysis.summary import link_utilisation
+
+    util = _setting_labels(res, link_utilisation(res))
+    tiers = [t for t in ("host", "edge_agg", "agg_core", "access", "bottleneck")
+             if not util.is_empty() and t in util.get_column("tier").to_list()]
+    fig, axes = _grid(max(len(tiers), 1))
+    for ax, tier in zip(axes, tiers):
+        part = util.filter(pl.col("tier") == tier)
+        settings = part.get_column("setting").unique(maintain_order=True).to_list()
+        data = [part.filter(pl.col("setting") == st).get_column("utilisation").to_numpy() * 100 for st in settings]
+        ax.boxplot(data, tick_labels=settings)
+        ax.set_title(f"{tier.replace('_', '-')} links", fontsize=9)
+        ax.set_ylabel("utilisation over the run (%)")
+        ax.set_ylim(0, 105)
+        ax.grid(axis="y", alpha=0.3)
+        ax.tick_params(axis="x", labelsize=7)
+    fig.suptitle("Link utilisation per tier")
+    return fig
+
+
+def save_all(res: Results, out: Path) -> list[Path]:
+    """Write the standard figures into `out` as PNG and SVG; returns the files written (a study
+    on a [topology]: FCT CDF per class and link utilisation per tier)."""
+    from mpsched.analysis.summary import is_datacenter
+
+    out.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, Figure] = {}
+    if is_datacenter(res):
+        if not res.flows.filter(pl.col("completed") & (pl.col("app") != "bulk")).is_empty():
+            figures["fct_cdf_class"] = fct_cdf_by_class(res)
+        figures["link_utilisation"] = link_utilisation_plot(res)
+    elif not res.flows.is_empty() and res.flows.get_column("completed").any():
+        figures["fct_box"] = fct_boxplot(res)
+        figures["fct_cdf"] = fct_cdf(res)
+    if not res.subflow_series.is_empty() and not is_datacenter(res):
+        for sched, run_id in _run_per_scheduler(res).items():
+            figures[f"subflows_{_safe(sched)}"] = subflow_timeseries(res, run_id)
+    if not res.conn_series.is_empty() and not is_datacenter(res):
+        figures["ofo"] = ofo_timeseries(res)
+    written = []
+    for name, fig in figures.items():
+        for ext in ("png", "svg"):
+            path = out / f"{name}.{ext}"
+            fig.savefig(path, dpi=120)
+            written.append(path)
+    return written
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in name)

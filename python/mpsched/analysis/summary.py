@@ -1,0 +1,159 @@
+"""Tables from a study: flow completion time statistics and how traffic split over the paths;
+for studies on a `[topology]`, link utilisation per tier, Jain's index and FCT per flow class."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from mpsched.study.results import Results
+
+__all__ = ["group_keys", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
+           "link_utilisation", "datacenter_summary", "class_fct_summary"]
+
+
+def labelled_flows(res: Results) -> pl.DataFrame:
+    """`flows` with a readable `scheduler`: single-path TCP flows (no scheduler) say "tcp"."""
+    flows = res.flows
+    if {"scheduler", "protocol"} <= set(flows.columns):
+        flows = flows.with_columns(
+            pl.when(pl.col("scheduler").fill_null("") == "").then(pl.col("protocol")).otherwise(pl.col("scheduler")).alias("scheduler")
+        )
+    return flows
+
+
+def group_keys(res: Results, table: pl.DataFrame) -> list[str]:
+    """What a summary groups by: the scheduler, then every swept parameter except the seed."""
+    keys = ["scheduler"] if "scheduler" in table.columns else []
+    keys += [p for p in res.group_params if p in table.columns and p not in keys]
+    return keys
+
+
+def fct_summary(res: Results) -> pl.DataFrame:
+    """Per scheduler x swept setting (seeds pooled): flows, how many completed, FCT median /
+    p95 / mean in seconds (completed flows only), the share of bytes sent redundantly, and the
+    share of bytes each path carried. Rows keep the order of the sweep."""
+    flows = labelled_flows(res)
+    if flows.is_empty():
+        return pl.DataFrame()
+    keys = group_keys(res, flows)
+    fct_s = pl.col("fct_ns").filter(pl.col("completed")).cast(pl.Float64) / 1e9
+    aggs = [
+        pl.len().alias("flows"),
+        pl.col("completed").sum().alias("completed"),
+        fct_s.median().alias("fct_median_s"),
+        fct_s.quantile(0.95, interpolation="linear").alias("fct_p95_s"),
+        fct_s.mean().alias("fct_mean_s"),
+    ]
+    if {"bytes_redundant", "bytes_sent"} <= set(flows.columns):
+        aggs.append((pl.col("bytes_redundant").sum() / pl.col("bytes_sent").sum()).alias("redundant_share"))
+    summary = flows.group_by(keys, maintain_order=True).agg(aggs) if keys else flows.select(aggs)
+    shares = path_shares(res)
+    if keys and not shares.is_empty():
+        summary = summary.join(shares, on=keys, how="left", maintain_order="left")
+    return summary
+
+
+def path_shares(res: Results) -> pl.DataFrame:
+    """Per scheduler x swept setting: the fraction of subflow bytes sent on each path, one
+    column `share_<path>` per path."""
+    sub = res.subflows
+    if sub.is_empty() or not {"path", "bytes_sent"} <= set(sub.columns):
+        return pl.DataFrame()
+    flows = labelled_flows(res)
+    keys = group_keys(res, flows)
+    # the scheduler that ran is the flow's (a swept `scheduler` column of subflows says what was
+    # asked for, which differs for plain TCP)
+    if "scheduler" in keys:
+        sub = sub.drop("scheduler", strict=False).join(
+            flows.select("run_id", "flow_id", "scheduler"), on=["run_id", "flow_id"], how="left")
+    keys = [k for k in keys if k in sub.columns]
+    if not keys:
+        return pl.DataFrame()
+    per_path = sub.group_by([*keys, "path"], maintain_order=True).agg(pl.col("bytes_sent").sum())
+    per_path = per_path.with_columns(
+        (pl.col("bytes_sent") / pl.col("bytes_sent").sum().over(keys)).alias("share"),
+        pl.format("share_{}", pl.col("path").cast(pl.String)).alias("column"),
+    )
+    return per_path.pivot(on="column", index=keys, values="share", maintain_order=True)
+
+
+def throughput_series(res: Results) -> pl.DataFrame:
+    """`subflow_series` with a `throughput_bps` column: the growth of `bytes_acked` between
+    samples, per run, flow and subflow."""
+    s = res.subflow_series
+    if s.is_empty():
+        return s
+    part = ["run_id", "flow_id", "subflow"]
+    s = s.sort([*part, "time_ns"])
+    d_bytes = pl.col("bytes_acked").diff().over(part)
+    d_t = pl.col("time_ns").diff().over(part)
+    return s.with_columns((d_bytes.cast(pl.Float64) * 8e9 / d_t.cast(pl.Float64)).alias("throughput_bps"))
+
+
+# --- studies on a [topology] (mpsched.scenario.datacenter) -------------------------------------------------
+
+
+def is_datacenter(res: Results) -> bool:
+    """Whether the study ran on a `[topology]`: its flows carry hosts and a class."""
+    return {"sender", "receiver", "class"} <= set(res.flows.columns)
+
+
+def _dc_keys(res: Results) -> list[str]:
+    """A data-center summary groups by the swept settings except the seed."""
+    return [p for p in res.group_params if p in res.flows.columns]
+
+
+def link_utilisation(res: Results) -> pl.DataFrame:
+    """`links` with `utilisation`: bytes forwarded x 8 / (rate x run duration), per link and
+    run (rate, tier and duration come from `mpsched.scenario.datacenter.link_columns`)."""
+    links = res.links
+    if links.is_empty() or not {"rate_bps", "duration_ns", "tier"} <= set(links.columns):
+        return pl.DataFrame()
+    cap_bits = pl.col("rate_bps").cast(pl.Float64) * pl.col("duration_ns").cast(pl.Float64) / 1e9
+    return links.with_columns((pl.col("bytes_forwarded").cast(pl.Float64) * 8 / cap_bits).alias("utilisation"))
+
+
+def datacenter_summary(res: Results) -> pl.DataFrame:
+    """Per swept setting (seeds pooled; each value a mean over the runs): the mean utilisation of
+    the links of each tier (`util_<tier>`: the core links are `util_agg_core`; the shared link
+    of a dumbbell `util_bottleneck`), and Jain's index over the goodput of the flows sending
+    without end (`jain_bulk`, over the bytes each delivered)."""
+    from mpsched.analysis.metrics import jain_index
+
+    keys = _dc_keys(res)
+    util = link_utilisation(res)
+    if util.is_empty():
+        return pl.DataFrame()
+    per_run = util.group_by(["run_id", *keys, "tier"], maintain_order=True).agg(pl.col("utilisation").mean())
+    wide = per_run.pivot(on="tier", index=["run_id", *keys], values="utilisation", maintain_order=True)
+    wide = wide.rename({c: f"util_{c}" for c in wide.columns if c not in ("run_id", *keys)})
+    # bytes delivered rather than goodput: an endless flow still draining at the end has no
+    # goodput yet, and the flows of one run send over the same period
+    bulk = res.flows.filter(pl.col("app") == "bulk")
+    jain = [(r, jain_index(g.get_column("bytes_delivered").cast(pl.Float64).to_list()))
+            for (r,), g in bulk.group_by(["run_id"], maintain_order=True)]
+    if jain:
+        wide = wide.join(pl.DataFrame(jain, schema=["run_id", "jain_bulk"], orient="row"), on="run_id", how="left")
+    aggs = [pl.len().alias("runs"), *(pl.col(c).mean() for c in wide.columns if c not in ("run_id", *keys))]
+    return wide.group_by(keys, maintain_order=True).agg(aggs) if keys else wide.select(aggs)
+
+
+def class_fct_summary(res: Results) -> pl.DataFrame:
+    """Per swept setting, flow class and protocol (seeds pooled): flows, completed, FCT median /
+    p99 / mean in milliseconds (completed flows; endless flows have none) and the mean goodput of
+    the flows in Mbit/s."""
+    from mpsched.analysis.metrics import goodput
+
+    flows = res.flows
+    if flows.is_empty():
+        return pl.DataFrame()
+    keys = [*_dc_keys(res), "class"] + (["protocol"] if "protocol" not in _dc_keys(res) else [])
+    fct_ms = pl.col("fct_ns").filter(pl.col("completed") & (pl.col("app") != "bulk")).cast(pl.Float64) / 1e6
+    return goodput(flows).group_by(keys, maintain_order=True).agg(
+        pl.len().alias("flows"),
+        pl.col("completed").sum().alias("completed"),
+        fct_ms.median().alias("fct_median_ms"),
+        fct_ms.quantile(0.99, interpolation="linear").alias("fct_p99_ms"),
+        fct_ms.mean().alias("fct_mean_ms"),
+        (pl.col("goodput_bps").mean() / 1e6).alias("goodput_mbps"),
+    )

@@ -1,0 +1,19 @@
+"""What both engines share: their names, the shape of their output, and their errors (here, below
+both, so the kernel engine and the simulator import them without importing each other)."""
+
+from __future__ import annotations
+
+__all__ = ["ENGINES", "EngineError", "EngineUnavailable", "Tables"]
+
+ENGINES = ("sim", "kernel")
+
+#: record tables: table name -> column name -> list of values
+Tables = dict[str, dict[str, list]]
+
+
+class EngineError(RuntimeError):
+    """A run the engine could not complete (the message says why)."""
+
+
+class EngineUnavailable(EngineError):
+    """The requested engine is not present in this installation."""

@@ -1,0 +1,70 @@
+"""Changes during a run: capacity steps (`tc class change` on the link's htb class) and paths
+failing and recovering (DROP rules in the router's FORWARD chain, ahead of the delayer's rules,
+so packets on a failed path are lost as in the simulator). Played by a thread against the run's
+epoch; each change takes effect a few ms after its time (one `ip netns exec` command), which
+the `events` diagnostics record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from mpsched.engines.kernel.host import ns_sh
+from mpsched.engines.kernel.network import HTB_QUANTUM_BYTES, Testbed
+from mpsched.engines.kernel.plan import Plan
+
+__all__ = ["EventPlayer", "actions_for"]
+
+#: htb cannot run at 0 bit/s; a link "down" in a capacity schedule holds its packets at 8 bit/s.
+MIN_RATE_BPS = 8
+
+
+def _drop_rules(path: int) -> list[list[str]]:
+    return [["FORWARD", "-i", "rsrv", "-o", f"rp{path}", "-j", "DROP"],
+            ["FORWARD", "-i", f"rp{path}", "-o", "rsrv", "-j", "DROP"]]
+
+
+def actions_for(plan: Plan) -> list[tuple[int, str, list[list[str]]]]:
+    """(at_ns, label, commands run in the router namespace), in time order."""
+    out = []
+    for lk in plan.links:
+        for at_ns, rate_bps in lk.rate_steps:
+            rate = f"{max(rate_bps, MIN_RATE_BPS)}bit"
+            cmd = ["tc", "class", "change", "dev", lk.out_dev, "parent", "1:", "classid", f"1:{lk.path + 1:x}",
+                   "htb", "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM_BYTES)]
+            out.append((at_ns, f"{lk.name} rate {rate_bps}", [cmd]))
+    for at_ns, path, up in plan.path_events:
+        if up:
+            cmds = [["iptables", "-t", "mangle", "-D", *r] for r in _drop_rules(path)]
+        else:
+            cmds = [["iptables", "-t", "mangle", "-I", r[0], "1", *r[1:]] for r in _drop_rules(path)]
+        out.append((at_ns, f"path {path} {'up' if up else 'down'}", cmds))
+    return sorted(out, key=lambda a: a[0])
+
+
+class EventPlayer(threading.Thread):
+    """Runs `actions_for(plan)` at epoch + at_ns; `stop()` ends it early."""
+
+    def __init__(self, tb: Testbed, epoch_ns: int):
+        super().__init__(daemon=True, name="testbed-events")
+        self.tb = tb
+        self.epoch_ns = epoch_ns
+        self.actions = actions_for(tb.plan)
+        self.log: list[dict] = []
+        self._stop_evt = threading.Event()
+
+    def run(self) -> None:
+        for at_ns, label, cmds in self.actions:
+            wait_s = (self.epoch_ns + at_ns - time.monotonic_ns()) / 1e9
+            if wait_s > 0 and self._stop_evt.wait(wait_s):
+                return
+            ok = True
+            for cmd in cmds:
+                ok &= ns_sh(self.tb.rtr, *cmd, check=False).returncode == 0
+            self.log.append({"at_ns": at_ns, "done_ns": time.monotonic_ns() - self.epoch_ns, "what": label, "ok": ok})
+
+    def stop(self) -> None:
+        self._stop_evt.set()
+        if self.is_alive():
+            self.join(timeout=5)

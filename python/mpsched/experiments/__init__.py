@@ -1,0 +1,6 @@
+"""The reproduction studies: `studies` (running a study and comparing our numbers with the
+published ones) and `metrics` (each study's results reduced to our numbers). Their scenarios and
+published figures live in `experiments/<study>/` at the repository root."""
+
+from mpsched.experiments.studies import *  # noqa: F401,F403
+from mpsched.experiments.studies import __all__  # noqa: F401

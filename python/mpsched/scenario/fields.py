@@ -1,0 +1,242 @@
+"""The value types of scenario fields: how a human value ("150Mbit", "200ms", a list for a sweep)
+is checked, which fields sweep, and the error a bad value raises.
+
+`mpsched.scenario` builds its models from these; a field's type says both its parser and whether
+it sweeps (`_Sweepable` in its metadata, read by `mpsched.scenario.sweep`). Values stay as the user wrote
+them; `mpsched.scenario.normalize` converts them to base units.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from mpsched import registry
+from mpsched.scenario.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
+
+
+class _Model(BaseModel):
+    """Every table of a scenario: unknown fields refused, values frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _given(m: BaseModel) -> set[str]:
+    """Fields of `m` that differ from their defaults (what the user set: `model_fields_set`
+    would also count defaults written back by a sweep's expansion)."""
+    return {n for n, f in type(m).model_fields.items() if getattr(m, n) != f.get_default(call_default_factory=True)}
+
+
+class ScenarioError(ValueError):
+    """A scenario the front end refuses: `field` is the path of the offending field (may be
+    empty for file-level problems), `message` says what is wrong and what is allowed."""
+
+    def __init__(self, field: str, message: str, source: str | None = None):
+        self.field = field
+        self.message = message
+        self.source = source
+        where = f"{source}: " if source else ""
+        at = f"{field}: " if field else ""
+        super().__init__(f"{where}{at}{message}")
+
+
+class _FieldError(ValueError):
+    """Raised inside model validators to point at a sub-field of the model being validated."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(message)
+
+
+# --- value types -------------------------------------------------------------------------------
+
+
+class _Sweepable:
+    """Marker in a field's metadata: the field accepts a list, one run per element. `kind` says
+    which parser reads it, so a space-filling design can draw values for it."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+
+SWEEP_RATE, SWEEP_TIME, SWEEP_SIZE = _Sweepable("rate"), _Sweepable("time"), _Sweepable("size")
+SWEEP_FRACTION, SWEEP_COUNT, SWEEP_OTHER = _Sweepable("fraction"), _Sweepable("count"), _Sweepable("other")
+#: A queue limit: a design draws it as buffering time (`"0ms"` to `"100ms"`).
+SWEEP_QUEUE = _Sweepable("queue")
+
+
+def _checked(parser, *, positive: bool = False):
+    """A before-validator that checks a human value with `parser` and keeps it as written."""
+
+    def check(v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip()
+        x = parser(v)
+        if positive and x <= 0:
+            raise ValueError(f"must be positive, got {v!r}")
+        return v
+
+    return check
+
+
+def _sweepable(check):
+    """Accept a scalar, or a non-empty list of scalars each passing `check` (a sweep)."""
+
+    def validate(v: Any) -> Any:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("an empty list sweeps over nothing; give at least one value")
+            out = []
+            for i, item in enumerate(v):
+                if isinstance(item, (list, dict)):
+                    raise ValueError(f"item {i}: a sweep list holds plain values, got {item!r}")
+                try:
+                    out.append(check(item))
+                except ValueError as e:
+                    raise ValueError(f"item {i}: {e}") from None
+            if len(set(map(repr, out))) != len(out):
+                raise ValueError(f"a sweep list must not repeat a value, got {v!r}")
+            return out
+        return check(v)
+
+    return validate
+
+
+def _name(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError(f"expected a non-empty name, got {v!r}")
+    return v.strip()
+
+
+def _seed(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**64:
+        raise ValueError(f"a seed is a whole number in [0, 2^64), got {v!r}")
+    return v
+
+
+def _scheduler(v: Any) -> str:
+    """A registry name ("minrtt", "minrtt+rp"), a Python scheduler class (registered and kept as
+    its "py:<class>" name, see `mpsched.sched`), or such a name already registered."""
+    from mpsched.sched import PREFIX, _REGISTRY, is_scheduler_class, register
+
+    if isinstance(v, type) or (not isinstance(v, str) and is_scheduler_class(v)):
+        try:
+            return register(v)
+        except TypeError as e:
+            raise ValueError(str(e)) from None
+    v = _name(v)
+    if v.startswith(PREFIX):
+        if v not in _REGISTRY:
+            raise ValueError(f"Python scheduler {v!r} is not defined in this process; pass the class itself "
+                             "(a TOML file can only name the built-in schedulers)")
+        return v
+    registry.check_scheduler(v)
+    return v
+
+
+def _cc(v: Any) -> str:
+    if v not in registry.CC_NAMES:
+        raise ValueError(f"unknown congestion control {v!r}; available: {', '.join(registry.CC_NAMES)}")
+    return v
+
+
+def _protocol(v: Any) -> str:
+    if v not in ("mptcp", "tcp"):
+        raise ValueError(f"protocol is 'mptcp' or 'tcp', got {v!r}")
+    return v
+
+
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v
+
+
+#: When the client opens its additional subflows: at the MP_CAPABLE SYN-ACK (the out-of-tree
+#: kernel) or once the connection is fully established (upstream Linux).
+JOIN_TIMINGS = ("oot", "fully_established")
+
+
+def _join_timing(v: Any) -> str:
+    if v not in JOIN_TIMINGS:
+        raise ValueError(f"join_timing is 'oot' or 'fully_established', got {v!r}")
+    return v
+
+
+def _fattree_k(v: Any) -> int:
+    """A FatTree's k: even (k/2 hosts per edge switch, k/2 edge and k/2 aggregation switches per
+    pod), from 2 to 64 like the core's generator (crates/mpsched-sim/src/topology.rs)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 64 or v % 2:
+        raise ValueError(f"k must be even, from 2 to 64 (k=4 is the 16-host tree), got {v!r}")
+    return v
+
+
+def _ratio(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 1000:
+        raise ValueError(f"an oversubscription ratio is a number from 1 (full bisection bandwidth) to 1000, got {v!r}")
+    return v
+
+
+def _subflows(v: Any) -> int:
+    """Subflows of an MPTCP connection on a topology: the core opens at most 32
+    (MAX_SUBFLOWS in crates/mpsched-sim/src/validate.rs)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 32:
+        raise ValueError(f"subflows is a whole number from 1 to 32, got {v!r}")
+    return v
+
+
+#: Upper bound of counts (flows per workload entry, initial window): far above any real study,
+#: low enough that a typo cannot exhaust memory while flows are laid out.
+MAX_COUNT = 1_000_000
+
+
+def _count(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_COUNT:
+        raise ValueError(f"expected a whole number from 1 to {MAX_COUNT:,}, got {v!r}")
+    return v
+
+
+def _loss(v: Any) -> Any:
+    """A loss probability ("1%", 0.01) or a model table {model = "gilbert_elliott", ...}."""
+    if isinstance(v, dict):
+        model = v.get("model")
+        fields = {"bernoulli": ("p",), "gilbert_elliott": ("p_good_bad", "p_bad_good", "loss_good", "loss_bad")}
+        if not isinstance(model, str) or model not in fields:
+            raise ValueError(f"loss model must be 'bernoulli' or 'gilbert_elliott', got {model!r}")
+        want = set(fields[model])
+        got = set(v) - {"model"}
+        if got - want:
+            raise ValueError(f"unknown key(s) {', '.join(sorted(got - want))} for loss model {model!r}; allowed: {', '.join(fields[model])}")
+        if want - got:
+            raise ValueError(f"loss model {model!r} needs {', '.join(sorted(want - got))}")
+        for k in fields[model]:
+            try:
+                parse_fraction(v[k])
+            except ValueError as e:
+                raise ValueError(f"{k}: {e}") from None
+        return dict(v)
+    return _sweepable(_checked(parse_fraction))(v)
+
+
+Rate = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_rate_bps, positive=True))), SWEEP_RATE]
+Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP_TIME]
+PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP_TIME]
+Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP_SIZE]
+Queue = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_queue))), SWEEP_QUEUE]
+Loss = Annotated[Any, BeforeValidator(_loss), SWEEP_FRACTION]
+Seed = Annotated[Any, BeforeValidator(_sweepable(_seed)), SWEEP_OTHER]
+SchedulerName = Annotated[Any, BeforeValidator(_sweepable(_scheduler)), SWEEP_OTHER]
+CcName = Annotated[Any, BeforeValidator(_sweepable(_cc)), SWEEP_OTHER]
+Count = Annotated[Any, BeforeValidator(_sweepable(_count)), SWEEP_COUNT]
+# Not sweepable: a single value of the same kinds.
+FixedTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns))]
+FixedRate = Annotated[Any, BeforeValidator(_checked(parse_rate_bps))]
+FixedSize = Annotated[Any, BeforeValidator(_checked(parse_size_bytes, positive=True))]
+Name = Annotated[str, BeforeValidator(_name)]
+Protocol = Annotated[Any, BeforeValidator(_sweepable(_protocol)), SWEEP_OTHER]
+Flag = Annotated[Any, BeforeValidator(_sweepable(_flag)), SWEEP_OTHER]
+JoinTiming = Annotated[Any, BeforeValidator(_sweepable(_join_timing)), SWEEP_OTHER]
+FatTreeK = Annotated[Any, BeforeValidator(_sweepable(_fattree_k)), SWEEP_OTHER]
+Ratio = Annotated[Any, BeforeValidator(_sweepable(_ratio)), SWEEP_OTHER]
+Fraction = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_fraction, positive=True))), SWEEP_FRACTION]

@@ -1,0 +1,164 @@
+"""What a user writes about the application: `[[workload]]` (`WorkloadSpec`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
+from pydantic import model_validator
+
+from mpsched.scenario.fields import (
+    Count, FixedSize, FixedTime, Fraction, Name, PositiveTime, Rate, Size, Time, _count, _FieldError, _given,
+    _Model,
+)
+
+
+#: Workload kinds that move data between the hosts of a `[topology]` (`mpsched.scenario.datacenter`).
+DATACENTER_KINDS = ("query", "short_message", "background", "empirical", "permutation")
+
+
+class WorkloadSpec(_Model):
+    """What the application does.
+
+    * ``kind = "sized"``: flows of `size` bytes (sweepable), or of each of `sizes` in turn within
+      one run, `repeat` times, each on a fresh connection. Arrivals: ``"periodic"`` (a flow
+      every `interval`), ``"poisson"`` (exponential gaps with mean `mean_gap`, drawn from the
+      run seed) or ``"back_to_back"`` (the next flow starts `gap` after the previous one ends;
+      simulator only). With ``reuse_connection = true`` the transfers run one after another on
+      one long-lived connection instead (back to back: each written once the previous one is
+      acknowledged; periodic or poisson: each written at its arrival time); the flow record's
+      `units` column counts them and the `blocks` table holds each transfer's times.
+    * ``kind = "bulk"``: `count` flows sending without end from `start` until `stop` (default:
+      the scenario duration).
+    * ``kind = "web"``: page fetches as wget / curl do them, `repeat` times (periodic or poisson
+      arrivals; one fetch needs no interval), each on a fresh connection: a request goes up, the
+      object comes down, one object at a time. The page is a `page` preset (see
+      `mpsched.scenario.pages.PAGES`: the four pages of the CFS paper's Table 5 and a median web
+      page), a single file of `size`, or a list of `objects` sizes.
+    * ``kind = "cbr"``: `count` constant-bit-rate flows of `rate` in blocks of `block` bytes
+      (8 KiB by default) from `start` until `stop`; each block's application delay is recorded.
+
+    On a `[topology]` (see `mpsched.scenario.datacenter`): ``"query"`` (2-20 KB), ``"short_message"``
+    (50 KB-1 MB) and ``"background"`` (1-50 MB) flows of `003_` §3.3 from `senders` to
+    `receivers` with Poisson arrivals of mean `mean_gap` per receiver (``"background"`` without
+    `mean_gap`: a `fraction` of the receivers each get one flow sending without end);
+    ``"empirical"``: the same with sizes from `distribution` (``"dctcp"``, ``"vl2"``, ``"fb"``);
+    ``"permutation"``: every host sends without end to one other host; ``"bulk"`` on a dumbbell:
+    the `pairs` listed (default all) send without end through the bottleneck.
+    """
+
+    kind: Literal["sized", "bulk", "web", "cbr", "query", "short_message", "background", "empirical", "permutation"] = "sized"
+    connection: Name | None = None
+    direction: Literal["download", "upload"] = "download"
+    size: Size | None = None
+    sizes: list[FixedSize] | None = None
+    repeat: Count = 1
+    arrival: Literal["periodic", "poisson", "back_to_back"] = "periodic"
+    interval: PositiveTime | None = None
+    mean_gap: PositiveTime | None = None
+    gap: Time | None = None
+    start: FixedTime = 0
+    stop: FixedTime | None = None
+    count: Annotated[Any, BeforeValidator(_count)] = 1
+    reuse_connection: bool = False
+    page: Name | None = None
+    objects: list[FixedSize] | None = None
+    rate: Rate | None = None
+    block: FixedSize | None = None
+    distribution: Literal["dctcp", "vl2", "fb"] | None = None
+    fraction: Fraction | None = None
+    senders: list[Annotated[int, Field(ge=0)]] | None = None
+    receivers: list[Annotated[int, Field(ge=0)]] | None = None
+    pairs: list[Annotated[int, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkloadSpec:
+        if self.kind in DATACENTER_KINDS:
+            return self._datacenter()
+        for f in ("distribution", "fraction", "senders", "receivers") + (("pairs",) if self.kind != "bulk" else ()):
+            if getattr(self, f) is not None:
+                raise _FieldError(f, f"a {self.kind} workload does not take this field (it belongs to the "
+                                  f"data-center kinds: {', '.join(DATACENTER_KINDS)})")
+        if self.kind in ("web", "cbr"):
+            return self._web_or_cbr()
+        for f in ("page", "objects", "rate", "block"):
+            if getattr(self, f) is not None:
+                raise _FieldError(f, f"only a {'web' if f in ('page', 'objects') else 'cbr'} workload takes this field")
+        if self.reuse_connection and self.kind != "sized":
+            raise _FieldError("reuse_connection", "only a sized workload runs its transfers on one connection")
+        if self.reuse_connection and self.gap is not None:
+            raise _FieldError("gap", "transfers on one connection follow each other without a gap")
+        if self.kind == "sized":
+            if (self.size is None) == (self.sizes is None):
+                raise _FieldError("size", "a sized workload needs exactly one of size (sweepable) or sizes (a list within one run)")
+            if self.sizes is not None and not self.sizes:
+                raise _FieldError("sizes", "give at least one size")
+            if self.arrival == "periodic" and self.interval is None:
+                raise _FieldError("interval", "periodic arrivals need an interval, e.g. interval = \"2s\"")
+            if self.arrival == "poisson" and self.mean_gap is None:
+                raise _FieldError("mean_gap", "poisson arrivals need a mean_gap, e.g. mean_gap = \"500ms\"")
+            if self.gap is not None and self.arrival != "back_to_back":
+                raise _FieldError("gap", "gap is the pause between back-to-back flows; use interval or mean_gap here")
+        else:
+            for f in ("size", "sizes", "interval", "mean_gap", "gap"):
+                if getattr(self, f) is not None:
+                    raise _FieldError(f, "only a sized workload takes this field")
+        return self
+
+    def _datacenter(self) -> WorkloadSpec:
+        """Flows between the hosts of a topology: Poisson arrivals per receiver, or without end."""
+        allowed = {"kind", "connection", "start", "stop", "mean_gap", "senders", "receivers", "direction"}
+        allowed |= {"empirical": {"distribution"}, "background": {"fraction"}}.get(self.kind, set())
+        if self.kind in ("query", "short_message", "background"):
+            allowed |= {"size"}  # every flow of this size instead of the class's range
+        if self.kind == "permutation":
+            allowed -= {"mean_gap", "senders", "receivers"}
+        for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
+            raise _FieldError(f, f"a {self.kind} workload does not take this field; it takes "
+                              f"{', '.join(sorted(allowed - {'kind'}))}")
+        if self.direction != "download":
+            raise _FieldError("direction", "data-center flows go from sender to receiver; choose them with senders / receivers")
+        if self.kind == "empirical" and self.distribution is None:
+            raise _FieldError("distribution", "an empirical workload needs a distribution: \"dctcp\" (web search), "
+                              "\"vl2\" (data mining) or \"fb\"")
+        if self.kind in ("query", "short_message", "empirical") and self.mean_gap is None:
+            raise _FieldError("mean_gap", f"{self.kind} flows arrive as a Poisson process per receiver; give its "
+                              "mean_gap, e.g. mean_gap = \"200ms\"")
+        if self.kind == "background" and self.mean_gap is None and self.size is not None:
+            raise _FieldError("size", "endless background flows have no size; give mean_gap for Poisson background "
+                              "flows of this size")
+        if self.kind == "background" and self.mean_gap is not None and self.fraction is not None:
+            raise _FieldError("fraction", "background flows are either Poisson (mean_gap) or one endless flow to a "
+                              "fraction of the receivers, not both")
+        return self
+
+    def _web_or_cbr(self) -> WorkloadSpec:
+        allowed = {"web": {"size", "interval", "mean_gap", "page", "objects"}, "cbr": {"rate", "block"}}[self.kind]
+        for f in ("size", "sizes", "interval", "mean_gap", "gap", "page", "objects", "rate", "block"):
+            if f not in allowed and getattr(self, f) is not None:
+                raise _FieldError(f, f"a {self.kind} workload does not take this field")
+        if self.reuse_connection:
+            raise _FieldError("reuse_connection", "only a sized workload runs its transfers on one connection")
+        if self.kind == "cbr":
+            if self.rate is None:
+                raise _FieldError("rate", "a cbr workload needs a rate, e.g. rate = \"4Mbit\"")
+            return self
+        given = [f for f in ("page", "size", "objects") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise _FieldError("page", "a web workload needs exactly one of page (a preset), size (one file) or objects (a list)")
+        if self.objects is not None and not self.objects:
+            raise _FieldError("objects", "give at least one object size")
+        if self.page is not None:
+            from mpsched.scenario.pages import PAGES
+
+            if self.page not in PAGES:
+                raise _FieldError("page", f"unknown page {self.page!r}; presets: {', '.join(PAGES)}")
+        if self.direction != "download":
+            raise _FieldError("direction", "a web page is a download")
+        if self.arrival == "back_to_back":
+            raise _FieldError("arrival", "web fetches arrive periodically or as a Poisson process")
+        if self.arrival == "periodic" and self.interval is None and self.repeat != 1:
+            raise _FieldError("interval", "periodic arrivals need an interval, e.g. interval = \"2s\"")
+        if self.arrival == "poisson" and self.mean_gap is None:
+            raise _FieldError("mean_gap", "poisson arrivals need a mean_gap, e.g. mean_gap = \"500ms\"")
+        return self

@@ -1,0 +1,191 @@
+"""Running a study: the planned tasks (`mpsched.study.plan`) on an engine, their records stored.
+
+Runs are independent, so they go to a local process pool (`jobs` workers, "spawn" start method so
+no worker inherits a half-initialised thread pool from the parent) or to any
+`concurrent.futures.Executor` (e.g. a Dask cluster's); this is where another backend plugs in.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from contextlib import nullcontext
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable
+
+from mpsched import engines
+from mpsched.engines import python_schedulers_of
+from mpsched.scenario import Scenario, load_scenario
+from mpsched.study import store
+from mpsched.study.plan import Task, check_topology_engine, plan
+from mpsched.study.results import Results, load
+
+__all__ = ["RunFailed", "code_version", "run"]
+
+
+class RunFailed(RuntimeError):
+    """Some runs of a study failed; the others are stored. `failures` maps run id -> message."""
+
+    def __init__(self, failures: dict[str, str], out: Path):
+        self.failures = failures
+        first_id, first = next(iter(failures.items()))
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        super().__init__(f"{len(failures)} run(s) failed; {first_id}: {first}{more}; completed runs are in {out}")
+
+
+def run(
+    scenario: Scenario | str | Path,
+    out: str | Path | None = None,
+    *,
+    engine: str = "sim",
+    jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
+    progress: bool = False,
+    executor: Executor | None = None,
+) -> Results:
+    """Run every combination of `scenario` on `engine` and return the results.
+
+    With `out`, each run is stored under ``out/<run_id>/``; runs already there from the same code
+    version are reused (an interrupted study resumes), runs from another version are run again
+    and replaced; without it, runs go to a temporary directory and the results are
+    returned in memory. `on_progress(done, total)` is called as runs finish; `progress=True`
+    draws a progress bar instead (terminal or notebook).
+
+    `jobs` local processes run the study, unless an `executor` is given: any
+    `concurrent.futures.Executor`, e.g. a Dask cluster's ``client.get_executor()`` (its workers
+    must see `out` on a shared file system).
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    check_topology_engine(scenario, engine)
+    engines.check_engine(engine)
+    tasks = plan(scenario, engine)
+    if progress and on_progress is None:
+        from mpsched.study.progress import run_progress
+
+        with run_progress(len(tasks)) as update:
+            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor)
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
+            res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress, executor)
+            res.path = None
+            return res
+    return _run_tasks(tasks, Path(out), engine, jobs, on_progress, executor)
+
+
+def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress,
+               executor: Executor | None = None) -> Results:
+    out.mkdir(parents=True, exist_ok=True)
+    store.clean_stale_tmp(out)
+    version = code_version()
+    # a run stored by this code version is reused; one from another version is run again
+    todo = [t for t in tasks if not (store.is_complete(out / t.run_id) and store.stored_version(out / t.run_id) == version)]
+    done = len(tasks) - len(todo)
+    if on_progress:
+        on_progress(done, len(tasks))
+    failures: dict[str, str] = {}
+    if engine == "kernel":
+        jobs, executor = 1, None  # one testbed per machine: its namespaces and addresses are fixed
+    if any(python_schedulers_of(t.config) for t in todo):
+        jobs, executor = 1, None  # Python scheduler classes live in this process only
+    if executor is None and (jobs <= 1 or len(todo) <= 1):
+        for t in todo:
+            err = _execute(t, str(out), engine, version)
+            if err:
+                failures[t.run_id] = err
+            done += 1
+            if on_progress:
+                on_progress(done, len(tasks))
+    else:
+        own = executor is None
+        pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) if own else nullcontext(executor)
+        with pool_cm as pool:
+            pending = {pool.submit(_execute, t, str(out), engine, version): t for t in todo}
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    t = pending.pop(f)
+                    exc = f.exception()
+                    err = f"{type(exc).__name__}: {exc}" if exc is not None else f.result()
+                    if err:
+                        failures[t.run_id] = err
+                    done += 1
+                    if on_progress:
+                        on_progress(done, len(tasks))
+    if failures:
+        raise RunFailed(failures, out)
+    return load(out, run_ids=[t.run_id for t in tasks])
+
+
+def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
+    """Run one task and store it; returns an error message instead of raising (so one bad run
+    does not take the pool down)."""
+    started = time.time()
+    try:
+        tables = engines.run_chained(task.config, list(task.chain), engine, run_one=engines.run_config) if task.chain else engines.run_config(task.config, engine)
+    except engines.EngineError as e:
+        return str(e)
+    engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
+    _name_paths(tables, task.config)
+    _add_columns(tables, task.extra_columns or {})
+    meta = {
+        "run_id": task.run_id,
+        "index": task.index,
+        "params": task.params,
+        "seed": task.config["seed"],
+        "engine": engine,
+        "code_version": version,
+        "scenario_hash": store.config_hash(task.config),
+        "schema_version": store.SCHEMA_VERSION,
+        "started_unix_s": started,
+        "wall_time_s": time.time() - started,
+        "engine_stats": engine_stats,
+    }
+    store.write_run(Path(out), task.run_id, tables, params=task.params, meta=meta,
+                    scenario_toml=task.scenario_toml, config=task.config)
+    return None
+
+
+def _name_paths(tables: dict[str, dict[str, list]], config: dict[str, Any]) -> None:
+    """Engines report paths by index; tables carry the path's name in `path` (what plots and
+    queries want) and the index in `path_index`."""
+    names = [p["name"] for p in config["paths"]]
+    for columns in tables.values():
+        col = columns.get("path")
+        if col and all(isinstance(v, int) and not isinstance(v, bool) for v in col):
+            columns["path_index"] = col
+            columns["path"] = [names[v] if 0 <= v < len(names) else str(v) for v in col]
+
+
+def _add_columns(tables: dict[str, dict[str, list]], extra: dict[str, dict[str, list]]) -> None:
+    """Add the planner's per-row columns (e.g. a flow's hosts and class) to the engine's tables,
+    matched on the first column of each (rows the planner does not know get None)."""
+    for name, cols in extra.items():
+        table = tables.get(name)
+        key, *rest = cols
+        if not table or key not in table:
+            continue
+        row = {k: i for i, k in enumerate(cols[key])}
+        at = [row.get(k) for k in table[key]]
+        for c in rest:
+            if c not in table:
+                table[c] = [None if i is None else cols[c][i] for i in at]
+
+
+def code_version() -> str:
+    """The package version, plus the git commit (and "-dirty") when run from a checkout."""
+    from mpsched._core import core_version
+
+    version = core_version()
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty", "--abbrev=12"],
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return version
+    return f"{version}+git.{rev.stdout.strip()}" if rev.returncode == 0 and rev.stdout.strip() else version
+
+

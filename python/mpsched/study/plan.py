@@ -1,0 +1,102 @@
+"""Planning a study: expand the scenario's sweep and normalize every run into a `Task` (all
+checked before the first run starts, so a bad sweep fails at once, not an hour in)."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from mpsched import engines
+from mpsched.engines import python_schedulers_of
+from mpsched.scenario import Scenario, ScenarioError
+from mpsched.scenario import network
+from mpsched.scenario.normalize import normalize
+from mpsched.scenario.sweep import axes, expand
+from mpsched.study import store
+
+__all__ = ["Task", "check_topology_engine", "describe", "plan"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run, ready to execute: everything a worker process needs, all picklable."""
+
+    index: int
+    run_id: str
+    params: dict[str, Any]
+    config: dict[str, Any]
+    scenario_toml: str
+    chain: tuple = ()
+    #: columns added to record tables, by table: {"flows": {"flow_id": [...], "sender": [...]}};
+    #: the first column is the key matched against the engine's table
+    extra_columns: dict | None = None
+
+
+def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
+    """Expand and normalize every run of `scenario` (raises `ScenarioError` on the first bad one)."""
+    check_topology_engine(scenario, engine)
+    types = _param_types(scenario)
+    tasks = []
+    runs = expand(scenario)
+    for r in runs:
+        try:
+            norm = normalize(r.scenario)
+            config, chain = norm.config, norm.chain
+            if chain and engine != "sim":
+                raise ScenarioError("workload", f"back-to-back arrivals run on the simulator only, not on the {engine} engine")
+        except ScenarioError as e:
+            if len(runs) == 1:
+                raise
+            where = ", ".join(f"{k}={v}" for k, v in r.params.items())
+            raise ScenarioError(e.field, f"{e.message} (in the run with {where})", e.source) from None
+        params = {k: (str(v) if types.get(k) is str else v) for k, v in r.params.items()}
+        custom = python_schedulers_of(config)
+        if custom and engine != "sim":
+            raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
+        run_id = store.run_id_for(params, config, engine, salt=_source_digest(custom))
+        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), norm.columns or None))
+    return tasks
+
+
+def check_topology_engine(scenario: Scenario, engine: str) -> None:
+    """Refuse a topology the engine cannot emulate (before the engine's own checks of the
+    machine, so the scenario's problem is the one reported); unknown engines are left to
+    `mpsched.engines.check_engine`, which names the available ones."""
+    if engine in engines.ENGINES:
+        network.check_engine(scenario, engine)
+
+
+def _source_digest(classes: dict[str, type]) -> str:
+    """What identifies Python schedulers beyond their names: their source (so editing the class
+    makes new runs), or their module and name when the source is not available."""
+    parts = []
+    for name, cls in sorted(classes.items()):
+        try:
+            parts.append(name + "\n" + inspect.getsource(cls))
+        except (OSError, TypeError):
+            parts.append(f"{name}\n{getattr(cls, '__module__', '')}")
+    return "\n".join(parts)
+
+
+def _param_types(scenario: Scenario) -> dict[str, type]:
+    """A swept field whose values mix types (e.g. "1%" and 0.02) is stored as strings, so each
+    result column has one type."""
+    out = {}
+    for a in axes(scenario):
+        kinds = {type(v) for v in a.values}
+        out[a.label] = kinds.pop() if len(kinds) == 1 else str
+    return out
+
+
+def describe(scenario: Scenario) -> dict[str, Any]:
+    """What a scenario expands to: the swept fields and the number of runs (for `mpsched check`)."""
+    ax = axes(scenario)
+    n = int(scenario.design.samples) if scenario.design is not None else 1
+    for a in ax:
+        n *= len(a.values)
+    out: dict[str, Any] = {"runs": n, "axes": {a.label: list(a.values) for a in ax}}
+    if scenario.design is not None:
+        d = scenario.design
+        out["design"] = {"kind": d.kind, "samples": int(d.samples), "ranges": dict(d.ranges), "log": list(d.log)}
+    return out
