@@ -239,3 +239,17 @@ def test_no_module_is_over_400_lines():
     long = {str(f.relative_to(PACKAGE)): n for f in PACKAGE.rglob("*.py")
             if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_modules_that_moved_still_find_the_repository_files_they_read(monkeypatch):
+    """Paths relative to a module's own file (the kernel's native tools, the vendored flow-size
+    distributions, the reproduction studies) point at the repository's folders."""
+    from mpsched.engines.kernel.host import _native_dir
+    from mpsched.experiments.studies import ROOT
+    from mpsched.scenario.datacenter import DATA_DIR
+
+    monkeypatch.delenv("MPSCHED_NATIVE_DIR", raising=False)
+    repo = PACKAGE.parents[1]
+    assert _native_dir() == repo / "native" and (_native_dir() / "Makefile").is_file()
+    assert DATA_DIR == repo / "scenarios" / "data" / "datacenter-flowsize" and (DATA_DIR / "DCTCP_CDF").is_file()
+    assert ROOT == repo / "experiments" and ROOT.is_dir()

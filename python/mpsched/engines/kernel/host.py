@@ -61,7 +61,7 @@ def _native_dir() -> Path:
     if env:
         return Path(env)
     # python/mpsched/engines/kernel/host.py -> <repo>/native
-    return Path(__file__).resolve().parents[3] / "native"
+    return Path(__file__).resolve().parents[4] / "native"
 
 
 def native_tool(name: str) -> Path:
