@@ -105,7 +105,7 @@ def _dc_keys(res: Results) -> list[str]:
 
 def link_utilisation(res: Results) -> pl.DataFrame:
     """`links` with `utilisation`: bytes forwarded x 8 / (rate x run duration), per link and
-    run (rate, tier and duration come from `mpsched.scenario.datacenter.link_columns`)."""
+    run (rate, tier and duration come from `mpsched.scenario.datacenter.link_columns`, stored by the study)."""
     links = res.links
     if links.is_empty() or not {"rate_bps", "duration_ns", "tier"} <= set(links.columns):
         return pl.DataFrame()

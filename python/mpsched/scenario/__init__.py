@@ -8,7 +8,7 @@ topology step) -> `normalize`.
 """
 
 from mpsched.scenario.connection import ConnectionSpec
-from mpsched.scenario.fields import MAX_COUNT, ScenarioError, _FieldError, _Sweepable
+from mpsched.scenario.fields import MAX_COUNT, ScenarioError, _FieldError, _Sweepable  # noqa: F401 (importable from here as before)
 from mpsched.scenario.model import Scenario, load_scenario, loads_scenario
 from mpsched.scenario.paths import CrossTrafficSpec, LinkOverride, PathEventSpec, PathSpec, RateStepSpec
 from mpsched.scenario.record import RecordSpec
@@ -33,6 +33,4 @@ __all__ = [
     "loads_scenario",
     "DATACENTER_KINDS",
     "MAX_COUNT",
-    "_FieldError",
-    "_Sweepable",
 ]

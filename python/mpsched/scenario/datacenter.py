@@ -27,9 +27,9 @@ how many subflows a flow opens (`subflows`, default 8 as in Raiciu et al.) and h
 are chosen (`path_choice`: ``"ecmp"`` hashing or ``"core"``, one subflow per core path in turn as
 `003_` does), so TCP and MPTCP flows mix in one run.
 
-Each flow's hosts and class go to the `flows` table (`flow_columns`), each link's rate and tier
-to the `links` table (`link_columns`), so link utilisation and FCT per class come from the
-stored records alone (`mpsched.analysis.datacenter_summary`).
+Each flow's hosts and class go to the `flows` table, each link's rate and tier to the `links`
+table (`link_columns`; both as `Network.columns`), so link utilisation and FCT per class come
+from the stored records alone (`mpsched.analysis.datacenter_summary`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from mpsched.scenario.model import Scenario
 
 __all__ = ["CLASSES", "DATA_DIR", "flow_size_cdf", "sample_sizes", "host_count", "flows", "build",
-           "flow_columns", "link_columns"]
+           "link_columns"]
 
 #: The vendored flow-size distributions.
 DATA_DIR = Path(__file__).resolve().parents[3] / "scenarios" / "data" / "datacenter-flowsize"
@@ -223,26 +223,19 @@ def build(s: Scenario) -> Network:
             n = min(m, int(c.subflows or m)) if c.protocol == "mptcp" else 1
             flow_paths.append([f["sender"] * m + j for j in range(n)])
     links = built["links"]
+    # per flow (by flow_id): hosts, class (the workload kind, or an empirical distribution) and
+    # connection name, so FCT per class comes from the stored records alone
     per_flow = {"flow_id": list(range(len(fl))), "sender": [f["sender"] for f in fl],
-                    "receiver": [f["receiver"] for f in fl], "class": [f["class"] for f in fl],
-                    "connection": [conns[f["connection"]].name for f in fl]}
+                "receiver": [f["receiver"] for f in fl], "class": [f["class"] for f in fl],
+                "connection": [conns[f["connection"]].name for f in fl]}
     return Network(
         links=links,
         paths=built["paths"],
         transport_paths=[{"paths": [0], "backup_paths": []} for _ in conns],  # every flow has its own
         flows=[{"id": i, "transport": f["connection"], "start_ns": f["start_ns"], "direction": "download",
                 "paths": flow_paths[i], "app": f["app"]} for i, f in enumerate(fl)],
-        columns={"flows": per_flow, "links": _link_columns(links, parse_time_ns(s.duration))},
+        columns={"flows": per_flow, "links": link_columns(links, parse_time_ns(s.duration))},
     )
-
-
-def flow_columns(s: Scenario) -> dict[str, list]:
-    """Per flow (by `flow_id`): `sender`, `receiver` (host indices), `class` (the workload kind,
-    or the distribution of an empirical one) and `connection` (its name)."""
-    fl = flows(s)
-    return {"flow_id": list(range(len(fl))), "sender": [f["sender"] for f in fl],
-            "receiver": [f["receiver"] for f in fl], "class": [f["class"] for f in fl],
-            "connection": [s.connection[f["connection"]].name for f in fl]}
 
 
 def _tier(name: str) -> str:
@@ -255,12 +248,8 @@ def _tier(name: str) -> str:
     return "bottleneck" if "bottleneck" in name else "access"
 
 
-def link_columns(config: dict[str, Any]) -> dict[str, list]:
+def link_columns(links: list[dict[str, Any]], duration_ns: int) -> dict[str, list]:
     """Per link (by name): `rate_bps`, `tier` and the run's `duration_ns`, so utilisation
     (bytes forwarded x 8 / (rate x duration)) needs no other file."""
-    return _link_columns(config["links"], int(config["duration_ns"]))
-
-
-def _link_columns(links: list[dict[str, Any]], duration_ns: int) -> dict[str, list]:
     return {"link": [lk["name"] for lk in links], "rate_bps": [int(lk["rate_bps"]) for lk in links],
             "tier": [_tier(lk["name"]) for lk in links], "duration_ns": [int(duration_ns)] * len(links)}
