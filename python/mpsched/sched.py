@@ -40,6 +40,10 @@ Use the class where a scheduler name goes: ``ConnectionSpec(scheduler=RoundRobin
 mixing names and classes. Python schedulers are slower than Rust ones (see
 ``benches/RESULTS.md``) but need no build; promote one to a Rust file in
 ``crates/mpsched-proto/src/sched/`` once it works.
+
+This module sits at the bottom of the package (docs/architecture.md): the scenario checks a
+scheduler class against it and the simulator engine (`mpsched.engines.sim`) calls the classes it
+names, so it imports nothing of the package.
 """
 
 from __future__ import annotations
