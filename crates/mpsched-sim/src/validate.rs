@@ -48,6 +48,7 @@ impl SimConfig {
             let f = |name: &str| format!("links[{i}].{name}");
             l.capacity.validate(l.rate_bps).map_err(|(name, m)| err(f(&format!("capacity.{name}")), m))?;
             l.loss.validate().map_err(|(name, m)| err(f(&format!("loss.{name}")), m))?;
+            l.validate().map_err(|(name, m)| err(f(name), m))?;
             if let JitterConfig::Smooth { period_ns: 0, .. } = l.jitter {
                 return Err(err(f("jitter.period_ns"), "must be positive"));
             }

@@ -13,11 +13,13 @@ mod capacity;
 mod jitter;
 mod link;
 mod loss;
+mod shaper;
 
 pub use capacity::{CapacityConfig, RateStep};
 pub use jitter::{JitterConfig, JitterDistribution};
-pub use link::{LinkSpec, LinkStats};
+pub use link::{LinkSpec, LinkStats, MAX_OVERHEAD_BYTES};
 pub use loss::LossConfig;
+pub use shaper::Impairments;
 
 use crate::rng::Rng;
 use link::{Accepted, Link};
@@ -205,5 +207,7 @@ impl<P> Network<P> {
     }
 }
 
+#[cfg(test)]
+mod shaper_tests;
 #[cfg(test)]
 mod tests;
