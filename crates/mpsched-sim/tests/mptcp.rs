@@ -110,8 +110,7 @@ fn arb_link(name: &'static str) -> impl Strategy<Value = LinkConfig> {
                 1 => JitterConfig::Smooth { jitter_ns, period_ns: 4 * jitter_ns.max(MS) },
                 _ => JitterConfig::Reorder { jitter_ns, distribution: JitterDistribution::Uniform },
             };
-            // Jitter before the queue keeps packets in order (the validation refuses reorder).
-            if before && jitter_kind != 2 {
+            if before {
                 l.impairments = Impairments::BeforeQueue;
             }
             l

@@ -39,14 +39,13 @@ fn arb_link() -> impl Strategy<Value = LinkConfig> {
             )| {
                 let mut l = link("l", rate_bps, delay_ms * MS, 1);
                 // Buckets of any depth (too small ones are refused with their field named), only
-                // on constant-rate links; impairments before the queue with order-keeping jitter
-                // (the validation refuses reorder jitter there).
+                // on constant-rate links.
                 if capacity == CapacityConfig::Constant {
                     l.burst_bytes = burst;
                 }
                 l.overhead_bytes = overhead;
                 l.queue_bytes = queue_bytes;
-                if before && jitter_kind != 2 {
+                if before {
                     l.impairments = Impairments::BeforeQueue;
                 }
                 l.queue_packets = queue;

@@ -47,13 +47,6 @@ fn bad_shaping_settings_name_their_field() {
         (Box::new(|c| c.links[1].overhead_bytes = 10_000), "links[1].overhead_bytes"),
         (
             Box::new(|c| {
-                c.links[0].impairments = Impairments::BeforeQueue;
-                c.links[0].jitter = JitterConfig::Reorder { jitter_ns: MS, distribution: JitterDistribution::Uniform };
-            }),
-            "links[0].jitter",
-        ),
-        (
-            Box::new(|c| {
                 c.links[0].capacity =
                     CapacityConfig::Trace { opportunities_ms: vec![1], packet_bytes: 1500, period_ms: None }
             }),
@@ -161,7 +154,7 @@ fn arb_shaped_link(name: &'static str) -> impl Strategy<Value = LinkConfig> {
                 1 => JitterConfig::Smooth { jitter_ns, period_ns: 4 * jitter_ns.max(MS) },
                 _ => JitterConfig::Reorder { jitter_ns, distribution: JitterDistribution::Uniform },
             };
-            if before && jitter_kind != 2 {
+            if before {
                 l.impairments = Impairments::BeforeQueue;
             }
             l

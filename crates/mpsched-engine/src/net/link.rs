@@ -92,15 +92,6 @@ impl LinkSpec {
                 return Err(("rate_bps", "must be positive".into()));
             }
         }
-        if self.impairments == Impairments::BeforeQueue
-            && matches!(self.jitter, JitterConfig::Reorder { jitter_ns, .. } if jitter_ns > 0)
-        {
-            return Err((
-                "jitter",
-                "jitter before the queue must keep packets in order: use smooth jitter, or impairments after_queue"
-                    .into(),
-            ));
-        }
         Ok(())
     }
 }
@@ -141,6 +132,8 @@ pub(crate) enum Accepted<P> {
     Arrives(u64, Option<Packet<P>>),
     /// Held forever (the capacity schedule never resumes).
     Stuck,
+    /// In the (reordering) delay line before the queue, which it reaches at this time.
+    Delayed(u64, Packet<P>),
 }
 
 pub(crate) struct Link<P> {
@@ -264,17 +257,28 @@ impl<P> Link<P> {
             self.stats.packets_lost_down += 1;
             return Accepted::Dropped(pkt);
         }
-        let before = self.spec.impairments == Impairments::BeforeQueue;
-        // When the packet reaches the queue: now, or after the (FIFO) delay line.
-        let mut at_ns = now_ns;
-        if before {
-            if self.loss.lose(&mut self.rng) {
-                self.stats.packets_lost_random += 1;
-                return Accepted::Dropped(pkt);
-            }
-            let delayed = now_ns + self.jitter.delay_ns(now_ns, self.spec.delay_ns, &mut self.rng);
-            at_ns = delayed.max(self.queue_clock_ns);
+        if self.spec.impairments == Impairments::AfterQueue {
+            return self.enqueue(now_ns, now_ns, pkt);
         }
+        if self.loss.lose(&mut self.rng) {
+            self.stats.packets_lost_random += 1;
+            return Accepted::Dropped(pkt);
+        }
+        let delayed_ns = now_ns + self.jitter.delay_ns(now_ns, self.spec.delay_ns, &mut self.rng);
+        if self.jitter.reorders() {
+            // Packets overtake one another before the queue: it sees them in arrival order,
+            // which only their arrival events give.
+            return Accepted::Delayed(delayed_ns, pkt);
+        }
+        // A FIFO delay line: the queue sees packets in the order the link accepts them.
+        self.enqueue(now_ns, delayed_ns.max(self.queue_clock_ns), pkt)
+    }
+
+    /// A packet reaches the queue at `at_ns` (at least `now_ns`, the current time; calls come
+    /// with non-decreasing `at_ns`).
+    #[inline]
+    pub(crate) fn enqueue(&mut self, now_ns: u64, at_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+        let before = self.spec.impairments == Impairments::BeforeQueue;
         self.advance_queue(at_ns);
         self.settle(now_ns);
         let size = pkt.size_bytes as u64 + self.spec.overhead_bytes;
@@ -347,6 +351,17 @@ impl<P> Link<P> {
         self.backlog.push_back(Pending { queued_ns, start_ns: start_ns.max(1), end_ns: u64::MAX, bytes: size });
         self.backlog_bytes += size;
         Accepted::Stuck
+    }
+
+    /// A packet that entered in `epoch` left the delay line before the queue: it survives only
+    /// if the link has not gone down since.
+    #[inline]
+    pub(crate) fn delay_ok(&mut self, epoch: u32) -> bool {
+        if !self.up || epoch != self.epoch {
+            self.stats.packets_lost_down += 1;
+            return false;
+        }
+        true
     }
 
     /// A packet that entered in `epoch` reached the far end: it survives only if the link has

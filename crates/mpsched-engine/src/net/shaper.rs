@@ -30,8 +30,8 @@ pub enum Impairments {
     AfterQueue,
     /// Before the queue (the kernel engine's delayer in the router's FORWARD hook, in front of
     /// the egress qdisc): a lost packet never reaches the queue, and the queue sees the
-    /// delayed arrivals, bunched where the delay shrinks. Delay variation must keep packets in
-    /// order (`smooth` jitter or none).
+    /// delayed arrivals, bunched where the delay shrinks (or, with `reorder` jitter, in the
+    /// order they overtook one another; the FIFO queue keeps that order).
     BeforeQueue,
 }
 

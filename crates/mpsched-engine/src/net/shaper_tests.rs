@@ -214,3 +214,70 @@ fn shrinking_jitter_before_the_queue_bunches_packets_into_it_without_reordering(
     assert_eq!(before_reordered, 0);
     assert!(before_q >= 5 * 1000, "bunched arrivals queue: max {before_q} B");
 }
+
+#[test]
+fn reorder_jitter_before_the_queue_reorders_arrivals_and_the_fifo_keeps_that_order() {
+    // 1000 B every 1 ms at 10 Mbit/s (0.8 ms each), 50 ms +- 20 ms netem-like jitter.
+    let ser = serialization_ns(1000, 10_000_000);
+    let mut results = Vec::new();
+    for impairments in [Impairments::BeforeQueue, Impairments::AfterQueue] {
+        let mut s = spec(10_000_000, 50 * NS_PER_MS);
+        s.jitter = JitterConfig::Reorder { jitter_ns: 20 * NS_PER_MS, distribution: JitterDistribution::Uniform };
+        s.impairments = impairments;
+        let (mut net, l, r) = one_link(s);
+        let mut q = EventQueue::new();
+        let (mut sent, mut next_send, mut delivered) = (0u64, 0u64, Vec::new());
+        loop {
+            if sent < 2000 && q.peek_time_ns().is_none_or(|t| next_send <= t) {
+                net.send(next_send, r, 1000, sent, &mut |t, e| q.push(t, e));
+                sent += 1;
+                next_send += NS_PER_MS;
+                continue;
+            }
+            let Some((now, ev)) = q.pop() else { break };
+            if let Some(p) = net.handle(now, ev, &mut |t, e| q.push(t, e)) {
+                delivered.push((now, p.payload));
+            }
+        }
+        assert_eq!(delivered.len(), 2000, "{impairments:?}");
+        let reordered = delivered.windows(2).filter(|w| w[1].1 < w[0].1).count();
+        let min_gap = delivered.windows(2).map(|w| w[1].0 - w[0].0).min().unwrap();
+        results.push((reordered, min_gap, net.link_stats(l).max_queue_bytes));
+    }
+    let (before, after) = (results[0], results[1]);
+    assert!(before.0 > 500 && after.0 > 500, "both reorder: {before:?} {after:?}");
+    // Before the queue, the transmitter spaces every arrival by a serialisation time and the
+    // bunched arrivals queue; after it, packets overtake on the wire and arrive closer.
+    assert!(before.1 >= ser, "{before:?}");
+    assert!(before.2 > 0, "{before:?}");
+    assert!(after.1 < ser && after.2 == 0, "{after:?}");
+}
+
+#[test]
+fn a_link_going_down_loses_the_packets_in_the_delay_line_before_its_queue() {
+    for jitter in [
+        JitterConfig::None,
+        JitterConfig::Reorder { jitter_ns: 2 * NS_PER_MS, distribution: JitterDistribution::Uniform },
+    ] {
+        let mut s = spec(12_000_000, 10 * NS_PER_MS);
+        s.jitter = jitter.clone();
+        s.impairments = Impairments::BeforeQueue;
+        s.burst_bytes = Some(3000);
+        let (mut net, l, r) = one_link(s);
+        let mut q = EventQueue::new();
+        for i in 0..5 {
+            net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
+        }
+        net.set_link_up(NS_PER_MS, l, false);
+        net.set_link_up(2 * NS_PER_MS, l, true);
+        net.send(2 * NS_PER_MS, r, 1500, 9, &mut |t, e| q.push(t, e));
+        let mut got = Vec::new();
+        while let Some((now, ev)) = q.pop() {
+            if let Some(p) = net.handle(now, ev, &mut |t, e| q.push(t, e)) {
+                got.push(p.payload);
+            }
+        }
+        assert_eq!(got, vec![9], "{jitter:?}");
+        assert_eq!(net.link_stats(l).packets_lost_down, 5, "{jitter:?}");
+    }
+}
