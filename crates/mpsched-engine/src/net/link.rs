@@ -142,7 +142,8 @@ pub(crate) struct Link<P> {
     /// non-decreasing).
     backlog: VecDeque<Pending>,
     backlog_bytes: u64,
-    /// Leading entries of `backlog` whose service started by `queue_clock_ns`, and their bytes.
+    /// Leading entries of `backlog` whose service started by `queue_clock_ns`, and their bytes
+    /// (kept with the impairments before the queue only; zero otherwise).
     served: usize,
     served_bytes: u64,
     /// Time at which the queue last took a packet (ahead of the clock when the impairments
@@ -206,7 +207,7 @@ impl<P> Link<P> {
     /// predecessor that has finished, join the served prefix. (The predecessor condition only
     /// matters for packets stuck on a link whose capacity never resumes: one of them is at the
     /// transmitter, the others wait.)
-    #[inline]
+    #[inline(never)]
     fn advance_queue(&mut self, at_ns: u64) {
         self.queue_clock_ns = at_ns;
         while let Some(p) = self.backlog.get(self.served) {
@@ -226,10 +227,12 @@ impl<P> Link<P> {
             if p.end_ns > now_ns {
                 break;
             }
-            // end <= now <= queue clock: the entry is in the served prefix.
             self.backlog_bytes -= p.bytes;
-            self.served_bytes -= p.bytes;
-            self.served -= 1;
+            if self.served > 0 {
+                // end <= now <= queue clock: the entry is in the served prefix.
+                self.served_bytes -= p.bytes;
+                self.served -= 1;
+            }
             self.backlog.pop_front();
         }
     }
@@ -258,8 +261,15 @@ impl<P> Link<P> {
             return Accepted::Dropped(pkt);
         }
         if self.spec.impairments == Impairments::AfterQueue {
-            return self.enqueue(now_ns, now_ns, pkt);
+            return self.enqueue::<false>(now_ns, now_ns, pkt);
         }
+        self.accept_before_queue(now_ns, pkt)
+    }
+
+    /// `accept` on a link whose impairments come before its queue (out of line: it keeps the
+    /// default path small enough to be inlined whole).
+    #[inline(never)]
+    fn accept_before_queue(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if self.loss.lose(&mut self.rng) {
             self.stats.packets_lost_random += 1;
             return Accepted::Dropped(pkt);
@@ -271,39 +281,45 @@ impl<P> Link<P> {
             return Accepted::Delayed(delayed_ns, pkt);
         }
         // A FIFO delay line: the queue sees packets in the order the link accepts them.
-        self.enqueue(now_ns, delayed_ns.max(self.queue_clock_ns), pkt)
+        self.enqueue::<true>(now_ns, delayed_ns.max(self.queue_clock_ns), pkt)
+    }
+
+    /// A packet leaves the reordering delay line before the queue and reaches the queue now.
+    #[inline(never)]
+    pub(crate) fn enqueue_delayed(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+        self.enqueue::<true>(now_ns, now_ns, pkt)
     }
 
     /// A packet reaches the queue at `at_ns` (at least `now_ns`, the current time; calls come
-    /// with non-decreasing `at_ns`).
-    #[inline]
-    pub(crate) fn enqueue(&mut self, now_ns: u64, at_ns: u64, pkt: Packet<P>) -> Accepted<P> {
-        let before = self.spec.impairments == Impairments::BeforeQueue;
-        self.advance_queue(at_ns);
-        self.settle(now_ns);
+    /// with non-decreasing `at_ns`). `BEFORE`: the link's impairments come before the queue
+    /// (a constant, so that the default path carries none of that logic).
+    #[inline(always)]
+    pub(crate) fn enqueue<const BEFORE: bool>(&mut self, now_ns: u64, at_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+        let (served_bytes, served) = if BEFORE {
+            // The queue runs ahead of the clock: packets served by `at_ns` may not have been
+            // forgotten yet.
+            self.advance_queue(at_ns);
+            self.settle(now_ns);
+            (self.served_bytes, self.served)
+        } else {
+            // At the clock, only the packet in service (the first, if it started) is served.
+            self.settle(now_ns);
+            let in_service = self.backlog.front().filter(|p| p.start_ns <= now_ns);
+            (in_service.map_or(0, |p| p.bytes), in_service.is_some() as usize)
+        };
         let size = pkt.size_bytes as u64 + self.spec.overhead_bytes;
         // Waiting = every pending packet but those served by `at_ns`.
-        let waiting_bytes = self.backlog_bytes - self.served_bytes;
-        let waiting_packets = (self.backlog.len() - self.served) as u64;
+        let waiting_bytes = self.backlog_bytes - served_bytes;
+        let waiting_packets = (self.backlog.len() - served) as u64;
         let over = |s: &LinkSpec| {
             s.queue_bytes.is_some_and(|l| waiting_bytes + size > l)
                 || s.queue_packets.is_some_and(|l| waiting_packets + 1 > l)
         };
-        let (start_ns, end_ns) = if let Some(bucket) = &mut self.bucket {
-            // tbf: the packet enters its bfifo (which always counts it), then leaves when the
-            // bucket allows; a packet longer than the bucket is dropped at enqueue.
-            if over(&self.spec) {
-                self.stats.packets_dropped_queue += 1;
-                return Accepted::Dropped(pkt);
+        let (start_ns, end_ns) = if self.bucket.is_some() {
+            match self.bucket_departure(at_ns, size, waiting_bytes, over(&self.spec)) {
+                Some(t) => (t, t),
+                None => return Accepted::Dropped(pkt),
             }
-            let Some(depart_ns) = bucket.depart(at_ns, size) else {
-                self.stats.packets_dropped_queue += 1;
-                return Accepted::Dropped(pkt);
-            };
-            if depart_ns > at_ns {
-                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
-            }
-            (depart_ns, depart_ns)
         } else {
             if self.free_at_ns > at_ns {
                 if over(&self.spec) {
@@ -329,7 +345,7 @@ impl<P> Link<P> {
         self.backlog.push_back(Pending { queued_ns: at_ns, start_ns, end_ns, bytes: size });
         self.backlog_bytes += size;
         let mut arrive_ns = end_ns;
-        if !before {
+        if !BEFORE {
             if self.loss.lose(&mut self.rng) {
                 self.stats.packets_lost_random += 1;
                 return Accepted::Dropped(pkt);
@@ -343,6 +359,25 @@ impl<P> Link<P> {
         self.last_arrival_ns = arrive_ns;
         self.pipe.push_back((arrive_ns, self.epoch, pkt));
         Accepted::Arrives(arrive_ns, None)
+    }
+
+    /// Departure of a packet of `size` framed bytes from the token bucket, or `None` when tbf
+    /// drops it: its bfifo is full (`over`, which always counts the arriving packet) or the
+    /// packet is longer than the bucket.
+    #[inline(never)]
+    fn bucket_departure(&mut self, at_ns: u64, size: u64, waiting_bytes: u64, over: bool) -> Option<u64> {
+        let depart_ns = match &mut self.bucket {
+            Some(bucket) if !over => bucket.depart(at_ns, size),
+            _ => None,
+        };
+        match depart_ns {
+            None => self.stats.packets_dropped_queue += 1,
+            Some(t) if t > at_ns => {
+                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
+            }
+            Some(_) => {}
+        }
+        depart_ns
     }
 
     /// The capacity never resumes: the packet waits forever (and counts in the queue).

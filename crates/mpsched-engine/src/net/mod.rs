@@ -153,7 +153,7 @@ impl<P> Network<P> {
 
     /// Puts a packet where its link sent it: dropped, into the propagation pipe or slab, or
     /// into the delay line before the queue.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, id: LinkId, pipe_was_empty: bool, accepted: Accepted<P>, sink: &mut impl NetSink<P>) {
         let link = &self.links[id as usize];
         match accepted {
@@ -199,7 +199,7 @@ impl<P> Network<P> {
                     return None;
                 }
                 let pipe_was_empty = link.pipe.is_empty();
-                let accepted = link.enqueue(now_ns, now_ns, pkt);
+                let accepted = link.enqueue_delayed(now_ns, pkt);
                 self.place(id, pipe_was_empty, accepted, sink);
                 return None;
             }
