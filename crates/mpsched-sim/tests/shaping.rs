@@ -42,7 +42,8 @@ fn configs_without_the_new_fields_keep_their_meaning() {
 
 #[test]
 fn bad_shaping_settings_name_their_field() {
-    let cases: Vec<(Box<dyn Fn(&mut SimConfig)>, &str)> = vec![
+    type Breakage = Box<dyn Fn(&mut SimConfig)>;
+    let cases: Vec<(Breakage, &str)> = vec![
         (Box::new(|c| c.links[0].burst_bytes = Some(1500)), "links[0].burst_bytes"),
         (Box::new(|c| c.links[1].overhead_bytes = 10_000), "links[1].overhead_bytes"),
         (
