@@ -2,7 +2,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use mpsched_engine::event::EventQueue;
-use mpsched_engine::net::{CapacityConfig, JitterConfig, LinkSpec, LossConfig, NetEvent, Network};
+use mpsched_engine::net::{CapacityConfig, Impairments, JitterConfig, LinkSpec, LossConfig, NetEvent, Network};
 use mpsched_engine::rng::Rng;
 
 fn queue_push_pop(c: &mut Criterion) {
@@ -35,6 +35,9 @@ fn link_hop(c: &mut Criterion) {
                 loss: LossConfig::None,
                 jitter: JitterConfig::None,
                 capacity: CapacityConfig::Constant,
+                burst_bytes: None,
+                overhead_bytes: 0,
+                impairments: Impairments::AfterQueue,
             },
             Rng::stream(0, 0),
         );

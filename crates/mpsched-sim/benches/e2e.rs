@@ -30,6 +30,9 @@ fn link(name: &str) -> LinkConfig {
         loss: LossConfig::None,
         jitter: JitterConfig::None,
         capacity: CapacityConfig::Constant,
+        burst_bytes: None,
+        overhead_bytes: 0,
+        impairments: Impairments::AfterQueue,
     }
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// Links, their loss, jitter and capacity models are engine types, used here as they are:
 /// see `crates/mpsched-engine/src/net/{link,loss,jitter,capacity}.rs` for their fields.
 pub use mpsched_engine::net::{
-    CapacityConfig, JitterConfig, JitterDistribution, LinkSpec as LinkConfig, LossConfig, RateStep,
+    CapacityConfig, Impairments, JitterConfig, JitterDistribution, LinkSpec as LinkConfig, LossConfig, RateStep,
 };
 
 /// One simulation run.

@@ -19,7 +19,7 @@
 //! links, and subflow `s` leaves and enters its hosts on interface `s mod n` and crosses the
 //! edge-aggregation tier on that link's copy; the core tier is unchanged.
 
-use crate::config::{CapacityConfig, JitterConfig, LinkConfig, LossConfig, PathConfig};
+use crate::config::{CapacityConfig, Impairments, JitterConfig, LinkConfig, LossConfig, PathConfig};
 use serde::{Deserialize, Serialize};
 
 /// How a subflow's path is chosen among the equal-cost ones.
@@ -128,6 +128,9 @@ impl FatTree {
             loss: LossConfig::None,
             jitter: JitterConfig::None,
             capacity: CapacityConfig::Constant,
+            burst_bytes: None,
+            overhead_bytes: 0,
+            impairments: Impairments::AfterQueue,
         };
         let c = t.cfg.clone();
         let n = c.host_interfaces;
@@ -348,6 +351,9 @@ pub fn dumbbell(c: &DumbbellConfig) -> (Vec<LinkConfig>, Vec<PathConfig>) {
         loss: LossConfig::None,
         jitter: JitterConfig::None,
         capacity: CapacityConfig::Constant,
+        burst_bytes: None,
+        overhead_bytes: 0,
+        impairments: Impairments::AfterQueue,
     };
     let mut links = vec![
         link("bottleneck.fwd".into(), c.bottleneck_rate_bps, c.bottleneck_delay_ns, c.queue_packets),

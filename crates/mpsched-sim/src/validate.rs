@@ -30,6 +30,43 @@ fn check_units(sizes: &[u64], field: impl Fn(&str) -> String) -> Result<(), Conf
 }
 
 impl SimConfig {
+    /// Every token bucket holds the largest packet sent through it (tbf drops a packet longer
+    /// than its bucket, so such a flow would stall): a full segment of every transport whose
+    /// flows use the link, and the cross traffic's packets.
+    fn check_buckets(&self) -> Result<(), ConfigError> {
+        if self.links.iter().all(|l| l.burst_bytes.is_none()) {
+            return Ok(());
+        }
+        let fits = |l: usize, packet: u64, what: &str| {
+            let link = &self.links[l];
+            match link.burst_bytes {
+                Some(burst) if burst < packet + link.overhead_bytes => Err(err(
+                    format!("links[{l}].burst_bytes"),
+                    format!(
+                        "the bucket ({burst} bytes) must hold {what} ({packet} bytes + {} framing)",
+                        link.overhead_bytes
+                    ),
+                )),
+                _ => Ok(()),
+            }
+        };
+        for i in 0..self.flows.len() {
+            let t = self.flows[i].transport;
+            let segment = self.transports[t].mss_bytes + mpsched_proto::tcp::HEADER_BYTES;
+            for &p in self.flow_paths(i) {
+                for &l in self.paths[p].down.iter().chain(&self.paths[p].up) {
+                    fits(l, segment, &format!("a full segment of transports[{t}]"))?;
+                }
+            }
+        }
+        for c in &self.cross_traffic {
+            for &l in &c.links {
+                fits(l, c.packet_bytes, "a cross-traffic packet")?;
+            }
+        }
+        Ok(())
+    }
+
     /// Paths of flow `flow` (its own, or its transport's).
     pub fn flow_paths(&self, flow: usize) -> &[usize] {
         let f = &self.flows[flow];
@@ -48,6 +85,7 @@ impl SimConfig {
             let f = |name: &str| format!("links[{i}].{name}");
             l.capacity.validate(l.rate_bps).map_err(|(name, m)| err(f(&format!("capacity.{name}")), m))?;
             l.loss.validate().map_err(|(name, m)| err(f(&format!("loss.{name}")), m))?;
+            l.validate().map_err(|(name, m)| err(f(name), m))?;
             if let JitterConfig::Smooth { period_ns: 0, .. } = l.jitter {
                 return Err(err(f("jitter.period_ns"), "must be positive"));
             }
@@ -185,6 +223,7 @@ impl SimConfig {
                 return Err(err(f("packet_bytes"), "must be between 1 and 65535"));
             }
         }
+        self.check_buckets()?;
         for (i, e) in self.path_events.iter().enumerate() {
             if e.path >= n_paths {
                 return Err(err(format!("path_events[{i}].path"), format!("path index {} does not exist", e.path)));

@@ -94,9 +94,11 @@ fn the_same_seed_gives_identical_records_and_another_seed_does_not() {
 }
 
 fn arb_link(name: &'static str) -> impl Strategy<Value = LinkConfig> {
-    (1u64..=100, 1u64..=100, 4u64..=400, 0u32..=30, 0u8..3, 1u64..=30).prop_map(
-        move |(mbps, delay_ms, queue, loss_permille, jitter_kind, jitter_ms)| {
+    (1u64..=100, 1u64..=100, 4u64..=400, 0u32..=30, 0u8..3, 1u64..=30, arb_shaping()).prop_map(
+        move |(mbps, delay_ms, queue, loss_permille, jitter_kind, jitter_ms, (burst, overhead, before))| {
             let mut l = link(name, mbps * 1_000_000, delay_ms * MS, queue);
+            l.burst_bytes = burst.map(|b| b.max(1500 + overhead));
+            l.overhead_bytes = overhead;
             l.loss = if loss_permille == 0 {
                 LossConfig::None
             } else {
@@ -108,8 +110,21 @@ fn arb_link(name: &'static str) -> impl Strategy<Value = LinkConfig> {
                 1 => JitterConfig::Smooth { jitter_ns, period_ns: 4 * jitter_ns.max(MS) },
                 _ => JitterConfig::Reorder { jitter_ns, distribution: JitterDistribution::Uniform },
             };
+            if before {
+                l.impairments = Impairments::BeforeQueue;
+            }
             l
         },
+    )
+}
+
+/// (token bucket depth, framing overhead, impairments before the queue): a serialising link
+/// half of the time, tbf-like buckets from one frame to 64 KB otherwise.
+fn arb_shaping() -> impl Strategy<Value = (Option<u64>, u64, bool)> {
+    (
+        prop_oneof![1 => Just(None), 1 => (1500u64..=65_536).prop_map(Some)],
+        prop::sample::select(vec![0u64, 14, 38]),
+        any::<bool>(),
     )
 }
 

@@ -28,24 +28,43 @@ fn arb_capacity() -> impl Strategy<Value = CapacityConfig> {
 }
 
 fn arb_link() -> impl Strategy<Value = LinkConfig> {
-    (1u64..=200_000_000, 0u64..300, prop::option::of(1u64..2000), 0u8..4, 0u8..3, arb_capacity(), 0u64..100).prop_map(
-        |(rate_bps, delay_ms, queue, loss_kind, jitter_kind, capacity, jitter_ms)| {
-            let mut l = link("l", rate_bps, delay_ms * MS, 1);
-            l.queue_packets = queue;
-            l.loss = match loss_kind {
-                0 | 1 => LossConfig::None,
-                2 => LossConfig::Bernoulli { p: (jitter_ms as f64 / 100.0).min(1.0) },
-                _ => LossConfig::GilbertElliott { p_good_bad: 0.05, p_bad_good: 0.3, loss_good: 0.0, loss_bad: 1.0 },
-            };
-            l.jitter = match jitter_kind {
-                0 => JitterConfig::None,
-                1 => JitterConfig::Smooth { jitter_ns: jitter_ms * MS, period_ns: (jitter_ms + 1) * 3 * MS },
-                _ => JitterConfig::Reorder { jitter_ns: jitter_ms * MS, distribution: JitterDistribution::Normal },
-            };
-            l.capacity = capacity;
-            l
-        },
+    (
+        (1u64..=200_000_000, 0u64..300, prop::option::of(1u64..2000), 0u8..4, 0u8..3, arb_capacity(), 0u64..100),
+        (prop::option::of(1u64..100_000), 0u64..64, any::<bool>(), prop::option::of(1u64..200_000)),
     )
+        .prop_map(
+            |(
+                (rate_bps, delay_ms, queue, loss_kind, jitter_kind, capacity, jitter_ms),
+                (burst, overhead, before, queue_bytes),
+            )| {
+                let mut l = link("l", rate_bps, delay_ms * MS, 1);
+                // Buckets of any depth (too small ones are refused with their field named), only
+                // on constant-rate links.
+                if capacity == CapacityConfig::Constant {
+                    l.burst_bytes = burst;
+                }
+                l.overhead_bytes = overhead;
+                l.queue_bytes = queue_bytes;
+                if before {
+                    l.impairments = Impairments::BeforeQueue;
+                }
+                l.queue_packets = queue;
+                l.loss = match loss_kind {
+                    0 | 1 => LossConfig::None,
+                    2 => LossConfig::Bernoulli { p: (jitter_ms as f64 / 100.0).min(1.0) },
+                    _ => {
+                        LossConfig::GilbertElliott { p_good_bad: 0.05, p_bad_good: 0.3, loss_good: 0.0, loss_bad: 1.0 }
+                    }
+                };
+                l.jitter = match jitter_kind {
+                    0 => JitterConfig::None,
+                    1 => JitterConfig::Smooth { jitter_ns: jitter_ms * MS, period_ns: (jitter_ms + 1) * 3 * MS },
+                    _ => JitterConfig::Reorder { jitter_ns: jitter_ms * MS, distribution: JitterDistribution::Normal },
+                };
+                l.capacity = capacity;
+                l
+            },
+        )
 }
 
 fn arb_config() -> impl Strategy<Value = SimConfig> {

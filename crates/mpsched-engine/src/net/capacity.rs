@@ -134,7 +134,9 @@ impl Capacity {
     }
 
     /// Starts serving a packet of `size_bytes` at `now_ns`. Calls must come with
-    /// non-decreasing `now_ns`.
+    /// non-decreasing `now_ns`. (Always inlined: it is on every packet's path, and the link
+    /// calls it from more than one place.)
+    #[inline(always)]
     pub(crate) fn serve(&mut self, now_ns: u64, size_bytes: u64) -> Service {
         match self {
             Capacity::Rate { rate_bps, steps, next_step } => {

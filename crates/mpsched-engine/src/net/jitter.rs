@@ -68,7 +68,8 @@ impl JitterState {
 
     /// Propagation delay of a packet that starts propagating at `now_ns`, for a base `delay_ns`.
     /// `now_ns` must not decrease between calls (smooth mode walks its samples forward).
-    #[inline]
+    /// (Always inlined: it is on every packet's path, called from more than one place.)
+    #[inline(always)]
     pub(crate) fn delay_ns(&mut self, now_ns: u64, delay_ns: u64, rng: &mut Rng) -> u64 {
         let extra: f64 = match self.config {
             JitterConfig::None => return delay_ns,

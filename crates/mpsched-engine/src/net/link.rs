@@ -1,17 +1,23 @@
-//! One unidirectional link: a drop-tail queue, a transmitter that serialises at the link's
-//! (possibly time-varying) capacity, random loss as packets leave, and a propagation delay with
-//! optional variation.
+//! One unidirectional link: impairments (random loss, propagation delay with optional
+//! variation), a drop-tail queue and a transmitter that either serialises at the link's
+//! (possibly time-varying) capacity or releases packets as a token bucket allows (Linux tbf,
+//! see `shaper`). The impairments act after the transmitter (a wire, the default) or before
+//! the queue (the kernel engine's delayer in front of its egress qdisc).
 //!
-//! The queue is virtual: a FIFO transmitter's schedule is known the moment a packet is
-//! accepted (it starts when the previous packet ends, or now), so the link computes the
-//! packet's departure and arrival times at once and needs no event for the end of
-//! serialisation. What is "in the queue" at time t is the set of accepted packets whose
-//! serialisation has not started by t; `backlog` keeps the not-yet-departed ones to answer
-//! that. One event per packet and hop remains: its arrival at the far end.
+//! The queue is virtual: a FIFO transmitter's schedule is known the moment a packet reaches the
+//! queue (it starts when the previous packet ends, or now; a bucket's tokens follow from the
+//! previous departures), so the link computes the packet's departure and arrival times at once
+//! and needs no event for the end of serialisation. What is "in the queue" at time t is the
+//! set of packets that reached the queue by t and whose service has not started by t;
+//! `backlog` keeps the not-yet-departed ones to answer that. With the impairments before the
+//! queue, a packet reaches the queue after its delay; that delay line is FIFO, so the queue
+//! still sees packets in the order the link accepts them and runs ahead of the clock on its
+//! own time. One event per packet and hop remains: its arrival at the far end.
 
 use super::capacity::{Capacity, CapacityConfig, Service};
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
+use super::shaper::{Impairments, TokenBucket};
 use super::Packet;
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
@@ -27,14 +33,15 @@ pub struct LinkSpec {
     pub rate_bps: u64,
     /// One-way propagation delay, ns.
     pub delay_ns: u64,
-    /// Drop-tail limit of the queue in bytes (the packet in service not counted); `None`, with
-    /// `queue_packets` also `None`, means unlimited.
+    /// Drop-tail limit of the queue in bytes, framing overhead included (the packet in service
+    /// not counted; with a token bucket, the packets waiting for tokens are in the queue, as in
+    /// tbf's bfifo); `None`, with `queue_packets` also `None`, means unlimited.
     #[serde(default)]
     pub queue_bytes: Option<u64>,
     /// Drop-tail limit of the queue in packets.
     #[serde(default)]
     pub queue_packets: Option<u64>,
-    /// Random loss as packets leave the link.
+    /// Random loss (as packets leave the link, or as they enter it: `impairments`).
     #[serde(default)]
     pub loss: LossConfig,
     /// Variation of the propagation delay.
@@ -43,6 +50,50 @@ pub struct LinkSpec {
     /// Time-varying capacity.
     #[serde(default)]
     pub capacity: CapacityConfig,
+    /// Token-bucket depth, bytes (Linux tbf `burst`): the transmitter releases a packet as soon
+    /// as the bucket holds its tokens, back to back after an idle period, and fills at
+    /// `rate_bps`. `None`: the transmitter serialises every packet at the rate.
+    #[serde(default)]
+    pub burst_bytes: Option<u64>,
+    /// Framing bytes per packet that the rate and the byte queue limit count on top of
+    /// `size_bytes` (an Ethernet header: 14, which a qdisc on a veth counts in `skb->len`).
+    #[serde(default)]
+    pub overhead_bytes: u64,
+    /// Where loss, delay and jitter act: after the transmitter (default) or before the queue.
+    #[serde(default)]
+    pub impairments: Impairments,
+}
+
+/// Largest framing overhead a link accepts, bytes (Ethernet with preamble, FCS, gap and VLAN
+/// tags is under 50; ATM/PPPoE encapsulations stay under 100).
+pub const MAX_OVERHEAD_BYTES: u64 = 256;
+
+impl LinkSpec {
+    /// Checks the transmitter and impairment fields; returns (field, message) on error.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.overhead_bytes > MAX_OVERHEAD_BYTES {
+            return Err((
+                "overhead_bytes",
+                format!("at most {MAX_OVERHEAD_BYTES} bytes of framing per packet (Ethernet: 14)"),
+            ));
+        }
+        if let Some(burst) = self.burst_bytes {
+            let frame = 1500 + self.overhead_bytes;
+            if burst < frame {
+                return Err((
+                    "burst_bytes",
+                    format!("a token bucket must hold at least one full frame (1500 + overhead = {frame} bytes)"),
+                ));
+            }
+            if self.capacity != CapacityConfig::Constant {
+                return Err(("burst_bytes", "a token bucket needs a constant capacity (no schedule or trace)".into()));
+            }
+            if self.rate_bps == 0 {
+                return Err(("rate_bps", "must be positive".into()));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Counters of one link.
@@ -62,11 +113,14 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
 }
 
-/// A packet accepted and not yet fully serialised.
+/// A packet accepted and not yet fully served.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
+    /// When it reached the queue (after the delay when the impairments come first).
+    queued_ns: u64,
     start_ns: u64,
     end_ns: u64,
+    /// Bytes the queue counts (framing included).
     bytes: u64,
 }
 
@@ -78,18 +132,29 @@ pub(crate) enum Accepted<P> {
     Arrives(u64, Option<Packet<P>>),
     /// Held forever (the capacity schedule never resumes).
     Stuck,
+    /// In the (reordering) delay line before the queue, which it reaches at this time.
+    Delayed(u64, Packet<P>),
 }
 
 pub(crate) struct Link<P> {
     pub(crate) spec: LinkSpec,
-    /// Accepted packets not yet fully serialised, in order (start times non-decreasing).
+    /// Accepted packets not yet fully served, in order (queue, start and end times
+    /// non-decreasing).
     backlog: VecDeque<Pending>,
     backlog_bytes: u64,
+    /// Leading entries of `backlog` whose service started by `queue_clock_ns`, and their bytes
+    /// (kept with the impairments before the queue only; zero otherwise).
+    served: usize,
+    served_bytes: u64,
+    /// Time at which the queue last took a packet (ahead of the clock when the impairments
+    /// delay packets before the queue).
+    queue_clock_ns: u64,
     /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
     pub(crate) pipe: VecDeque<(u64, u32, Packet<P>)>,
     /// When the transmitter is next free.
     free_at_ns: u64,
     capacity: Capacity,
+    bucket: Option<TokenBucket>,
     loss: LossState,
     jitter: JitterState,
     rng: Rng,
@@ -106,11 +171,15 @@ impl<P> Link<P> {
     pub(crate) fn new(spec: LinkSpec, rng: Rng) -> Self {
         Self {
             capacity: Capacity::new(&spec.capacity, spec.rate_bps),
+            bucket: spec.burst_bytes.map(|b| TokenBucket::new(spec.rate_bps, b)),
             loss: LossState::new(spec.loss.clone()),
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
             backlog: VecDeque::new(),
             backlog_bytes: 0,
+            served: 0,
+            served_bytes: 0,
+            queue_clock_ns: 0,
             pipe: VecDeque::new(),
             free_at_ns: 0,
             rng,
@@ -131,10 +200,27 @@ impl<P> Link<P> {
     /// True when packets may overtake one another in propagation.
     #[inline]
     pub(crate) fn reorders(&self) -> bool {
-        self.jitter.reorders()
+        self.spec.impairments == Impairments::AfterQueue && self.jitter.reorders()
     }
 
-    /// Forgets packets whose serialisation ended by `now_ns`.
+    /// Moves the queue's clock to `at_ns`: entries whose service started by then, behind a
+    /// predecessor that has finished, join the served prefix. (The predecessor condition only
+    /// matters for packets stuck on a link whose capacity never resumes: one of them is at the
+    /// transmitter, the others wait.)
+    #[inline(never)]
+    fn advance_queue(&mut self, at_ns: u64) {
+        self.queue_clock_ns = at_ns;
+        while let Some(p) = self.backlog.get(self.served) {
+            let predecessor_done = self.served == 0 || self.backlog[self.served - 1].end_ns <= at_ns;
+            if p.start_ns > at_ns || !predecessor_done {
+                break;
+            }
+            self.served_bytes += p.bytes;
+            self.served += 1;
+        }
+    }
+
+    /// Forgets packets whose service ended by `now_ns` (at most the queue's clock).
     #[inline]
     fn settle(&mut self, now_ns: u64) {
         while let Some(p) = self.backlog.front() {
@@ -142,14 +228,22 @@ impl<P> Link<P> {
                 break;
             }
             self.backlog_bytes -= p.bytes;
+            if self.served > 0 {
+                // end <= now <= queue clock: the entry is in the served prefix.
+                self.served_bytes -= p.bytes;
+                self.served -= 1;
+            }
             self.backlog.pop_front();
         }
     }
 
-    /// (bytes, packets) waiting at `now_ns`: accepted, serialisation not started.
+    /// (bytes, packets) waiting at `now_ns`: in the queue, service not started.
     pub(crate) fn waiting(&self, now_ns: u64) -> (u64, u64) {
         let (mut bytes, mut packets) = (0, 0);
         for p in self.backlog.iter().rev() {
+            if p.queued_ns > now_ns {
+                continue; // still in the delay line in front of the queue
+            }
             if p.start_ns <= now_ns {
                 break;
             }
@@ -166,43 +260,100 @@ impl<P> Link<P> {
             self.stats.packets_lost_down += 1;
             return Accepted::Dropped(pkt);
         }
-        self.settle(now_ns);
-        let size = pkt.size_bytes as u64;
-        // Waiting = every pending packet but the one being serialised now (if any).
-        let in_service = self.backlog.front().filter(|p| p.start_ns <= now_ns);
-        let waiting_bytes = self.backlog_bytes - in_service.map_or(0, |p| p.bytes);
-        let waiting_packets = self.backlog.len() as u64 - in_service.is_some() as u64;
-        let transmitter_busy = self.free_at_ns > now_ns;
-        if transmitter_busy {
-            let over_bytes = self.spec.queue_bytes.is_some_and(|l| waiting_bytes + size > l);
-            let over_packets = self.spec.queue_packets.is_some_and(|l| waiting_packets + 1 > l);
-            if over_bytes || over_packets {
-                self.stats.packets_dropped_queue += 1;
-                return Accepted::Dropped(pkt);
-            }
-            self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
+        if self.spec.impairments == Impairments::AfterQueue {
+            return self.enqueue::<false>(now_ns, now_ns, pkt);
         }
-        if self.free_at_ns == u64::MAX {
-            return self.stuck(now_ns, size);
-        }
-        let mut start_ns = self.free_at_ns.max(now_ns);
-        let end_ns = loop {
-            match self.capacity.serve(start_ns, size) {
-                Service::DoneAt(t) => break t,
-                Service::WaitUntil(t) => start_ns = t,
-                Service::Never => return self.stuck(start_ns, size),
-            }
-        };
-        self.free_at_ns = end_ns;
-        self.backlog.push_back(Pending { start_ns, end_ns, bytes: size });
-        self.backlog_bytes += size;
+        self.accept_before_queue(now_ns, pkt)
+    }
+
+    /// `accept` on a link whose impairments come before its queue (out of line: it keeps the
+    /// default path small enough to be inlined whole).
+    #[inline(never)]
+    fn accept_before_queue(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if self.loss.lose(&mut self.rng) {
             self.stats.packets_lost_random += 1;
             return Accepted::Dropped(pkt);
         }
-        let mut arrive_ns = end_ns + self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng);
-        if self.reorders() {
-            return Accepted::Arrives(arrive_ns, Some(pkt));
+        let delayed_ns = now_ns + self.jitter.delay_ns(now_ns, self.spec.delay_ns, &mut self.rng);
+        if self.jitter.reorders() {
+            // Packets overtake one another before the queue: it sees them in arrival order,
+            // which only their arrival events give.
+            return Accepted::Delayed(delayed_ns, pkt);
+        }
+        // A FIFO delay line: the queue sees packets in the order the link accepts them.
+        self.enqueue::<true>(now_ns, delayed_ns.max(self.queue_clock_ns), pkt)
+    }
+
+    /// A packet leaves the reordering delay line before the queue and reaches the queue now.
+    #[inline(never)]
+    pub(crate) fn enqueue_delayed(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+        self.enqueue::<true>(now_ns, now_ns, pkt)
+    }
+
+    /// A packet reaches the queue at `at_ns` (at least `now_ns`, the current time; calls come
+    /// with non-decreasing `at_ns`). `BEFORE`: the link's impairments come before the queue
+    /// (a constant, so that the default path carries none of that logic).
+    #[inline(always)]
+    pub(crate) fn enqueue<const BEFORE: bool>(&mut self, now_ns: u64, at_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+        let (served_bytes, served) = if BEFORE {
+            // The queue runs ahead of the clock: packets served by `at_ns` may not have been
+            // forgotten yet.
+            self.advance_queue(at_ns);
+            self.settle(now_ns);
+            (self.served_bytes, self.served)
+        } else {
+            // At the clock, only the packet in service (the first, if it started) is served.
+            self.settle(now_ns);
+            let in_service = self.backlog.front().filter(|p| p.start_ns <= now_ns);
+            (in_service.map_or(0, |p| p.bytes), in_service.is_some() as usize)
+        };
+        let size = pkt.size_bytes as u64 + self.spec.overhead_bytes;
+        // Waiting = every pending packet but those served by `at_ns`.
+        let waiting_bytes = self.backlog_bytes - served_bytes;
+        let waiting_packets = (self.backlog.len() - served) as u64;
+        let over = |s: &LinkSpec| {
+            s.queue_bytes.is_some_and(|l| waiting_bytes + size > l)
+                || s.queue_packets.is_some_and(|l| waiting_packets + 1 > l)
+        };
+        let (start_ns, end_ns) = if self.bucket.is_some() {
+            match self.bucket_departure(at_ns, size, waiting_bytes, over(&self.spec)) {
+                Some(t) => (t, t),
+                None => return Accepted::Dropped(pkt),
+            }
+        } else {
+            if self.free_at_ns > at_ns {
+                if over(&self.spec) {
+                    self.stats.packets_dropped_queue += 1;
+                    return Accepted::Dropped(pkt);
+                }
+                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
+            }
+            if self.free_at_ns == u64::MAX {
+                return self.stuck(at_ns, at_ns, size);
+            }
+            let mut start_ns = self.free_at_ns.max(at_ns);
+            let end_ns = loop {
+                match self.capacity.serve(start_ns, size) {
+                    Service::DoneAt(t) => break t,
+                    Service::WaitUntil(t) => start_ns = t,
+                    Service::Never => return self.stuck(at_ns, start_ns, size),
+                }
+            };
+            (start_ns, end_ns)
+        };
+        self.free_at_ns = end_ns;
+        self.backlog.push_back(Pending { queued_ns: at_ns, start_ns, end_ns, bytes: size });
+        self.backlog_bytes += size;
+        let mut arrive_ns = end_ns;
+        if !BEFORE {
+            if self.loss.lose(&mut self.rng) {
+                self.stats.packets_lost_random += 1;
+                return Accepted::Dropped(pkt);
+            }
+            arrive_ns += self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng);
+            if self.reorders() {
+                return Accepted::Arrives(arrive_ns, Some(pkt));
+            }
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
@@ -210,12 +361,42 @@ impl<P> Link<P> {
         Accepted::Arrives(arrive_ns, None)
     }
 
+    /// Departure of a packet of `size` framed bytes from the token bucket, or `None` when tbf
+    /// drops it: its bfifo is full (`over`, which always counts the arriving packet) or the
+    /// packet is longer than the bucket.
+    #[inline(never)]
+    fn bucket_departure(&mut self, at_ns: u64, size: u64, waiting_bytes: u64, over: bool) -> Option<u64> {
+        let depart_ns = match &mut self.bucket {
+            Some(bucket) if !over => bucket.depart(at_ns, size),
+            _ => None,
+        };
+        match depart_ns {
+            None => self.stats.packets_dropped_queue += 1,
+            Some(t) if t > at_ns => {
+                self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
+            }
+            Some(_) => {}
+        }
+        depart_ns
+    }
+
     /// The capacity never resumes: the packet waits forever (and counts in the queue).
-    fn stuck(&mut self, start_ns: u64, size: u64) -> Accepted<P> {
+    fn stuck(&mut self, queued_ns: u64, start_ns: u64, size: u64) -> Accepted<P> {
         self.free_at_ns = u64::MAX;
-        self.backlog.push_back(Pending { start_ns: start_ns.max(1), end_ns: u64::MAX, bytes: size });
+        self.backlog.push_back(Pending { queued_ns, start_ns: start_ns.max(1), end_ns: u64::MAX, bytes: size });
         self.backlog_bytes += size;
         Accepted::Stuck
+    }
+
+    /// A packet that entered in `epoch` left the delay line before the queue: it survives only
+    /// if the link has not gone down since.
+    #[inline]
+    pub(crate) fn delay_ok(&mut self, epoch: u32) -> bool {
+        if !self.up || epoch != self.epoch {
+            self.stats.packets_lost_down += 1;
+            return false;
+        }
+        true
     }
 
     /// A packet that entered in `epoch` reached the far end: it survives only if the link has
@@ -244,7 +425,13 @@ impl<P> Link<P> {
             // they would have arrived.
             self.backlog.clear();
             self.backlog_bytes = 0;
+            self.served = 0;
+            self.served_bytes = 0;
+            self.queue_clock_ns = now_ns;
             self.free_at_ns = now_ns;
+            if let Some(bucket) = &mut self.bucket {
+                bucket.reset(now_ns); // the qdisc is reset with the device (tbf_reset)
+            }
             self.epoch = self.epoch.wrapping_add(1);
         }
     }

@@ -3,7 +3,9 @@
 //! A packet carries its route and the index of the link it is on (htsim's packet-carried
 //! route), so forwarding never searches a graph. Each hop costs one event, the arrival at the
 //! far end (`PipeArrive` on FIFO links, which keep one pending event each for the head of their
-//! pipe; `Arrive` where jitter reorders): a link computes serialisation at once (see `link`). The network never owns the event queue: it asks the
+//! pipe; `Arrive` where jitter reorders): a link computes serialisation at once (see `link`).
+//! Where reordering jitter acts before the queue, a hop costs two: the packet's arrival at the
+//! queue (`Enqueue`) orders it there. The network never owns the event queue: it asks the
 //! caller's [`NetSink`] to schedule its events and hands it every packet it drops, so the event
 //! loop (in `mpsched-sim`) stays the only owner of time and can free what a packet refers to.
 //!
@@ -13,11 +15,13 @@ mod capacity;
 mod jitter;
 mod link;
 mod loss;
+mod shaper;
 
 pub use capacity::{CapacityConfig, RateStep};
 pub use jitter::{JitterConfig, JitterDistribution};
-pub use link::{LinkSpec, LinkStats};
+pub use link::{LinkSpec, LinkStats, MAX_OVERHEAD_BYTES};
 pub use loss::LossConfig;
+pub use shaper::Impairments;
 
 use crate::rng::Rng;
 use link::{Accepted, Link};
@@ -49,6 +53,9 @@ pub enum NetEvent {
     Arrive(u32),
     /// The packet at the head of a FIFO link's propagation pipe reached the far end.
     PipeArrive(LinkId),
+    /// A packet (index in the propagation slab) reached the queue of its current link after
+    /// the delay in front of it (links with reordering jitter before the queue).
+    Enqueue(u32),
 }
 
 /// Where the network sends its outputs: events to schedule and packets it dropped.
@@ -140,12 +147,25 @@ impl<P> Network<P> {
         let id = self.routes[pkt.route as usize][pkt.hop as usize];
         let link = &mut self.links[id as usize];
         let pipe_was_empty = link.pipe.is_empty();
-        match link.accept(now_ns, pkt) {
+        let accepted = link.accept(now_ns, pkt);
+        self.place(id, pipe_was_empty, accepted, sink);
+    }
+
+    /// Puts a packet where its link sent it: dropped, into the propagation pipe or slab, or
+    /// into the delay line before the queue.
+    #[inline(always)]
+    fn place(&mut self, id: LinkId, pipe_was_empty: bool, accepted: Accepted<P>, sink: &mut impl NetSink<P>) {
+        let link = &self.links[id as usize];
+        match accepted {
             Accepted::Dropped(p) => sink.dropped(p),
             Accepted::Stuck => {}
             Accepted::Arrives(at_ns, Some(p)) => {
                 let idx = self.propagating.insert((link.epoch(), p));
                 sink.schedule(at_ns, NetEvent::Arrive(idx as u32));
+            }
+            Accepted::Delayed(at_ns, p) => {
+                let idx = self.propagating.insert((link.epoch(), p));
+                sink.schedule(at_ns, NetEvent::Enqueue(idx as u32));
             }
             Accepted::Arrives(at_ns, None) => {
                 // FIFO propagation: one pending event per link, for the head of its pipe,
@@ -170,6 +190,19 @@ impl<P> Network<P> {
                 (epoch, pkt)
             }
             NetEvent::Arrive(idx) => self.propagating.remove(idx as usize),
+            NetEvent::Enqueue(idx) => {
+                let (epoch, pkt) = self.propagating.remove(idx as usize);
+                let id = self.routes[pkt.route as usize][pkt.hop as usize];
+                let link = &mut self.links[id as usize];
+                if !link.delay_ok(epoch) {
+                    sink.dropped(pkt);
+                    return None;
+                }
+                let pipe_was_empty = link.pipe.is_empty();
+                let accepted = link.enqueue_delayed(now_ns, pkt);
+                self.place(id, pipe_was_empty, accepted, sink);
+                return None;
+            }
         };
         self.forward(now_ns, epoch, pkt, sink)
     }
@@ -205,5 +238,7 @@ impl<P> Network<P> {
     }
 }
 
+#[cfg(test)]
+mod shaper_tests;
 #[cfg(test)]
 mod tests;

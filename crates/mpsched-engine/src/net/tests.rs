@@ -25,6 +25,9 @@ fn spec(rate_bps: u64, delay_ns: u64) -> LinkSpec {
         loss: LossConfig::None,
         jitter: JitterConfig::None,
         capacity: CapacityConfig::Constant,
+        burst_bytes: None,
+        overhead_bytes: 0,
+        impairments: Impairments::AfterQueue,
     }
 }
 

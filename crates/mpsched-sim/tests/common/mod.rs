@@ -18,6 +18,9 @@ pub fn link(name: &str, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> Lin
         loss: LossConfig::None,
         jitter: JitterConfig::None,
         capacity: CapacityConfig::Constant,
+        burst_bytes: None,
+        overhead_bytes: 0,
+        impairments: Impairments::AfterQueue,
     }
 }
 
