@@ -512,4 +512,21 @@ mod tests {
         assert_eq!(b.advance_una(501, 60), 500);
         assert_eq!(b.pipe_bytes(), 0);
     }
+
+    #[test]
+    fn rack_marks_a_hole_lost_once_rack_rtt_plus_reo_wnd_has_passed() {
+        let mut b = board(10); // segment i sent at t = i
+                               // Only segment 2 is SACKed, at t = 50: one SACK, far from DupThresh.
+        b.apply_sack(&[(201, 301)], 50);
+        assert_eq!(b.update_lost(MSS), 0, "RFC 6675 sees no loss");
+        // RACK.rtt = 48 (segment 2); reo_wnd 10: segment 0 is lost at 0 + 48 + 10 = 58,
+        // segment 1 at 59. Before that the caller gets the reordering timer.
+        assert_eq!(b.rack_mark_lost(50, 10), (0, Some(58)));
+        assert_eq!(b.rack_mark_lost(58, 10), (MSS, Some(59)));
+        assert_eq!(b.rack_mark_lost(59, 10), (MSS, None));
+        // Segments sent after segment 2 are not judged (nothing later was delivered).
+        assert_eq!(b.lost_bytes(), 2 * MSS);
+        assert_eq!(b.pipe_bytes(), 10 * MSS - MSS - 2 * MSS);
+        assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
+    }
 }
