@@ -11,7 +11,8 @@
 //! with the fq qdisc or BBR). Loss detection is Linux's default RACK-TLP (RFC 8985: time-based
 //! marking, reordering timer, tail-loss probe); [`LossRecovery::Rfc6675`] selects RFC 6675
 //! DupThresh instead (plus RACK's rule for lost retransmissions), where a lost tail waits for
-//! the RTO. No F-RTO / undo of spurious timeouts, no D-SACK (so RACK's reordering window never
+//! the RTO. Reordering is detected from SACKs (Linux `reord_seen`: RACK then keeps its window in
+//! recovery). No F-RTO / undo of spurious timeouts, no D-SACK (so RACK's reordering window never
 //! grows past min RTT / 4).
 //!
 //! * [`Sender`]: handshake, send queue of DSN mappings, SACK scoreboard, RFC 6675 / PRR fast

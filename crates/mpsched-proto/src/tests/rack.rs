@@ -143,3 +143,36 @@ fn a_probe_that_repaired_a_loss_reduces_the_window_once() {
         before.cwnd_bytes
     );
 }
+
+#[test]
+fn once_reordering_is_seen_rack_waits_its_reordering_window_where_dupthresh_retransmits() {
+    // Two segments are held back on the way: segment 30 by 0.2 ms (one later segment overtakes
+    // it: one SACK, no loss marked, and its late arrival shows reordering), then segment 120 by
+    // 3 ms (dozens of later segments are SACKed meanwhile at 100 Mbit/s). RFC 6675 (and RACK
+    // before any reordering, Linux `tcp_rack_reo_wnd`) marks 120 lost at the third SACK and
+    // resends it for nothing; once reordering has been seen RACK waits min RTT / 4 (5 ms) and
+    // the late original arrives first.
+    let total = 300 * 1448;
+    let late = [(1 + 30 * 1448, 200_000), (1 + 120 * 1448, 3 * MS)];
+    for cfg in [TcpConfig::default(), rfc6675()] {
+        let mut p = download_with(cfg.clone(), total, 100 * MBPS, 10 * MS, "cubic");
+        let mut held = Vec::new();
+        p.ba[0].hold = Some(Box::new(move |s: &Segment| {
+            let Some(&(seq, d)) = late.iter().find(|&&(seq, _)| seq == s.seq && s.len > 0) else {
+                return 0;
+            };
+            if held.contains(&seq) {
+                return 0;
+            }
+            held.push(seq);
+            d
+        }));
+        run_to_completion(&mut p, total);
+        let st = p.b.tx.stats();
+        if cfg.rack_tlp() {
+            assert_eq!((st.bytes_retransmitted, st.fast_retransmits), (0, 0));
+        } else {
+            assert_eq!((st.bytes_retransmitted, st.fast_retransmits), (1448, 1));
+        }
+    }
+}

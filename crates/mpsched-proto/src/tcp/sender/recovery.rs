@@ -24,14 +24,15 @@ impl Sender {
     /// retransmissions by RACK's rule in both cases.
     pub(super) fn mark_lost(&mut self, now_ns: u64) -> u64 {
         let mut newly = if self.cfg.rack_tlp() {
-            // Linux `tcp_rack_reo_wnd` without reordering seen: none in recovery or once
-            // DupThresh segments are SACKed, else min RTT / 4.
-            let reo_wnd_ns =
-                if self.state != CaState::Open || self.board.sacked_segs() >= DUP_THRESH {
-                    0
-                } else {
-                    (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns)
-                };
+            // Linux `tcp_rack_reo_wnd`: min RTT / 4 (at most SRTT); until reordering has been
+            // seen, none in recovery or once DupThresh segments are SACKed. (No D-SACK, so
+            // the window never grows in steps of min RTT / 4.)
+            let aggressive = self.state != CaState::Open || self.board.sacked_segs() >= DUP_THRESH;
+            let reo_wnd_ns = if aggressive && !self.board.reord_seen() {
+                0
+            } else {
+                (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns)
+            };
             let (n, timer) = self.board.rack_mark_lost(now_ns, reo_wnd_ns);
             // Linux `tcp_rack_mark_lost`: the reordering timer fires TCP_TIMEOUT_MIN late.
             self.rack_timer_ns = timer.map(|t| t + TIMEOUT_MIN_NS);
