@@ -37,7 +37,6 @@ struct Sub {
     queue: VecDeque<(u64, u64)>,
     bytes_acked: u64,
     bytes_sent: u64,
-    last_penalty_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -195,12 +194,6 @@ impl Model {
             }
             Action::Penalize { subflow } => {
                 let s = &mut self.subs[subflow];
-                if s.last_penalty_ns
-                    .is_some_and(|t| self.now_ns < t + s.rtt_ns)
-                {
-                    return Err(Rejection::PenaltyTooSoon);
-                }
-                s.last_penalty_ns = Some(self.now_ns);
                 s.cwnd_bytes = (s.cwnd_bytes / 2).max(MSS);
             }
         }
@@ -333,7 +326,6 @@ pub(crate) fn run_with(
                 queue: VecDeque::new(),
                 bytes_acked: 0,
                 bytes_sent: 0,
-                last_penalty_ns: None,
             })
             .collect(),
         total_bytes: flow_bytes,
