@@ -33,6 +33,11 @@
 //! * `hold_app_limited_samples = true`: a sample from a subflow that was never window-limited
 //!   since the previous one may raise the estimate but not lower it (Linux rate sampling,
 //!   `tcp_rate.c`).
+//! * `restart_round_when_blocked = true`: when every subflow with quota left is window-full,
+//!   the subflows with window room start a new round (the round restart of the OOT
+//!   round-robin the authors built on, `mptcp_rr.c`). Without it a window-full subflow holds
+//!   the round and the others idle: on 002_'s paths with 1000-packet queues BWM moves 505 MB
+//!   in 50 s, with it 992 MB (round-robin: 992 MB).
 //! * `quota_rtt = "common_min_srtt"`: every quota uses the lowest sRTT of the usable
 //!   subflows, so the shares follow the measured bandwidths, as the text's "in proportion to
 //!   the measured bandwidth" and its 2:10 example say (they coincide with Fig. 4 only when the
@@ -92,6 +97,10 @@ pub struct Config {
     /// the estimate but not lower it (Linux rate-sampling's application-limited rule; not in
     /// the paper). Default false.
     pub hold_app_limited_samples: bool,
+    /// Start a new round for the subflows with window room when every subflow with quota
+    /// left is window-full (the OOT round-robin's round restart, `mptcp_rr.c`; the paper's
+    /// round ends only when every quota is used). Default false.
+    pub restart_round_when_blocked: bool,
     /// Move on when the current subflow's cwnd is full instead of waiting. Default true
     /// (OOT round-robin `cwnd_limited = 1`, the scheduler the paper built on).
     pub skip_when_cwnd_full: bool,
@@ -118,6 +127,7 @@ impl Default for Config {
             ewma_gain: 0.125,
             sample_interval: SampleInterval::Srtt,
             hold_app_limited_samples: false,
+            restart_round_when_blocked: false,
             skip_when_cwnd_full: true,
             quota_rtt: QuotaRtt::SubflowSrtt,
         }
@@ -257,6 +267,14 @@ impl Scheduler for Bwm {
         let open = |me: &Self, sf: &SubflowView| sf.usable() && me.paths[sf.id].remaining > 0;
         if !view.subflows.iter().any(|s| open(self, s)) {
             self.new_round(view);
+        } else if self.cfg.restart_round_when_blocked
+            && !view.subflows.iter().any(|s| open(self, s) && s.available())
+        {
+            // OOT round-robin: a round ends when every subflow with window room has used its
+            // quota; those get a new quota, the window-full ones keep what they have left.
+            for sf in view.subflows.iter().filter(|s| s.available()) {
+                self.paths[sf.id].remaining = self.quota_segments(sf);
+            }
         }
         let keep = self
             .current
@@ -447,5 +465,40 @@ mod tests {
             }),
             10
         );
+    }
+
+    #[test]
+    fn a_window_full_subflow_holds_the_round_unless_the_round_robin_restart_is_on() {
+        // Quotas 35 and 7 (see above); subflow 0 has its quota left but a full window.
+        let sent_on_1 = |cfg: Config| {
+            let mut bwm = Bwm::new(cfg);
+            let mut s = drive(&mut bwm, 60);
+            s[1].in_flight_bytes = 0;
+            let mut sent = 0;
+            for _ in 0..3 {
+                let mut out = Vec::new();
+                let mut v = conn(&s, 1 << 30);
+                v.now_ns = 600 * MS + 1;
+                bwm.schedule(&v, &mut out);
+                for a in out {
+                    if let Action::SendNew {
+                        subflow: 1,
+                        max_bytes,
+                    } = a
+                    {
+                        sent += max_bytes;
+                    }
+                }
+            }
+            sent
+        };
+        // As the paper says: the round ends when every quota is used, so subflow 1 waits.
+        assert_eq!(sent_on_1(Config::default()), 7 * MSS);
+        // OOT round-robin: subflow 1 starts a new round each time its quota is used.
+        let rr = Config {
+            restart_round_when_blocked: true,
+            ..Config::default()
+        };
+        assert_eq!(sent_on_1(rr), 21 * MSS);
     }
 }
