@@ -437,7 +437,12 @@ fn rp_penalises_a_bloated_slow_path_once_per_fast_rtt_not_once_per_its_own() {
     let per_own = run_mptcp(cfg(), "minrtt+rp", slow, 6 << 20, load());
     let peak = |o: &Out| o.series(1, "srtt_ns").into_iter().max().unwrap_or(0);
     // Measured: 22.9 s vs 32.3 s, slow-path sRTT peaking at 1.28 s vs 2.02 s.
-    assert!(oot.time_ns * 5 < per_own.time_ns * 4, "oot {} ms vs per-own-rtt {} ms", ms(oot.time_ns), ms(per_own.time_ns));
+    assert!(
+        oot.time_ns * 5 < per_own.time_ns * 4,
+        "oot {} ms vs per-own-rtt {} ms",
+        ms(oot.time_ns),
+        ms(per_own.time_ns)
+    );
     assert!(peak(&oot) * 4 < peak(&per_own) * 3, "slow srtt peak {} ms vs {} ms", ms(peak(&oot)), ms(peak(&per_own)));
 }
 
