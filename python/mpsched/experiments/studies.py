@@ -28,8 +28,9 @@ from typing import Any, Callable
 import polars as pl
 
 from mpsched.experiments import metrics as em
+from mpsched.experiments import samples as es
 
-__all__ = ["ROOT", "OURS_COLUMNS", "Study", "STUDIES", "load_published", "check_published", "scenarios_of", "run_study",
+__all__ = ["ROOT", "OURS_COLUMNS", "Study", "STUDIES", "load_published", "check_published", "scenarios_of", "run_study", "run_files", "ours_of",
            "compare", "evaluate_claim"]
 
 #: The study folders (next to `scenarios/` in the repository).
@@ -53,7 +54,14 @@ class Study:
     def folder(self) -> Path:
         return ROOT / self.name
 
+    @property
+    def samples(self) -> Callable[[dict[str, Any]], pl.DataFrame]:
+        """The reduction to raw samples (`samples.SAMPLE_COLUMNS`) matching `extract`."""
+        return _SAMPLES[self.extract]
 
+
+_SAMPLES = {em.cfs_fct: es.cfs_fct, em.bwm_bufferbloat: es.bwm_bufferbloat, em.datacenter: es.datacenter,
+            em.paasch_aggregation: es.paasch_aggregation, em.app_delay: es.app_delay}
 _CFS_QUICK = {"seed": [1], "paths.0.rate": ["20Mbit"], "workload.repeat": 4}
 _DC_FILES = ("table2.toml", "query_nobg.toml", "query.toml", "short_message.toml")
 STUDIES: dict[str, Study] = {s.name: s for s in (
@@ -79,6 +87,7 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
     Study("paasch_app_delay", ("scenario.toml",), em.app_delay,
           {"scenario.toml": {"seed": [1], "duration": "12s", "workload.stop": "10s"}}),
 )}
+
 
 
 # --- published figures and claims ---------------------------------------------------------------
@@ -160,15 +169,25 @@ def run_study(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
               on_file: Callable[[str, int], None] | None = None) -> pl.DataFrame:
     """Run every scenario of study `name` into `out/<file stem>/` and return our numbers
     (`OURS_COLUMNS`). Runs already stored by the same code version are reused."""
+    return ours_of(name, run_files(name, out, quick=quick, jobs=jobs, on_file=on_file))
+
+
+def run_files(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
+              on_file: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+    """Run every scenario of study `name` into `out/<file stem>/`: its `Results` by file stem."""
     from mpsched.study import plan, run
 
-    study = STUDIES[name]
     results = {}
-    for f, scenario in scenarios_of(study, quick).items():
+    for f, scenario in scenarios_of(STUDIES[name], quick).items():
         if on_file:
             on_file(f, len(plan(scenario)))
         results[Path(f).stem] = run(scenario, Path(out) / Path(f).stem, jobs=jobs)
-    ours = study.extract(results)
+    return results
+
+
+def ours_of(name: str, results: dict[str, Any]) -> pl.DataFrame:
+    """Our numbers (`OURS_COLUMNS`) from a study's results by file stem."""
+    ours = STUDIES[name].extract(results)
     return ours.select(OURS_COLUMNS) if not ours.is_empty() else pl.DataFrame(schema=dict.fromkeys(OURS_COLUMNS, pl.String))
 
 
