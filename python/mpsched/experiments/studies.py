@@ -16,6 +16,14 @@ Claims (``[[claim]]`` in `published.toml`), each on one `metric`:
 
 ``at`` says where: ``"each"`` (default; every setting where all the named schedulers have a
 number must satisfy it), ``"mean"`` (their means over those settings), or a list of settings.
+``magnitude`` (a fraction ``stat(a) / stat(b) - 1``, one or one per setting of ``at``) and
+``magnitude_tolerance`` state the size the paper gives; ``scale = "difference"`` compares a
+metric that changes sign by difference. `evaluate_claim` here judges a claim on our aggregate
+numbers; `mpsched.experiments.claims` judges it on every repetition with an interval (what
+`mpsched reproduce` reports).
+
+``[[setup]]`` (``parameter``, ``paper``, ``source``, ``ours``, ``why``) lists the setup beside
+the paper's, for the report.
 """
 
 from __future__ import annotations
@@ -134,6 +142,19 @@ def check_published(data: dict[str, Any]) -> list[str]:
         at = c.get("at", "each")
         if not (at in ("each", "mean") or (isinstance(at, list) and at)):
             errors.append(f"{where}.at: \"each\", \"mean\" or a list of settings")
+        m = c.get("magnitude")
+        if m is not None and not (isinstance(m, (int, float)) or (
+                isinstance(m, list) and isinstance(at, list) and len(m) == len(at)
+                and all(isinstance(x, (int, float)) for x in m))):
+            errors.append(f"{where}.magnitude: a number, or one per setting of `at`")
+        if not isinstance(c.get("magnitude_tolerance", 0.5), (int, float)) or c.get("magnitude_tolerance", 0.5) <= 0:
+            errors.append(f"{where}.magnitude_tolerance: a positive number (0.5: within half the paper's size)")
+        if c.get("scale", "ratio") not in ("ratio", "difference"):
+            errors.append(f"{where}.scale: \"ratio\" or \"difference\"")
+    for i, s in enumerate(data.get("setup", [])):
+        missing = [k for k in ("parameter", "paper", "source", "ours", "why") if not isinstance(s.get(k), str)]
+        if missing:
+            errors.append(f"setup[{i}]: missing {', '.join(missing)} (text; `why` may be empty)")
     return errors
 
 
