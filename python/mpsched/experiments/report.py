@@ -137,7 +137,7 @@ def _bars(title: str, metric: str, unit: str, settings: list[str], schedulers: l
         ax.set_title(variant or "ours", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=7, loc="best")
-    fig.suptitle(textwrap.shorten(title, 90, placeholder=" …"), fontsize=10)
+    fig.suptitle(textwrap.fill(textwrap.shorten(title, 150, placeholder=" …"), 80), fontsize=9)
     return fig
 
 
