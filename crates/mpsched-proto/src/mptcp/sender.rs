@@ -36,7 +36,7 @@ pub struct DataSender {
     /// An input happened since the scheduler last ran.
     need_schedule: bool,
     joins_started: bool,
-    rejections: [u64; 6],
+    rejections: [u64; 5],
     schedule_calls: u64,
     /// Per subflow: the largest congestion window so far, segments (send-buffer autotuning).
     max_cwnd_segments: Vec<u64>,
@@ -80,7 +80,7 @@ impl DataSender {
             wnd_end: 0,
             need_schedule: false,
             joins_started: false,
-            rejections: [0; 6],
+            rejections: [0; 5],
             schedule_calls: 0,
             max_cwnd_segments: vec![0; n],
             writer_blocked: false,
@@ -273,13 +273,10 @@ impl DataSender {
     fn run_scheduler(&mut self, now_ns: u64) {
         let Some(mut sched) = self.sched.take() else {
             // Plain TCP: everything the window allows goes to the one subflow.
-            let _ = self.apply(
-                Action::SendNew {
-                    subflow: 0,
-                    max_bytes: u64::MAX,
-                },
-                now_ns,
-            );
+            let _ = self.apply(Action::SendNew {
+                subflow: 0,
+                max_bytes: u64::MAX,
+            });
             return;
         };
         for _ in 0..MAX_SCHEDULE_ROUNDS {
@@ -305,7 +302,7 @@ impl DataSender {
             let mut applied = 0;
             for i in 0..self.actions.len() {
                 let a = self.actions[i];
-                match self.apply(a, now_ns) {
+                match self.apply(a) {
                     Ok(()) => applied += 1,
                     Err(why) => {
                         self.rejections[rejection_index(why)] += 1;
@@ -320,7 +317,7 @@ impl DataSender {
         self.sched = Some(sched);
     }
 
-    fn apply(&mut self, a: Action, now_ns: u64) -> Result<(), Rejection> {
+    fn apply(&mut self, a: Action) -> Result<(), Rejection> {
         match a {
             Action::SendNew { subflow, max_bytes } => {
                 if subflow >= self.subflows.len() {
@@ -402,7 +399,8 @@ impl DataSender {
                 if subflow >= self.subflows.len() {
                     return Err(Rejection::UnknownSubflow);
                 }
-                self.subflows[subflow].penalize(now_ns)
+                self.subflows[subflow].penalize();
+                Ok(())
             }
         }
     }
@@ -555,6 +553,5 @@ fn rejection_index(r: Rejection) -> usize {
         Rejection::NothingToSend => 2,
         Rejection::ReceiveWindowFull => 3,
         Rejection::SubflowQueueFull => 4,
-        Rejection::PenaltyTooSoon => 5,
     }
 }

@@ -216,7 +216,7 @@ pub enum Action {
         kind: ResendKind,
     },
     /// Halve `subflow`'s congestion window (RP penalisation, `reference/schedulers.md` §2.2).
-    /// Applied at most once per RTT of that subflow; extra requests are rejected.
+    /// Applied every time it is asked for: how often is the scheduler's rule.
     Penalize {
         /// Subflow to penalise.
         subflow: SubflowId,
@@ -278,8 +278,6 @@ pub enum Rejection {
     ReceiveWindowFull,
     /// The subflow's send queue is at its limit.
     SubflowQueueFull,
-    /// A penalty was already applied within the last RTT.
-    PenaltyTooSoon,
 }
 
 /// Kind of loss signal reported to [`Scheduler::on_loss`].

@@ -9,7 +9,13 @@
 //! 1. picks the lowest-`srtt` available subflow `sf` (the OOT selector for the send head);
 //! 2. penalises (halves the cwnd of) each subflow that carries the blocking head segment (the
 //!    lowest unacknowledged DSN), is slower than `sf` and is not in recovery, at most once per
-//!    `srtt` of `sf` (OOT `last_rbuf_opti`);
+//!    `srtt` of `sf` (OOT `last_rbuf_opti`, kept on the retransmitting subflow;
+//!    `rp_penalty_interval = "retransmitter_srtt"`, the default). The alternative
+//!    `"penalized_srtt"` allows one penalty per `srtt` of the penalised subflow (002_'s "once per
+//!    RTT" reading of LowRTT). Under bufferbloat they differ by orders of magnitude: a slow path
+//!    whose queue holds seconds is halved four times a second by the kernel's rule and once in
+//!    several seconds by the other, while LIA grows it meanwhile (004_ slide 18: 24 vs 9.7
+//!    Mbit/s, experiments/README.md);
 //! 3. re-sends the head on `sf` (kind `Opportunistic`) if `sf` has not carried it and a
 //!    carrier is much slower (`srtt > 4 × sf.srtt`) or probably stuck (`cwnd <= 4` segments).
 //!
@@ -24,6 +30,16 @@ use serde::{Deserialize, Serialize};
 use super::common::{clip_unacked, min_rtt_select, rwnd_blocked, CheckConfig};
 use super::{Action, ConnView, LossKind, Rejection, ResendKind, Scheduler, SubflowId};
 
+/// Whose sRTT spaces two penalties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PenaltyInterval {
+    /// The retransmitting (fast) subflow's, as the OOT kernel.
+    RetransmitterSrtt,
+    /// The penalised (slow) subflow's.
+    PenalizedSrtt,
+}
+
 /// RP parameters (keys are prefixed `rp_` so they never collide with the base's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -34,6 +50,10 @@ pub struct Config {
     /// Penalise every slower carrier (v0.94+) rather than only the first found (v0.89).
     /// Default true.
     pub rp_penalize_all_carriers: bool,
+    /// How often a slow carrier may be halved: once per sRTT of the retransmitting subflow
+    /// (`"retransmitter_srtt"`, default, OOT `last_rbuf_opti`) or of the penalised subflow
+    /// (`"penalized_srtt"`).
+    pub rp_penalty_interval: PenaltyInterval,
     /// Retransmit when a carrier's `srtt` exceeds this many times the retransmitting subflow's.
     /// Default 4 (OOT `4 * tp->srtt_us >= tp_it->srtt_us` test).
     pub rp_srtt_ratio: u64,
@@ -49,6 +69,7 @@ impl Default for Config {
         Self {
             rp_penalize: true,
             rp_penalize_all_carriers: true,
+            rp_penalty_interval: PenaltyInterval::RetransmitterSrtt,
             rp_srtt_ratio: 4,
             rp_stuck_cwnd_segments: 4,
         }
@@ -60,7 +81,8 @@ impl Default for Config {
 pub struct Rp<S> {
     inner: S,
     cfg: Config,
-    /// Per subflow (the retransmitting one): time of its last penalty, ns.
+    /// Per subflow: time of the last penalty it gave (`retransmitter_srtt`) or took
+    /// (`penalized_srtt`), ns.
     last_penalty_ns: Vec<Option<u64>>,
 }
 
@@ -89,18 +111,26 @@ impl<S: Scheduler> Rp<S> {
         if self.last_penalty_ns.len() < view.subflows.len() {
             self.last_penalty_ns.resize(view.subflows.len(), None);
         }
+        let now = view.now_ns;
+        let due =
+            |last: Option<u64>, srtt_ns: u64| last.is_none_or(|t| now.saturating_sub(t) >= srtt_ns);
+        let by_retransmitter = self.cfg.rp_penalty_interval == PenaltyInterval::RetransmitterSrtt;
         let may_penalize = self.cfg.rp_penalize
-            && self.last_penalty_ns[id].is_none_or(|t| view.now_ns.saturating_sub(t) >= sf.srtt_ns);
+            && (!by_retransmitter || due(self.last_penalty_ns[id], sf.srtt_ns));
         if may_penalize {
             for other in view.subflows {
                 if other.id == id || !head.sent_on(other.id) {
+                    continue;
+                }
+                if !by_retransmitter && !due(self.last_penalty_ns[other.id], other.srtt_ns) {
                     continue;
                 }
                 // OOT: only a carrier in TCP_CA_Open is penalised.
                 let open = !other.in_fast_recovery && !other.in_loss_recovery;
                 if sf.srtt_ns < other.srtt_ns && open && other.usable() {
                     out.push(Action::Penalize { subflow: other.id });
-                    self.last_penalty_ns[id] = Some(view.now_ns);
+                    let who = if by_retransmitter { id } else { other.id };
+                    self.last_penalty_ns[who] = Some(now);
                     if !self.cfg.rp_penalize_all_carriers {
                         break;
                     }
@@ -237,5 +267,46 @@ mod tests {
         let mut out = Vec::new();
         Rp::new(MinRtt::default(), Config::default()).schedule(&v, &mut out);
         assert!(matches!(out[..], [Action::SendNew { subflow: 0, .. }]));
+    }
+
+    /// Penalties requested by `rp` at times `at_ms` (after the first call at the fixture's
+    /// time) in the blocked view: fast subflow 10 ms, slow carrier 100 ms.
+    fn penalties_at(cfg: Config, at_ms: &[u64]) -> usize {
+        let s = [sf(0, 10, 10), sf(1, 100, 10)];
+        let un = [chunk(0, 10_000, &[1]), chunk(10_000, 10_000, &[0])];
+        let mut rp = Rp::new(MinRtt::default(), cfg);
+        let mut n = 0;
+        for &ms in [0].iter().chain(at_ms) {
+            let mut v = blocked_view(&s, &un);
+            v.now_ns += ms * MS;
+            let mut out = Vec::new();
+            rp.schedule(&v, &mut out);
+            n += out
+                .iter()
+                .filter(|a| matches!(a, Action::Penalize { subflow: 1 }))
+                .count();
+        }
+        n
+    }
+
+    #[test]
+    fn the_kernel_penalises_once_per_srtt_of_the_retransmitting_subflow() {
+        // Every 10 ms (the fast subflow's srtt) for 100 ms: 11 halvings, as OOT's
+        // `last_rbuf_opti` allows; 5 ms apart: only every other call.
+        let every_10: Vec<u64> = (1..=10).map(|k| k * 10).collect();
+        assert_eq!(penalties_at(Config::default(), &every_10), 11);
+        let every_5: Vec<u64> = (1..=20).map(|k| k * 5).collect();
+        assert_eq!(penalties_at(Config::default(), &every_5), 11);
+    }
+
+    #[test]
+    fn penalized_srtt_spaces_penalties_by_the_slow_subflows_rtt() {
+        let cfg = Config {
+            rp_penalty_interval: PenaltyInterval::PenalizedSrtt,
+            ..Config::default()
+        };
+        let every_10: Vec<u64> = (1..=20).map(|k| k * 10).collect();
+        // 0 .. 200 ms at 10 ms steps, slow srtt 100 ms: at 0, 100 and 200 ms.
+        assert_eq!(penalties_at(cfg, &every_10), 3);
     }
 }

@@ -49,7 +49,7 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
             // ... then 160 bytes of window are left: less than the 1000 asked, and less than a
             // segment, so nothing is handed over (sender silly-window avoidance).
             vec![send(0, 1000)],
-            // Penalties: the second within one RTT is refused. A copy of unsent data too.
+            // Penalties: both applied (the rate limit is the scheduler's). A copy of unsent data.
             vec![
                 Action::Penalize { subflow: 0 },
                 Action::Penalize { subflow: 0 },
@@ -124,10 +124,13 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
         },
     );
     while tx.poll_transmit(20_000_020).is_some() {}
-    assert_eq!(tx.rejections(Rejection::PenaltyTooSoon), 1);
     assert_eq!(tx.rejections(Rejection::NothingToSend), 1);
     let cwnd = tx.subflows()[0].cc_state().cwnd_bytes;
-    assert_eq!(cwnd, 5 * MSS, "one penalty applied: 10 -> 5 segments");
+    assert_eq!(
+        cwnd,
+        10 * MSS / 4,
+        "two penalties applied: 10 -> 2.5 segments"
+    );
 
     let log = log.lock().unwrap();
     let reasons: Vec<Rejection> = log.iter().map(|&(_, why)| why).collect();
@@ -137,7 +140,6 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
             Rejection::UnknownSubflow,
             Rejection::SubflowNotUsable,
             Rejection::ReceiveWindowFull,
-            Rejection::PenaltyTooSoon,
             Rejection::NothingToSend,
         ]
     );

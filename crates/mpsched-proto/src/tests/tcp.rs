@@ -377,24 +377,21 @@ fn window_restarts_after_an_idle_period_longer_than_the_rto() {
 }
 
 #[test]
-fn penalty_halves_cwnd_at_most_once_per_rtt() {
+fn penalty_halves_cwnd_each_time_it_is_asked_for() {
     let mut p = download(2 << 20, 100 * MBPS, 10 * MS, "reno");
     p.drive(200 * MS, |_, _| false);
     let tx = &mut p.b.tx;
     let before = tx.cc_state();
     assert!(before.cwnd_bytes > 20 * 1448 && before.ssthresh_bytes == u64::MAX);
-    assert_eq!(tx.penalize(200 * MS), Ok(()));
+    tx.penalize();
     assert_eq!(tx.cc_state().cwnd_bytes, before.cwnd_bytes / 2);
     assert_eq!(
         tx.cc_state().ssthresh_bytes,
         u64::MAX,
         "slow start: ssthresh kept"
     );
-    assert_eq!(
-        tx.penalize(205 * MS),
-        Err(crate::sched::Rejection::PenaltyTooSoon)
-    );
-    assert_eq!(tx.penalize(200 * MS + tx.rtt().srtt_ns), Ok(()));
+    // The rate limit is the scheduler's (RP: once per sRTT of the retransmitting subflow).
+    tx.penalize();
     assert_eq!(tx.cc_state().cwnd_bytes, before.cwnd_bytes / 4);
 }
 

@@ -18,7 +18,7 @@ use super::scoreboard::Scoreboard;
 use super::segment::{flags, Segment};
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
-use crate::sched::{LossKind, Rejection, ResendCounters, ResendKind};
+use crate::sched::{LossKind, ResendCounters, ResendKind};
 use std::collections::VecDeque;
 
 mod recovery;
@@ -113,7 +113,6 @@ pub struct Sender {
     // OLIA loss intervals.
     l1_bytes: u64,
     l2_bytes: u64,
-    last_penalty_ns: Option<u64>,
     /// Time of the last data transmission (Linux `lsndtime`).
     last_send_ns: Option<u64>,
     /// RACK reordering timer (RACK-TLP only).
@@ -171,7 +170,6 @@ impl Sender {
             cwnd_usage_seq: 1,
             l1_bytes: 0,
             l2_bytes: 0,
-            last_penalty_ns: None,
             last_send_ns: None,
             rack_timer_ns: None,
             tlp_deadline: None,
@@ -537,20 +535,15 @@ impl Sender {
         self.path_up = up;
     }
 
-    /// Halves cwnd (RP penalisation, `reference/schedulers.md` §2.2), at most once per srtt.
-    pub fn penalize(&mut self, now_ns: u64) -> Result<(), Rejection> {
-        if let Some(t) = self.last_penalty_ns {
-            if now_ns.saturating_sub(t) < self.rtt.srtt_ns {
-                return Err(Rejection::PenaltyTooSoon);
-            }
-        }
+    /// Halves cwnd, and ssthresh outside slow start (RP penalisation,
+    /// `reference/schedulers.md` §2.2). How often is the scheduler's rule (OOT: once per sRTT
+    /// of the retransmitting subflow), not the subflow's.
+    pub fn penalize(&mut self) {
         let mss = self.tcb.mss_bytes;
         let prior = self.tcb.cwnd_bytes;
         self.tcb.cwnd_bytes = (prior / 2).max(mss);
         if prior >= self.tcb.ssthresh_bytes {
             self.tcb.ssthresh_bytes = (self.tcb.ssthresh_bytes / 2).max(2 * mss);
         }
-        self.last_penalty_ns = Some(now_ns);
-        Ok(())
     }
 }
