@@ -138,6 +138,7 @@ def test_reproduce_quick_cfs_short_flows_prints_our_numbers(tmp_path):
     assert "5.440" in r.output and "1.230" in r.output     # the published Table 2 beside them
     assert not _claim_lines(r.output, ex.load_published("cfs_short_flows"))
     assert sum(r.output.count(f"{v}:") for v in VERDICTS) >= 4  # every claim judged
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()  # `reproduce NAME -o DIR`
 
 
 def test_reproduce_quick_bwm_bufferbloat_prints_our_numbers(tmp_path):
