@@ -178,8 +178,9 @@ def judge_claim(claim: dict[str, Any], samples: pl.DataFrame, variant: str,
     """One claim on one variant of a study's samples (`SAMPLE_COLUMNS`)."""
     published = published or {}
     metric, names = claim["metric"], _names(claim)
-    rows = samples.filter((pl.col("variant") == variant) & (pl.col("metric") == metric)) \
-        if not samples.is_empty() else samples
+    if samples.is_empty():
+        return ClaimResult(claim, variant, "no data", note=f"no samples of {metric}")
+    rows = samples.filter((pl.col("variant") == variant) & (pl.col("metric") == metric))
     at = claim.get("at", "each")
     candidates = at if isinstance(at, list) else rows.get_column("setting").unique(maintain_order=True).to_list()
     have = lambda s: set(rows.filter(pl.col("setting") == s).get_column("scheduler").to_list())  # noqa: E731

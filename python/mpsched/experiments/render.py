@@ -43,7 +43,7 @@ _HTML = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <title>mpsched: reproductions of the seed papers</title>
-<style>{{ css }}</style>
+<style>{{ css|safe }}</style>
 </head>
 <body>
 <h1>mpsched: reproductions of the seed papers{% if quick %} (--quick){% endif %}</h1>
