@@ -165,17 +165,20 @@ def _short(iv) -> str:
 
 
 def claims_text(reps: list[Reproduction], width: int = 80) -> str:
-    """Every claim's verdict, one line each under its study, at most `width` columns: the claim
-    (with its variant), the verdict, our difference and its 95 % interval."""
+    """Every claim's verdict, one line each under its study and variant, at most `width` columns:
+    the claim, the verdict, our difference and its 95 % interval."""
     verdict_w, diff_w = 13, 23
     claim_w = width - 2 - verdict_w - diff_w - 2
     cut = lambda s, n: s if len(s) <= n else s[: n - 1] + "…"  # noqa: E731
     lines = [cut(f"  {'claim':{claim_w}} {'verdict':{verdict_w}} difference [95 %]", width)]
     for r in reps:
         lines.append(cut(f"{r.name} ({r.seconds:.1f} s; runs {r.run_seconds:.1f} s)", width))
-        for c in r.claims:
-            text = c.claim["text"] + (f" [{c.variant}]" if c.variant else "")
-            d = c.deciding
-            lines.append(f"  {cut(text, claim_w):{claim_w}} {c.verdict:{verdict_w}} "
-                         f"{cut(_short(d.interval if d else None), diff_w)}".rstrip())
+        variants = list(dict.fromkeys(c.variant for c in r.claims))
+        for v in variants:
+            if len(variants) > 1 or v:
+                lines.append(cut(f" {v or '(no variant)'}:", width))
+            for c in (c for c in r.claims if c.variant == v):
+                d = c.deciding
+                lines.append(f"  {cut(c.claim['text'], claim_w):{claim_w}} {c.verdict:{verdict_w}} "
+                             f"{cut(_short(d.interval if d else None), diff_w)}".rstrip())
     return "\n".join(lines)
