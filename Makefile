@@ -17,7 +17,7 @@ NATIVE_SOURCES := $(wildcard native/*.c native/Makefile)
 
 help:
 	@echo "make setup   install system packages, .venv and the release build of the core"
-	@echo "make run     setup, then the main job (scheduler comparison on the CFS paper's paths)"
+	@echo "make run     setup, then the main job (the quick reproduction of every paper: results/report/report.html)"
 	@echo "make test    setup, then every Rust and Python test"
 	@echo "make lint    rustfmt and clippy over the workspace (warnings are errors)"
 	@echo "make bench   setup, then the benchmarks (figures appended to benches/RESULTS.md;"
@@ -42,7 +42,7 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2"
 	$(PIP) install -q "pydantic>=2.6" "polars>=1.0" "pyarrow>=15" "duckdb>=1.0" "matplotlib>=3.8" \
-	  "rich>=13" "typer>=0.12" "numpy>=1.26" "scipy>=1.15" "pytest>=8" "hypothesis>=6.100" "tomli-w>=1.0"
+	  "rich>=13" "typer>=0.12" "numpy>=1.26" "scipy>=1.15" "jinja2>=3.1" "pytest>=8" "hypothesis>=6.100" "tomli-w>=1.0"
 	touch $@
 
 $(STAMPS)/core: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)
@@ -56,13 +56,12 @@ $(STAMPS)/native: $(STAMPS)/apt $(NATIVE_SOURCES) | $(STAMPS)
 setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/core $(STAMPS)/native
 	@test -x $(VENV)/bin/mpsched && echo "ready: $(VENV)/bin/mpsched"
 
-# The main job: the schedulers compared on the CFS paper's WLAN + LTE paths with short flows
-# (seed 000, Table 1), a summary table on the terminal and figures under results/.
-MAIN_SCENARIO := scenarios/cfs_wlan_lte_short.toml
-MAIN_OUT := results/cfs_wlan_lte_short
+# The main job: the quick reproduction of every study of experiments/ (the seed papers), each
+# claim judged with a confidence interval; the claims on the terminal, the report (setup,
+# figures against the published values, claims) in results/report/report.html and report.md.
+MAIN_OUT := results/report
 run: setup
-	$(VENV)/bin/mpsched run $(MAIN_SCENARIO) --out $(MAIN_OUT)
-	$(VENV)/bin/mpsched plot $(MAIN_OUT)
+	$(VENV)/bin/mpsched reproduce --all --quick -o $(MAIN_OUT)
 
 test: setup test-rust test-python
 

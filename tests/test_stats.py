@@ -69,3 +69,21 @@ def test_claim_verdicts_hold_tie_fail_and_magnitude():
     assert claim_verdict(iv, expected=-0.90, tolerance=0.5) == "magnitude off"
     assert claim_verdict(relative_difference(base, faster, paired=True)) == "fails"
     assert claim_verdict(relative_difference(base, list(base), paired=True)) == "tie"
+
+
+def test_an_absolute_difference_keeps_the_unit_and_handles_a_sign_change():
+    from mpsched.analysis.stats import absolute_difference
+
+    rng = np.random.default_rng(2)
+    base = rng.normal(0.05, 0.02, 80)          # around zero: a ratio would mean nothing
+    lower = base - 0.5 + rng.normal(0, 0.01, 80)
+    iv = absolute_difference(lower, base, "mean", paired=True)
+    assert not iv.relative and iv.low <= -0.5 <= iv.high and iv.high < 0
+    assert verdict(iv) == "faster"
+    point = absolute_difference([-0.7], [0.2], "mean")
+    assert point.deterministic and point.estimate == pytest.approx(-0.9) and point.percent() == "-0.9"
+
+
+def test_a_point_prints_without_a_fake_interval():
+    iv = relative_difference([2.0] * 3, [1.0] * 3, "mean")
+    assert iv.deterministic and iv.percent() == "+100.0 %"

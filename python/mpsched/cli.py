@@ -321,45 +321,66 @@ def schedulers() -> None:
 def reproduce(
     study: Optional[str] = typer.Argument(None, help="Study name (see --list): a folder of experiments/."),
     list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Results directory (default: results/experiments/<study>[-quick])."),
+    all_: bool = typer.Option(False, "--all", help="Every study, into one report (runs in <out>/<study>/)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Results and report directory (default: results/experiments/<study>[-quick], with --all results/report[-quick])."),
     quick: bool = typer.Option(False, "--quick", help="A reduced version (fewer seeds, repeats, sizes) that runs in seconds."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
 ) -> None:
-    """Run a reproduction study of experiments/ and print the published figures beside ours, and
-    whether each of the paper's claims holds in our results."""
+    """Run reproduction studies of experiments/: the published figures beside ours, each claim of
+    the papers judged on all repetitions (holds / magnitude off / tie / fails, with a 95 %
+    interval), and a report, <out>/report.html and report.md."""
+    import mpsched
     from mpsched import experiments as ex
+    from mpsched.experiments.render import claims_text, write_report
+    from mpsched.experiments.report import reproduce as run_one
     from mpsched.study import RunFailed
     from mpsched.scenario import ScenarioError
 
-    if list_ or study is None:
+    if list_ or (study is None and not all_):
         for name in ex.STUDIES:
             pub = ex.load_published(name)
             _c.out.print(f"{name:24s} {pub['study']['papers'][0]}  ({pub['study'].get('setup', '')})", highlight=False,
                          soft_wrap=True)
         return
-    if study not in ex.STUDIES:
+    if all_ and study is not None:
+        _fail("give a study name or --all, not both", EXIT_BAD_INPUT)
+    if study is not None and study not in ex.STUDIES:
         _fail(f"unknown study {_escape(study)!r}; `mpsched reproduce --list` lists them", EXIT_BAD_INPUT)
-    try:
-        published = ex.load_published(study)
-    except ValueError as e:
-        _fail(_escape(str(e)), EXIT_BAD_INPUT)
-    target = out_dir or Path("results") / "experiments" / (study + ("-quick" if quick else ""))
+    names = list(ex.STUDIES) if all_ else [study]
+    for name in names:
+        try:
+            ex.load_published(name)
+        except ValueError as e:
+            _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    base = out_dir or Path("results") / ("report" if all_ else Path("experiments") / study)
+    base = base if out_dir else base.with_name(base.name + ("-quick" if quick else ""))
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    try:
-        ours = ex.run_study(study, target, quick=quick, jobs=jobs, on_file=lambda f, n: _c.err.print(
-            f"{study}/{f}: {n} run(s) -> {target / Path(f).stem}", highlight=False))
-    except ScenarioError as e:
-        _fail(_escape(str(e)), EXIT_BAD_INPUT)
-    except RunFailed as e:
-        _fail(_escape(str(e)), EXIT_FAILED)
-    figures, claims, extra = ex.compare(published, ours)
-    if not figures.is_empty():
-        _print_table(figures, f"{study}: published figures and ours" + (" (--quick)" if quick else ""))
-    if not claims.is_empty():
-        _print_table(claims, f"{study}: the papers' claims, checked on our results")
-    if not extra.is_empty():
-        _print_table(extra, f"{study}: our other numbers (no published counterpart)")
-    _c.err.print(f"results: {target}", highlight=False)
+    reps = []
+    for name in names:
+        target = base / name if all_ else base
+        try:
+            reps.append(run_one(name, target, quick=quick, jobs=jobs, on_file=lambda f, n, name=name, t=target: _c.err.print(
+                f"{name}/{f}: {n} run(s) -> {t / Path(f).stem}", highlight=False)))
+        except ScenarioError as e:
+            _fail(_escape(str(e)), EXIT_BAD_INPUT)
+        except RunFailed as e:
+            _fail(_escape(str(e)), EXIT_FAILED)
+    if not all_:
+        _print_reproduction(reps[0])
+    html, _ = write_report(reps, base, version=mpsched.__version__)
+    if all_:
+        typer.echo(claims_text(reps))
+    typer.echo(f"report: {html}")
+
+
+def _print_reproduction(rep) -> None:
+    if not rep.figures_table.is_empty():
+        _print_table(rep.figures_table, f"{rep.name}: published figures and ours" + (" (--quick)" if rep.quick else ""))
+    if rep.claims:
+        _print_table(rep.claims_frame(), f"{rep.name}: the papers' claims, judged on all repetitions")
+    if not rep.extra().is_empty():
+        _print_table(rep.extra(), f"{rep.name}: our other numbers (no published counterpart)")
+    _c.err.print(f"results: {rep.out}", highlight=False)
 
 
 def main() -> None:

@@ -19,9 +19,9 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-__all__ = ["Interval", "relative_difference", "verdict", "claim_verdict", "STATISTICS"]
+__all__ = ["Interval", "relative_difference", "absolute_difference", "verdict", "claim_verdict", "STATISTICS"]
 
-Statistic = Literal["median", "mean", "p95", "p99"]
+Statistic = Literal["median", "mean", "p95", "p99", "std"]
 
 #: statistic name -> function over the last axis (vectorized, as scipy's bootstrap wants it)
 STATISTICS = {
@@ -29,6 +29,7 @@ STATISTICS = {
     "mean": lambda x, axis=-1: np.mean(x, axis=axis),
     "p95": lambda x, axis=-1: np.percentile(x, 95, axis=axis),
     "p99": lambda x, axis=-1: np.percentile(x, 99, axis=axis),
+    "std": lambda x, axis=-1: np.std(x, axis=axis, ddof=1),
 }
 
 
@@ -49,6 +50,13 @@ class Interval:
     confidence: float
     paired: bool
     identical: bool = False
+    relative: bool = True  # False: `stat(sample) - stat(baseline)` in the samples' unit
+
+    @property
+    def deterministic(self) -> bool:
+        """No interval could be drawn: both samples are constant (one run each, or runs that
+        cannot vary), so the estimate is a point."""
+        return self.low == self.estimate == self.high and not math.isnan(self.estimate)
 
     @property
     def contains_zero(self) -> bool:
@@ -60,6 +68,12 @@ class Interval:
             return "0 % (identical)"
         if math.isnan(self.estimate):
             return "n/a"
+        if not self.relative:
+            if self.deterministic:
+                return f"{self.estimate:+.3g}"
+            return f"{self.estimate:+.3g} [{self.low:+.3g}, {self.high:+.3g}]"
+        if self.deterministic:
+            return f"{100 * self.estimate:+.1f} %"
         return f"{100 * self.estimate:+.1f} % [{100 * self.low:+.1f}, {100 * self.high:+.1f}]"
 
 
@@ -71,6 +85,19 @@ def relative_difference(sample: Sequence[float], baseline: Sequence[float], stat
     With ``paired=True`` the two sequences are aligned (value i of each comes from the same
     seed and flow) and resampled together. Deterministic for a given ``seed``.
     """
+    return _interval(sample, baseline, statistic, True, paired, confidence, n_resamples, seed)
+
+
+def absolute_difference(sample: Sequence[float], baseline: Sequence[float], statistic: Statistic = "median", *,
+                        paired: bool = False, confidence: float = 0.95, n_resamples: int = 2000,
+                        seed: int = 0) -> Interval:
+    """Bootstrap interval of ``statistic(sample) - statistic(baseline)`` in the samples' unit:
+    for a metric that can be zero or change sign (an aggregation benefit, a reduction in %),
+    where a ratio means nothing. Same pairing and resampling as `relative_difference`."""
+    return _interval(sample, baseline, statistic, False, paired, confidence, n_resamples, seed)
+
+
+def _interval(sample, baseline, statistic, relative, paired, confidence, n_resamples, seed) -> Interval:
     a = np.asarray(sample, dtype=float)
     b = np.asarray(baseline, dtype=float)
     if paired:
@@ -80,19 +107,20 @@ def relative_difference(sample: Sequence[float], baseline: Sequence[float], stat
         a, b = a[keep], b[keep]
     else:
         a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    nan = Interval(math.nan, math.nan, math.nan, int(a.size), int(b.size), confidence, paired, relative=relative)
     if a.size == 0 or b.size == 0:
-        return Interval(math.nan, math.nan, math.nan, int(a.size), int(b.size), confidence, paired)
+        return nan
     fn = STATISTICS[statistic]
     base = float(fn(b))
-    if base == 0.0:
-        return Interval(math.nan, math.nan, math.nan, int(a.size), int(b.size), confidence, paired)
-    estimate = float(fn(a)) / base - 1.0
+    if relative and base == 0.0:
+        return nan
+    estimate = float(fn(a)) / base - 1.0 if relative else float(fn(a)) - base
     if paired and np.array_equal(a, b):
-        return Interval(0.0, 0.0, 0.0, int(a.size), int(b.size), confidence, paired, identical=True)
+        return Interval(0.0, 0.0, 0.0, int(a.size), int(b.size), confidence, paired, identical=True, relative=relative)
     if np.all(a == a[0]) and np.all(b == b[0]):
         # Constant samples (deterministic runs): the bootstrap has nothing to resample.
         return Interval(estimate, estimate, estimate, int(a.size), int(b.size), confidence, paired,
-                        identical=bool(a[0] == b[0]))
+                        identical=bool(a[0] == b[0]), relative=relative)
     from scipy.stats import bootstrap  # heavy import, only where an interval is drawn
 
     def ratio(x, y, axis=-1):
@@ -100,10 +128,14 @@ def relative_difference(sample: Sequence[float], baseline: Sequence[float], stat
         with np.errstate(divide="ignore", invalid="ignore"):
             return fn(x, axis=axis) / denominator - 1.0
 
-    result = bootstrap((a, b), ratio, paired=paired, vectorized=True, n_resamples=n_resamples,
+    def minus(x, y, axis=-1):
+        return fn(x, axis=axis) - fn(y, axis=axis)
+
+    result = bootstrap((a, b), ratio if relative else minus, paired=paired, vectorized=True, n_resamples=n_resamples,
                        confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    return Interval(estimate, min(low, estimate), max(high, estimate), int(a.size), int(b.size), confidence, paired)
+    return Interval(estimate, min(low, estimate), max(high, estimate), int(a.size), int(b.size), confidence, paired,
+                    relative=relative)
 
 
 def verdict(interval: Interval, *, words: tuple[str, str] = ("faster", "slower")) -> str:

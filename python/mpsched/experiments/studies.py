@@ -16,6 +16,14 @@ Claims (``[[claim]]`` in `published.toml`), each on one `metric`:
 
 ``at`` says where: ``"each"`` (default; every setting where all the named schedulers have a
 number must satisfy it), ``"mean"`` (their means over those settings), or a list of settings.
+``magnitude`` (a fraction ``stat(a) / stat(b) - 1``, one or one per setting of ``at``) and
+``magnitude_tolerance`` state the size the paper gives; ``scale = "difference"`` compares a
+metric that changes sign by difference. `evaluate_claim` here judges a claim on our aggregate
+numbers; `mpsched.experiments.claims` judges it on every repetition with an interval (what
+`mpsched reproduce` reports).
+
+``[[setup]]`` (``parameter``, ``paper``, ``source``, ``ours``, ``why``) lists the setup beside
+the paper's, for the report.
 """
 
 from __future__ import annotations
@@ -28,8 +36,9 @@ from typing import Any, Callable
 import polars as pl
 
 from mpsched.experiments import metrics as em
+from mpsched.experiments import samples as es
 
-__all__ = ["ROOT", "OURS_COLUMNS", "Study", "STUDIES", "load_published", "check_published", "scenarios_of", "run_study",
+__all__ = ["ROOT", "OURS_COLUMNS", "Study", "STUDIES", "load_published", "check_published", "scenarios_of", "run_study", "run_files", "ours_of",
            "compare", "evaluate_claim"]
 
 #: The study folders (next to `scenarios/` in the repository).
@@ -53,7 +62,14 @@ class Study:
     def folder(self) -> Path:
         return ROOT / self.name
 
+    @property
+    def samples(self) -> Callable[[dict[str, Any]], pl.DataFrame]:
+        """The reduction to raw samples (`samples.SAMPLE_COLUMNS`) matching `extract`."""
+        return _SAMPLES[self.extract]
 
+
+_SAMPLES = {em.cfs_fct: es.cfs_fct, em.bwm_bufferbloat: es.bwm_bufferbloat, em.datacenter: es.datacenter,
+            em.paasch_aggregation: es.paasch_aggregation, em.app_delay: es.app_delay}
 _CFS_QUICK = {"seed": [1], "paths.0.rate": ["20Mbit"], "workload.repeat": 4}
 _DC_FILES = ("table2.toml", "query_nobg.toml", "query.toml", "short_message.toml")
 STUDIES: dict[str, Study] = {s.name: s for s in (
@@ -79,6 +95,7 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
     Study("paasch_app_delay", ("scenario.toml",), em.app_delay,
           {"scenario.toml": {"seed": [1], "duration": "12s", "workload.stop": "10s"}}),
 )}
+
 
 
 # --- published figures and claims ---------------------------------------------------------------
@@ -125,6 +142,19 @@ def check_published(data: dict[str, Any]) -> list[str]:
         at = c.get("at", "each")
         if not (at in ("each", "mean") or (isinstance(at, list) and at)):
             errors.append(f"{where}.at: \"each\", \"mean\" or a list of settings")
+        m = c.get("magnitude")
+        if m is not None and not (isinstance(m, (int, float)) or (
+                isinstance(m, list) and isinstance(at, list) and len(m) == len(at)
+                and all(isinstance(x, (int, float)) for x in m))):
+            errors.append(f"{where}.magnitude: a number, or one per setting of `at`")
+        if not isinstance(c.get("magnitude_tolerance", 0.5), (int, float)) or c.get("magnitude_tolerance", 0.5) <= 0:
+            errors.append(f"{where}.magnitude_tolerance: a positive number (0.5: within half the paper's size)")
+        if c.get("scale", "ratio") not in ("ratio", "difference"):
+            errors.append(f"{where}.scale: \"ratio\" or \"difference\"")
+    for i, s in enumerate(data.get("setup", [])):
+        missing = [k for k in ("parameter", "paper", "source", "ours", "why") if not isinstance(s.get(k), str)]
+        if missing:
+            errors.append(f"setup[{i}]: missing {', '.join(missing)} (text; `why` may be empty)")
     return errors
 
 
@@ -160,15 +190,25 @@ def run_study(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
               on_file: Callable[[str, int], None] | None = None) -> pl.DataFrame:
     """Run every scenario of study `name` into `out/<file stem>/` and return our numbers
     (`OURS_COLUMNS`). Runs already stored by the same code version are reused."""
+    return ours_of(name, run_files(name, out, quick=quick, jobs=jobs, on_file=on_file))
+
+
+def run_files(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
+              on_file: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+    """Run every scenario of study `name` into `out/<file stem>/`: its `Results` by file stem."""
     from mpsched.study import plan, run
 
-    study = STUDIES[name]
     results = {}
-    for f, scenario in scenarios_of(study, quick).items():
+    for f, scenario in scenarios_of(STUDIES[name], quick).items():
         if on_file:
             on_file(f, len(plan(scenario)))
         results[Path(f).stem] = run(scenario, Path(out) / Path(f).stem, jobs=jobs)
-    ours = study.extract(results)
+    return results
+
+
+def ours_of(name: str, results: dict[str, Any]) -> pl.DataFrame:
+    """Our numbers (`OURS_COLUMNS`) from a study's results by file stem."""
+    ours = STUDIES[name].extract(results)
     return ours.select(OURS_COLUMNS) if not ours.is_empty() else pl.DataFrame(schema=dict.fromkeys(OURS_COLUMNS, pl.String))
 
 

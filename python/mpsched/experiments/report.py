@@ -1,0 +1,165 @@
+"""A reproduction as a referee reads it: for each study its setup (the paper's parameters beside
+ours), figures shaped like the paper's with the published values drawn on them, the claims with
+verdicts and intervals, and how long it ran. `reproduce` runs a study and gathers all of it;
+`mpsched.experiments.render` writes it as HTML and Markdown.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import polars as pl
+from matplotlib.figure import Figure
+
+from mpsched.experiments.claims import ClaimResult, judge_claims
+from mpsched.experiments.studies import _variants, compare, load_published, ours_of, run_files, STUDIES
+
+__all__ = ["Reproduction", "StudyFigure", "reproduce", "study_figures"]
+
+
+@dataclass(frozen=True)
+class StudyFigure:
+    title: str
+    caption: str
+    png: bytes
+
+
+@dataclass
+class Reproduction:
+    """Everything the report shows of one study."""
+
+    name: str
+    quick: bool
+    published: dict[str, Any]
+    ours: pl.DataFrame
+    samples: pl.DataFrame
+    figures_table: pl.DataFrame  # published figures beside ours (`studies.compare`)
+    claims: list[ClaimResult]
+    seconds: float  # this reproduction's wall time (stored runs reused, reductions, verdicts)
+    out: Path
+    run_seconds: float = 0.0  # the runs' own wall time when they ran (their meta.json)
+    n_runs: int = 0
+    figures: list[StudyFigure] = field(default_factory=list)
+
+    def claims_frame(self) -> pl.DataFrame:
+        """One row per claim: its text, source and, per variant, "verdict: detail"."""
+        rows: dict[str, dict[str, str]] = {}
+        for c in self.claims:
+            row = rows.setdefault(c.claim["text"], {"claim": c.claim["text"], "source": c.claim["source"]})
+            row[f"ours ({c.variant})" if c.variant else "ours"] = f"{c.verdict}: {c.detail}"
+        return pl.DataFrame(list(rows.values()))
+
+    def extra(self) -> pl.DataFrame:
+        """Our numbers without a published counterpart."""
+        return compare(self.published, self.ours)[2]
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(("holds", "magnitude off", "tie", "fails", "no data"), 0)
+        for c in self.claims:
+            out[c.verdict] = out.get(c.verdict, 0) + 1
+        return out
+
+
+def reproduce(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
+              on_file: Callable[[str, int], None] | None = None, figures: bool = True) -> Reproduction:
+    """Run study `name` into `out/<file stem>/` (stored runs of the same code are reused), judge
+    its claims on the samples and draw its figures."""
+    published = load_published(name)
+    start = time.monotonic()
+    results = run_files(name, out, quick=quick, jobs=jobs, on_file=on_file)
+    ours = ours_of(name, results)
+    samples = STUDIES[name].samples(results)
+    seconds = time.monotonic() - start
+    figures_table, _, _ = compare(published, ours)
+    metrics = {c["metric"] for c in published.get("claim", [])}
+    claims = judge_claims(published, samples, _variants(ours, metrics))
+    metas = [m for res in results.values() for m in res.meta.values()]
+    rep = Reproduction(name, quick, published, ours, samples, figures_table, claims, seconds, Path(out),
+                       sum(float(m.get("wall_time_s", 0.0)) for m in metas), len(metas))
+    if figures:
+        rep.figures = study_figures(published, ours, samples)
+    return rep
+
+
+# --- figures ----------------------------------------------------------------------------------------
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def _half_width(samples: pl.DataFrame, variant: str, metric: str, setting: str, scheduler: str) -> float:
+    """95 % normal half-width of a mean from its samples (0 when it is not a mean or cannot vary)."""
+    if samples.is_empty():
+        return 0.0
+    s = samples.filter((pl.col("variant") == variant) & (pl.col("metric") == metric) & (pl.col("setting") == setting)
+                       & (pl.col("scheduler") == scheduler))
+    if s.height < 2 or s.get_column("statistic")[0] != "mean":
+        return 0.0
+    sd = s.get_column("value").std()
+    return 0.0 if sd is None or math.isnan(sd) else 1.96 * sd / math.sqrt(s.height)
+
+
+def _value(ours: pl.DataFrame, variant: str, metric: str, setting: str, scheduler: str) -> float:
+    hit = ours.filter((pl.col("variant") == variant) & (pl.col("metric") == metric) & (pl.col("setting") == setting)
+                      & (pl.col("scheduler") == scheduler))
+    return math.nan if hit.is_empty() else float(hit.get_column("value")[0])
+
+
+def _bars(title: str, metric: str, unit: str, settings: list[str], schedulers: list[str], labels: dict[str, str],
+          ours: pl.DataFrame, samples: pl.DataFrame, published: dict[str, list[float]] | None) -> Figure:
+    """Grouped bars of our numbers per setting (one panel per variant), 95 % intervals of the
+    means, the paper's value of each bar as a black diamond."""
+    variants = _variants(ours, {metric})[:4]
+    fig = Figure(figsize=(max(min(4.2 * len(variants), 12.0), 6.0), 3.6), layout="constrained")
+    axes = fig.subplots(1, len(variants), squeeze=False).ravel()
+    width = 0.8 / max(len(schedulers), 1)
+    colors = [f"C{i}" for i in range(len(schedulers))]
+    for ax, variant in zip(axes, variants):
+        for j, sched in enumerate(schedulers):
+            xs = [i + (j - (len(schedulers) - 1) / 2) * width for i in range(len(settings))]
+            ys = [_value(ours, variant, metric, s, sched) for s in settings]
+            err = [_half_width(samples, variant, metric, s, sched) for s in settings]
+            ax.bar(xs, ys, width * 0.92, yerr=err, capsize=2, color=colors[j], label=f"{labels.get(sched, sched)} (ours)")
+            if published and sched in published:
+                ax.plot(xs, published[sched], "D", color="black", markersize=5,
+                        label="paper" if j == 0 else None)
+        ax.set_xticks(range(len(settings)), settings, fontsize=8, rotation=15 if len(settings) > 3 else 0)
+        ax.set_ylabel(f"{metric} ({unit})" if unit else metric, fontsize=8)
+        ax.set_title(variant or "ours", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=7, loc="best")
+    fig.suptitle(textwrap.fill(textwrap.shorten(title, 150, placeholder=" …"), 80), fontsize=9)
+    return fig
+
+
+def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame) -> list[StudyFigure]:
+    """One figure per published table (ours against the paper's, per setting), then one per
+    claimed metric no table prints (ours only)."""
+    figs = []
+    for t in published.get("table", []):
+        scheds = list(t["values"])
+        fig = _bars(f"{t['source']}: {t['what']}", t["metric"], t["unit"], list(t["settings"]), scheds,
+                    t.get("labels", {}), ours, samples, t["values"])
+        figs.append(StudyFigure(t["source"], f"{t['what']} ({t['unit']}); bars: ours (95 % interval of the mean "
+                                             f"where it varies); diamonds: the paper's" +
+                                ("; the paper's values are approximate" if t.get("approximate") else ""), _png(fig)))
+    tabled = {t["metric"] for t in published.get("table", [])}
+    for metric in dict.fromkeys(c["metric"] for c in published.get("claim", []) if c["metric"] not in tabled):
+        claims = [c for c in published["claim"] if c["metric"] == metric]
+        scheds = list(dict.fromkeys(n for c in claims for n in (c.get("order") or c.get("similar") or c.get("among"))))
+        rows = ours.filter(pl.col("metric") == metric)
+        settings = rows.get_column("setting").unique(maintain_order=True).to_list()
+        if not settings:
+            continue
+        fig = _bars(f"{metric}: ours (the paper prints no number)", metric, "", settings, scheds, {}, ours, samples, None)
+        figs.append(StudyFigure(metric, f"our {metric} per scheduler; the paper states the claim in words only", _png(fig)))
+    return figs

@@ -1,0 +1,103 @@
+"""`mpsched reproduce --all --quick -o DIR`: one quick run of every study (shared by the tests of
+this module) gives every claim a verdict, writes each study's figures, and a report that is
+well-formed HTML opening offline, a Markdown twin, and a claims table that fits 80 columns."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mpsched import experiments as ex
+from mpsched.cli import app
+
+VERDICTS = {"holds", "magnitude off", "tie", "fails", "no data"}
+VOID = {"meta", "img", "br", "hr", "link", "input", "col", "area", "base", "source", "wbr"}
+
+
+class _Report(HTMLParser):
+    """Checks nesting (every element closed in order) and collects, per study section (an
+    `<h2 id=...>`), the verdict badges and embedded figures; and every external reference."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.section = ""
+        self.verdicts: dict[str, list[str]] = {}
+        self.images: dict[str, int] = {}
+        self.external: list[str] = []
+        self._in_verdict = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "h2" and a.get("id"):
+            self.section = a["id"]
+        if tag == "span" and "verdict" in (a.get("class") or ""):
+            self._in_verdict = True
+        if tag == "img":
+            if (a.get("src") or "").startswith("data:image/png;base64,"):
+                self.images[self.section] = self.images.get(self.section, 0) + 1
+        for key in ("src", "href"):
+            if (a.get(key) or "").startswith(("http:", "https:", "//")):
+                self.external.append(a[key])
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes <{self.stack[-1] if self.stack else None}>")
+        else:
+            self.stack.pop()
+        if tag == "span":
+            self._in_verdict = False
+
+    def handle_data(self, data):
+        if self._in_verdict:
+            self.verdicts.setdefault(self.section, []).append(data.strip())
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    r = CliRunner().invoke(app, ["reproduce", "--all", "--quick", "-o", str(out), "--jobs", "2"])
+    assert r.exit_code == 0, r.output
+    parser = _Report()
+    parser.feed((out / "report.html").read_text(encoding="utf-8"))
+    parser.close()
+    return out, r.stdout, parser
+
+
+def test_the_report_is_well_formed_html_that_opens_offline(report):
+    out, stdout, p = report
+    assert p.errors == [] and p.stack == []
+    assert p.external == []
+    assert f"report: {out / 'report.html'}" in stdout
+    assert (out / "report.md").read_text().startswith("# mpsched: reproductions")
+
+
+def test_the_terminal_claims_table_fits_80_columns(report):
+    _, stdout, _ = report
+    table = stdout.split("report: ")[0].rstrip("\n").splitlines()
+    assert table and max(len(line) for line in table) <= 80
+    assert sum(line.startswith(tuple(ex.STUDIES)) for line in table) == len(ex.STUDIES)
+
+
+@pytest.mark.parametrize("name", sorted(ex.STUDIES))
+def test_every_claim_gets_a_verdict_and_the_study_its_figures(report, name):
+    out, _, p = report
+    published = ex.load_published(name)
+    verdicts = p.verdicts.get(name, [])
+    # one verdict per claim and variant: at least one per claim, each one of the five
+    assert len(verdicts) >= len(published["claim"]) and set(verdicts) <= VERDICTS
+    figures = sorted((out / "figures").glob(f"{name}_*.png"))
+    assert len(figures) >= len(published.get("table", [])) and figures
+    assert all(f.read_bytes().startswith(b"\x89PNG") for f in figures)
+    assert p.images.get(name) == len(figures)  # the same figures embedded in the HTML
+    md = (out / "report.md").read_text()
+    assert f"## {name}" in md and all(f"figures/{f.name}" in md for f in figures)
+    assert any((out / name / Path(f).stem).is_dir() for f in ex.STUDIES[name].files)
