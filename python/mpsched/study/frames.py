@@ -1,0 +1,81 @@
+"""A batch's record tables as polars frames: stable dtypes, the run id and swept parameters as
+columns, one frame per table over all the batch's runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+__all__ = ["TABLES", "RunRecord", "batch_frames", "concat", "to_frame"]
+
+#: The record tables every engine returns.
+TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links")
+
+_STRING_COLUMNS = {"protocol", "scheduler", "cc", "direction", "app", "path", "link", "run_id"}
+_BOOL_COLUMNS = {"completed"}
+
+
+@dataclass
+class RunRecord:
+    """One finished run, as a worker hands it to the store."""
+
+    run_id: str
+    index: int
+    params: dict[str, Any]
+    tables: dict[str, dict[str, list]]
+    meta: dict[str, Any]
+    scenario_toml: str
+    config: dict[str, Any]
+
+
+def _dtype(column: str) -> pl.DataType | None:
+    if column in _STRING_COLUMNS:
+        return pl.String()
+    if column in _BOOL_COLUMNS:
+        return pl.Boolean()
+    if column.endswith(("_ns", "_bytes", "_packets", "_count", "_id")) or column in ("subflow", "flow_id"):
+        return pl.Int64()
+    return None
+
+
+def to_frame(columns: dict[str, list], extra: dict[str, Any]) -> pl.DataFrame:
+    """One record table as a DataFrame with stable dtypes, plus constant `extra` columns
+    (run id, swept parameters) prepended; a column the table already has is left alone."""
+    overrides = {c: t for c in columns if (t := _dtype(c)) is not None}
+    df = pl.DataFrame(columns, schema_overrides=overrides, strict=False) if columns else pl.DataFrame()
+    n = df.height
+    consts = [pl.Series(k, [v] * n, dtype=_lit_dtype(v)) for k, v in extra.items() if k not in df.columns]
+    return pl.DataFrame([*consts, *df.get_columns()])
+
+
+def _lit_dtype(v: Any) -> pl.DataType:
+    if isinstance(v, bool):
+        return pl.Boolean()
+    if isinstance(v, int):
+        return pl.Int64()
+    if isinstance(v, float):
+        return pl.Float64()
+    return pl.String()
+
+
+def concat(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    frames = [f for f in frames if f.width]
+    if not frames:
+        return pl.DataFrame()
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+
+
+def batch_frames(records: list[RunRecord]) -> dict[str, pl.DataFrame]:
+    """The batch's tables (the standard ones always, then any other the engine returned, e.g.
+    `events`), each one frame over all its runs, and `run` (one row per run)."""
+    names = [*TABLES]
+    for r in records:
+        names += sorted(n for n in r.tables if n not in names and not n.startswith("_") and n != "run")
+    out = {name: concat([to_frame(r.tables.get(name, {}), {"run_id": r.run_id, **r.params}) for r in records])
+           for name in names}
+    out["run"] = concat([pl.DataFrame({"run_id": [r.run_id], "engine": [r.meta["engine"]],
+                                       **{k: [v] for k, v in r.params.items()}, "index": [r.index],
+                                       "scenario_hash": [r.meta["scenario_hash"]]}) for r in records])
+    return out
