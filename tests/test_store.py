@@ -256,3 +256,37 @@ def test_tables_beyond_the_standard_ones_are_stored_and_read_back(tmp_path, fake
     assert pl.read_parquet(tmp_path / "*" / "blocks.parquet").height == 12
     with pytest.raises(AttributeError, match="tables: flows"):
         res.nonexistent
+
+
+def test_a_batch_frame_equals_its_runs_frames_concatenated():
+    """The batch's tables are built from the runs' columns in one go; they hold exactly the rows,
+    columns and dtypes of the runs' own frames put together."""
+    parts = [({"flow_id": [1, 2], "fct_ns": [5, None], "completed": [True, False], "x": [1.5, 2.0]},
+              {"run_id": "a", "size": "64KiB", "seed": 1}),
+             ({}, {"run_id": "b", "size": "1KiB", "seed": 2}),  # a run with no rows in this table
+             ({"flow_id": [3], "fct_ns": [7], "completed": [True], "y": ["q"]}, {"run_id": "c", "size": "1KiB", "seed": 3})]
+    merged = store.batch_frames.__globals__["merged_frame"](parts)
+    assert merged.equals(store.concat([store.to_frame(c, e) for c, e in parts]))
+    assert merged.schema == store.concat([store.to_frame(c, e) for c, e in parts]).schema
+    assert merged.get_column("run_id").to_list() == ["a", "a", "c"]
+
+
+def test_a_run_stored_twice_is_kept_once(tmp_path, fake_engine):
+    """A task that committed its batch although its client was killed (or a batch of an older
+    code version) leaves a run in two batches: the next study keeps one copy, the glob sees it
+    once."""
+    mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    s = store.Store(tmp_path)
+    first = s.batches()
+    tasks = plan(mpsched.load_scenario(SCENARIOS / "quick.toml"))
+    from mpsched.study.execute import code_version, execute_batch
+
+    for b in first:  # a retried task whose batch is already there adds nothing (same runs, same name)
+        execute_batch([t for t in tasks if t.run_id in b.runs], str(tmp_path), "sim", code_version())
+    assert pl.read_parquet(tmp_path / "*" / "run.parquet").height == 4
+    execute_batch(tasks[:2], str(tmp_path), "sim", code_version())  # a late copy of two runs, batched otherwise
+    assert pl.read_parquet(tmp_path / "*" / "run.parquet").height == 6
+    assert len(mpsched.load(tmp_path)) == 4  # the reader already keeps one copy
+    s.dedupe(code_version())
+    assert pl.read_parquet(tmp_path / "*" / "run.parquet").height == 4
+    assert sorted(b.name for b in s.batches()) == sorted(b.name for b in first)  # the first copy kept

@@ -7,6 +7,10 @@ carries about `TARGET_TASK_S` of runs, so that cost stays near a tenth of the wo
 never more than a share of what is left (every worker keeps two tasks to do, so none idles at
 the end) nor more than `MAX_BATCH` runs (a lost worker costs one batch; the client holds only
 the tasks in flight, so its memory stays flat however long the study).
+
+A local pool's workers take about a second to start (spawn, then import the package); while
+none has answered, the client runs batches itself, so a study of a few hundred short runs is
+not slower on a pool than in one process.
 """
 
 from __future__ import annotations
@@ -128,13 +132,24 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             workers = jobs
         try:
             pending: dict[Any, list[Task]] = {}
+            # our own pool's workers start by importing the package (about a second each): until
+            # one of them has answered, they get a one-run task each and this process runs
+            # batches itself (with all imported already; a short study may be over before any
+            # worker is ready)
+            warming = own is not None
             while queue or pending:
-                while queue and len(pending) < 2 * workers:
-                    n = batch_size(len(queue), workers, run_s / ran if ran else None)
+                while queue and len(pending) < (workers if warming else 2 * workers):
+                    n = 1 if warming else batch_size(len(queue), workers, run_s / ran if ran else None)
                     batch, queue = queue[:n], queue[n:]
                     pending[pool.submit(work, batch, target, engine, version, schedulers)] = batch
                 running = sum(len(b) for b in pending.values())
                 notify()
+                warming = warming and not any(f.done() for f in pending)
+                if warming and queue:
+                    n = batch_size(len(queue), workers, run_s / ran if ran else None)
+                    batch, queue = queue[:n], queue[n:]
+                    take(batch, work(batch, target, engine, version, schedulers), None)
+                    continue
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for f in finished:
                     batch = pending.pop(f)

@@ -172,7 +172,7 @@ def _run_one(task: Task, engine: str, version: str, started: float) -> st.RunRec
         "seed": task.config["seed"],
         "engine": engine,
         "code_version": version,
-        "scenario_hash": st.config_hash(task.config),
+        "scenario_hash": task.scenario_hash or st.config_hash(task.config),
         "schema_version": st.SCHEMA_VERSION,
         "started_unix_s": started,
         "wall_time_s": time.time() - started,

@@ -177,7 +177,9 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
             frames.append(df)
         return frames
 
-    runs = concat(read("run"))
+    loaded = dict(loaded or {})
+    mem_runs = loaded.pop("run", None)
+    runs = concat(read("run", in_memory if mem_runs is not None else frozenset()) + ([mem_runs] if mem_runs is not None else []))
     runs = runs.sort("index", "run_id") if "index" in runs.columns else runs
     order = {r: i for i, r in enumerate(runs.get_column("run_id").to_list())} if runs.height else {}
 

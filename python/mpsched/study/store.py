@@ -59,14 +59,14 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def run_id_for(params: dict[str, Any], config: dict[str, Any], engine: str, salt: str = "") -> str:
+def run_id_for(params: dict[str, Any], config: dict[str, Any], engine: str, salt: str = "", digest: str = "") -> str:
     """A readable, deterministic run id: the swept values, then a hash of what actually runs
     (`salt`: anything else that decides the outcome, e.g. a Python scheduler's source).
 
     The same configuration on the same engine always gets the same id, which is what makes a
-    study resumable.
+    study resumable. `digest`: `config_hash(config)` when the caller has it already.
     """
-    digest = hashlib.sha256(f"{engine}\n{config_hash(config)}\n{salt}".encode()).hexdigest()[:10]
+    digest = hashlib.sha256(f"{engine}\n{digest or config_hash(config)}\n{salt}".encode()).hexdigest()[:10]
     parts = [f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in params.items() if k != "seed"]
     if "seed" in params:
         parts.append(f"s{params['seed']}")
