@@ -31,7 +31,9 @@ def connect(address: str, jobs: int = 0) -> Iterator[Any]:
         raise ClusterUnavailable("--cluster needs Dask: pip install 'dask[distributed]'") from None
     if address == "local":
         n = jobs if jobs > 0 else (os.cpu_count() or 1)
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0")
+        # each worker imports the package as it starts (not on its first task)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               preload=["mpsched.study.execute"])
         try:
             client = Client(cluster)
             try:

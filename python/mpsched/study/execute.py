@@ -139,8 +139,8 @@ def execute_batch(tasks: list[Task], out: str | None, engine: str, version: str,
     if schedulers:
         import cloudpickle
 
-        for cls in cloudpickle.loads(schedulers).values():
-            register(cls)
+        for name, cls in cloudpickle.loads(schedulers).items():
+            register(cls, name)
     records, failures, run_s = [], {}, 0.0
     for t in tasks:
         started = time.time()
