@@ -290,3 +290,24 @@ def test_a_run_stored_twice_is_kept_once(tmp_path, fake_engine):
     s.dedupe(code_version())
     assert pl.read_parquet(tmp_path / "*" / "run.parquet").height == 4
     assert sorted(b.name for b in s.batches()) == sorted(b.name for b in first)  # the first copy kept
+
+
+def test_a_study_on_an_fsspec_url_is_stored_resumed_and_read_back(fake_engine):
+    """`out` may be a URL fsspec understands (s3://, gs://, ...): here the in-memory file system.
+    Batches are written there (batch.json last), read back, and a second run reuses them."""
+    fsspec = pytest.importorskip("fsspec")
+    url = "memory://mpsched-test/study"
+    fs = fsspec.filesystem("memory")
+    if fs.exists("/mpsched-test"):
+        fs.rm("/mpsched-test", recursive=True)
+    first = mpsched.run(SCENARIOS / "quick.toml", url)
+    assert len(first) == 4 and len(fake_engine) == 4
+    names = [p.rsplit("/", 1)[-1] for p in fs.ls("/mpsched-test/study", detail=False)]
+    assert names and all(fs.exists(f"/mpsched-test/study/{n}/batch.json") for n in names)
+    again = mpsched.run(SCENARIOS / "quick.toml", url)
+    assert len(fake_engine) == 4  # every run found in the store
+    loaded = mpsched.load(url)
+    for name in store.TABLES:
+        assert loaded.tables[name].equals(first.tables[name]), name
+        assert again.tables[name].equals(first.tables[name]), name
+    fs.rm("/mpsched-test", recursive=True)
