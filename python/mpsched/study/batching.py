@@ -8,14 +8,18 @@ never more than a share of what is left (every worker keeps two tasks to do, so 
 the end) nor more than `MAX_BATCH` runs (a lost worker costs one batch; the client holds only
 the tasks in flight, so its memory stays flat however long the study).
 
-A local pool's workers take about a second to start (spawn, then import the package); while
-none has answered, the client runs batches itself, so a study of a few hundred short runs is
-not slower on a pool than in one process.
+A local pool's workers take about a second to start (spawn, then import the package), about
+what the client itself spent starting. So the client runs the first batches itself and starts
+the pool only when the runs left would take longer than that (a study of a few hundred short
+runs ends in one process, sooner and with less CPU than on a pool); then, until a worker has
+answered, the workers get one run each and the client goes on running batches.
 """
 
 from __future__ import annotations
 
 import math
+import resource
+import time
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -111,57 +115,84 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
     notify()
     queue = list(todo)
     target = None if write_on_client else out
-    if executor is None and client is None and (jobs <= 1 or len(todo) <= 1):
-        while queue:
-            n = batch_size(len(queue), 1, run_s / ran if ran else None)
+    here: list[float] = []  # CPU seconds per run of each batch run in this process
+
+    def run_here(stop: Callable[[float | None], bool]) -> None:
+        """Run batches in this process until none is left or `stop(CPU seconds per run)` (of the
+        last batch, once there are two: the first pays for first-use costs)."""
+        nonlocal queue, running
+        while queue and not stop(here[-1] if len(here) >= 2 else None):
+            n = batch_size(len(queue), jobs, run_s / ran if ran else None)
             batch, queue = queue[:n], queue[n:]
             running = len(batch)
             notify()
+            cpu = time.process_time()
             result = work(batch, target, engine, version, schedulers)
+            here.append((time.process_time() - cpu) / len(batch))
             running = 0
             take(batch, result, None)
             notify()
+
+    if executor is None and client is None:
+        if jobs <= 1 or len(todo) <= 1:
+            run_here(lambda per_run: False)
+            return _finish(report, frames)
+        # a worker costs about what this process spent starting (spawn, imports, planning): run
+        # here while the runs left would take less than that on the pool
+        startup_s = _cpu_so_far()
+        run_here(lambda per_run: per_run is not None and len(queue) * per_run * jobs / (jobs + 1) > startup_s)
+        if not queue:
+            return _finish(report, frames)
+    own = None
+    if client is not None:
+        pool, workers = client.get_executor(pure=False), _dask_workers(client)
+    elif executor is not None:
+        pool, workers = executor, getattr(executor, "_max_workers", 2)
     else:
-        own = None
-        if client is not None:
-            pool, workers = client.get_executor(pure=False), _dask_workers(client)
-        elif executor is not None:
-            pool, workers = executor, getattr(executor, "_max_workers", 2)
-        else:
-            own = pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
-            workers = jobs
-        try:
-            pending: dict[Any, list[Task]] = {}
-            # our own pool's workers start by importing the package (about a second each): until
-            # one of them has answered, they get a one-run task each and this process runs
-            # batches itself (with all imported already; a short study may be over before any
-            # worker is ready)
-            warming = own is not None
-            while queue or pending:
-                while queue and len(pending) < (workers if warming else 2 * workers):
-                    n = 1 if warming else batch_size(len(queue), workers, run_s / ran if ran else None)
-                    batch, queue = queue[:n], queue[n:]
-                    pending[pool.submit(work, batch, target, engine, version, schedulers)] = batch
-                running = sum(len(b) for b in pending.values())
-                notify()
-                warming = warming and not any(f.done() for f in pending)
-                if warming and queue:
-                    n = batch_size(len(queue), workers, run_s / ran if ran else None)
-                    batch, queue = queue[:n], queue[n:]
-                    take(batch, work(batch, target, engine, version, schedulers), None)
-                    continue
-                finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-                for f in finished:
-                    batch = pending.pop(f)
-                    exc = f.exception()
-                    take(batch, None if exc else f.result(), f"{type(exc).__name__}: {exc}" if exc else None)
-                running = sum(len(b) for b in pending.values())
-                notify()
-        finally:
-            if own is not None:
-                own.shutdown(wait=True, cancel_futures=True)
+        own = pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
+        workers = jobs
+    try:
+        pending: dict[Any, list[Task]] = {}
+        # our own pool's workers start by importing the package (about a second each): until
+        # one of them has answered, they get a one-run task each and this process runs
+        # batches itself (with all imported already; a short study may be over before any
+        # worker is ready)
+        warming = own is not None
+        while queue or pending:
+            while queue and len(pending) < (workers if warming else 2 * workers):
+                n = 1 if warming else batch_size(len(queue), workers, run_s / ran if ran else None)
+                batch, queue = queue[:n], queue[n:]
+                pending[pool.submit(work, batch, target, engine, version, schedulers)] = batch
+            running = sum(len(b) for b in pending.values())
+            notify()
+            warming = warming and not any(f.done() for f in pending)
+            if warming and queue:
+                n = batch_size(len(queue), workers, run_s / ran if ran else None)
+                batch, queue = queue[:n], queue[n:]
+                take(batch, work(batch, target, engine, version, schedulers), None)
+                continue
+            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for f in finished:
+                batch = pending.pop(f)
+                exc = f.exception()
+                take(batch, None if exc else f.result(), f"{type(exc).__name__}: {exc}" if exc else None)
+            running = sum(len(b) for b in pending.values())
+            notify()
+    finally:
+        if own is not None:
+            own.shutdown(wait=True, cancel_futures=True)
+    return _finish(report, frames)
+
+
+def _finish(report: Report, frames: dict[str, list[pl.DataFrame]]) -> Report:
     report.frames = {k: concat(v) for k, v in frames.items()}
     return report
+
+
+def _cpu_so_far() -> float:
+    """CPU seconds this process has used (interpreter start, imports, planning)."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
 
 
 def _dask_workers(client: Any) -> int:
