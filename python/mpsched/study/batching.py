@@ -39,6 +39,16 @@ TARGET_TASK_S = 0.25
 MAX_BATCH = 256
 
 
+def _cpu_so_far() -> float:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+#: CPU seconds this process spent starting: the interpreter and the imports a worker also needs
+#: (this module is imported by `mpsched.study`, after the scenario layer, polars and the core).
+STARTUP_CPU_S = _cpu_so_far()
+
+
 class RunFailed(RuntimeError):
     """Some runs of a study failed; the others are stored. `failures` maps run id -> message."""
 
@@ -137,9 +147,9 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
         if jobs <= 1 or len(todo) <= 1:
             run_here(lambda per_run: False)
             return _finish(report, frames)
-        # a worker costs about what this process spent starting (spawn, imports, planning): run
-        # here while the runs left would take less than that on the pool
-        startup_s = _cpu_so_far()
+        # a worker costs about what this process spent starting (the interpreter and the
+        # package's imports): run here while the runs left would take less than that on the pool
+        startup_s = STARTUP_CPU_S
         run_here(lambda per_run: per_run is not None and len(queue) * per_run * jobs / (jobs + 1) > startup_s)
         if not queue:
             return _finish(report, frames)
@@ -189,10 +199,6 @@ def _finish(report: Report, frames: dict[str, list[pl.DataFrame]]) -> Report:
     return report
 
 
-def _cpu_so_far() -> float:
-    """CPU seconds this process has used (interpreter start, imports, planning)."""
-    use = resource.getrusage(resource.RUSAGE_SELF)
-    return use.ru_utime + use.ru_stime
 
 
 def _dask_workers(client: Any) -> int:
