@@ -311,3 +311,27 @@ def test_a_study_on_an_fsspec_url_is_stored_resumed_and_read_back(fake_engine):
         assert loaded.tables[name].equals(first.tables[name]), name
         assert again.tables[name].equals(first.tables[name]), name
     fs.rm("/mpsched-test", recursive=True)
+
+
+def test_a_failed_run_is_kept_beside_its_id_and_only_it_runs_again(tmp_path, monkeypatch):
+    from mpsched import engines
+
+    calls = []
+
+    def flaky(config, engine="sim"):
+        calls.append(config["transports"][0]["scheduler"])
+        if config["transports"][0]["scheduler"] == "roundrobin" and len(calls) <= 4:
+            raise engines.EngineError("roundrobin exploded")
+        return synthetic_tables(config)
+
+    monkeypatch.setattr(engines, "run_config", flaky)
+    monkeypatch.setattr(engines, "check_engine", lambda engine: None)
+    with pytest.raises(mpsched.RunFailed) as e:
+        mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert calls.count("roundrobin") == 2  # failed once each, not retried
+    kept = store.Store(tmp_path).failures()
+    assert kept == e.value.failures and all(m == "roundrobin exploded" for m in kept.values()) and len(kept) == 2
+    res = mpsched.run(SCENARIOS / "quick.toml", tmp_path)
+    assert calls[4:] == ["roundrobin", "roundrobin"]  # only the failed runs ran again
+    assert len(res) == 4 and pl.read_parquet(tmp_path / "*" / "run.parquet").height == 4
+    assert store.Store(tmp_path).failures() == {}  # resolved

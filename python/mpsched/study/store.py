@@ -274,6 +274,13 @@ class Store:
                 out.setdefault(r, b)
         return out
 
+    def failures(self) -> dict[str, str]:
+        """run id -> error of the runs that failed and are in no batch since (a failure stays in
+        its batch's batch.json until the batch is rewritten; one whose run succeeded later is
+        not reported)."""
+        owner = self.owners()
+        return {r: m for b in self.batches() for r, m in b.failures.items() if r not in owner}
+
     def dedupe(self, version: str) -> int:
         """Keep every run in one batch only (see `owners`): a batch whose runs are all held
         elsewhere is removed, one with some is rewritten without them; a batch of failures only
