@@ -84,6 +84,13 @@ def test_a_study_on_a_cluster_gives_the_rows_of_local_processes(tmp_path, client
     _same_rows(here, mpsched.load(tmp_path / "cluster"))  # and the store holds the same
 
 
+def test_workers_that_share_no_storage_return_their_runs_for_the_client_to_store(tmp_path, client):
+    here = mpsched.run(SCENARIOS / "quick.toml", tmp_path / "local", jobs=1)
+    there = mpsched.run(SCENARIOS / "quick.toml", tmp_path / "cluster", client=client, workers_write=False)
+    _same_rows(here, there)
+    _same_rows(here, mpsched.load(tmp_path / "cluster"))
+
+
 def test_a_worker_killed_mid_study_costs_only_its_runs(tmp_path, client, slow):
     reference = mpsched.run(slow, tmp_path / "reference", client=client)
     killed = []

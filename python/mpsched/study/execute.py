@@ -45,6 +45,7 @@ def run(
     executor: Executor | None = None,
     client: Any = None,
     tasks: list[Task] | None = None,
+    workers_write: bool = True,
 ) -> Results:
     """Run every combination of `scenario` on `engine` and return the results.
 
@@ -57,8 +58,10 @@ def run(
 
     `jobs` local processes run the study, unless an `executor` (any
     `concurrent.futures.Executor`) or a Dask `client` (``distributed.Client``) is given: their
-    workers must see `out` (a shared file system or an object store). `tasks`: the study already
-    planned (`mpsched.study.plan`), so it is not planned twice.
+    workers must see `out` (a shared file system or an object store), unless
+    `workers_write=False`: then each task returns its runs' tables and this process writes the
+    batches (more traffic through the client; for workers that share no storage with it).
+    `tasks`: the study already planned (`mpsched.study.plan`), so it is not planned twice.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -71,21 +74,21 @@ def run(
 
         with run_progress(len(tasks)) as update:
             return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor,
-                       client=client, tasks=tasks)
+                       client=client, tasks=tasks, workers_write=workers_write)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
-            res = run_tasks(tasks, tmp, engine, jobs, on_progress, executor, client)
+            res = run_tasks(tasks, tmp, engine, jobs, on_progress, executor, client, workers_write)
             res.tables = res.tables.load_all()  # before the directory goes
             res.meta = {k: res.meta[k] for k in res.meta}
             docs = {r: res._docs(r) for r in res.meta}
             res._docs = docs.__getitem__
             res.path = None
             return res
-    return run_tasks(tasks, out, engine, jobs, on_progress, executor, client)
+    return run_tasks(tasks, out, engine, jobs, on_progress, executor, client, workers_write)
 
 
 def run_tasks(tasks: list[Task], out: str | Path, engine: str, jobs: int, on_progress,
-              executor: Executor | None = None, client: Any = None) -> Results:
+              executor: Executor | None = None, client: Any = None, workers_write: bool = True) -> Results:
     """Run the tasks not yet in the store `out` and return the study's results."""
     if "://" not in str(out):
         out = Path(out).resolve()  # workers may run elsewhere (another directory, another host)
@@ -104,7 +107,8 @@ def run_tasks(tasks: list[Task], out: str | Path, engine: str, jobs: int, on_pro
             raise ValueError(schedulers[2])
     payload = schedulers[1] if schedulers else None
     report = drive(todo, len(tasks), str(out), engine, version, payload, jobs=jobs, executor=executor,
-                   client=client, on_progress=on_progress, work=execute_batch, store=store)
+                   client=client, on_progress=on_progress, work=execute_batch, store=store,
+                   write_on_client=not workers_write)
     if report.changed_store:
         store.dedupe(version)
     if report.failures:
