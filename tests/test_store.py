@@ -335,3 +335,28 @@ def test_a_failed_run_is_kept_beside_its_id_and_only_it_runs_again(tmp_path, mon
     assert calls[4:] == ["roundrobin", "roundrobin"]  # only the failed runs ran again
     assert len(res) == 4 and pl.read_parquet(tmp_path / "*" / "run.parquet").height == 4
     assert store.Store(tmp_path).failures() == {}  # resolved
+
+
+def test_a_study_of_the_layout_before_batches_is_read_and_converted(tmp_path, fake_engine):
+    """Run directories written before batches (`<out>/<run_id>/*.parquet`, meta.json last) are
+    read as batches of one run; a study by a newer code version runs them again into batches
+    and removes them."""
+    new = mpsched.run(SCENARIOS / "quick.toml", tmp_path / "new")
+    old = tmp_path / "old"
+    for run_id in new.runs.get_column("run_id"):
+        d = old / run_id
+        d.mkdir(parents=True)
+        for name in (*store.TABLES, "run"):
+            df = new.runs if name == "run" else new.tables[name]
+            df.filter(pl.col("run_id") == run_id).write_parquet(d / f"{name}.parquet")
+        (d / "scenario.toml").write_text(new.scenario_toml(run_id))
+        (d / "config.json").write_text(json.dumps({"seed": 1}))
+        (d / "meta.json").write_text(json.dumps({**new.meta[run_id], "code_version": "0.0.1-old"}))
+    legacy = mpsched.load(old)
+    assert len(legacy) == 4 and legacy.meta.keys() == new.meta.keys()
+    for name in store.TABLES:
+        assert legacy.tables[name].equals(new.tables[name]), name
+    again = mpsched.run(SCENARIOS / "quick.toml", old)
+    assert len(fake_engine) == 8  # another code version: run again
+    assert not any((old / r).exists() for r in new.meta)  # and the old directories are gone
+    assert pl.read_parquet(old / "*" / "run.parquet").height == 4 and len(again) == 4

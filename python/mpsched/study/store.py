@@ -165,7 +165,9 @@ class Store:
             try:
                 doc = json.loads(self._read_bytes(self._join(name, BATCH_FILE)))
             except (OSError, ValueError):
-                continue  # not a batch (or not complete)
+                doc = self._legacy_run(name)
+                if doc is None:
+                    continue  # not a batch (or not complete)
             out.append(Batch(name, list(doc.get("runs", [])), doc.get("code_version"), dict(doc.get("failures", {})),
                              float(doc.get("committed_unix_s", 0.0)), int(doc.get("first_index", 0))))
         return sorted(out, key=lambda b: (b.first_index, b.name))
@@ -250,12 +252,30 @@ class Store:
             files = [p.rsplit("/", 1)[-1] for p in self.fs.ls(self._join(batch), detail=False)]
         return sorted(f[: -len(".parquet")] for f in files if f.endswith(".parquet") and f != "run.parquet")
 
+    def _legacy_run(self, name: str) -> dict[str, Any] | None:
+        """A run directory of the layout before batches (one run, its meta.json written last),
+        read as a batch of one run; the next study of a newer code version runs it again and
+        `dedupe` removes it."""
+        try:
+            meta = json.loads(self._read_bytes(self._join(name, "meta.json")))
+        except (OSError, ValueError):
+            return None
+        if meta.get("run_id") != name:
+            return None
+        return {"runs": [name], "code_version": meta.get("code_version"), "first_index": meta.get("index", 0),
+                "committed_unix_s": meta.get("started_unix_s", 0.0)}
+
     def read_runs(self, batch: str) -> dict[str, dict[str, Any]]:
         """run id -> {"meta", "scenario_toml", "config"} of one batch."""
         try:
             text = self._read_bytes(self._join(batch, RUNS_FILE)).decode()
         except OSError:
-            return {}
+            try:  # a run directory of the layout before batches
+                return {batch: {"run_id": batch, "meta": json.loads(self._read_bytes(self._join(batch, "meta.json"))),
+                                "scenario_toml": self._read_bytes(self._join(batch, "scenario.toml")).decode(),
+                                "config": json.loads(self._read_bytes(self._join(batch, "config.json")))}}
+            except (OSError, ValueError):
+                return {}
         out = {}
         for line in text.splitlines():
             if line.strip():
