@@ -42,7 +42,8 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2"
 	$(PIP) install -q "pydantic>=2.6" "polars>=1.0" "pyarrow>=15" "duckdb>=1.0" "matplotlib>=3.8" \
-	  "rich>=13" "typer>=0.12" "numpy>=1.26" "scipy>=1.15" "jinja2>=3.1" "pytest>=8" "hypothesis>=6.100" "tomli-w>=1.0"
+	  "rich>=13" "typer>=0.12" "numpy>=1.26" "scipy>=1.15" "jinja2>=3.1" "pytest>=8" "hypothesis>=6.100" "tomli-w>=1.0" \
+	  "dask[distributed]>=2024.1" "fsspec>=2023.1" "cloudpickle>=2.2"
 	touch $@
 
 $(STAMPS)/core: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

@@ -25,7 +25,8 @@ def test_run_show_plot_on_the_quick_scenario(tmp_path, fake_engine):
     r = CliRunner().invoke(app, ["run", str(SCENARIOS / "quick.toml"), "--out", str(out), "--jobs", "1"])
     assert r.exit_code == 0, r.output
     assert "Flow completion time" in r.output and "roundrobin" in r.output
-    assert len(list(out.glob("*/flows.parquet"))) == 4
+    assert pl.read_parquet(out / "*" / "run.parquet").height == 4  # one row per run, over the batches
+    assert pl.read_parquet(out / "*" / "flows.parquet").get_column("run_id").n_unique() == 4
     r = CliRunner().invoke(app, ["show", str(out)])
     assert r.exit_code == 0 and "64KiB" in r.output and "256KiB" in r.output
     r = CliRunner().invoke(app, ["plot", str(out)])
@@ -89,7 +90,7 @@ def _mptcp_in_core() -> bool:
 
 def _check_quick_study(out: Path, protocol: str) -> pl.DataFrame:
     """Files and values of the quick scenario (two paths: 20 Mbit/s 20 ms, 5 Mbit/s 80 ms)."""
-    assert len(list(out.glob("*/meta.json"))) == 4
+    assert pl.read_parquet(out / "*" / "run.parquet").height == 4
     flows = pl.read_parquet(out / "*" / "flows.parquet")
     assert flows.height == 4 * 3
     assert set(flows.get_column("protocol")) == {protocol}
@@ -112,7 +113,7 @@ def _check_quick_study(out: Path, protocol: str) -> pl.DataFrame:
     joined = per_flow.join(flows.select("run_id", "flow_id", "size_bytes", "bytes_sent"), on=["run_id", "flow_id"])
     assert (joined.get_column("sub_sent") >= joined.get_column("size_bytes")).all()
     assert (joined.get_column("sub_sent") == joined.get_column("bytes_sent")).all()
-    meta = json.loads(next(out.glob("*/meta.json")).read_text())
+    meta = json.loads(next(out.glob("*/runs.jsonl")).read_text().splitlines()[0])["meta"]
     assert meta["engine"] == "sim" and meta["seed"] == 1 and meta["engine_stats"]["events"] > 0
     return flows
 

@@ -173,8 +173,9 @@ def test_check_run_show_plot_a_sweep_over_seed_and_protocol(tmp_path):
     assert "topology: fattree, 96 links" in r.output, "k = 4: 16 host, 16 edge-aggregation, 16 core links, each way"
     r = cli.invoke(app, ["run", str(scen), "-o", str(out), "-j", "2"])
     assert r.exit_code == 0, r.output
-    runs = sorted(d for d in out.iterdir() if d.is_dir() and not d.name.startswith("."))
-    assert len(runs) == 4 and all((d / "flows.parquet").is_file() and (d / "meta.json").is_file() for d in runs)
+    batches = sorted(d for d in out.iterdir() if d.is_dir() and not d.name.startswith("."))
+    assert all((d / "flows.parquet").is_file() and (d / "runs.jsonl").is_file() for d in batches)
+    assert duckdb.sql(f"SELECT count(*) FROM '{out}/*/run.parquet'").fetchall() == [(4,)]
 
     # stored records: each flow knows its hosts and class, each link its tier and rate
     flows = duckdb.sql(f"SELECT protocol, seed, sender, receiver, class FROM '{out}/*/flows.parquet'").pl()
@@ -206,9 +207,10 @@ def test_check_run_show_plot_a_sweep_over_seed_and_protocol(tmp_path):
     assert (out / "figures" / "link_utilisation.png").stat().st_size > 10_000
 
     # a second run resumes: nothing is run again
-    before = {d.name: (d / "meta.json").stat().st_mtime_ns for d in runs}
+    before = {d.name: (d / "batch.json").stat().st_mtime_ns for d in batches}
     assert cli.invoke(app, ["run", str(scen), "-o", str(out), "-j", "1"]).exit_code == 0
-    assert {d.name: (d / "meta.json").stat().st_mtime_ns for d in runs} == before
+    after = sorted(d for d in out.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name != "figures")
+    assert {d.name: (d / "batch.json").stat().st_mtime_ns for d in after} == before
 
 
 def test_fct_per_class_and_its_figure_on_query_traffic(tmp_path):

@@ -42,7 +42,7 @@ def test_two_connections_sweeping_the_same_field_get_named_labels():
     assert len(expand(s)) == 4
 
 
-@pytest.mark.parametrize("kind", ["sobol", "lhs", "halton", "random"])
+@pytest.mark.parametrize("kind", ["sobol", "lhs", "halton", "random", "wsp"])
 def test_a_design_draws_its_points_inside_the_ranges(kind):
     s = with_design(kind=kind, samples=8, seed=3,
                     ranges={"lte.rate": ["1Mbit", "100Mbit"], "lte.rtt": ["20ms", "400ms"], "wlan.loss": ["0%", "2%"]},
@@ -146,3 +146,45 @@ def test_a_python_scheduler_class_goes_where_a_name_goes(tmp_path):
     assert by == {"minrtt": True, "py:RoundRobin": True}
     shares = res.summary().filter(pl.col("scheduler") == "py:RoundRobin")
     assert shares.get_column("share_lte").item() > 0  # alternating puts bytes on the slow path too
+
+
+def test_wsp_points_are_further_apart_than_random_ones_and_fill_the_cube():
+    """WSP keeps no two points closer than its exclusion distance: its smallest pairwise distance
+    beats uniform random draws and a Sobol sequence of the same size, and its points still reach
+    every part of the cube (each axis split in four holds some)."""
+    import numpy as np
+
+    from mpsched.scenario.designs import draw
+
+    def min_distance(p):
+        d = np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(axis=2))
+        return d[np.triu_indices(len(p), 1)].min()
+
+    w = draw("wsp", 100, 3, 0)
+    assert w.shape == (100, 3) and ((w >= 0) & (w < 1)).all()
+    assert len({tuple(r) for r in w}) == 100
+    assert min_distance(w) > min_distance(draw("random", 100, 3, 0))
+    assert min_distance(w) > min_distance(draw("sobol", 100, 3, 0))
+    for axis in range(3):
+        assert set(np.floor(w[:, axis] * 4).astype(int)) == {0, 1, 2, 3}
+
+
+def test_a_cached_design_gives_the_points_drawn_afresh(tmp_path, monkeypatch):
+    """Designs are drawn once and kept in the cache; what the cache gives back is what scipy
+    draws, bit for bit, and an unwritable cache only costs drawing again."""
+    import numpy as np
+
+    from mpsched.scenario import designs
+    from mpsched.scenario.sweep import unit_design
+
+    monkeypatch.setenv("MPSCHED_CACHE_DIR", str(tmp_path / "cache"))
+    fresh = designs.draw("sobol", 64, 4, 7)
+    first = unit_design("sobol", 64, 4, 7)
+    assert list((tmp_path / "cache" / "designs").glob("*.npy"))
+    calls = []
+    monkeypatch.setattr(designs, "draw", lambda *a: calls.append(a))
+    again = unit_design("sobol", 64, 4, 7)
+    assert calls == [] and np.array_equal(first, fresh) and np.array_equal(again, fresh)
+    monkeypatch.setenv("MPSCHED_CACHE_DIR", "/proc/no-such-dir")
+    monkeypatch.setattr(designs, "draw", lambda *a: fresh)
+    assert np.array_equal(unit_design("sobol", 64, 4, 7), fresh)

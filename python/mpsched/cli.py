@@ -108,11 +108,17 @@ def check(scenario: Path = typer.Argument(..., help="Scenario TOML file.")) -> N
 @app.command()
 def run(
     scenario: Path = typer.Argument(..., help="Scenario TOML file."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Study directory (default: results/<scenario name>)."),
+    out_dir: Optional[str] = typer.Option(None, "--out", "-o",
+                                          help="Study directory or fsspec URL (default: results/<scenario name>)."),
     engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster",
+                                          help="Run on Dask: 'local' (a LocalCluster of --jobs processes) or a "
+                                               "scheduler's address (tcp://host:8786). See docs/cluster.md."),
 ) -> None:
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
+    from contextlib import nullcontext
+
     from mpsched import engines
     from mpsched.study.progress import run_progress
     from mpsched.study import RunFailed, check_topology_engine, plan
@@ -123,19 +129,37 @@ def run(
     try:
         check_topology_engine(s, engine)
         engines.check_engine(engine)
-        n = len(plan(s, engine))
+        tasks = plan(s, engine)  # planned once, here; the study runs these
     except ScenarioError as e:
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     except engines.EngineUnavailable as e:
         _fail(_escape(str(e)), EXIT_FAILED)
-    target = out_dir or Path("results") / s.name
+    target = out_dir or str(Path("results") / s.name)
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False)
+    where = f" on Dask ({cluster})" if cluster else ""
+    _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}", highlight=False)
+    if cluster:
+        from mpsched.study.cluster import ClusterUnavailable, connect, dashboard
+
+        try:
+            client_cm = connect(cluster, jobs)
+            client = client_cm.__enter__()
+        except ClusterUnavailable as e:
+            _fail(_escape(str(e)), EXIT_FAILED)
+        link = dashboard(client)
+        if link:
+            _c.err.print(f"Dask dashboard: {link}", highlight=False)
+    else:
+        client, client_cm = None, nullcontext()
     try:
-        with run_progress(n, _c.err) as update:
-            res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update)
+        with run_progress(len(tasks), _c.err) as update:
+            res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update, client=client, tasks=tasks)
     except RunFailed as e:
         _fail(_escape(str(e)), EXIT_FAILED)
+    except ValueError as e:  # e.g. a Python scheduler that cannot travel to the cluster
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    finally:
+        client_cm.__exit__(None, None, None)
     _print_summary(res)
     _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
 

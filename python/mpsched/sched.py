@@ -94,12 +94,14 @@ def python_scheduler_name(cls: type) -> str:
     return PREFIX + getattr(cls, "__qualname__", getattr(cls, "__name__", repr(cls)))
 
 
-def register(cls: type) -> str:
+def register(cls: type, name: str | None = None) -> str:
     """Registers a scheduler class and returns its name (idempotent; a different class under the
-    same name replaces the old one, as re-running a notebook cell expects)."""
+    same name replaces the old one, as re-running a notebook cell expects). `name`: the name it
+    had where it was registered first (a class sent to a worker process by value may not keep
+    its qualified name)."""
     if not is_scheduler_class(cls):
         raise TypeError(f"{cls!r} is not a scheduler: it needs a schedule(view) method")
-    name = python_scheduler_name(cls)
+    name = name or python_scheduler_name(cls)
     _REGISTRY[name] = cls
     return name
 

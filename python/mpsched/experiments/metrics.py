@@ -59,7 +59,7 @@ def _path_field(res, path: str, key: str) -> str:
     """A path's field as the stored scenario of the study's first run gives it (not swept)."""
     import tomllib
 
-    scenario = tomllib.loads((res.path / res.runs.get_column("run_id")[0] / "scenario.toml").read_text())
+    scenario = tomllib.loads(res.scenario_toml(res.runs.get_column("run_id")[0]))
     return str(next(p[key] for p in scenario["paths"] if p["name"] == path))
 
 

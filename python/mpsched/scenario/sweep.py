@@ -4,9 +4,9 @@ Two ways to vary a field, which combine:
 
 * **Lists** (a grid): the runs are the Cartesian product of the lists, in the order the fields
   appear in the scenario, with `seed` varying fastest so the seeds of one setting sit together.
-* **A space-filling design** (`[design]`, scipy.stats.qmc Sobol / Latin hypercube / Halton):
-  `samples` points drawn in the given ranges of continuous fields; every point runs for every
-  combination of the lists.
+* **A space-filling design** (`[design]`, scipy.stats.qmc Sobol / Latin hypercube / Halton, or
+  WSP): `samples` points drawn in the given ranges of continuous fields; every point runs for
+  every combination of the lists (a `seed` list replicates every point).
 
 Each run records its varied values under a label that becomes a column of every result table:
 list sweeps by field (`scheduler`, `size`, `seed`, `lte.rate`) with the value as written, design
@@ -15,10 +15,10 @@ fields with their unit in base units (`lte.rate_bps`, `wlan.rtt_ns`, `rcv_buf_by
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import typing
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -40,7 +40,7 @@ class DesignSpec(_Model):
     "wlan.rtt", "rcv_buf", ...), each run at one point. `log` lists the labels drawn on a log
     scale. Combines with list sweeps: every point runs for every combination of the lists."""
 
-    kind: Literal["sobol", "lhs", "halton", "random"] = "sobol"
+    kind: Literal["sobol", "lhs", "halton", "random", "wsp"] = "sobol"
     samples: Annotated[Any, BeforeValidator(_count)]
     seed: Annotated[Any, BeforeValidator(_seed)] = 0
     ranges: dict[str, list[Any]] = Field(min_length=1)
@@ -78,13 +78,19 @@ def sweep_kind(info: Any) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _field_kinds(cls: type[BaseModel]) -> tuple[tuple[str, str | None], ...]:
+    """(field name, sweep kind) of a model class, worked out once per class (a study walks
+    every run's scenario)."""
+    return tuple((name, sweep_kind(info)) for name, info in cls.model_fields.items())
+
+
 def _walk(model: BaseModel, prefix: tuple) -> list[tuple[tuple, str, Any]]:
     """(path, kind, value) of every sweepable field of `model` and the models inside it."""
     found = []
-    for name, info in type(model).model_fields.items():
+    for name, kind in _field_kinds(type(model)):
         value = getattr(model, name)
         here = prefix + (name,)
-        kind = sweep_kind(info)
         if kind is not None:
             found.append((here, kind, value))
         elif isinstance(value, BaseModel):
@@ -208,20 +214,7 @@ def design_points(scenario: Scenario) -> list[list[tuple[tuple, Any, str, Any]]]
     fields = sweepable_fields(scenario)
     labels = list(d.ranges)
     n, dim = int(d.samples), len(labels)
-    rng = np.random.default_rng(int(d.seed))
-    with warnings.catch_warnings():
-        # Sobol warns when n is not a power of two (balance is lost); that is the user's call.
-        warnings.simplefilter("ignore", UserWarning)
-        from scipy.stats import qmc
-
-        if d.kind == "sobol":
-            unit = qmc.Sobol(dim, rng=rng).random(n)
-        elif d.kind == "lhs":
-            unit = qmc.LatinHypercube(dim, rng=rng).random(n)
-        elif d.kind == "halton":
-            unit = qmc.Halton(dim, rng=rng).random(n)
-        else:
-            unit = rng.random((n, dim))
+    unit = unit_design(d.kind, n, dim, int(d.seed))
     points = []
     for row in unit:
         point = []
@@ -233,6 +226,17 @@ def design_points(scenario: Scenario) -> list[list[tuple[tuple, Any, str, Any]]]
             point.append((path, value, label + _UNIT[kind], _PARSE[kind](value)))
         points.append(point)
     return points
+
+
+def unit_design(kind: str, n: int, dim: int, seed: int) -> np.ndarray:
+    """`n` points of a design in the unit cube [0, 1)^dim (`kind`: see `DesignSpec`).
+
+    scipy.stats takes about a second to import, longer than planning hundreds of runs, and a
+    design's points depend only on (kind, n, dim, seed) and the scipy version: they are drawn
+    once and kept in the cache (``$MPSCHED_CACHE_DIR``, else ``~/.cache/mpsched``)."""
+    from mpsched.scenario.designs import cached, draw
+
+    return cached(f"{kind}|{n}|{dim}|{seed}", lambda: draw(kind, n, dim, seed))
 
 
 # --- expansion -----------------------------------------------------------------------------------

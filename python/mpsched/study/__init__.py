@@ -1,6 +1,7 @@
-"""A study: planning its runs (`plan`), executing them on an engine (`execute`: local processes or
-any `concurrent.futures.Executor`), the store (`store`: atomic Parquet per run, content-addressed
-ids, resume) and reading results back (`results`: `Results`, `load`)."""
+"""A study: planning its runs (`plan`), executing them on an engine in batches (`execute`,
+`batching`: local processes, any `concurrent.futures.Executor`, or a Dask cluster, `cluster`),
+the store (`store`: batches of runs, atomic, content-addressed ids, resume; a local path or an
+fsspec URL) and reading results back (`results`: `Results`, `load`)."""
 
 from mpsched.study.execute import RunFailed, code_version, run
 from mpsched.study.plan import Task, check_topology_engine, describe, plan

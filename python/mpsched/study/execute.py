@@ -1,8 +1,13 @@
-"""Running a study: the planned tasks (`mpsched.study.plan`) on an engine, their records stored.
+"""Running a study: the planned tasks (`mpsched.study.plan`) on an engine, stored in batches.
 
-Runs are independent, so they go to a local process pool (`jobs` workers, "spawn" start method so
-no worker inherits a half-initialised thread pool from the parent) or to any
-`concurrent.futures.Executor` (e.g. a Dask cluster's); this is where another backend plugs in.
+Runs are independent. They go, in batches (one task = a few runs, sized so the cost of a task
+stays near a tenth of its runs' time, see `study.batching`), to a local process pool (`jobs`
+workers, "spawn" start method so no worker inherits a half-initialised thread pool from the
+parent), to any `concurrent.futures.Executor`, or to a Dask cluster (`client=`: a
+`distributed.Client`, see `study.cluster`). Each task runs its runs, writes its batch to the
+store (`study.store`) and returns what the closing summary needs (flows, subflows, links and
+the run rows), so nothing is read back from disk at the end but the runs an earlier,
+interrupted study already stored.
 """
 
 from __future__ import annotations
@@ -10,30 +15,23 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
-from contextlib import nullcontext
-from multiprocessing import get_context
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Callable
 
 from mpsched import engines
 from mpsched.engines import python_schedulers_of
 from mpsched.scenario import Scenario, load_scenario
-from mpsched.study import store
+from mpsched.sched import register
+from mpsched.study import store as st
+from mpsched.study.batching import RunFailed, drive
 from mpsched.study.plan import Task, check_topology_engine, plan
-from mpsched.study.results import Results, load
+from mpsched.study.results import Results, from_store
 
-__all__ = ["RunFailed", "code_version", "run"]
+__all__ = ["RunFailed", "code_version", "execute_batch", "run"]
 
-
-class RunFailed(RuntimeError):
-    """Some runs of a study failed; the others are stored. `failures` maps run id -> message."""
-
-    def __init__(self, failures: dict[str, str], out: Path):
-        self.failures = failures
-        first_id, first = next(iter(failures.items()))
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        super().__init__(f"{len(failures)} run(s) failed; {first_id}: {first}{more}; completed runs are in {out}")
+#: The tables a task returns to the client (the closing summary's); the others stay in the store.
+SUMMARY_TABLES = ("flows", "subflows", "links", "run")
 
 
 def run(
@@ -45,89 +43,132 @@ def run(
     on_progress: Callable[[int, int], None] | None = None,
     progress: bool = False,
     executor: Executor | None = None,
+    client: Any = None,
+    tasks: list[Task] | None = None,
+    workers_write: bool = True,
 ) -> Results:
     """Run every combination of `scenario` on `engine` and return the results.
 
-    With `out`, each run is stored under ``out/<run_id>/``; runs already there from the same code
+    With `out` (a directory, or an fsspec URL such as ``s3://bucket/study`` when the workers can
+    write there), runs are stored in batches under it; runs already there from the same code
     version are reused (an interrupted study resumes), runs from another version are run again
-    and replaced; without it, runs go to a temporary directory and the results are
+    and replace the old ones; without it, runs go to a temporary directory and the results are
     returned in memory. `on_progress(done, total)` is called as runs finish; `progress=True`
     draws a progress bar instead (terminal or notebook).
 
-    `jobs` local processes run the study, unless an `executor` is given: any
-    `concurrent.futures.Executor`, e.g. a Dask cluster's ``client.get_executor()`` (its workers
-    must see `out` on a shared file system).
+    `jobs` local processes run the study, unless an `executor` (any
+    `concurrent.futures.Executor`) or a Dask `client` (``distributed.Client``) is given: their
+    workers must see `out` (a shared file system or an object store), unless
+    `workers_write=False`: then each task returns its runs' tables and this process writes the
+    batches (more traffic through the client; for workers that share no storage with it).
+    `tasks`: the study already planned (`mpsched.study.plan`), so it is not planned twice.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    check_topology_engine(scenario, engine)
-    engines.check_engine(engine)
-    tasks = plan(scenario, engine)
+    if tasks is None:
+        check_topology_engine(scenario, engine)
+        engines.check_engine(engine)
+        tasks = plan(scenario, engine)
     if progress and on_progress is None:
         from mpsched.study.progress import run_progress
 
         with run_progress(len(tasks)) as update:
-            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor)
+            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor,
+                       client=client, tasks=tasks, workers_write=workers_write)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
-            res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress, executor)
+            res = run_tasks(tasks, tmp, engine, jobs, on_progress, executor, client, workers_write)
+            res.tables = res.tables.load_all()  # before the directory goes
+            res.meta = {k: res.meta[k] for k in res.meta}
+            docs = {r: res._docs(r) for r in res.meta}
+            res._docs = docs.__getitem__
             res.path = None
             return res
-    return _run_tasks(tasks, Path(out), engine, jobs, on_progress, executor)
+    return run_tasks(tasks, out, engine, jobs, on_progress, executor, client, workers_write)
 
 
-def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress,
-               executor: Executor | None = None) -> Results:
-    out.mkdir(parents=True, exist_ok=True)
-    store.clean_stale_tmp(out)
+def run_tasks(tasks: list[Task], out: str | Path, engine: str, jobs: int, on_progress,
+              executor: Executor | None = None, client: Any = None, workers_write: bool = True) -> Results:
+    """Run the tasks not yet in the store `out` and return the study's results."""
+    if "://" not in str(out):
+        out = Path(out).resolve()  # workers may run elsewhere (another directory, another host)
+    store = st.Store(out)
+    store.ensure()
+    store.clean_stale_tmp()
     version = code_version()
-    # a run stored by this code version is reused; one from another version is run again
-    todo = [t for t in tasks if not (store.is_complete(out / t.run_id) and store.stored_version(out / t.run_id) == version)]
-    done = len(tasks) - len(todo)
-    if on_progress:
-        on_progress(done, len(tasks))
-    failures: dict[str, str] = {}
+    done = {r for r, b in store.owners(version).items() if b.code_version == version}
+    todo = [t for t in tasks if t.run_id not in done]
     if engine == "kernel":
-        jobs, executor = 1, None  # one testbed per machine: its namespaces and addresses are fixed
-    if any(python_schedulers_of(t.config) for t in todo):
-        jobs, executor = 1, None  # Python scheduler classes live in this process only
-    if executor is None and (jobs <= 1 or len(todo) <= 1):
-        for t in todo:
-            err = _execute(t, str(out), engine, version)
-            if err:
-                failures[t.run_id] = err
-            done += 1
-            if on_progress:
-                on_progress(done, len(tasks))
-    else:
-        own = executor is None
-        pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) if own else nullcontext(executor)
-        with pool_cm as pool:
-            pending = {pool.submit(_execute, t, str(out), engine, version): t for t in todo}
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    t = pending.pop(f)
-                    exc = f.exception()
-                    err = f"{type(exc).__name__}: {exc}" if exc is not None else f.result()
-                    if err:
-                        failures[t.run_id] = err
-                    done += 1
-                    if on_progress:
-                        on_progress(done, len(tasks))
-    if failures:
-        raise RunFailed(failures, out)
-    return load(out, run_ids=[t.run_id for t in tasks])
+        jobs, executor, client = 1, None, None  # one testbed per machine: its namespaces and addresses are fixed
+    schedulers = _python_schedulers(todo)
+    if schedulers is not None and schedulers[1] is None:
+        jobs, executor = 1, None  # classes that cannot travel run in this process (jobs=1)
+        if client is not None:
+            raise ValueError(schedulers[2])
+    payload = schedulers[1] if schedulers else None
+    report = drive(todo, len(tasks), str(out), engine, version, payload, jobs=jobs, executor=executor,
+                   client=client, on_progress=on_progress, work=execute_batch, store=store,
+                   write_on_client=not workers_write)
+    if report.changed_store:
+        store.dedupe(version)
+    if report.failures:
+        raise RunFailed(report.failures, out)
+    res = from_store(store, [t.run_id for t in tasks], version, report.frames, report.run_ids)
+    res.study_stats = {"runs": len(tasks), "ran": len(todo), "tasks": report.tasks, "run_s": report.run_s,
+                       "task_wall_s": report.task_wall_s, "task_cpu_s": report.task_cpu_s}
+    return res
 
 
-def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
-    """Run one task and store it; returns an error message instead of raising (so one bad run
-    does not take the pool down)."""
-    started = time.time()
+def _python_schedulers(tasks: list[Task]) -> tuple[dict, bytes | None, str] | None:
+    """The Python scheduler classes the tasks use, with their cloudpickle (by reference when
+    importable, else by value), or None and the reason when they cannot be sent to a worker."""
+    classes: dict[str, type] = {}
+    for t in tasks:
+        classes.update(python_schedulers_of(t.config))
+    if not classes:
+        return None
     try:
-        tables = engines.run_chained(task.config, list(task.chain), engine, run_one=engines.run_config) if task.chain else engines.run_config(task.config, engine)
-    except engines.EngineError as e:
-        return str(e)
+        import cloudpickle
+
+        return classes, cloudpickle.dumps(classes), ""
+    except Exception as e:  # noqa: BLE001 - anything cloudpickle refuses (locks, open files, ...)
+        names = ", ".join(classes)
+        return classes, None, (f"the Python scheduler(s) {names} cannot be sent to worker processes ({type(e).__name__}: "
+                               f"{e}); define them at module level in an importable module, or run without a cluster")
+
+
+def execute_batch(tasks: list[Task], out: str | None, engine: str, version: str,
+                  schedulers: bytes | None = None) -> dict[str, Any]:
+    """A worker's task: run `tasks` and write them as one batch into the store `out` (or, with
+    `out=None`, return the runs for the client to write). A run the engine refuses is recorded
+    as failed (kept beside its run id in the batch) and the others go on; it is not retried."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if schedulers:
+        import cloudpickle
+
+        for name, cls in cloudpickle.loads(schedulers).items():
+            register(cls, name)
+    records, failures, run_s = [], {}, 0.0
+    for t in tasks:
+        started, cpu = time.time(), time.process_time()
+        try:
+            records.append(_run_one(t, engine, version, started))
+        except engines.EngineError as e:
+            failures[t.run_id] = str(e)
+        run_s += time.process_time() - cpu  # CPU in the engine (and the run's own bookkeeping)
+    frames = st.batch_frames(records) if records else {}
+    name = st.Store(out).write_batch(records, failures, version, frames) if out is not None else None
+    return {"batch": name, "runs": [r.run_id for r in records], "failures": failures,
+            "frames": {k: v for k, v in frames.items() if k in SUMMARY_TABLES},
+            "records": None if out is not None else records,
+            "run_s": run_s, "wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0}
+
+
+def _run_one(task: Task, engine: str, version: str, started: float) -> st.RunRecord:
+    if task.chain:
+        tables = engines.run_chained(task.config, list(task.chain), engine, run_one=engines.run_config)
+    else:
+        tables = engines.run_config(task.config, engine)
     engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
     _name_paths(tables, task.config)
     _add_columns(tables, task.extra_columns or {})
@@ -138,15 +179,13 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
         "seed": task.config["seed"],
         "engine": engine,
         "code_version": version,
-        "scenario_hash": store.config_hash(task.config),
-        "schema_version": store.SCHEMA_VERSION,
+        "scenario_hash": task.scenario_hash or st.config_hash(task.config),
+        "schema_version": st.SCHEMA_VERSION,
         "started_unix_s": started,
         "wall_time_s": time.time() - started,
         "engine_stats": engine_stats,
     }
-    store.write_run(Path(out), task.run_id, tables, params=task.params, meta=meta,
-                    scenario_toml=task.scenario_toml, config=task.config)
-    return None
+    return st.RunRecord(task.run_id, task.index, task.params, tables, meta, task.scenario_toml, task.config)
 
 
 def _name_paths(tables: dict[str, dict[str, list]], config: dict[str, Any]) -> None:
@@ -187,5 +226,3 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         return version
     return f"{version}+git.{rev.stdout.strip()}" if rev.returncode == 0 and rev.stdout.strip() else version
-
-

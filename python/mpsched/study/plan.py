@@ -31,6 +31,8 @@ class Task:
     #: columns added to record tables, by table: {"flows": {"flow_id": [...], "sender": [...]}};
     #: the first column is the key matched against the engine's table
     extra_columns: dict | None = None
+    #: SHA-256 of the configuration's canonical JSON (`store.config_hash`), worked out once
+    scenario_hash: str = ""
 
 
 def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
@@ -54,8 +56,10 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
         custom = python_schedulers_of(config)
         if custom and engine != "sim":
             raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
-        run_id = store.run_id_for(params, config, engine, salt=_source_digest(custom))
-        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), norm.columns or None))
+        digest = store.config_hash(config)
+        run_id = store.run_id_for(params, config, engine, salt=_source_digest(custom), digest=digest)
+        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), norm.columns or None,
+                          digest))
     return tasks
 
 

@@ -1,27 +1,53 @@
-"""A rich progress bar for a study's runs, shared by the CLI and `mpsched.run(progress=True)`."""
+"""A rich progress bar for a study's runs, shared by the CLI and `mpsched.run(progress=True)`:
+runs done of all, failed, running, runs per second and the time left."""
 
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-__all__ = ["run_progress"]
+__all__ = ["StudyProgress", "run_progress"]
+
+
+class StudyProgress:
+    """An `on_progress(done, total)` callback that also takes the failed and running counts
+    (`status`) and draws them, with the rate of runs since the study started."""
+
+    def __init__(self, bar: Progress | None, total: int):
+        self.bar = bar
+        self.task = bar.add_task("runs", total=total, failed=0, running=0, rate="") if bar else None
+        self.started = time.perf_counter()
+        self.first: int | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        self.status(done, total, 0, 0)
+
+    def status(self, done: int, total: int, failed: int, running: int) -> None:
+        if self.first is None:
+            self.first = done  # runs found in the store: not counted in the rate
+        if self.bar is None:
+            return
+        elapsed = time.perf_counter() - self.started
+        ran = done - self.first
+        rate = f"{ran / elapsed:.0f} runs/s" if ran and elapsed > 0 else ""
+        self.bar.update(self.task, completed=done, total=total, failed=failed, running=running, rate=rate)
 
 
 @contextmanager
-def run_progress(total: int, console: Console | None = None) -> Iterator[Callable[[int, int], None]]:
-    """Yield an `on_progress(done, total)` callback drawing a bar on a terminal (or a notebook);
-    on anything else (a log file, a pipe) it draws nothing."""
+def run_progress(total: int, console: Console | None = None) -> Iterator[StudyProgress]:
+    """Yield a `StudyProgress` drawing a bar on a terminal (or a notebook); on anything else (a
+    log file, a pipe) it draws nothing."""
     console = console or Console(file=sys.stderr)
     if not (console.is_terminal or console.is_jupyter):
-        yield lambda done, total: None
+        yield StudyProgress(None, total)
         return
-    bar = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("eta"), TimeRemainingColumn(), console=console)
-    task = bar.add_task("runs", total=total)
+    bar = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("[red]{task.fields[failed]} failed[/] {task.fields[running]} running {task.fields[rate]}"),
+                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console)
     with bar:
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+        yield StudyProgress(bar, total)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import polars as pl
 
-from mpsched.study.store import TABLES, run_dirs
+from mpsched.study.store import TABLES, Batch, Store, concat
 
 __all__ = ["Results", "load"]
 
@@ -22,13 +23,20 @@ class Results:
     sweep order), `meta` (run id -> meta.json), `path` (the study directory, if on disk).
     """
 
-    def __init__(self, tables: dict[str, pl.DataFrame], runs: pl.DataFrame, params: list[str],
-                 meta: dict[str, dict[str, Any]], path: Path | None = None):
+    def __init__(self, tables: Mapping[str, pl.DataFrame], runs: pl.DataFrame, params: list[str],
+                 meta: Mapping[str, dict[str, Any]], path: Path | str | None = None):
         self.tables = tables
         self.runs = runs
         self.params = params
         self.meta = meta
         self.path = path
+
+    def scenario_toml(self, run_id: str) -> str:
+        """The concrete scenario (TOML) one run ran."""
+        docs = self.__dict__.get("_docs")
+        if docs is not None:
+            return docs(run_id)["scenario_toml"]
+        raise KeyError(f"no stored scenario for run {run_id!r} (results not read from a store)")
 
     flows = property(lambda self: self.tables["flows"], doc="One row per transfer.")
     subflows = property(lambda self: self.tables["subflows"], doc="One row per subflow.")
@@ -91,32 +99,121 @@ class Results:
         return f"<Results: {self.runs.height} runs{where}; params={self.params}; rows: {sizes}>"
 
 
-def load(path: str | Path, run_ids: Iterable[str] | None = None) -> Results:
-    """Read a results directory (written by `mpsched run`) back into a `Results`.
+class LazyTables(Mapping):
+    """Tables read from the store when first used (a study's time series can be large; the
+    summary needs only `flows` and `subflows`), some given already in memory."""
 
-    Only complete runs are read; `run_ids` restricts to those runs.
-    """
-    root = Path(path)
-    if not root.is_dir():
-        raise FileNotFoundError(f"no results directory at {str(root)!r}")
-    wanted = None if run_ids is None else set(run_ids)
-    dirs = [d for d in run_dirs(root) if wanted is None or d.name in wanted]
-    meta = {d.name: json.loads((d / "meta.json").read_text()) for d in dirs}
-    params: list[str] = []
-    for m in meta.values():
-        for k in m.get("params", {}):
-            if k not in params:
-                params.append(k)
+    def __init__(self, names: list[str], read: Callable[[str], pl.DataFrame], loaded: dict[str, pl.DataFrame] | None = None):
+        self._names = list(dict.fromkeys([*names, *(loaded or {})]))
+        self._read = read
+        self._loaded = dict(loaded or {})
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        if name not in self._names:
+            raise KeyError(name)
+        if name not in self._loaded:
+            self._loaded[name] = self._read(name)
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def load_all(self) -> dict[str, pl.DataFrame]:
+        return {n: self[n] for n in self._names}
+
+
+class _LazyMeta(Mapping):
+    """run id -> meta, read from the batches' runs.jsonl when first used."""
+
+    def __init__(self, ids: list[str], docs: Callable[[str], dict]):
+        self._ids, self._docs = ids, docs
+
+    def __getitem__(self, run_id: str) -> dict:
+        if run_id not in self._ids:
+            raise KeyError(run_id)
+        return self._docs(run_id)["meta"]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+def order_rows(df: pl.DataFrame, order: dict[str, int]) -> pl.DataFrame:
+    """Rows in run order (the study's run index), each run's rows as the engine gave them."""
+    if df.is_empty() or "run_id" not in df.columns:
+        return df
+    key = pl.col("run_id").replace_strict(order, default=len(order), return_dtype=pl.Int64)
+    return df.with_row_index("_row").sort(key, "_row").drop("_row")
+
+
+def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str | None = None,
+               loaded: dict[str, pl.DataFrame] | None = None, loaded_runs: Iterable[str] = ()) -> Results:
+    """The study in `store` as `Results` (each run from the one batch that holds it; see
+    `Store.owners`). `loaded`: tables already in memory for the runs `loaded_runs` (what the
+    workers returned); the other runs' rows of those tables are read from the store."""
+    owners = store.owners(version)
+    wanted = list(owners) if run_ids is None else [r for r in dict.fromkeys(run_ids) if r in owners]
+    picked: dict[str, list[str]] = {}
+    for r in wanted:
+        picked.setdefault(owners[r].name, []).append(r)
+    batches: list[Batch] = sorted({owners[r].name: owners[r] for r in wanted}.values(),
+                                  key=lambda b: (b.first_index, b.name))
+    in_memory = set(loaded_runs)
+
+    def read(name: str, skip: set[str] = frozenset()) -> pl.DataFrame:
+        frames = []
+        for b in batches:
+            ids = [r for r in picked[b.name] if r not in skip]
+            if not ids:
+                continue
+            df = store.read_table(b.name, name)
+            if "run_id" in df.columns and (len(ids) != len(b.runs) or skip):
+                df = df.filter(pl.col("run_id").is_in(ids))
+            frames.append(df)
+        return frames
+
+    loaded = dict(loaded or {})
+    mem_runs = loaded.pop("run", None)
+    runs = concat(read("run", in_memory if mem_runs is not None else frozenset()) + ([mem_runs] if mem_runs is not None else []))
+    runs = runs.sort("index", "run_id") if "index" in runs.columns else runs
+    order = {r: i for i, r in enumerate(runs.get_column("run_id").to_list())} if runs.height else {}
+
+    def table(name: str) -> pl.DataFrame:
+        frames = read(name, in_memory if loaded and name in loaded else frozenset())
+        if loaded and name in loaded:
+            frames.append(loaded[name])
+        return order_rows(concat(frames), order)
+
     names = list(TABLES)
-    for d in dirs:  # tables beyond the standard ones (e.g. `blocks`), in a stable order
-        names += sorted(f.stem for f in d.glob("*.parquet") if f.stem not in names and f.stem != "run")
-    tables = {name: _concat([d / f"{name}.parquet" for d in dirs]) for name in names}
-    runs = _concat([d / "run.parquet" for d in dirs])
-    return Results(tables, runs, params, meta, root)
+    for b in batches:  # tables beyond the standard ones (e.g. `events`), in a stable order
+        names += [n for n in store.table_names(b.name) if n not in names]
+    docs: dict[str, dict] = {}
+
+    def doc(run_id: str) -> dict:
+        if run_id not in docs:
+            docs.update(store.read_runs(owners[run_id].name))
+        return docs[run_id]
+
+    ids = list(order)
+    params: list[str] = []
+    fixed = {"run_id", "engine", "index", "scenario_hash"}
+    params = [c for c in runs.columns if c not in fixed]
+    res = Results(LazyTables(names, table, {n: table(n) for n in (loaded or {})}), runs, params,
+                  _LazyMeta(ids, doc), store.root if store.local else store.url)
+    res._docs = doc
+    return res
 
 
-def _concat(files: list[Path]) -> pl.DataFrame:
-    frames = [pl.read_parquet(f) for f in files if f.is_file()]
-    if not frames:
-        return pl.DataFrame()
-    return pl.concat(frames, how="diagonal_relaxed")
+def load(path: str | Path, run_ids: Iterable[str] | None = None) -> Results:
+    """Read a results directory (written by `mpsched run`; a local path or an fsspec URL) back
+    into a `Results`. Only complete batches are read; `run_ids` restricts to those runs. Tables
+    are read when first used."""
+    store = Store(path)
+    if not store.exists():
+        raise FileNotFoundError(f"no results directory at {str(path)!r}")
+    return from_store(store, run_ids)

@@ -1,54 +1,57 @@
-"""Results on disk: one directory per run, written atomically, read back as one study.
+"""Results on disk: runs written in batches, each batch atomic, read back as one study.
 
-Layout of a study directory ``<out>``::
+Layout of a study ``<out>`` (a local directory, or an fsspec URL such as ``s3://bucket/study``)::
 
-    <out>/<run_id>/flows.parquet            one row per transfer
-                   subflows.parquet         one row per subflow
-                   blocks.parquet           one row per application unit (CBR block, web object,
-                                            transfer on a long-lived connection)
-                   subflow_series.parquet   time series (cwnd, srtt, in flight, bytes acked)
-                   conn_series.parquet      time series (delivered, out-of-order, receive buffer)
-                   link_series.parquet      time series (queue, drops)
-                   links.parquet            one row per link
-                   run.parquet              one row: run id, seed, engine, swept parameters
-                   scenario.toml            the concrete scenario of this run
-                   config.json              the normalized configuration the engine ran
-                   meta.json                run id, seed, engine, code version, scenario hash
-    <out>/.tmp/                             runs being written (never matched by <out>/*/...)
+    <out>/<batch>/flows.parquet            one row per transfer        } every table holds the
+                  subflows.parquet         one row per subflow         } rows of all the batch's
+                  blocks.parquet           one row per application     } runs, with `run_id` and
+                                           unit (block, object, ...)   } the swept parameters as
+                  subflow_series.parquet   cwnd, srtt, in flight, ...  } columns
+                  conn_series.parquet      delivered, out-of-order, receive buffer
+                  link_series.parquet      queue, drops
+                  links.parquet            one row per link
+                  run.parquet              one row per run: run id, engine, swept parameters, index
+                  runs.jsonl               one line per run: its meta (seed, code version, wall
+                                           time, engine counters), concrete scenario and config
+                  batch.json               written last: the batch's run ids, code version, and
+                                           the runs that failed with their error
+    <out>/.tmp/                            batches being written (never matched by <out>/*/...)
 
-Every table carries `run_id` and the swept parameters as columns, so
-``polars.read_parquet("<out>/*/flows.parquet")`` or DuckDB's
-``SELECT ... FROM '<out>/*/flows.parquet'`` query the whole study. A run is written into
-``<out>/.tmp/`` and renamed into place only when complete, so an interrupted run never leaves a
-visible half directory; a run whose directory exists is complete; on resume it is reused if the same code version
-wrote it, else run again and replaced.
+So ``polars.read_parquet("<out>/*/flows.parquet")`` or DuckDB's ``SELECT ... FROM
+'<out>/*/flows.parquet'`` read the whole study with one glob. A batch is written into
+``<out>/.tmp/`` and renamed into place when complete (on an object store, where there is no
+rename, its batch.json is written last and readers here ignore a batch without one). A run is
+done when a complete batch of the current code version holds it; a resumed study runs only the
+others. A run held by two batches (a batch of an older code version, or of a killed client
+whose last task still finished) is kept in one only: `dedupe` rewrites the others.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
+import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import polars as pl
 
-__all__ = ["SCHEMA_VERSION", "TABLES", "run_id_for", "config_hash", "write_run", "is_complete", "stored_version",
-           "run_dirs", "to_frame"]
+from mpsched.study.frames import TABLES, RunRecord, batch_frames, concat, to_frame
 
-#: Bumped whenever a table's columns change meaning.
-SCHEMA_VERSION = 1
-#: The record tables every engine returns.
-TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links")
+__all__ = ["SCHEMA_VERSION", "TABLES", "Batch", "RunRecord", "Store", "batch_frames", "concat", "config_hash",
+           "run_id_for", "to_frame"]
+
+#: Bumped whenever a table's columns change meaning (2: batches of runs).
+SCHEMA_VERSION = 2
 TMP = ".tmp"
-
-_STRING_COLUMNS = {"protocol", "scheduler", "cc", "direction", "app", "path", "link", "run_id"}
-_BOOL_COLUMNS = {"completed"}
-
+BATCH_FILE = "batch.json"
+RUNS_FILE = "runs.jsonl"
 
 def config_hash(config: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of a normalized configuration."""
@@ -56,14 +59,14 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def run_id_for(params: dict[str, Any], config: dict[str, Any], engine: str, salt: str = "") -> str:
+def run_id_for(params: dict[str, Any], config: dict[str, Any], engine: str, salt: str = "", digest: str = "") -> str:
     """A readable, deterministic run id: the swept values, then a hash of what actually runs
     (`salt`: anything else that decides the outcome, e.g. a Python scheduler's source).
 
     The same configuration on the same engine always gets the same id, which is what makes a
-    study resumable.
+    study resumable. `digest`: `config_hash(config)` when the caller has it already.
     """
-    digest = hashlib.sha256(f"{engine}\n{config_hash(config)}\n{salt}".encode()).hexdigest()[:10]
+    digest = hashlib.sha256(f"{engine}\n{digest or config_hash(config)}\n{salt}".encode()).hexdigest()[:10]
     parts = [f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in params.items() if k != "seed"]
     if "seed" in params:
         parts.append(f"s{params['seed']}")
@@ -71,138 +74,282 @@ def run_id_for(params: dict[str, Any], config: dict[str, Any], engine: str, salt
     return f"{slug}_{digest}" if slug else digest
 
 
-def _dtype(column: str) -> pl.DataType | None:
-    if column in _STRING_COLUMNS:
-        return pl.String()
-    if column in _BOOL_COLUMNS:
-        return pl.Boolean()
-    if column.endswith(("_ns", "_bytes", "_packets", "_count", "_id")) or column in ("subflow", "flow_id"):
-        return pl.Int64()
-    return None
+@dataclass
+class Batch:
+    """A complete batch as its batch.json describes it."""
+
+    name: str
+    runs: list[str]
+    code_version: str | None
+    failures: dict[str, str] = field(default_factory=dict)
+    committed_unix_s: float = 0.0
+    first_index: int = 0
 
 
-def to_frame(columns: dict[str, list], extra: dict[str, Any]) -> pl.DataFrame:
-    """One record table as a DataFrame with stable dtypes, plus constant `extra` columns
-    (run id, swept parameters) prepended; a column the table already has is left alone."""
-    overrides = {c: t for c in columns if (t := _dtype(c)) is not None}
-    df = pl.DataFrame(columns, schema_overrides=overrides, strict=False) if columns else pl.DataFrame()
-    n = df.height
-    consts = [pl.Series(k, [v] * n, dtype=_lit_dtype(v)) for k, v in extra.items() if k not in df.columns]
-    return pl.DataFrame([*consts, *df.get_columns()])
+def _batch_name(run_ids: Iterable[str], first_index: int) -> str:
+    """Content-addressed: the same runs always make the same batch (a retried task that already
+    committed finds its own batch in place instead of adding a copy)."""
+    digest = hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest()[:12]
+    return f"b{first_index:06d}-{digest}"
 
 
-def _lit_dtype(v: Any) -> pl.DataType:
-    if isinstance(v, bool):
-        return pl.Boolean()
-    if isinstance(v, int):
-        return pl.Int64()
-    if isinstance(v, float):
-        return pl.Float64()
-    return pl.String()
+class Store:
+    """A study's store: a local directory or an fsspec URL (object store, memory://, ...)."""
+
+    def __init__(self, out: str | Path):
+        text = str(out)
+        self.url = text
+        self.local = "://" not in text or text.startswith("file://")
+        if self.local:
+            self.root = Path(text[len("file://"):] if text.startswith("file://") else text)
+            self.fs = None
+        else:
+            import fsspec  # only for URLs
+
+            self.fs, self.root = fsspec.core.url_to_fs(text)
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    # --- small file-system layer (os for local paths, fsspec otherwise) -------------------------
+
+    def _join(self, *parts: str) -> str:
+        return "/".join([str(self.root).rstrip("/"), *parts])
+
+    def _read_bytes(self, path: str) -> bytes:
+        if self.fs is None:
+            return Path(path).read_bytes()
+        with self.fs.open(path, "rb") as f:
+            return f.read()
+
+    def _write_bytes(self, path: str, data: bytes) -> None:
+        if self.fs is None:
+            Path(path).write_bytes(data)
+        else:
+            with self.fs.open(path, "wb") as f:
+                f.write(data)
+
+    def _exists(self, path: str) -> bool:
+        return Path(path).exists() if self.fs is None else self.fs.exists(path)
+
+    def _rmtree(self, path: str) -> None:
+        if self.fs is None:
+            shutil.rmtree(path, ignore_errors=True)
+        elif self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+
+    def ensure(self) -> None:
+        if self.fs is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+        else:
+            self.fs.makedirs(str(self.root), exist_ok=True)
+
+    def exists(self) -> bool:
+        return self.root.is_dir() if self.fs is None else self.fs.isdir(str(self.root))
+
+    # --- batches --------------------------------------------------------------------------------
+
+    def batches(self) -> list[Batch]:
+        """The complete batches (those with a batch.json), by the index of their first run."""
+        if self.fs is None:
+            if not self.root.is_dir():
+                return []
+            names = [d.name for d in self.root.iterdir() if d.is_dir() and not d.name.startswith(".")]
+        else:
+            if not self.fs.isdir(str(self.root)):
+                return []
+            names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(str(self.root), detail=False)]
+            names = [n for n in names if not n.startswith(".")]
+        out = []
+        for name in names:
+            try:
+                doc = json.loads(self._read_bytes(self._join(name, BATCH_FILE)))
+            except (OSError, ValueError):
+                doc = self._legacy_run(name)
+                if doc is None:
+                    continue  # not a batch (or not complete)
+            out.append(Batch(name, list(doc.get("runs", [])), doc.get("code_version"), dict(doc.get("failures", {})),
+                             float(doc.get("committed_unix_s", 0.0)), int(doc.get("first_index", 0))))
+        return sorted(out, key=lambda b: (b.first_index, b.name))
+
+    def write_batch(self, records: list[RunRecord], failures: dict[str, str], version: str,
+                    frames: dict[str, pl.DataFrame] | None = None) -> str:
+        """Write a batch of finished runs (and the errors of the failed ones) atomically; returns
+        its name. `frames` (from `batch_frames(records)`) when the caller already built them."""
+        ids = [r.run_id for r in records]
+        first = min([r.index for r in records], default=0)
+        name = _batch_name(ids + [f"failed:{k}" for k in failures], first)
+        if frames is None:
+            frames = batch_frames(records) if records else {}
+        files: dict[str, bytes] = {}
+        for table, df in frames.items():
+            buf = io.BytesIO()
+            df.write_parquet(buf)
+            files[f"{table}.parquet"] = buf.getvalue()
+        runs = [json.dumps({"run_id": r.run_id, "meta": r.meta, "scenario_toml": r.scenario_toml, "config": r.config},
+                           separators=(",", ":"), default=str) for r in records]
+        files[RUNS_FILE] = ("\n".join(runs) + "\n").encode() if runs else b""
+        doc = {"batch": name, "runs": ids, "failures": failures, "code_version": version,
+               "schema_version": SCHEMA_VERSION, "first_index": first, "committed_unix_s": time.time()}
+        files[BATCH_FILE] = json.dumps(doc, indent=1).encode()  # last: its presence completes the batch
+        if self.fs is None:
+            self._commit_local(name, files, version)
+        else:
+            for fname, data in files.items():
+                self._write_bytes(self._join(name, fname), data)
+        return name
+
+    def _commit_local(self, name: str, files: dict[str, bytes], version: str) -> None:
+        final = self.root / name
+        tmp = self.root / TMP / f"{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        try:
+            for fname, data in files.items():
+                (tmp / fname).write_bytes(data)
+            _fsync_dir(tmp)
+            if final.exists():
+                old = _read_json(final / BATCH_FILE)
+                if old is not None and old.get("code_version") == version:  # the same batch, already committed
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    return
+                aside = self.root / TMP / f"{name}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
+                os.rename(final, aside)
+                shutil.rmtree(aside, ignore_errors=True)
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if (final / BATCH_FILE).is_file():  # another writer committed the same batch first
+                    shutil.rmtree(tmp, ignore_errors=True)
+                else:
+                    raise
+            _fsync_dir(self.root)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def remove_batch(self, name: str) -> None:
+        if self.fs is None:
+            aside = self.root / TMP / f"{name}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(self.root / name, aside)  # gone from readers at once, then deleted
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            self.fs.rm(self._join(name, BATCH_FILE))
+            self._rmtree(self._join(name))
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def read_table(self, batch: str, table: str) -> pl.DataFrame:
+        path = self._join(batch, f"{table}.parquet")
+        if self.fs is None:
+            return pl.read_parquet(path) if os.path.isfile(path) else pl.DataFrame()
+        return pl.read_parquet(io.BytesIO(self._read_bytes(path))) if self.fs.exists(path) else pl.DataFrame()
+
+    def table_names(self, batch: str) -> list[str]:
+        if self.fs is None:
+            files = [f.name for f in (self.root / batch).glob("*.parquet")]
+        else:
+            files = [p.rsplit("/", 1)[-1] for p in self.fs.ls(self._join(batch), detail=False)]
+        return sorted(f[: -len(".parquet")] for f in files if f.endswith(".parquet") and f != "run.parquet")
+
+    def _legacy_run(self, name: str) -> dict[str, Any] | None:
+        """A run directory of the layout before batches (one run, its meta.json written last),
+        read as a batch of one run; the next study of a newer code version runs it again and
+        `dedupe` removes it."""
+        try:
+            meta = json.loads(self._read_bytes(self._join(name, "meta.json")))
+        except (OSError, ValueError):
+            return None
+        if meta.get("run_id") != name:
+            return None
+        return {"runs": [name], "code_version": meta.get("code_version"), "first_index": meta.get("index", 0),
+                "committed_unix_s": meta.get("started_unix_s", 0.0)}
+
+    def read_runs(self, batch: str) -> dict[str, dict[str, Any]]:
+        """run id -> {"meta", "scenario_toml", "config"} of one batch."""
+        try:
+            text = self._read_bytes(self._join(batch, RUNS_FILE)).decode()
+        except OSError:
+            try:  # a run directory of the layout before batches
+                return {batch: {"run_id": batch, "meta": json.loads(self._read_bytes(self._join(batch, "meta.json"))),
+                                "scenario_toml": self._read_bytes(self._join(batch, "scenario.toml")).decode(),
+                                "config": json.loads(self._read_bytes(self._join(batch, "config.json")))}}
+            except (OSError, ValueError):
+                return {}
+        out = {}
+        for line in text.splitlines():
+            if line.strip():
+                doc = json.loads(line)
+                out[doc["run_id"]] = doc
+        return out
+
+    def owners(self, version: str | None = None) -> dict[str, Batch]:
+        """run id -> the batch that holds it: a batch of `version` before one of another, then
+        the one committed first (so a copy written later never replaces the kept one)."""
+        out: dict[str, Batch] = {}
+        ranked = sorted(self.batches(), key=lambda b: (version is not None and b.code_version != version,
+                                                        b.committed_unix_s, b.name))
+        for b in ranked:
+            for r in b.runs:
+                out.setdefault(r, b)
+        return out
+
+    def failures(self) -> dict[str, str]:
+        """run id -> error of the runs that failed and are in no batch since (a failure stays in
+        its batch's batch.json until the batch is rewritten; one whose run succeeded later is
+        not reported)."""
+        owner = self.owners()
+        return {r: m for b in self.batches() for r, m in b.failures.items() if r not in owner}
+
+    def dedupe(self, version: str) -> int:
+        """Keep every run in one batch only (see `owners`): a batch whose runs are all held
+        elsewhere is removed, one with some is rewritten without them; a batch of failures only
+        goes once all its runs have succeeded elsewhere. Returns how many batches changed."""
+        batches = self.batches()
+        owner = self.owners(version)
+        changed = 0
+        for b in batches:
+            keep = [r for r in b.runs if owner[r].name == b.name]
+            if len(keep) == len(b.runs) and (b.runs or any(f not in owner for f in b.failures)):
+                continue
+            if keep:
+                runs = self.read_runs(b.name)
+                tables = {t: self.read_table(b.name, t) for t in [*self.table_names(b.name), "run"]}
+                frames = {t: df.filter(pl.col("run_id").is_in(keep)) if "run_id" in df.columns else df
+                          for t, df in tables.items()}
+                records = [RunRecord(r, int(runs[r]["meta"].get("index", 0)), {}, {}, runs[r]["meta"],
+                                     runs[r]["scenario_toml"], runs[r]["config"]) for r in keep]
+                failures = {k: v for k, v in b.failures.items() if k not in owner}
+                self.write_batch(records, failures, b.code_version or version, frames=frames)
+            self.remove_batch(b.name)
+            changed += 1
+        return changed
+
+    def clean_stale_tmp(self) -> int:
+        """Remove leftovers of interrupted writers (their process is gone); returns how many."""
+        if self.fs is not None:
+            return 0
+        root = self.root / TMP
+        if not root.is_dir():
+            return 0
+        removed = 0
+        for d in root.iterdir():
+            try:
+                pid = int(d.name.rsplit(".", 2)[1])
+            except (IndexError, ValueError):
+                pid = -1
+            if pid > 0 and _alive(pid):
+                continue
+            shutil.rmtree(d, ignore_errors=True)
+            removed += 1
+        return removed
 
 
-def is_complete(run_dir: Path) -> bool:
-    """A run directory is complete when its meta.json exists (written last, then renamed)."""
-    return (run_dir / "meta.json").is_file()
-
-
-def stored_version(run_dir: Path) -> str | None:
-    """The code version that wrote a complete run (None if unreadable)."""
+def _read_json(path: Path) -> dict | None:
     try:
-        return json.loads((run_dir / "meta.json").read_text()).get("code_version")
+        return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def run_dirs(out: Path) -> list[Path]:
-    """Complete run directories of a study, sorted by their run index then id."""
-    dirs = [d for d in Path(out).iterdir() if d.is_dir() and not d.name.startswith(".") and is_complete(d)]
-
-    def key(d: Path) -> tuple:
-        try:
-            return (json.loads((d / "meta.json").read_text()).get("index", 0), d.name)
-        except (OSError, ValueError):
-            return (0, d.name)
-
-    return sorted(dirs, key=key)
-
-
-def write_run(
-    out: Path,
-    run_id: str,
-    tables: dict[str, dict[str, list]],
-    *,
-    params: dict[str, Any],
-    meta: dict[str, Any],
-    scenario_toml: str,
-    config: dict[str, Any],
-) -> Path:
-    """Write one run atomically into ``out/run_id``; returns the final directory.
-
-    Everything goes to a fresh directory under ``out/.tmp`` first; the rename into place is the
-    commit point. If the run already exists from the same code version (another worker finished
-    it), the new copy is discarded; if it comes from another code version, it is replaced (moved
-    aside, the new run renamed in, the old one deleted).
-    """
-    out = Path(out)
-    final = out / run_id
-    tmp = out / TMP / f"{run_id}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True)
-    try:
-        extra = {"run_id": run_id, **params}
-        # the standard tables always (empty if the engine has none), then any other the engine
-        # returns (e.g. `blocks`, `events`): new record kinds need no change here
-        names = [*TABLES, *sorted(n for n in tables if n not in TABLES and not n.startswith("_") and n != "run")]
-        for name in names:
-            to_frame(tables.get(name, {}), extra).write_parquet(tmp / f"{name}.parquet")
-        run_row = {"run_id": [run_id], "engine": [meta["engine"]], **{k: [v] for k, v in params.items()}}
-        run_row["index"] = [meta["index"]]
-        run_row["scenario_hash"] = [meta["scenario_hash"]]
-        pl.DataFrame(run_row).write_parquet(tmp / "run.parquet")
-        (tmp / "scenario.toml").write_text(scenario_toml, encoding="utf-8")
-        # readable when small; compact when a trace makes it large (one number per line would
-        # double its size)
-        text = json.dumps(config, sort_keys=True, separators=(",", ":"))
-        if len(text) < 100_000:
-            text = json.dumps(config, indent=1, sort_keys=True)
-        (tmp / "config.json").write_text(text, encoding="utf-8")
-        # meta.json last: its presence marks a complete run.
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
-        _fsync_dir(tmp)
-        if is_complete(final) and stored_version(final) != meta.get("code_version"):
-            old = out / TMP / f"{run_id}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(final, old)
-            shutil.rmtree(old, ignore_errors=True)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if is_complete(final):  # someone else committed the same run first
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                raise
-        _fsync_dir(out)
-        return final
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def clean_stale_tmp(out: Path) -> int:
-    """Remove leftovers of interrupted writers (their process is gone); returns how many."""
-    root = Path(out) / TMP
-    if not root.is_dir():
-        return 0
-    removed = 0
-    for d in root.iterdir():
-        try:
-            pid = int(d.name.rsplit(".", 2)[1])
-        except (IndexError, ValueError):
-            pid = -1
-        if pid > 0 and _alive(pid):
-            continue
-        shutil.rmtree(d, ignore_errors=True)
-        removed += 1
-    return removed
 
 
 def _alive(pid: int) -> bool:
