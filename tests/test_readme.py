@@ -22,5 +22,7 @@ def test_every_python_block_of_the_readme_runs(tmp_path, monkeypatch):
         exec(compile(block, "README.md", "exec"), namespace)
     # The first example wrote a study and its figures where it said.
     assert any((tmp_path / "results" / "quick").glob("*/flows.parquet"))
-    assert any((tmp_path / "figures").glob("*.png"))
+    # plot() with no folder draws into the study's own figures/ and litters nothing else
+    assert any((tmp_path / "results" / "quick" / "figures").glob("*.png"))
+    assert not (tmp_path / "figures").exists()
     assert os.getcwd() == str(tmp_path)

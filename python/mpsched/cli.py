@@ -21,6 +21,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # help texts are plain: a "[topology]" in them is a word, not markup
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -46,8 +48,19 @@ def _fail(message: str, status: int) -> None:
     raise typer.Exit(status)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        import mpsched
+
+        typer.echo(f"mpsched {mpsched.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                  help="Print the version and exit."),
+) -> None:
     """mpsched: a laboratory for MPTCP packet schedulers."""
 
 
@@ -130,7 +143,9 @@ def run(
         _fail(_escape(str(e)), EXIT_FAILED)
     target = out_dir or Path("results") / s.name
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False)
+    stored = _already_stored(s, engine, target)
+    resumed = f"; {stored} of {n} already stored, {n - stored} to run" if stored else ""
+    _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}{resumed}", highlight=False)
     try:
         with run_progress(n, _c.err) as update:
             res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update)
@@ -138,6 +153,19 @@ def run(
         _fail(_escape(str(e)), EXIT_FAILED)
     _print_summary(res)
     _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
+
+
+def _already_stored(s, engine: str, target: Path) -> int:
+    """How many of the study's runs `target` already holds from this code version (a resumed
+    study reuses them)."""
+    from mpsched.study import plan, store
+    from mpsched.study.execute import code_version
+
+    if not target.is_dir():
+        return 0
+    version = code_version()
+    return sum(1 for t in plan(s, engine)
+               if store.is_complete(target / t.run_id) and store.stored_version(target / t.run_id) == version)
 
 
 @app.command()
