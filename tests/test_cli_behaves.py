@@ -113,7 +113,9 @@ def test_the_command_line_runs_a_module_colon_class_scheduler_and_explains_a_mis
         p = subprocess.run([MPSCHED, "run", str(scenario), "-o", str(tmp_path / "out")], capture_output=True,
                            text=True, cwd=tmp_path)
         assert p.returncode == 0, p.stderr
-        assert "py:FirstPath" in p.stdout
+        assert set(mpsched.load(tmp_path / "out").flows.get_column("scheduler")) == {"py:FirstPath", "minrtt"}
+        p = subprocess.run([MPSCHED, "compare", str(tmp_path / "out"), "-f", "csv"], capture_output=True, text=True)
+        assert p.returncode == 0 and "py:FirstPath" in p.stdout
     missing = tmp_path / "missing.toml"
     missing.write_text(scenario.read_text().replace("mysched_issue13:FirstPath", "nosuchmodule_x:Sched"))
     p = subprocess.run([MPSCHED, "check", str(missing)], capture_output=True, text=True, cwd=tmp_path)

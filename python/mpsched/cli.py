@@ -203,25 +203,15 @@ def validate(
             _fail(_escape(str(e)), EXIT_FAILED)
         for name in ("fct", "path_share"):
             cols = result[name]
-            table = Table(title=f"{name} ({where})")
-            for c in cols:
-                table.add_column(c, justify="right")
-            for row in zip(*cols.values()):
-                table.add_row(*(_cell(v) for v in row))
-            _c.out.print(table)
+            _print_table(pl.DataFrame(cols, strict=False), f"{name} ({where})")
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / f"{name}.json").write_text(json.dumps(cols, indent=1))
 
 
 def _print_table(df, title: str) -> None:
-    import polars as pl
+    from mpsched.analysis.report import print_frame
 
-    table = Table(title=title, show_lines=False)
-    for c in df.columns:
-        table.add_column(_HEADERS.get(c, c), justify="left" if df.schema[c] == pl.String else "right")
-    for row in df.iter_rows():
-        table.add_row(*(_cell(v) for v in row))
-    _c.out.print(table)
+    print_frame(df, title, _c.out)
 
 
 def _print_datacenter(res) -> None:
@@ -238,40 +228,24 @@ def _print_datacenter(res) -> None:
     _print_table(classes, "Flows per class (FCT of completed sized flows)")
 
 
-def _print_summary(res) -> None:
-    import polars as pl
-
-    from mpsched.analysis import fct_summary, is_datacenter
+def _print_summary(res, baseline: str | None = None, by: list[str] | None = None) -> None:
+    """The answer to "which scheduler is better here, by how much, and is it real?" (on a
+    [topology]: links, fairness and FCT per class)."""
+    from mpsched.analysis import is_datacenter
+    from mpsched.analysis.compare import compare
+    from mpsched.analysis.report import print_comparison
 
     if is_datacenter(res):
         _print_datacenter(res)
         return
-    df = fct_summary(res)
-    if df.is_empty():
+    if res.flows.is_empty():
         _c.out.print("no flows recorded")
         return
-    table = Table(title=f"Flow completion time ({res.runs.height} runs, seeds pooled)", show_lines=False)
-    for c in df.columns:
-        table.add_column(_HEADERS.get(c, c.replace("share_", "on ")), justify="left" if df.schema[c] == pl.String else "right")
-    for row in df.iter_rows():
-        table.add_row(*(_cell(v) for v in row))
-    _c.out.print(table)
-
-
-_HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FCT p95 (s)",
-            "fct_mean_s": "FCT mean (s)", "redundant_share": "redundant",
-            "fct_median_ms": "FCT p50 (ms)", "fct_p99_ms": "FCT p99 (ms)", "fct_mean_ms": "FCT mean (ms)",
-            "goodput_mbps": "goodput (Mbit/s)", "util_host": "util host", "util_edge_agg": "util edge-agg",
-            "util_agg_core": "util core", "util_access": "util access", "util_bottleneck": "util bottleneck",
-            "jain_bulk": "Jain (bulk)"}
-
-
-def _cell(v) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}"
-    return str(v)
+    try:
+        cmp = compare(res, baseline=baseline, by=by)
+    except ValueError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    print_comparison(cmp, _c.out)
 
 
 def _open(path: Path):
@@ -291,7 +265,8 @@ def show(
     path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
 ) -> None:
-    """Summarise a study: FCT median / p95 / mean per scheduler and setting, path shares (on a
+    """Summarise a study: as a table, each scheduler against the baseline (see `compare`); as
+    csv or json, FCT median / p95 / mean and path shares per scheduler and setting (on a
     [topology]: link utilisation per tier, Jain's index, FCT per flow class)."""
     if fmt not in ("table", "csv", "json"):
         _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
@@ -309,6 +284,31 @@ def show(
             df = df.join(links, on=keys, how="left", maintain_order="left") if keys else df.join(links, how="cross")
     else:
         df = fct_summary(res)
+    sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
+
+
+@app.command()
+def compare(
+    path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Scheduler to compare against (default: minrtt if present, else the first)."),
+    by: Optional[list[str]] = typer.Option(None, "--by", help="Swept parameter(s) that make a row's setting; the others are pooled (default: all)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
+) -> None:
+    """Each scheduler against a baseline, per setting: median / mean / p95, the difference of the
+    median in % with a bootstrap 95 % interval (paired by seed and flow), a verdict, and what the
+    schedulers did (retransmissions, RTOs, paths); identical schedulers share a row."""
+    if fmt not in ("table", "csv", "json"):
+        _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
+    res = _open(path)
+    if fmt == "table":
+        _print_summary(res, baseline, by)
+        return
+    from mpsched.analysis.compare import compare as compare_
+
+    try:
+        df = compare_(res, baseline=baseline, by=by).table
+    except ValueError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
     sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
 
 
