@@ -78,7 +78,7 @@ def path_shares(res: Results) -> pl.DataFrame:
     return per_path.pivot(on="column", index=keys, values="share", maintain_order=True)
 
 
-def throughput_series(res: Results) -> pl.DataFrame:
+def throughput_series(res: Results, run_ids: list[str] | None = None) -> pl.DataFrame:
     """`subflow_series` with a `throughput_bps` column: the bytes acknowledged between samples
     over the time between them, per run, flow and subflow, never above the rate of the path's
     slowest link in the data's direction (when the run's configuration is stored beside it).
@@ -87,8 +87,10 @@ def throughput_series(res: Results) -> pl.DataFrame:
     link over several (they waited, SACKed, for the hole to fill); counted where the ACK lands
     they give a spike above the link's rate (118 Mbit/s on a 10 Mbit/s link). Such excess is
     moved back to the intervals before it, each filled up to the rate: the latest delivery
-    schedule the link allows, with every byte counted once."""
+    schedule the link allows, with every byte counted once. `run_ids`: only those runs."""
     s = res.subflow_series
+    if run_ids is not None and not s.is_empty():
+        s = s.filter(pl.col("run_id").is_in(run_ids))
     if s.is_empty():
         return s
     part = ["run_id", "flow_id", "subflow"]
@@ -96,7 +98,7 @@ def throughput_series(res: Results) -> pl.DataFrame:
     d_bytes = pl.col("bytes_acked").diff().over(part)
     d_t = pl.col("time_ns").diff().over(part)
     s = s.with_columns(d_bytes.cast(pl.Float64).alias("_bytes"), d_t.cast(pl.Float64).alias("_dt"))
-    caps = _path_caps_bps(res)
+    caps = _path_caps_bps(res, s.get_column("run_id").unique().to_list())
     upload = _uploads(res)
     out = []
     for (run_id, flow_id, _sub), g in s.group_by(part, maintain_order=True):
@@ -132,7 +134,7 @@ def _uploads(res: Results) -> set[tuple[str, int]]:
     return set(f.filter(pl.col("direction").is_in(["upload", "up"])).select("run_id", "flow_id").iter_rows())
 
 
-def _path_caps_bps(res: Results) -> dict[tuple[str, str, str], float]:
+def _path_caps_bps(res: Results, run_ids: list[str]) -> dict[tuple[str, str, str], float]:
     """(run id, "up"/"down", path name) -> the largest rate the slowest link of that direction
     ever has, from each run's stored configuration (a trace-driven link has none)."""
     import json
@@ -140,7 +142,7 @@ def _path_caps_bps(res: Results) -> dict[tuple[str, str, str], float]:
     caps: dict[tuple[str, str, str], float] = {}
     if res.path is None:
         return caps
-    for run_id in res.runs.get_column("run_id").to_list() if res.runs.height else []:
+    for run_id in run_ids:
         f = res.path / run_id / "config.json"
         if not f.is_file():
             continue
