@@ -109,6 +109,6 @@ def test_the_printed_comparison_fits_80_columns_and_explains_its_columns():
     print_comparison(compare(res), console)
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 80
-    for word in ("roundrobin", "redundant", "minrtt = ecf", "p50 vs minrtt", "slower", "faster",
-                 "[95 % bootstrap interval]", "retx %:", "reinj %:", "a / b %: share of the bytes", "[1] identical"):
+    for word in ("roundrobin", "redundant", "minrtt +1", "vs minrtt %", "slower", "faster",
+                 "[95 % bootstrap interval]", "retx %:", "reinj %:", "a / b %: share of the bytes", "[1] minrtt, ecf identical"):
         assert word in text, word

@@ -28,12 +28,12 @@ app = typer.Typer(
 
 class _Consoles:
     """Rich consoles made on use, so they write to whatever sys.stdout / sys.stderr are then
-    (test runners swap them); a wide virtual width when the output is not a terminal, so a
-    summary piped to a file is not truncated."""
+    (test runners swap them); a wide virtual width when the output is not a terminal (or
+    $COLUMNS), so a summary piped to a file is not truncated."""
 
     def __getattr__(self, name: str) -> Console:
         stream = sys.stderr if name == "err" else sys.stdout
-        width = None if stream.isatty() else 160
+        width = None if stream.isatty() else int(os.environ.get("COLUMNS", "") or 160)
         return Console(file=stream, width=width, stderr=name == "err")
 
 

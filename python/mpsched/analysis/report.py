@@ -31,10 +31,10 @@ def _pct(v, digits: int = 1) -> str:
 
 def _diff(row: dict) -> str:
     if row["diff"] is None:
-        return "(baseline)" if row["verdict"] == "baseline" else "–"
+        return "–"
     if math.isnan(row["diff"]):
         return "n/a"
-    return f"{100 * row['diff']:+.1f} [{100 * row['low']:+.1f},{100 * row['high']:+.1f}]"
+    return f"{100 * row['diff']:+.1f}[{100 * row['low']:+.1f},{100 * row['high']:+.1f}]"
 
 
 def _setting(row: dict, by: list[str]) -> str:
@@ -42,10 +42,14 @@ def _setting(row: dict, by: list[str]) -> str:
 
 
 def _scheduler_label(row: dict, n_schedulers: int) -> str:
+    """A group of identical schedulers by its first name and how many more (the note lists
+    them), so the column stays narrow."""
     names = row["scheduler"].split(" = ")
     if len(names) > 1 and len(names) == n_schedulers:
         return f"all {len(names)}"
-    return " = ".join(names)
+    if len(names) > 1:
+        return f"{names[0]} +{len(names) - 1}"
+    return names[0]
 
 
 def print_comparison(cmp: Comparison, console: Console, *, title: str = "") -> None:
@@ -60,7 +64,11 @@ def print_comparison(cmp: Comparison, console: Console, *, title: str = "") -> N
     marks: list[str] = []
     for r in rows:
         m = []
-        for part in filter(None, (r.get("note") or "").split("; ")):
+        names = r["scheduler"].split(" = ")
+        parts = [p if not p.startswith("identical: ") else
+                 f"{'all' if len(names) == n_sched else ', '.join(names)} identical: {p[len('identical: '):]}"
+                 for p in filter(None, (r.get("note") or "").split("; "))]
+        for part in parts:
             if part not in notes:
                 notes.append(part)
             m.append(str(notes.index(part) + 1))
@@ -68,18 +76,16 @@ def print_comparison(cmp: Comparison, console: Console, *, title: str = "") -> N
     setting_head = " ".join(cmp.by) if cmp.by else "setting"
     unit = cmp.label
     answers = Table(title=title or f"{unit}: each scheduler against {cmp.baseline}", box=box.SIMPLE_HEAD,
-                    pad_edge=False, title_justify="left")
+                    pad_edge=False, title_justify="left", collapse_padding=True)
     answers.add_column(setting_head, overflow="fold")
     answers.add_column("scheduler", overflow="fold")
     for head in ("p50", "mean", "p95"):
-        answers.add_column(head, justify="right")
-    answers.add_column(f"p50 vs {cmp.baseline} %", justify="right")
-    answers.add_column("verdict")
+        answers.add_column(head, justify="right", no_wrap=True)
+    answers.add_column(f"vs {cmp.baseline} %", justify="right", no_wrap=True)
+    answers.add_column("verdict", no_wrap=True)
     previous = None
     for r, mark in zip(rows, marks):
         setting = _setting(r, cmp.by)
-        if previous is not None and setting != previous:
-            answers.add_section()
         answers.add_row(escape(setting if setting != previous else ""), escape(_scheduler_label(r, n_sched)) + mark,
                         _ms(r["median"]), _ms(r["mean"]), _ms(r["p95"]), _diff(r), r["verdict"])
         previous = setting
@@ -91,9 +97,9 @@ def print_comparison(cmp: Comparison, console: Console, *, title: str = "") -> N
     console.print(
         f"{unit}: p50 median, p95 95th percentile, over {n} value(s) per row (flows x seeds"
         f"{', pooled over ' + ', '.join(p for p in _pooled(cmp, t)) if _pooled(cmp, t) else ''}). "
-        f"vs {cmp.baseline}: difference of the median in %, [95 % bootstrap interval], paired by seed and "
+        f"vs {cmp.baseline} %: difference of the median [95 % bootstrap interval], paired by seed and "
         "flow; verdict: faster/slower when the interval excludes 0, else tie. "
-        "'a = b': identical on every flow.", highlight=False, markup=False, soft_wrap=False)
+        "'x +2': x and 2 others, identical on every flow (see the note).", highlight=False, markup=False, soft_wrap=False)
 
 
 def _pooled(cmp: Comparison, t: pl.DataFrame) -> list[str]:
@@ -109,9 +115,10 @@ def _print_diagnostics(cmp: Comparison, rows: list[dict], n_sched: int, console:
     paths = [p for p in cmp.paths if f"on_{p}" in rows[0]]
     if not cols and not paths:
         return
-    diag = Table(title="Why: what the schedulers did", box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
+    diag = Table(title="Why: what the schedulers did", box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
+                 collapse_padding=True)
     diag.add_column(" ".join(cmp.by) if cmp.by else "setting", overflow="fold")
-    diag.add_column("scheduler", overflow="fold")
+    diag.add_column("scheduler", overflow="fold", no_wrap=True)
     for _key, head, _ in cols:
         diag.add_column(head, justify="right")
     for p in paths:
@@ -119,8 +126,6 @@ def _print_diagnostics(cmp: Comparison, rows: list[dict], n_sched: int, console:
     previous = None
     for r in rows:
         setting = _setting(r, cmp.by)
-        if previous is not None and setting != previous:
-            diag.add_section()
         cells = [_pct(r[k], 2 if k == "reinj" else 1) if k != "rto_per_flow" else
                  ("–" if r[k] is None else f"{r[k]:.2f}") for k, _h, _ in cols]
         cells += [_pct(r[f"on_{p}"], 1) for p in paths]
