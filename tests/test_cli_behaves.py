@@ -148,3 +148,32 @@ def test_plot_writes_under_the_study_by_default(tmp_path, fake_engine, monkeypat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["study"]  # nothing else written
     with pytest.raises(ValueError, match="in memory"):
         mpsched.load(out).__class__(mpsched.load(out).tables, mpsched.load(out).runs, [], {}).plot()
+
+
+def test_run_takes_schedulers_from_the_command_line_including_module_colon_class(tmp_path):
+    (tmp_path / "mysched_issue13.py").write_text(SCHEDULER_MODULE)
+    out = tmp_path / "out"
+    if has_core_runner():
+        p = subprocess.run([MPSCHED, "run", str(SCENARIOS / "quick.toml"), "-s", "mysched_issue13:FirstPath",
+                            "-s", "minrtt", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert set(mpsched.load(out).flows.get_column("scheduler")) == {"py:FirstPath", "minrtt"}
+    p = subprocess.run([MPSCHED, "run", str(SCENARIOS / "quick.toml"), "-s", "nosuchmodule_x:Sched", "-o", str(out)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 2 and "cannot import module 'nosuchmodule_x'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_plot_run_draws_the_named_runs_setting_and_refuses_an_unknown_run(tmp_path, fake_engine):
+    out = tmp_path / "study"
+    CliRunner().invoke(app, ["run", str(SCENARIOS / "quick.toml"), "--out", str(out), "--jobs", "1"])
+    res = mpsched.load(out)
+    run = res.runs.filter(res.runs["size"] == "64KiB").get_column("run_id")[0]
+    from mpsched.analysis.figures_compare import contrast_runs
+
+    chosen = contrast_runs(res, run)
+    assert set(chosen) == {"minrtt", "roundrobin"}
+    assert set(res.runs.filter(res.runs["run_id"].is_in(list(chosen.values()))).get_column("size")) == {"64KiB"}
+    r = CliRunner().invoke(app, ["plot", str(out), "--run", run])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["plot", str(out), "--run", "nope"])
+    assert r.exit_code == 2 and "no run 'nope'" in r.output

@@ -124,16 +124,22 @@ def run(
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Study directory (default: results/<scenario name>)."),
     engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    sched: Optional[list[str]] = typer.Option(None, "--scheduler", "-s", help="Run these schedulers instead of the file's (repeatable; a name or package.module:Class)."),
 ) -> None:
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
     from mpsched import engines
     from mpsched.study.progress import run_progress
     from mpsched.study import RunFailed, check_topology_engine, plan
     from mpsched.study import run as run_study
-    from mpsched.scenario import ScenarioError
+    from mpsched.scenario import Scenario, ScenarioError
 
     s = _load(scenario)
     try:
+        if sched:  # every connection sweeps the schedulers given on the command line
+            d = s.to_dict()
+            for c in d["connection"]:
+                c["scheduler"] = list(sched) if len(sched) > 1 else sched[0]
+            s = Scenario.from_dict(d, base_dir=scenario.parent, source=str(scenario))
         check_topology_engine(s, engine)
         engines.check_engine(engine)
         n = len(plan(s, engine))
@@ -214,29 +220,15 @@ def _print_table(df, title: str) -> None:
     print_frame(df, title, _c.out)
 
 
-def _print_datacenter(res) -> None:
-    """A study on a [topology]: link utilisation per tier and fairness, then FCT per class."""
-    from mpsched.analysis import class_fct_summary, datacenter_summary
-
-    links = datacenter_summary(res)
-    if not links.is_empty():
-        _print_table(links, f"Links and fairness ({res.runs.height} runs, seeds pooled)")
-    classes = class_fct_summary(res)
-    if classes.is_empty():
-        _c.out.print("no flows recorded")
-        return
-    _print_table(classes, "Flows per class (FCT of completed sized flows)")
-
-
 def _print_summary(res, baseline: str | None = None, by: list[str] | None = None) -> None:
     """The answer to "which scheduler is better here, by how much, and is it real?" (on a
     [topology]: links, fairness and FCT per class)."""
     from mpsched.analysis import is_datacenter
     from mpsched.analysis.compare import compare
-    from mpsched.analysis.report import print_comparison
+    from mpsched.analysis.report import print_comparison, print_datacenter
 
     if is_datacenter(res):
-        _print_datacenter(res)
+        print_datacenter(res, _c.out)
         return
     if res.flows.is_empty():
         _c.out.print("no flows recorded")
@@ -316,14 +308,18 @@ def compare(
 def plot(
     path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
     fig_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write figures (default: DIR/figures)."),
+    run_id: Optional[str] = typer.Option(None, "--run", help="Time series of this run's setting and seed (default: where the schedulers differ most)."),
 ) -> None:
-    """Draw the standard figures (FCT box plots and CDFs, subflow and receive-buffer time series)."""
+    """Draw the standard figures: FCT against size and the difference from the baseline (with
+    intervals), box plots and CDFs, subflow and receive-buffer time series."""
     from mpsched.analysis.figures import save_all
 
     res = _open(path)
     target = fig_dir or path / "figures"
+    if run_id is not None and run_id not in res.runs.get_column("run_id").to_list():
+        _fail(f"no run {_escape(run_id)!r} in {_escape(str(path))}", EXIT_BAD_INPUT)
     with _c.err.status("drawing figures"):
-        files = save_all(res, target)
+        files = save_all(res, target, run_id)
     _c.err.print(f"{len(files)} file(s) in {target}", highlight=False)
 
 

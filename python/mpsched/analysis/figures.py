@@ -100,7 +100,7 @@ def fct_cdf(res: Results) -> Figure:
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         if ax.get_lines():
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, loc="lower right")
     fig.suptitle("Flow completion time CDF")
     return fig
 
@@ -155,7 +155,7 @@ def subflow_timeseries(res: Results, run_id: str | None = None) -> Figure:
     for p, c in colors.items():
         axes[0].plot([], [], color=c, label=str(p))
     if colors:
-        axes[0].legend(title="path", fontsize=8)
+        axes[0].legend(title="path", fontsize=8, loc="upper right")
     _mark_path_events(res, run_id, part, axes)
     sched = res.runs.filter(pl.col("run_id") == run_id).get_column("scheduler") if "scheduler" in res.runs.columns else None
     who = f"{sched[0]}, " if sched is not None and sched.len() else ""

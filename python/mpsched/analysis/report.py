@@ -14,7 +14,7 @@ from rich.table import Table
 
 from mpsched.analysis.compare import Comparison
 
-__all__ = ["print_comparison", "print_frame", "cell"]
+__all__ = ["print_comparison", "print_datacenter", "print_frame", "cell"]
 
 
 def _ms(v) -> str:
@@ -164,3 +164,17 @@ def cell(v) -> str:
     return str(v)
 
 
+
+
+def print_datacenter(res, console: Console) -> None:
+    """A study on a [topology]: link utilisation per tier and fairness, then FCT per class."""
+    from mpsched.analysis.summary import class_fct_summary, datacenter_summary
+
+    links = datacenter_summary(res)
+    if not links.is_empty():
+        print_frame(links, f"Links and fairness ({res.runs.height} runs, seeds pooled)", console)
+    classes = class_fct_summary(res)
+    if classes.is_empty():
+        console.print("no flows recorded")
+        return
+    print_frame(classes, "Flows per class (FCT of completed sized flows)", console)
