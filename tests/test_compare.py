@@ -110,5 +110,24 @@ def test_the_printed_comparison_fits_80_columns_and_explains_its_columns():
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 80
     for word in ("roundrobin", "redundant", "minrtt +1", "vs minrtt %", "slower", "faster",
-                 "[95 % bootstrap interval]", "retx %:", "reinj %:", "a / b %: share of the bytes", "[1] minrtt, ecf identical"):
+                 "[95 % bootstrap interval]", "retx%:", "reinj%:", "a% / b%: share of the bytes", "[1] minrtt, ecf identical"):
         assert word in text, word
+
+
+def test_flows_that_end_before_the_join_are_named_as_the_reason_and_the_join_time_is_measured():
+    rng = np.random.default_rng(6)
+    a = rng.lognormal(np.log(100.0), 0.3, size=30)
+    res = _results({"minrtt": a, "ecf": a.copy()})
+    series = []
+    for r in res.flows.iter_rows(named=True):  # the second subflow's first RTT sample 1 ms after the end
+        series.append({"run_id": r["run_id"], "flow_id": r["flow_id"], "subflow": 1, "path": "b",
+                       "time_ns": r["end_ns"] + 1_000_000, "srtt_ns": 200_000_000})
+    res.tables["subflow_series"] = pl.DataFrame(series)
+    row = compare(res).table.to_dicts()[0]
+    assert row["before_join"] == 1.0 and row["join_ms"] is None
+    assert "every flow ended before the second subflow joined" in row["note"]
+    # joined 40 ms after the start of every flow: the median join time says so
+    res.tables["subflow_series"] = pl.DataFrame(series).with_columns(
+        (pl.col("time_ns") * 0 + 40_000_000).alias("time_ns"))
+    row = compare(res).table.to_dicts()[0]
+    assert row["join_ms"] == pytest.approx(40.0) and row["before_join"] == 0.0

@@ -117,7 +117,26 @@ def _diagnostics(res: Results, flows: pl.DataFrame, keys: list[str]) -> tuple[pl
             pl.format("on_{}", pl.col("path").cast(pl.String)).alias("column"))
         wide = share.pivot(on="column", index=keys, values="share", maintain_order=True)
         diag = diag.join(wide, on=keys, how="left", maintain_order="left")
+    joins = _joins(res, flows, keys)
+    if joins is not None:
+        diag = diag.join(joins, on=keys, how="left", maintain_order="left")
     return diag, paths
+
+
+def _joins(res: Results, flows: pl.DataFrame, keys: list[str]) -> pl.DataFrame | None:
+    """Per `keys`: `join_ms`, the median time from a flow's start until a second subflow had
+    its first RTT sample (its MP_JOIN handshake done), over the flows where that happened
+    before they ended, and `before_join`, the share of flows that ended first."""
+    s = res.tables.get("subflow_series", pl.DataFrame())
+    if s.is_empty() or not {"subflow", "srtt_ns", "flow_id"} <= set(s.columns) or "start_ns" not in flows.columns:
+        return None
+    first = s.filter((pl.col("subflow") > 0) & (pl.col("srtt_ns") > 0)).group_by("run_id", "flow_id").agg(
+        pl.col("time_ns").min().alias("_join_at"))
+    f = flows.select("run_id", "flow_id", *keys, "start_ns", "end_ns").join(first, on=["run_id", "flow_id"], how="left")
+    joined = pl.col("_join_at").is_not_null() & (pl.col("end_ns").is_null() | (pl.col("_join_at") < pl.col("end_ns")))
+    return f.group_by(keys, maintain_order=True).agg(
+        ((pl.col("_join_at") - pl.col("start_ns")).filter(joined).cast(pl.Float64) / 1e6).median().alias("join_ms"),
+        (~joined).mean().alias("before_join"))
 
 
 def _plateau(values: np.ndarray, rto_of: np.ndarray) -> str | None:
@@ -138,6 +157,8 @@ def _plateau(values: np.ndarray, rto_of: np.ndarray) -> str | None:
 def _reason(diag_rows: list[dict]) -> str:
     """Why schedulers gave identical results, read off their diagnostics."""
     multi = [r.get("multi") for r in diag_rows]
+    if diag_rows and all(r.get("before_join") == 1.0 for r in diag_rows):
+        return "one subflow: every flow ended before the second subflow joined"
     if multi and all(m is not None and m == 0 for m in multi):
         return "one subflow: no flow sent data on a second subflow (each ended before the join or never needed it)"
     shares = [min(v for k, v in r.items() if k.startswith("on_") and v is not None)
@@ -156,7 +177,7 @@ def compare(res: Results, baseline: str | None = None, by: list[str] | None = No
     (several joined by " = " when identical), `n` (values), `median`, `mean`, `p95`, `diff`,
     `low`, `high` (fractions vs the baseline's median; null on the baseline row), `paired`,
     `verdict`, diagnostics (`retx`, `reinj`, `rto_per_flow`, `rto_flows`, `multi`,
-    `on_<path>`), `flows`, `completed` and `note`."""
+    `on_<path>`, `join_ms`, `before_join`), `flows`, `completed` and `note`."""
     metric, vals = metric_values(res, metric)
     flows = labelled_flows(res)
     if "scheduler" not in flows.columns:

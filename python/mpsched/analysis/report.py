@@ -107,34 +107,36 @@ def _pooled(cmp: Comparison, t: pl.DataFrame) -> list[str]:
 
 
 def _print_diagnostics(cmp: Comparison, rows: list[dict], n_sched: int, console: Console) -> None:
-    cols = [("retx", "retx %", "bytes retransmitted on subflows, % of bytes delivered"),
-            ("reinj", "reinj %", "bytes sent again at the MPTCP level (reinjected or redundant copies), % of delivered"),
+    cols = [("retx", "retx%", "bytes retransmitted on subflows, % of bytes delivered"),
+            ("reinj", "reinj%", "bytes sent again at the MPTCP level (reinjected or redundant copies), % of delivered"),
             ("rto_per_flow", "RTO", "retransmission timeouts per flow"),
-            ("multi", "2 sf %", "% of flows that sent data on more than one subflow")]
+            ("multi", "2sf%", "% of flows that sent data on more than one subflow"),
+            ("join_ms", "join", "median ms from a flow's start to its second subflow's first RTT sample, "
+                                   "over the flows that lasted that long")]
     cols = [c for c in cols if c[0] in rows[0]]
     paths = [p for p in cmp.paths if f"on_{p}" in rows[0]]
     if not cols and not paths:
         return
     diag = Table(title="Why: what the schedulers did", box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
                  collapse_padding=True)
-    diag.add_column(" ".join(cmp.by) if cmp.by else "setting", overflow="fold")
+    diag.add_column(" ".join(cmp.by) if cmp.by else "setting", overflow="fold", no_wrap=True)
     diag.add_column("scheduler", overflow="fold", no_wrap=True)
     for _key, head, _ in cols:
         diag.add_column(head, justify="right")
     for p in paths:
-        diag.add_column(f"{p} %", justify="right")
+        diag.add_column(f"{p}%", justify="right")
     previous = None
     for r in rows:
         setting = _setting(r, cmp.by)
-        cells = [_pct(r[k], 2 if k == "reinj" else 1) if k != "rto_per_flow" else
-                 ("–" if r[k] is None else f"{r[k]:.2f}") for k, _h, _ in cols]
+        cells = [_pct(r[k], 2 if k == "reinj" else 1) if k not in ("rto_per_flow", "join_ms") else
+                 ("–" if r[k] is None else f"{r[k]:.2f}" if k == "rto_per_flow" else f"{r[k]:.0f}") for k, _h, _ in cols]
         cells += [_pct(r[f"on_{p}"], 1) for p in paths]
         diag.add_row(escape(setting if setting != previous else ""), escape(_scheduler_label(r, n_sched)), *cells)
         previous = setting
     console.print(diag)
     legend = "; ".join(f"{h}: {d}" for _k, h, d in cols)
     if paths:
-        legend += f"; {' / '.join(paths)} %: share of the bytes sent on each path"
+        legend += f"; {' / '.join(p + '%' for p in paths)}: share of the bytes sent on each path"
     console.print(legend + ".", highlight=False, markup=False)
 
 
