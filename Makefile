@@ -20,7 +20,8 @@ help:
 	@echo "make run     setup, then the main job (the quick reproduction of every paper: results/report/report.html)"
 	@echo "make test    setup, then every Rust and Python test"
 	@echo "make lint    rustfmt and clippy over the workspace (warnings are errors)"
-	@echo "make bench   setup, then the benchmarks (figures appended to benches/RESULTS.md;"
+	@echo "make bench   setup, then the benchmarks, with progress (written to BENCH_OUT, default"
+	@echo "             results/bench-<time>.md; RECORD=1 also appends to benches/RESULTS.md;"
 	@echo "             HTSIM_SIM=/path/to/csg-htsim/sim adds htsim side by side)"
 
 $(STAMPS):
@@ -44,6 +45,8 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q "pydantic>=2.6" "polars>=1.0" "pyarrow>=15" "duckdb>=1.0" "matplotlib>=3.8" \
 	  "rich>=13" "typer>=0.12" "numpy>=1.26" "scipy>=1.15" "jinja2>=3.1" "pytest>=8" "hypothesis>=6.100" "tomli-w>=1.0" \
 	  "dask[distributed]>=2024.1" "fsspec>=2023.1" "cloudpickle>=2.2"
+	# the DuckDB command-line tool (.venv/bin/duckdb) for the README's query of a study
+	$(PIP) install -q "duckdb-cli>=1.1"
 	touch $@
 
 $(STAMPS)/core: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# `make bench`: runs the benchmarks and appends their figures to benches/RESULTS.md, with the
-# date, the commit, the machine's load and the commands that produced them.
+# `make bench`: runs the benchmarks and writes their figures, with the date, the commit, the
+# machine's load and the commands that produced them, to BENCH_OUT (default:
+# results/bench-<UTC time>.md, outside the tracked files). RECORD=1 also appends them to the
+# tracked benches/RESULTS.md (what a maintainer does to record a new baseline). Progress goes to
+# stderr, one line per step, since the whole takes several minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=benches/RESULTS.md
+stamp=$(date -u +%Y%m%dT%H%MZ)
+out=${BENCH_OUT:-results/bench-$stamp.md}
+mkdir -p "$(dirname "$out")"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
+step=0
+steps=$([ -n "${HTSIM_SIM:-}" ] && echo 5 || echo 4)
+progress() { step=$((step + 1)); echo "[bench $step/$steps $(date -u +%H:%M:%S)] $*" >&2; }
+echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md'); several minutes" >&2
 {
   echo
   echo "## Simulator run of $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)')"
@@ -18,11 +27,13 @@ trap 'rm -f "$tmp"' EXIT
   echo "window). Packets = every segment the endpoints send (data and ACKs). Reference on this kind"
   echo "of machine (issue 2): ns-3.44 28 k (bulk) / 46 k (short) packets/s; htsim 6.3 M / 1.8 M."
   echo
+  progress "end to end (cargo bench -p mpsched-sim --bench e2e; builds first)"
   cargo bench -q -p mpsched-sim --bench e2e -- --reps=5 2>/dev/null | grep -E '^(\||$)'
   echo
   if [ -n "${HTSIM_SIM:-}" ]; then
     # htsim side by side (benches/htsim/README.md): built from the given htsim `sim` folder,
     # then the two simulators alternate, one at a time, three rounds.
+    progress "htsim side by side (HTSIM_SIM=$HTSIM_SIM)"
     benches/htsim/build.sh "$HTSIM_SIM" >/dev/null
     echo "### htsim side by side: \`HTSIM_SIM=$HTSIM_SIM make bench\` (CPU s / ns per packet, medians of 21)"
     echo
@@ -39,6 +50,7 @@ trap 'rm -f "$tmp"' EXIT
   echo
   echo "ns per decision (criterion median) for 2 / 4 / 8 subflows, every registered composition."
   echo
+  progress "one scheduling decision (cargo bench -p mpsched-proto --bench sched_decision)"
   echo "| scheduler | 2 | 4 | 8 |"
   echo "|---|---|---|---|"
   cargo bench -q -p mpsched-proto --bench sched_decision -- --warm-up-time 0.3 --measurement-time 0.5 \
@@ -48,14 +60,19 @@ trap 'rm -f "$tmp"' EXIT
   echo
   echo "### Python-defined scheduler: \`.venv/bin/python benches/bench_pysched.py\`"
   echo
+  progress "Python-defined scheduler (benches/bench_pysched.py)"
   .venv/bin/python benches/bench_pysched.py
   echo
   echo "### Engine: \`cargo bench -p mpsched-engine --bench event_queue\`"
   echo
+  progress "event queue (cargo bench -p mpsched-engine --bench event_queue)"
   echo '```'
   cargo bench -q -p mpsched-engine --bench event_queue -- --output-format bencher 2>/dev/null | grep 'bench:' || true
   echo '```'
 } > "$tmp"
-cat "$tmp"
-cat "$tmp" >> "$out"
-echo "appended to $out"
+cp "$tmp" "$out"
+echo "written to $out" >&2
+if [ "${RECORD:-}" = 1 ]; then
+  cat "$tmp" >> benches/RESULTS.md
+  echo "appended to benches/RESULTS.md (RECORD=1)" >&2
+fi

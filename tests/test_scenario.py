@@ -48,7 +48,7 @@ def test_example_scenarios_load_and_expand():
 
 names = st.lists(st.sampled_from(["wlan", "lte", "eth", "sat", "p5"]), min_size=1, max_size=3, unique=True)
 rates = st.one_of(
-    st.integers(1_000, 10**10),
+    st.builds(lambda n: f"{n}bit", st.integers(1_000, 10**10)),  # a bare number is refused (issue 13)
     st.builds(lambda n, p: f"{n}{p}", st.integers(1, 999), st.sampled_from(["kbit", "Mbit", "Gbit", "Mbps", "Mbit/s"])),
 )
 queues = st.sampled_from(["1BDP", "0.5 BDP", "100 packets", "250KB", "64KiB", "unlimited"])

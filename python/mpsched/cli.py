@@ -21,17 +21,19 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # help texts are plain: a "[topology]" in them is a word, not markup
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
 class _Consoles:
     """Rich consoles made on use, so they write to whatever sys.stdout / sys.stderr are then
-    (test runners swap them); a wide virtual width when the output is not a terminal, so a
-    summary piped to a file is not truncated."""
+    (test runners swap them); a wide virtual width when the output is not a terminal (or
+    $COLUMNS), so a summary piped to a file is not truncated."""
 
     def __getattr__(self, name: str) -> Console:
         stream = sys.stderr if name == "err" else sys.stdout
-        width = None if stream.isatty() else 160
+        width = None if stream.isatty() else int(os.environ.get("COLUMNS", "") or 160)
         return Console(file=stream, width=width, stderr=name == "err")
 
 
@@ -46,8 +48,19 @@ def _fail(message: str, status: int) -> None:
     raise typer.Exit(status)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        import mpsched
+
+        typer.echo(f"mpsched {mpsched.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                  help="Print the version and exit."),
+) -> None:
     """mpsched: a laboratory for MPTCP packet schedulers."""
 
 
@@ -115,6 +128,7 @@ def run(
     cluster: Optional[str] = typer.Option(None, "--cluster",
                                           help="Run on Dask: 'local' (a LocalCluster of --jobs processes) or a "
                                                "scheduler's address (tcp://host:8786). See docs/cluster.md."),
+    sched: Optional[list[str]] = typer.Option(None, "--scheduler", "-s", help="Run these schedulers instead of the file's (repeatable; a name or package.module:Class)."),
 ) -> None:
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
     from contextlib import nullcontext
@@ -123,10 +137,16 @@ def run(
     from mpsched.study.progress import run_progress
     from mpsched.study import RunFailed, check_topology_engine, plan
     from mpsched.study import run as run_study
-    from mpsched.scenario import ScenarioError
+    from mpsched.study.execute import stored_count
+    from mpsched.scenario import Scenario, ScenarioError
 
     s = _load(scenario)
     try:
+        if sched:  # every connection sweeps the schedulers given on the command line
+            d = s.to_dict()
+            for c in d["connection"]:
+                c["scheduler"] = list(sched) if len(sched) > 1 else sched[0]
+            s = Scenario.from_dict(d, base_dir=scenario.parent, source=str(scenario))
         check_topology_engine(s, engine)
         engines.check_engine(engine)
         tasks = plan(s, engine)  # planned once, here; the study runs these
@@ -136,8 +156,11 @@ def run(
         _fail(_escape(str(e)), EXIT_FAILED)
     target = out_dir or str(Path("results") / s.name)
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    stored = stored_count(target, [t.run_id for t in tasks])
+    resumed = f"; {stored} of {len(tasks)} already stored, {len(tasks) - stored} to run" if stored else ""
     where = f" on Dask ({cluster})" if cluster else ""
-    _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}", highlight=False)
+    _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}{resumed}", highlight=False)
+    client, client_cm = None, nullcontext()
     if cluster:
         from mpsched.study.cluster import ClusterUnavailable, connect, dashboard
 
@@ -146,11 +169,8 @@ def run(
             client = client_cm.__enter__()
         except ClusterUnavailable as e:
             _fail(_escape(str(e)), EXIT_FAILED)
-        link = dashboard(client)
-        if link:
+        if link := dashboard(client):
             _c.err.print(f"Dask dashboard: {link}", highlight=False)
-    else:
-        client, client_cm = None, nullcontext()
     try:
         with run_progress(len(tasks), _c.err) as update:
             res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update, client=client, tasks=tasks)
@@ -199,75 +219,35 @@ def validate(
             _fail(_escape(str(e)), EXIT_FAILED)
         for name in ("fct", "path_share"):
             cols = result[name]
-            table = Table(title=f"{name} ({where})")
-            for c in cols:
-                table.add_column(c, justify="right")
-            for row in zip(*cols.values()):
-                table.add_row(*(_cell(v) for v in row))
-            _c.out.print(table)
+            _print_table(pl.DataFrame(cols, strict=False), f"{name} ({where})")
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / f"{name}.json").write_text(json.dumps(cols, indent=1))
 
 
 def _print_table(df, title: str) -> None:
-    import polars as pl
+    from mpsched.analysis.report import print_frame
 
-    table = Table(title=title, show_lines=False)
-    for c in df.columns:
-        table.add_column(_HEADERS.get(c, c), justify="left" if df.schema[c] == pl.String else "right")
-    for row in df.iter_rows():
-        table.add_row(*(_cell(v) for v in row))
-    _c.out.print(table)
+    print_frame(df, title, _c.out)
 
 
-def _print_datacenter(res) -> None:
-    """A study on a [topology]: link utilisation per tier and fairness, then FCT per class."""
-    from mpsched.analysis import class_fct_summary, datacenter_summary
-
-    links = datacenter_summary(res)
-    if not links.is_empty():
-        _print_table(links, f"Links and fairness ({res.runs.height} runs, seeds pooled)")
-    classes = class_fct_summary(res)
-    if classes.is_empty():
-        _c.out.print("no flows recorded")
-        return
-    _print_table(classes, "Flows per class (FCT of completed sized flows)")
-
-
-def _print_summary(res) -> None:
-    import polars as pl
-
-    from mpsched.analysis import fct_summary, is_datacenter
+def _print_summary(res, baseline: str | None = None, by: list[str] | None = None) -> None:
+    """The answer to "which scheduler is better here, by how much, and is it real?" (on a
+    [topology]: links, fairness and FCT per class)."""
+    from mpsched.analysis import is_datacenter
+    from mpsched.analysis.compare import compare
+    from mpsched.analysis.report import print_comparison, print_datacenter
 
     if is_datacenter(res):
-        _print_datacenter(res)
+        print_datacenter(res, _c.out)
         return
-    df = fct_summary(res)
-    if df.is_empty():
+    if res.flows.is_empty():
         _c.out.print("no flows recorded")
         return
-    table = Table(title=f"Flow completion time ({res.runs.height} runs, seeds pooled)", show_lines=False)
-    for c in df.columns:
-        table.add_column(_HEADERS.get(c, c.replace("share_", "on ")), justify="left" if df.schema[c] == pl.String else "right")
-    for row in df.iter_rows():
-        table.add_row(*(_cell(v) for v in row))
-    _c.out.print(table)
-
-
-_HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FCT p95 (s)",
-            "fct_mean_s": "FCT mean (s)", "redundant_share": "redundant",
-            "fct_median_ms": "FCT p50 (ms)", "fct_p99_ms": "FCT p99 (ms)", "fct_mean_ms": "FCT mean (ms)",
-            "goodput_mbps": "goodput (Mbit/s)", "util_host": "util host", "util_edge_agg": "util edge-agg",
-            "util_agg_core": "util core", "util_access": "util access", "util_bottleneck": "util bottleneck",
-            "jain_bulk": "Jain (bulk)"}
-
-
-def _cell(v) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}"
-    return str(v)
+    try:
+        cmp = compare(res, baseline=baseline, by=by)
+    except ValueError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    print_comparison(cmp, _c.out)
 
 
 def _open(path: Path):
@@ -287,7 +267,8 @@ def show(
     path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
     fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
 ) -> None:
-    """Summarise a study: FCT median / p95 / mean per scheduler and setting, path shares (on a
+    """Summarise a study: as a table, each scheduler against the baseline (see `compare`); as
+    csv or json, FCT median / p95 / mean and path shares per scheduler and setting (on a
     [topology]: link utilisation per tier, Jain's index, FCT per flow class)."""
     if fmt not in ("table", "csv", "json"):
         _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
@@ -309,17 +290,46 @@ def show(
 
 
 @app.command()
+def compare(
+    path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Scheduler to compare against (default: minrtt if present, else the first)."),
+    by: Optional[list[str]] = typer.Option(None, "--by", help="Swept parameter(s) that make a row's setting; the others are pooled (default: all)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
+) -> None:
+    """Each scheduler against a baseline, per setting: median / mean / p95, the difference of the
+    median in % with a bootstrap 95 % interval (paired by seed and flow), a verdict, and what the
+    schedulers did (retransmissions, RTOs, paths); identical schedulers share a row."""
+    if fmt not in ("table", "csv", "json"):
+        _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
+    res = _open(path)
+    if fmt == "table":
+        _print_summary(res, baseline, by)
+        return
+    from mpsched.analysis.compare import compare as compare_
+
+    try:
+        df = compare_(res, baseline=baseline, by=by).table
+    except ValueError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
+
+
+@app.command()
 def plot(
     path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
     fig_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write figures (default: DIR/figures)."),
+    run_id: Optional[str] = typer.Option(None, "--run", help="Time series of this run's setting and seed (default: where the schedulers differ most)."),
 ) -> None:
-    """Draw the standard figures (FCT box plots and CDFs, subflow and receive-buffer time series)."""
+    """Draw the standard figures: FCT against size and the difference from the baseline (with
+    intervals), box plots and CDFs, subflow and receive-buffer time series."""
     from mpsched.analysis.figures import save_all
 
     res = _open(path)
     target = fig_dir or path / "figures"
+    if run_id is not None and run_id not in res.runs.get_column("run_id").to_list():
+        _fail(f"no run {_escape(run_id)!r} in {_escape(str(path))}", EXIT_BAD_INPUT)
     with _c.err.status("drawing figures"):
-        files = save_all(res, target)
+        files = save_all(res, target, run_id)
     _c.err.print(f"{len(files)} file(s) in {target}", highlight=False)
 
 

@@ -71,7 +71,7 @@ def check_scheduler(name: str) -> None:
     exts = [s.name for s in reg if s.is_extension]
     base, *wrappers = name.split("+")
     if base not in bases:
-        raise ValueError(f"unknown scheduler {base!r}; available: {', '.join(bases)}")
+        raise ValueError(f"unknown scheduler {base!r}; available: {', '.join(bases)} (or a Python class as \"package.module:Class\")")
     for w in wrappers:
         if w not in exts:
             allowed = ", ".join(exts) if exts else "none in this build"

@@ -48,9 +48,14 @@ names, so it imports nothing of the package.
 
 from __future__ import annotations
 
+import importlib
+import os
+import re
+import sys
 from typing import NamedTuple
 
-__all__ = ["SendNew", "Resend", "Penalize", "python_scheduler_name", "python_schedulers", "register"]
+__all__ = ["SendNew", "Resend", "Penalize", "python_scheduler_name", "python_schedulers", "register",
+           "load_class", "is_class_reference"]
 
 #: Prefix of the names under which Python scheduler classes appear in configs and results.
 PREFIX = "py:"
@@ -116,3 +121,37 @@ def python_schedulers(names: list[str]) -> dict[str, type]:
                 raise KeyError(f"Python scheduler {n!r} is not registered in this process; pass the class itself")
             out[n] = _REGISTRY[n]
     return out
+
+
+_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def is_class_reference(name: str) -> bool:
+    """Whether ``name`` reads ``"package.module:Class"`` (a Python scheduler named in a file)."""
+    return not name.startswith(PREFIX) and _REFERENCE.fullmatch(name) is not None
+
+
+def load_class(reference: str) -> type:
+    """Import ``"package.module:Class"`` (the module importable from the current directory or
+    ``PYTHONPATH``) and return the class; `ValueError` saying what is missing otherwise."""
+    module_name, _, attr = reference.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)  # as `python -m` would: a scheduler next to the scenario is found
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        raise ValueError(f"cannot import module {module_name!r} for scheduler {reference!r} ({e}); put it in the "
+                         f"current directory or on PYTHONPATH") from None
+    except Exception as e:  # the user's module failed while importing
+        raise ValueError(f"importing {module_name!r} for scheduler {reference!r} failed: {type(e).__name__}: {e}") from None
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            found = sorted(n for n, v in vars(module).items() if isinstance(v, type) and is_scheduler_class(v))
+            hint = f"; scheduler classes there: {', '.join(found)}" if found else ""
+            raise ValueError(f"module {module_name!r} has no {attr!r}{hint}")
+        obj = getattr(obj, part)
+    if not is_scheduler_class(obj):
+        raise ValueError(f"{reference!r} is not a scheduler: it needs a schedule(view) method")
+    return obj

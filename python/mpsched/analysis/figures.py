@@ -61,6 +61,9 @@ def fct_boxplot(res: Results) -> Figure:
     for ax, (title, part) in zip(axes, panels):
         data = [part.filter(pl.col("scheduler") == s).get_column("fct_ns").to_numpy() / 1e9 for s in scheds]
         ax.boxplot(data, tick_labels=scheds, showfliers=True)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)  # long names must not overlap
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
         ax.set_title(title, fontsize=9)
         ax.set_ylabel("flow completion time (s)")
         ax.grid(axis="y", alpha=0.3)
@@ -74,35 +77,40 @@ def fct_cdf(res: Results) -> Figure:
     panels = _panels(res, flows)
     scheds = _schedulers(flows)
     fig, axes = _grid(len(panels))
+    from mpsched.analysis.figures_compare import STYLES
+
     for ax, (title, part) in zip(axes, panels):
-        for s in scheds:
-            x = np.sort(part.filter(pl.col("scheduler") == s).get_column("fct_ns").to_numpy() / 1e9)
-            if x.size:
-                ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=s)
+        drawn: dict[tuple, str] = {}  # curve -> the scheduler that drew it first
+        for i, s in enumerate(scheds):
+            one = part.filter(pl.col("scheduler") == s).sort("run_id", "flow_id") if "run_id" in part.columns else \
+                part.filter(pl.col("scheduler") == s)
+            x = np.sort(one.get_column("fct_ns").to_numpy() / 1e9)
+            if not x.size:
+                continue
+            same = drawn.get(tuple(x))
+            marker, ls = STYLES[i % len(STYLES)]
+            every = max(1, x.size // 8)
+            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", linestyle=ls, marker=marker, markevery=every,
+                    ms=4, lw=1.6 if same is None else 1.0, color=f"C{i % 10}", alpha=0.9,
+                    label=s if same is None else f"{s} (identical to {same})")
+            drawn.setdefault(tuple(x), s)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("flow completion time (s)")
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         if ax.get_lines():
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=7, loc="lower right")
     fig.suptitle("Flow completion time CDF")
     return fig
 
 
-def _run_per_scheduler(res: Results) -> dict[str, str]:
-    """scheduler -> the run to draw time series for: the one with the largest flows (the
-    richest dynamics), the first in sweep order among equals."""
-    flows = labelled_flows(res)
-    if flows.is_empty() or "scheduler" not in flows.columns:
-        return {}
-    size = pl.col("size_bytes").fill_null(0).mean() if "size_bytes" in flows.columns else pl.lit(0)
-    per_run = flows.group_by("scheduler", "run_id", maintain_order=True).agg(size.alias("mean_size"))
-    best = per_run.sort("mean_size", descending=True, maintain_order=True).unique(
-        subset="scheduler", keep="first", maintain_order=True)
-    order = flows.get_column("scheduler").unique(maintain_order=True).to_list()
-    chosen = dict(zip(best.get_column("scheduler").to_list(), best.get_column("run_id").to_list()))
-    return {s: chosen[s] for s in order}
+def _run_per_scheduler(res: Results, run_id: str | None = None) -> dict[str, str]:
+    """scheduler -> the run to draw time series for: the setting and seed where the schedulers
+    differ most, or that of `run_id` (`mpsched.analysis.figures_compare.contrast_runs`)."""
+    from mpsched.analysis.figures_compare import contrast_runs
+
+    return contrast_runs(res, run_id)
 
 
 def _since_flow_start(res: Results, series: pl.DataFrame, run_id: str) -> pl.DataFrame:
@@ -124,7 +132,7 @@ def subflow_timeseries(res: Results, run_id: str | None = None) -> Figure:
     the first)."""
     if run_id is None:
         run_id = res.runs.get_column("run_id")[0] if res.runs.height else None
-    part = _since_flow_start(res, throughput_series(res), run_id)
+    part = _since_flow_start(res, throughput_series(res, [run_id]), run_id)
     fig = Figure(figsize=(9, 7), layout="constrained")
     axes = fig.subplots(3, 1, sharex=True)
     paths = part.get_column("path").unique(maintain_order=True).to_list() if "path" in part.columns else []
@@ -147,15 +155,37 @@ def subflow_timeseries(res: Results, run_id: str | None = None) -> Figure:
     for p, c in colors.items():
         axes[0].plot([], [], color=c, label=str(p))
     if colors:
-        axes[0].legend(title="path", fontsize=8)
-    fig.suptitle(f"Subflows of {n_flows} flow(s), overlaid — run {run_id}", fontsize=10)
+        axes[0].legend(title="path", fontsize=8, loc="upper right")
+    _mark_path_events(res, run_id, part, axes)
+    sched = res.runs.filter(pl.col("run_id") == run_id).get_column("scheduler") if "scheduler" in res.runs.columns else None
+    who = f"{sched[0]}, " if sched is not None and sched.len() else ""
+    fig.suptitle(f"Subflows of {n_flows} flow(s), overlaid — {who}run {run_id}", fontsize=10)
     return fig
 
 
-def ofo_timeseries(res: Results) -> Figure:
+def _mark_path_events(res: Results, run_id: str, part: pl.DataFrame, axes) -> None:
+    """Vertical lines where a path went down or up (the run's stored configuration), on the
+    time axis of the run's first flow."""
+    import json
+
+    f = res.path / run_id / "config.json" if res.path is not None else None
+    if f is None or not f.is_file() or part.is_empty():
+        return
+    config = json.loads(f.read_text())
+    names = [p["name"] for p in config.get("paths", [])]
+    start_ns = part.get_column("start_ns").min()
+    for e in config.get("path_events", []):
+        t = (e["at_ns"] - start_ns) / 1e9
+        for ax in axes:
+            ax.axvline(t, color="red" if not e.get("up") else "green", lw=0.8, ls="--")
+        axes[0].annotate(f"{names[e['path']]} {'up' if e.get('up') else 'down'}", (t, 1), xycoords=("data", "axes fraction"),
+                         fontsize=7, rotation=90, va="top", ha="right")
+
+
+def ofo_timeseries(res: Results, runs: dict[str, str] | None = None) -> Figure:
     """Out-of-order bytes held by the receiver against the time since the flow started: one
-    panel per scheduler (its run with the largest flows), one line per flow."""
-    runs = _run_per_scheduler(res)
+    panel per scheduler (its run where the schedulers differ most), one line per flow."""
+    runs = runs if runs is not None else _run_per_scheduler(res)
     fig, axes = _grid(max(len(runs), 1), width=4.5)
     for ax, (sched, run_id) in zip(axes, runs.items()):
         part = _since_flow_start(res, res.conn_series, run_id)
@@ -163,7 +193,10 @@ def ofo_timeseries(res: Results) -> Figure:
             for _flow, g in part.group_by("flow_id", maintain_order=True):
                 ax.plot(g.get_column("t_s").to_numpy(), g.get_column("ofo_bytes").cast(pl.Float64).to_numpy() / 1e3,
                         lw=0.8, alpha=0.6)
-        ax.set_title(f"{sched} ({run_id})", fontsize=8)
+        if part.is_empty() or not (part.get_column("ofo_bytes") != 0).any():
+            ax.text(0.5, 0.5, "no out-of-order data in this run", transform=ax.transAxes, ha="center", fontsize=8)
+            ax.set_ylim(0, 1)
+        ax.set_title(f"{sched} ({run_id})", fontsize=7)
         ax.set_xlabel("time since the flow started (s)")
         ax.set_ylabel("out-of-order bytes (kB)")
         ax.grid(alpha=0.3)
@@ -228,9 +261,12 @@ def link_utilisation_plot(res: Results) -> Figure:
     return fig
 
 
-def save_all(res: Results, out: Path) -> list[Path]:
-    """Write the standard figures into `out` as PNG and SVG; returns the files written (a study
-    on a [topology]: FCT CDF per class and link utilisation per tier)."""
+def save_all(res: Results, out: Path, run_id: str | None = None) -> list[Path]:
+    """Write the standard figures into `out` as PNG and SVG; returns the files written: FCT box
+    plots and CDFs, FCT against size and the difference from the baseline with intervals, and
+    time series of the runs where the schedulers differ most (or of `run_id`'s setting and
+    seed); a study on a [topology]: FCT CDF per class and link utilisation per tier."""
+    from mpsched.analysis.figures_compare import metric_vs_size, vs_baseline
     from mpsched.analysis.summary import is_datacenter
 
     out.mkdir(parents=True, exist_ok=True)
@@ -242,11 +278,13 @@ def save_all(res: Results, out: Path) -> list[Path]:
     elif not res.flows.is_empty() and res.flows.get_column("completed").any():
         figures["fct_box"] = fct_boxplot(res)
         figures["fct_cdf"] = fct_cdf(res)
-    if not res.subflow_series.is_empty() and not is_datacenter(res):
-        for sched, run_id in _run_per_scheduler(res).items():
-            figures[f"subflows_{_safe(sched)}"] = subflow_timeseries(res, run_id)
-    if not res.conn_series.is_empty() and not is_datacenter(res):
-        figures["ofo"] = ofo_timeseries(res)
+        _comparison_figures(res, figures, metric_vs_size, vs_baseline)
+    runs = _run_per_scheduler(res, run_id) if not is_datacenter(res) else {}
+    if not res.subflow_series.is_empty():
+        for sched, rid in runs.items():
+            figures[f"subflows_{_safe(sched)}"] = subflow_timeseries(res, rid)
+    if not res.conn_series.is_empty() and runs:
+        figures["ofo"] = ofo_timeseries(res, runs)
     written = []
     for name, fig in figures.items():
         for ext in ("png", "svg"):
@@ -254,6 +292,22 @@ def save_all(res: Results, out: Path) -> list[Path]:
             fig.savefig(path, dpi=120)
             written.append(path)
     return written
+
+
+def _comparison_figures(res: Results, figures: dict, metric_vs_size, vs_baseline) -> None:
+    from mpsched.analysis.compare import compare
+
+    try:
+        cmp = compare(res)
+    except ValueError:  # nothing to compare (no scheduler named)
+        return
+    if cmp.table.is_empty():
+        return
+    by_size = metric_vs_size(res, cmp)
+    if by_size is not None:
+        figures[f"{cmp.metric}_vs_size"] = by_size
+    if cmp.table.get_column("scheduler").n_unique() > 1:
+        figures["vs_baseline"] = vs_baseline(res, cmp)
 
 
 def _safe(name: str) -> str:

@@ -3,6 +3,7 @@ for studies on a `[topology]`, link utilisation per tier, Jain's index and FCT p
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from mpsched.study.results import Results
@@ -77,17 +78,90 @@ def path_shares(res: Results) -> pl.DataFrame:
     return per_path.pivot(on="column", index=keys, values="share", maintain_order=True)
 
 
-def throughput_series(res: Results) -> pl.DataFrame:
-    """`subflow_series` with a `throughput_bps` column: the growth of `bytes_acked` between
-    samples, per run, flow and subflow."""
+def throughput_series(res: Results, run_ids: list[str] | None = None) -> pl.DataFrame:
+    """`subflow_series` with a `throughput_bps` column: the bytes acknowledged between samples
+    over the time between them, per run, flow and subflow, never above the rate of the path's
+    slowest link in the data's direction (when the run's configuration is stored beside it).
+
+    A cumulative ACK after loss recovery acknowledges in one interval bytes that crossed the
+    link over several (they waited, SACKed, for the hole to fill); counted where the ACK lands
+    they give a spike above the link's rate (118 Mbit/s on a 10 Mbit/s link). Such excess is
+    moved back to the intervals before it, each filled up to the rate: the latest delivery
+    schedule the link allows, with every byte counted once. `run_ids`: only those runs."""
     s = res.subflow_series
+    if run_ids is not None and not s.is_empty():
+        s = s.filter(pl.col("run_id").is_in(run_ids))
     if s.is_empty():
         return s
     part = ["run_id", "flow_id", "subflow"]
     s = s.sort([*part, "time_ns"])
     d_bytes = pl.col("bytes_acked").diff().over(part)
     d_t = pl.col("time_ns").diff().over(part)
-    return s.with_columns((d_bytes.cast(pl.Float64) * 8e9 / d_t.cast(pl.Float64)).alias("throughput_bps"))
+    s = s.with_columns(d_bytes.cast(pl.Float64).alias("_bytes"), d_t.cast(pl.Float64).alias("_dt"))
+    caps = _path_caps_bps(res, s.get_column("run_id").unique().to_list())
+    upload = _uploads(res)
+    out = []
+    for (run_id, flow_id, _sub), g in s.group_by(part, maintain_order=True):
+        b = g.get_column("_bytes").fill_null(0.0).to_numpy().copy()
+        dt = g.get_column("_dt").fill_null(0.0).to_numpy()
+        path = g.get_column("path")[0] if "path" in g.columns else None
+        cap = caps.get((run_id, "up" if (run_id, flow_id) in upload else "down", path))
+        if cap:
+            b = _fill_back(b, dt * cap / 8e9)
+        thr = np.where(dt > 0, b * 8e9 / np.where(dt > 0, dt, 1.0), np.nan)
+        thr[0] = np.nan  # a subflow's first sample has no interval
+        out.append(g.with_columns(pl.Series("throughput_bps", thr).fill_nan(None)))
+    return pl.concat(out).drop("_bytes", "_dt")
+
+
+def _fill_back(b: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Bytes per interval, none above `room`: excess moves to earlier intervals (from the last
+    interval back), what cannot fit anywhere stays where it was."""
+    out = b.copy()
+    carry = 0.0
+    for i in range(len(out) - 1, -1, -1):
+        want = out[i] + carry
+        out[i] = min(want, room[i]) if i > 0 else want
+        carry = want - out[i]
+    return out
+
+
+def _uploads(res: Results) -> set[tuple[str, int]]:
+    """(run id, flow id) of the flows whose data goes up (client to server)."""
+    f = res.flows
+    if "direction" not in f.columns:
+        return set()
+    return set(f.filter(pl.col("direction").is_in(["upload", "up"])).select("run_id", "flow_id").iter_rows())
+
+
+def _path_caps_bps(res: Results, run_ids: list[str]) -> dict[tuple[str, str, str], float]:
+    """(run id, "up"/"down", path name) -> the largest rate the slowest link of that direction
+    ever has, from each run's stored configuration (a trace-driven link has none)."""
+    import json
+
+    caps: dict[tuple[str, str, str], float] = {}
+    if res.path is None:
+        return caps
+    for run_id in run_ids:
+        f = res.path / run_id / "config.json"
+        if not f.is_file():
+            continue
+        config = json.loads(f.read_text())
+        links = config.get("links", [])
+        for p in config.get("paths", []):
+            for direction in ("up", "down"):
+                rates = []
+                for i in p.get(direction, []):
+                    link = links[i]
+                    cap = link.get("capacity", {})
+                    if cap.get("kind") == "trace":
+                        break
+                    steps = [st["rate_bps"] for st in cap.get("steps", [])]
+                    rates.append(max([link["rate_bps"], *steps]))
+                else:
+                    if rates:
+                        caps[(run_id, direction, p["name"])] = float(min(rates))
+    return caps
 
 
 # --- studies on a [topology] (mpsched.scenario.datacenter) -------------------------------------------------

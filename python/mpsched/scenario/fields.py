@@ -8,6 +8,8 @@ them; `mpsched.scenario.normalize` converts them to base units.
 
 from __future__ import annotations
 
+import re
+
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -32,13 +34,20 @@ class ScenarioError(ValueError):
     """A scenario the front end refuses: `field` is the path of the offending field (may be
     empty for file-level problems), `message` says what is wrong and what is allowed."""
 
-    def __init__(self, field: str, message: str, source: str | None = None):
+    def __init__(self, field: str, message: str, source: str | None = None,
+                 more: list[tuple[str, str]] | None = None):
         self.field = field
         self.message = message
         self.source = source
+        #: every problem found, the first one (`field`, `message`) included
+        self.problems = [(field, message), *(more or [])]
         where = f"{source}: " if source else ""
-        at = f"{field}: " if field else ""
-        super().__init__(f"{where}{at}{message}")
+        if len(self.problems) == 1:
+            at = f"{field}: " if field else ""
+            super().__init__(f"{where}{at}{message}")
+        else:
+            lines = "".join(f"\n  {f}: {m}" if f else f"\n  {m}" for f, m in self.problems)
+            super().__init__(f"{where}{len(self.problems)} problems:{lines}")
 
 
 class _FieldError(ValueError):
@@ -80,6 +89,23 @@ def _checked(parser, *, positive: bool = False):
     return check
 
 
+def _rate_with_unit(parser):
+    """A rate in a scenario must carry its unit: a bare ``10`` is more often a forgotten "Mbit"
+    than a 10 bit/s link, so it is refused with the spellings that say what was meant."""
+
+    def check(v: Any) -> Any:
+        bare = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if isinstance(v, str) and v.strip() and re.fullmatch(r"\s*[+-]?[0-9.eE+-]+\s*", v):
+            bare = True
+        if bare:
+            n = v.strip() if isinstance(v, str) else (int(v) if float(v).is_integer() else v)
+            raise ValueError(f"{n} has no unit; write \"{n}bit\" for {n} bit/s, \"{n}Mbit\" for {n} Mbit/s "
+                             f"(or kbit, Gbit; \"{n}MB/s\" in bytes per second)")
+        return parser(v)
+
+    return check
+
+
 def _sweepable(check):
     """Accept a scalar, or a non-empty list of scalars each passing `check` (a sweep)."""
 
@@ -117,8 +143,9 @@ def _seed(v: Any) -> int:
 
 def _scheduler(v: Any) -> str:
     """A registry name ("minrtt", "minrtt+rp"), a Python scheduler class (registered and kept as
-    its "py:<class>" name, see `mpsched.sched`), or such a name already registered."""
-    from mpsched.sched import PREFIX, _REGISTRY, is_scheduler_class, register
+    its "py:<class>" name, see `mpsched.sched`), "package.module:Class" (imported, then the
+    same), or such a name already registered."""
+    from mpsched.sched import PREFIX, _REGISTRY, is_class_reference, is_scheduler_class, load_class, register
 
     if isinstance(v, type) or (not isinstance(v, str) and is_scheduler_class(v)):
         try:
@@ -126,10 +153,12 @@ def _scheduler(v: Any) -> str:
         except TypeError as e:
             raise ValueError(str(e)) from None
     v = _name(v)
+    if is_class_reference(v):  # "package.module:Class": a Python scheduler named in a file
+        return register(load_class(v))
     if v.startswith(PREFIX):
         if v not in _REGISTRY:
             raise ValueError(f"Python scheduler {v!r} is not defined in this process; pass the class itself "
-                             "(a TOML file can only name the built-in schedulers)")
+                             "(or, in a file, name it as \"package.module:Class\")")
         return v
     registry.check_scheduler(v)
     return v
@@ -219,7 +248,7 @@ def _loss(v: Any) -> Any:
     return _sweepable(_checked(parse_fraction))(v)
 
 
-Rate = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_rate_bps, positive=True))), SWEEP_RATE]
+Rate = Annotated[Any, BeforeValidator(_sweepable(_rate_with_unit(_checked(parse_rate_bps, positive=True)))), SWEEP_RATE]
 Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP_TIME]
 PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP_TIME]
 Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP_SIZE]
@@ -231,7 +260,7 @@ CcName = Annotated[Any, BeforeValidator(_sweepable(_cc)), SWEEP_OTHER]
 Count = Annotated[Any, BeforeValidator(_sweepable(_count)), SWEEP_COUNT]
 # Not sweepable: a single value of the same kinds.
 FixedTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns))]
-FixedRate = Annotated[Any, BeforeValidator(_checked(parse_rate_bps))]
+FixedRate = Annotated[Any, BeforeValidator(_rate_with_unit(_checked(parse_rate_bps)))]
 FixedSize = Annotated[Any, BeforeValidator(_checked(parse_size_bytes, positive=True))]
 Name = Annotated[str, BeforeValidator(_name)]
 Protocol = Annotated[Any, BeforeValidator(_sweepable(_protocol)), SWEEP_OTHER]

@@ -235,9 +235,18 @@ def _format_loc(loc: tuple) -> str:
 
 
 def _to_scenario_error(e: ValidationError, source: str | None) -> ScenarioError:
-    """Turn pydantic's errors into one message: the first error in full, then a count."""
-    errs = e.errors()
-    first = errs[0]
+    """Turn pydantic's errors into one error listing every problem (field and message), the
+    first one as `field` / `message`."""
+    problems = [_one_problem(e, err) for err in e.errors()]
+    seen: list[tuple[str, str]] = []
+    for p in problems:  # a union type may report the same problem twice
+        if p not in seen:
+            seen.append(p)
+    (field, msg), *more = seen
+    return ScenarioError(field, msg, source, more)
+
+
+def _one_problem(e: ValidationError, first: dict) -> tuple[str, str]:
     loc = tuple(first["loc"])
     err = (first.get("ctx") or {}).get("error")
     if isinstance(err, _FieldError):
@@ -256,9 +265,7 @@ def _to_scenario_error(e: ValidationError, source: str | None) -> ScenarioError:
             msg = "this field is required"
         elif first["type"] == "literal_error":
             msg = f"{msg}, got {first['input']!r}"
-    if len(errs) > 1:
-        msg += f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})"
-    return ScenarioError(field, msg, source)
+    return field, msg
 
 
 def _allowed_fields_hint(e: ValidationError, loc: tuple) -> str:

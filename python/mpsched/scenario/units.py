@@ -3,7 +3,8 @@
 Conventions (also in scenarios/README.md, "Units"):
 
 * Rates use SI decimal prefixes: ``"150Mbit"`` = ``"150Mbit/s"`` = ``"150Mbps"`` = 150e6 bit/s.
-  Byte rates are written with a capital ``B``: ``"10MB/s"`` = 80e6 bit/s. A bare number is bit/s.
+  Byte rates are written with a capital ``B``: ``"10MB/s"`` = 80e6 bit/s. The parser reads a bare
+  number as bit/s, but a scenario refuses one (`mpsched.scenario.fields`): write the unit.
 * Times: ``ns``, ``us``, ``ms``, ``s``, ``min``. A bare number is **seconds**.
 * Sizes: ``B``; SI ``kB``/``KB`` = 1000 B, ``MB`` = 1e6 B, ``GB`` = 1e9 B; binary ``KiB`` = 1024 B,
   ``MiB``, ``GiB``. A bare number is bytes. (The CFS paper's "64 KB ... 1 MB" flows are powers of

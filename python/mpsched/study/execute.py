@@ -226,3 +226,14 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         return version
     return f"{version}+git.{rev.stdout.strip()}" if rev.returncode == 0 and rev.stdout.strip() else version
+
+
+def stored_count(out: str | Path, run_ids: list[str]) -> int:
+    """How many of `run_ids` the study at `out` already holds from this code version (what a
+    resumed study reuses)."""
+    store = st.Store(out)
+    if not store.exists():
+        return 0
+    version = code_version()
+    held = store.owners(version)
+    return sum(1 for r in run_ids if r in held and held[r].code_version == version)

@@ -58,10 +58,16 @@ class Results:
 
         return class_fct_summary(self) if is_datacenter(self) else fct_summary(self)
 
-    def plot(self, out: str | Path) -> list[Path]:
-        """Write the standard figures (PNG and SVG) into `out`; returns the files."""
+    def plot(self, out: str | Path | None = None) -> list[Path]:
+        """Write the standard figures (PNG and SVG) into `out` (default: the study's own
+        ``figures/`` folder, so nothing lands in the current directory); returns the files."""
         from mpsched.analysis.figures import save_all
 
+        if out is None:
+            if self.path is None:
+                raise ValueError("these results are in memory only (run without a directory); "
+                                 "give plot() a folder to write the figures to")
+            out = self.path / "figures"
         return save_all(self, Path(out))
 
     def sql(self, query: str):
