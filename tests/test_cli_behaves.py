@@ -127,12 +127,23 @@ def test_the_command_line_runs_a_module_colon_class_scheduler_and_explains_a_mis
     assert p.returncode == 2 and "has no 'Nope'" in p.stderr and "FirstPath" in p.stderr
 
 
-def test_a_resumed_study_says_how_many_runs_were_already_stored(tmp_path, fake_engine):
+def test_a_resumed_study_says_how_many_runs_were_already_stored(tmp_path, fake_engine, monkeypatch):
+    from mpsched import engines
+
     out = tmp_path / "study"
     args = ["run", str(SCENARIOS / "quick.toml"), "--out", str(out), "--jobs", "1"]
+    synthetic = engines.run_config
+
+    def fails_once(config, engine="sim"):  # the second run does not get stored, as if interrupted
+        if len(fake_engine) == 1:
+            fake_engine.append(config)
+            raise engines.EngineError("stopped before this run was stored")
+        return synthetic(config, engine)
+
+    monkeypatch.setattr(engines, "run_config", fails_once)
     r = CliRunner().invoke(app, args)
-    assert r.exit_code == 0 and "already stored" not in r.output
-    shutil.rmtree(sorted(out.glob("*/meta.json"))[0].parent)  # as if interrupted before this run
+    assert r.exit_code == 1 and "already stored" not in r.output
+    monkeypatch.setattr(engines, "run_config", synthetic)
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "3 of 4 already stored, 1 to run" in " ".join(r.output.split())
