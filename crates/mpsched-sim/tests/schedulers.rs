@@ -422,6 +422,31 @@ fn bwm_as_printed_shares_two_identical_paths_evenly() {
 }
 
 #[test]
+fn rp_penalises_a_bloated_slow_path_once_per_fast_rtt_not_once_per_its_own() {
+    // 004_ slide 18's paths (47 and 1 Mbit/s, 250 ms, 1000-packet queues), 100 MB. The slow
+    // path's queue holds up to 12 s: halving it once per its own sRTT lets it grow between
+    // penalties; the kernel's rule (once per sRTT of the retransmitting subflow) keeps it down.
+    let cfg = || {
+        let mut c = net(&[path(47, 250, 1000), path(1, 250, 1000)]);
+        c.duration_ns = 300 * S;
+        c
+    };
+    let load = || Load::Cold(100_000_000);
+    let oot = run_mptcp(cfg(), "minrtt+rp", json!({}), 6 << 20, load());
+    let slow = json!({"rp_penalty_interval": "penalized_srtt"});
+    let per_own = run_mptcp(cfg(), "minrtt+rp", slow, 6 << 20, load());
+    let peak = |o: &Out| o.series(1, "srtt_ns").into_iter().max().unwrap_or(0);
+    // Measured: 22.9 s vs 32.3 s, slow-path sRTT peaking at 1.28 s vs 2.02 s.
+    assert!(
+        oot.time_ns * 5 < per_own.time_ns * 4,
+        "oot {} ms vs per-own-rtt {} ms",
+        ms(oot.time_ns),
+        ms(per_own.time_ns)
+    );
+    assert!(peak(&oot) * 4 < peak(&per_own) * 3, "slow srtt peak {} ms vs {} ms", ms(peak(&oot)), ms(peak(&per_own)));
+}
+
+#[test]
 fn rp_halves_the_slow_window_and_retransmits_when_the_receive_window_blocks() {
     // The BLEST scenario (100 kB buffer): minRTT's slow-path segments block the window. RP
     // re-sends the blocking head on the fast path and halves the slow subflow's window.

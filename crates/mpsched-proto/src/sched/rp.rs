@@ -14,7 +14,7 @@
 //!    `"penalized_srtt"` allows one penalty per `srtt` of the penalised subflow (002_'s "once per
 //!    RTT" reading of LowRTT). Under bufferbloat they differ by orders of magnitude: a slow path
 //!    whose queue holds seconds is halved four times a second by the kernel's rule and once in
-//!    several seconds by the other, while LIA grows it meanwhile (004_ slide 18: 24 vs 9.7
+//!    several seconds by the other, while LIA grows it meanwhile (004_ slide 18: 23.3 vs 9.0
 //!    Mbit/s, experiments/README.md);
 //! 3. re-sends the head on `sf` (kind `Opportunistic`) if `sf` has not carried it and a
 //!    carrier is much slower (`srtt > 4 × sf.srtt`) or probably stuck (`cwnd <= 4` segments).
