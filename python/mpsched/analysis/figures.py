@@ -166,12 +166,9 @@ def subflow_timeseries(res: Results, run_id: str | None = None) -> Figure:
 def _mark_path_events(res: Results, run_id: str, part: pl.DataFrame, axes) -> None:
     """Vertical lines where a path went down or up (the run's stored configuration), on the
     time axis of the run's first flow."""
-    import json
-
-    f = res.path / run_id / "config.json" if res.path is not None else None
-    if f is None or not f.is_file() or part.is_empty():
+    config = res.config(run_id)
+    if not config or part.is_empty():
         return
-    config = json.loads(f.read_text())
     names = [p["name"] for p in config.get("paths", [])]
     start_ns = part.get_column("start_ns").min()
     for e in config.get("path_events", []):

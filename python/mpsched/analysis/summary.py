@@ -81,7 +81,7 @@ def path_shares(res: Results) -> pl.DataFrame:
 def throughput_series(res: Results, run_ids: list[str] | None = None) -> pl.DataFrame:
     """`subflow_series` with a `throughput_bps` column: the bytes acknowledged between samples
     over the time between them, per run, flow and subflow, never above the rate of the path's
-    slowest link in the data's direction (when the run's configuration is stored beside it).
+    slowest link in the data's direction (when the run's configuration is stored: `Results.config`).
 
     A cumulative ACK after loss recovery acknowledges in one interval bytes that crossed the
     link over several (they waited, SACKed, for the hole to fill); counted where the ACK lands
@@ -137,16 +137,11 @@ def _uploads(res: Results) -> set[tuple[str, int]]:
 def _path_caps_bps(res: Results, run_ids: list[str]) -> dict[tuple[str, str, str], float]:
     """(run id, "up"/"down", path name) -> the largest rate the slowest link of that direction
     ever has, from each run's stored configuration (a trace-driven link has none)."""
-    import json
-
     caps: dict[tuple[str, str, str], float] = {}
-    if res.path is None:
-        return caps
     for run_id in run_ids:
-        f = res.path / run_id / "config.json"
-        if not f.is_file():
+        config = res.config(run_id)
+        if not config:
             continue
-        config = json.loads(f.read_text())
         links = config.get("links", [])
         for p in config.get("paths", []):
             for direction in ("up", "down"):

@@ -38,6 +38,17 @@ class Results:
             return docs(run_id)["scenario_toml"]
         raise KeyError(f"no stored scenario for run {run_id!r} (results not read from a store)")
 
+    def config(self, run_id: str) -> dict[str, Any] | None:
+        """The normalized configuration one run gave the engine (as stored beside it in its
+        batch's runs.jsonl), or None when these results were not read from a store."""
+        docs = self.__dict__.get("_docs")
+        if docs is None:
+            return None
+        try:
+            return docs(run_id).get("config")
+        except KeyError:
+            return None
+
     flows = property(lambda self: self.tables["flows"], doc="One row per transfer.")
     subflows = property(lambda self: self.tables["subflows"], doc="One row per subflow.")
     blocks = property(lambda self: self.tables["blocks"], doc="One row per application unit (block, object, transfer).")
@@ -126,6 +137,12 @@ class LazyTables(Mapping):
 
     def __len__(self) -> int:
         return len(self._names)
+
+    def __setitem__(self, name: str, df: pl.DataFrame) -> None:
+        """Replace (or add) a table in memory; the store is not written."""
+        if name not in self._names:
+            self._names.append(name)
+        self._loaded[name] = df
 
     def load_all(self) -> dict[str, pl.DataFrame]:
         return {n: self[n] for n in self._names}
