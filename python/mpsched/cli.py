@@ -128,14 +128,18 @@ def run(
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     except engines.EngineUnavailable as e:
         _fail(_escape(str(e)), EXIT_FAILED)
+    from mpsched.study.interrupt import terminate_as_interrupt
+
     target = out_dir or Path("results") / s.name
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False)
+    _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False, markup=False)
     try:
-        with run_progress(n, _c.err) as update:
+        with terminate_as_interrupt(), run_progress(n, _c.err) as update:
             res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update)
     except RunFailed as e:
         _fail(_escape(str(e)), EXIT_FAILED)
+    except KeyboardInterrupt as e:
+        _interrupted(e, [scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
     _print_summary(res)
     _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
 
@@ -362,9 +366,30 @@ def reproduce(
     _c.err.print(f"results: {target}", highlight=False)
 
 
+def _interrupted(e: KeyboardInterrupt, run_args: list) -> None:
+    """One line: how many runs are stored and the command that resumes; exit 130 at once (a run
+    still inside the core is abandoned with the process)."""
+    import shlex
+
+    stored = f"{e.stored} of {e.total} run(s) stored" if hasattr(e, "stored") else "completed runs are kept"
+    cmd = " ".join(shlex.quote(str(a)) for a in ["mpsched", "run", *run_args])
+    sys.stderr.write(f"interrupted: {stored}; resume with: {cmd}\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    import threading
+
+    if any(t.name == "mpsched-run" and t.is_alive() for t in threading.enumerate()):
+        os._exit(130)  # a run is still inside the core: leave it behind with the process
+    raise typer.Exit(130)
+
+
 def main() -> None:
+    import signal
+
+    # Ctrl-C stops a study even when the shell started us with SIGINT ignored (a background job)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         app()
     except KeyboardInterrupt:
-        _c.err.print("interrupted; completed runs are kept, run the same command again to resume")
+        sys.stderr.write("interrupted; completed runs are kept, run the same command again to resume\n")
         sys.exit(130)

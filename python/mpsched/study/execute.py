@@ -7,11 +7,11 @@ no worker inherits a half-initialised thread pool from the parent) or to any
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
-from contextlib import nullcontext
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable
@@ -20,10 +20,11 @@ from mpsched import engines
 from mpsched.engines import python_schedulers_of
 from mpsched.scenario import Scenario, load_scenario
 from mpsched.study import store
+from mpsched.study.interrupt import Interrupted, call_interruptibly, kill_workers, quiet_spawn, worker_init
 from mpsched.study.plan import Task, check_topology_engine, plan
 from mpsched.study.results import Results, load
 
-__all__ = ["RunFailed", "code_version", "run"]
+__all__ = ["Interrupted", "RunFailed", "code_version", "run"]
 
 
 class RunFailed(RuntimeError):
@@ -71,6 +72,7 @@ def run(
     if out is None:
         with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
             res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress, executor)
+            res.tables = dict(res.tables)  # read now: the directory goes away
             res.path = None
             return res
     return _run_tasks(tasks, Path(out), engine, jobs, on_progress, executor)
@@ -78,11 +80,33 @@ def run(
 
 def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress,
                executor: Executor | None = None) -> Results:
-    out.mkdir(parents=True, exist_ok=True)
-    store.clean_stale_tmp(out)
+    with store.study_lock(out):
+        store.clean_stale_tmp(out)
+        todo = _todo(tasks, out, code_version())
+        try:
+            failures = _execute_all(tasks, todo, out, engine, jobs, on_progress, executor)
+        except KeyboardInterrupt:
+            stored = sum(1 for t in tasks if store.is_complete(out / t.run_id))
+            raise Interrupted(stored, len(tasks), out) from None
+    if failures:
+        raise RunFailed(failures, out)
+    return load(out, run_ids=[t.run_id for t in tasks])
+
+
+def _todo(tasks: list[Task], out: Path, version: str) -> list[Task]:
+    """The tasks to run: not stored yet, stored by another code version, or stored damaged (a
+    file that cannot be read: it is replaced)."""
+    todo = []
+    for t in tasks:
+        d = out / t.run_id
+        if store.is_complete(d) and store.stored_version(d) == version and store.damage(d) is None:
+            continue
+        todo.append(t)
+    return todo
+
+
+def _execute_all(tasks, todo, out: Path, engine: str, jobs: int, on_progress, executor) -> dict[str, str]:
     version = code_version()
-    # a run stored by this code version is reused; one from another version is run again
-    todo = [t for t in tasks if not (store.is_complete(out / t.run_id) and store.stored_version(out / t.run_id) == version)]
     done = len(tasks) - len(todo)
     if on_progress:
         on_progress(done, len(tasks))
@@ -93,31 +117,42 @@ def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress
         jobs, executor = 1, None  # Python scheduler classes live in this process only
     if executor is None and (jobs <= 1 or len(todo) <= 1):
         for t in todo:
-            err = _execute(t, str(out), engine, version)
+            # off the main thread: the core holds it for a whole run, where Ctrl-C cannot land
+            err = call_interruptibly(_execute, t, str(out), engine, version)
             if err:
                 failures[t.run_id] = err
             done += 1
             if on_progress:
                 on_progress(done, len(tasks))
-    else:
-        own = executor is None
-        pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) if own else nullcontext(executor)
-        with pool_cm as pool:
+        return failures
+    own = executor is None
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=worker_init,
+                               initargs=(os.getpid(),)) if own else executor
+    pending: dict = {}
+    try:
+        with quiet_spawn():  # workers start with SIGINT ignored: Ctrl-C is handled here
             pending = {pool.submit(_execute, t, str(out), engine, version): t for t in todo}
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    t = pending.pop(f)
-                    exc = f.exception()
-                    err = f"{type(exc).__name__}: {exc}" if exc is not None else f.result()
-                    if err:
-                        failures[t.run_id] = err
-                    done += 1
-                    if on_progress:
-                        on_progress(done, len(tasks))
-    if failures:
-        raise RunFailed(failures, out)
-    return load(out, run_ids=[t.run_id for t in tasks])
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in finished:
+                t = pending.pop(f)
+                exc = f.exception()
+                err = f"{type(exc).__name__}: {exc}" if exc is not None else f.result()
+                if err:
+                    failures[t.run_id] = err
+                done += 1
+                if on_progress:
+                    on_progress(done, len(tasks))
+    except BaseException:
+        if own:
+            kill_workers(pool)
+        else:
+            for f in pending:
+                f.cancel()
+        raise
+    if own:
+        pool.shutdown()
+    return failures
 
 
 def _execute(task: Task, out: str, engine: str, version: str) -> str | None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import polars as pl
 
-from mpsched.study.store import TABLES, run_dirs
+from mpsched.study.store import TABLES, DamagedRun, run_dirs
 
 __all__ = ["Results", "load"]
 
@@ -110,13 +111,43 @@ def load(path: str | Path, run_ids: Iterable[str] | None = None) -> Results:
     names = list(TABLES)
     for d in dirs:  # tables beyond the standard ones (e.g. `blocks`), in a stable order
         names += sorted(f.stem for f in d.glob("*.parquet") if f.stem not in names and f.stem != "run")
-    tables = {name: _concat([d / f"{name}.parquet" for d in dirs]) for name in names}
+    tables = LazyTables({name: (lambda name=name: _concat([d / f"{name}.parquet" for d in dirs])) for name in names})
     runs = _concat([d / "run.parquet" for d in dirs])
     return Results(tables, runs, params, meta, root)
 
 
+class LazyTables(Mapping):
+    """Tables read from disk when first used (a summary of FCTs never reads the time series)."""
+
+    def __init__(self, loaders: dict[str, Callable[[], pl.DataFrame]]):
+        self._loaders = loaders
+        self._loaded: dict[str, pl.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        if name not in self._loaded:
+            self._loaded[name] = self._loaders[name]()
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaders)
+
+    def __len__(self) -> int:
+        return len(self._loaders)
+
+    def loaded(self) -> list[str]:
+        """The names read so far."""
+        return list(self._loaded)
+
+
+def _read(f: Path) -> pl.DataFrame:
+    try:
+        return pl.read_parquet(f)
+    except Exception as e:  # a truncated or corrupt file: name it
+        raise DamagedRun(f, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+
+
 def _concat(files: list[Path]) -> pl.DataFrame:
-    frames = [pl.read_parquet(f) for f in files if f.is_file()]
+    frames = [_read(f) for f in files if f.is_file()]
     if not frames:
         return pl.DataFrame()
     return pl.concat(frames, how="diagonal_relaxed")

@@ -14,7 +14,10 @@ Layout of a study directory ``<out>``::
                    scenario.toml            the concrete scenario of this run
                    config.json              the normalized configuration the engine ran
                    meta.json                run id, seed, engine, code version, scenario hash
-    <out>/.tmp/                             runs being written (never matched by <out>/*/...)
+    <out>/.tmp/                             runs being written (never matched by <out>/*/...);
+                                            each holds a `.mpsched-tmp` marker, and only marked
+                                            directories of dead writers are ever removed
+    <out>/.lock                             held (flock) by the one `run` writing the study
 
 Every table carries `run_id` and the swept parameters as columns, so
 ``polars.read_parquet("<out>/*/flows.parquet")`` or DuckDB's
@@ -26,25 +29,31 @@ wrote it, else run again and replaced.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import polars as pl
 
-__all__ = ["SCHEMA_VERSION", "TABLES", "run_id_for", "config_hash", "write_run", "is_complete", "stored_version",
-           "run_dirs", "to_frame"]
+__all__ = ["SCHEMA_VERSION", "TABLES", "DamagedRun", "run_id_for", "config_hash", "write_run", "is_complete",
+           "stored_version", "run_dirs", "to_frame", "damage", "discard_run", "study_lock"]
 
 #: Bumped whenever a table's columns change meaning.
 SCHEMA_VERSION = 1
 #: The record tables every engine returns.
 TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links")
 TMP = ".tmp"
+#: The file that marks a directory under `.tmp` as one mpsched made (its content: the writer's pid).
+MARKER = ".mpsched-tmp"
+LOCK = ".lock"
 
 _STRING_COLUMNS = {"protocol", "scheduler", "cc", "direction", "app", "path", "link", "run_id"}
 _BOOL_COLUMNS = {"completed"}
@@ -146,8 +155,7 @@ def write_run(
     """
     out = Path(out)
     final = out / run_id
-    tmp = out / TMP / f"{run_id}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True)
+    tmp = _make_tmp(out, run_id)
     try:
         extra = {"run_id": run_id, **params}
         # the standard tables always (empty if the engine has none), then any other the engine
@@ -169,10 +177,9 @@ def write_run(
         # meta.json last: its presence marks a complete run.
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
         _fsync_dir(tmp)
-        if is_complete(final) and stored_version(final) != meta.get("code_version"):
-            old = out / TMP / f"{run_id}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(final, old)
-            shutil.rmtree(old, ignore_errors=True)
+        if is_complete(final) and (stored_version(final) != meta.get("code_version") or damage(final)):
+            discard_run(final)
+        (tmp / MARKER).unlink()  # a committed run is the user's, not a temporary
         try:
             os.rename(tmp, final)
         except OSError:
@@ -187,22 +194,96 @@ def write_run(
         raise
 
 
+def _make_tmp(out: Path, run_id: str) -> Path:
+    """A fresh directory under ``out/.tmp`` for one run, marked as mpsched's with the writer's pid."""
+    tmp = out / TMP / f"{run_id}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    (tmp / MARKER).write_text(str(os.getpid()))
+    return tmp
+
+
+def _marker_pid(d: Path) -> int | None:
+    """The writer's pid of a directory mpsched made under `.tmp` (None: not ours, leave it)."""
+    try:
+        return int((d / MARKER).read_text().strip() or 0)
+    except (OSError, ValueError):
+        return None
+
+
 def clean_stale_tmp(out: Path) -> int:
-    """Remove leftovers of interrupted writers (their process is gone); returns how many."""
+    """Remove leftovers of interrupted writers (marked as mpsched's, their process gone); anything
+    else under `.tmp` (a user's notes, another tool's files) is never touched. Returns how many."""
     root = Path(out) / TMP
     if not root.is_dir():
         return 0
     removed = 0
     for d in root.iterdir():
-        try:
-            pid = int(d.name.rsplit(".", 2)[1])
-        except (IndexError, ValueError):
-            pid = -1
-        if pid > 0 and _alive(pid):
+        pid = _marker_pid(d) if d.is_dir() and not d.is_symlink() else None
+        if pid is None or (pid > 0 and pid != os.getpid() and _alive(pid)):
             continue
         shutil.rmtree(d, ignore_errors=True)
         removed += 1
     return removed
+
+
+def discard_run(run_dir: Path) -> None:
+    """Remove a stored run (outdated or damaged): moved under `.tmp` and marked first, so a crash
+    half-way leaves a marked leftover the next run removes, never a half-deleted run."""
+    out = run_dir.parent
+    (out / TMP).mkdir(exist_ok=True)
+    old = out / TMP / f"{run_dir.name}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
+    os.rename(run_dir, old)
+    (old / MARKER).write_text(str(os.getpid()))
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class DamagedRun(ValueError):
+    """A stored run with a file that cannot be read (truncated, corrupt)."""
+
+    def __init__(self, path: Path, reason: str):
+        self.path = path
+        super().__init__(f"damaged result file {path}: {reason}; run the study again to recompute it "
+                         f"(`mpsched run` replaces damaged runs)")
+
+
+def damage(run_dir: Path) -> str | None:
+    """What is wrong with a complete run's files (None: all readable). Reads each Parquet file's
+    footer only (cheap); meta.json must parse."""
+    try:
+        json.loads((run_dir / "meta.json").read_text())
+    except (OSError, ValueError) as e:
+        return f"{run_dir / 'meta.json'}: {e}"
+    for f in sorted(run_dir.glob("*.parquet")):
+        try:
+            pl.read_parquet_schema(f)
+        except Exception as e:  # polars raises several kinds for a bad file
+            return f"{f}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    for name in (*TABLES, "run"):
+        if not (run_dir / f"{name}.parquet").is_file():
+            return f"{run_dir / (name + '.parquet')}: missing"
+    return None
+
+
+@contextmanager
+def study_lock(out: Path, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold ``out/.lock`` (an exclusive flock) while running a study into `out`: a second `run`
+    into the same directory waits for the first (then reuses what it stored) instead of computing
+    every run twice. `on_wait(message)` is told when it has to wait."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            msg = f"another mpsched run (pid {holder}) is writing to {out}; waiting for it to finish"
+            (on_wait or (lambda m: print(m, file=sys.stderr)))(msg)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _alive(pid: int) -> bool:
