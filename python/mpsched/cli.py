@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -16,12 +17,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mpsched.cli_doctor import doctor as _doctor
+
 app = typer.Typer(
     help="mpsched: a laboratory for MPTCP packet schedulers.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+app.command(name="doctor")(_doctor)
 
 
 class _Consoles:
@@ -79,30 +83,40 @@ def _escape(s: str) -> str:
     return escape(s)
 
 
+_FORCE_HELP = "Run even when the estimated work or memory is above the limits."
+
+
 @app.command()
-def check(scenario: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
-    """Validate a scenario and show what it expands to, without running it."""
-    from mpsched.study import describe, plan
+def check(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
+    engine: str = typer.Option("sim", "--engine", "-e", help="Check for this engine: sim or kernel."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
+) -> None:
+    """Validate a scenario as `run` would (the engine's checks too) and show what it expands to."""
+    from mpsched.study import check_topology_engine, describe, plan
     from mpsched.scenario import ScenarioError
 
     s = _load(scenario)
+    if engine not in ("sim", "kernel"):
+        _fail(f"unknown engine {_escape(engine)!r}; available: sim, kernel", EXIT_BAD_INPUT)
     try:
-        tasks = plan(s)
+        check_topology_engine(s, engine)
+        tasks = plan(s, engine, force=force)
     except ScenarioError as e:
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     d = describe(s)
-    _c.out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)")
+    _c.out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)", highlight=False, markup=False)
     if s.topology is not None:
         n_links = sorted({len(t.config["links"]) for t in tasks})  # a swept k changes it
-        _c.out.print(f"  topology: {s.topology.kind}, {' / '.join(map(str, n_links))} links", highlight=False)
+        _c.out.print(f"  topology: {s.topology.kind}, {' / '.join(map(str, n_links))} links", highlight=False, markup=False)
     for label, values in d["axes"].items():
-        _c.out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False)
+        _c.out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False, markup=False)
     if "design" in d:
         ds = d["design"]
-        _c.out.print(f"  design: {ds['kind']}, {ds['samples']} points", highlight=False)
+        _c.out.print(f"  design: {ds['kind']}, {ds['samples']} points", highlight=False, markup=False)
         for label, (lo, hi) in ds["ranges"].items():
             scale = " (log)" if label in ds["log"] else ""
-            _c.out.print(f"    {label}: {lo} .. {hi}{scale}", highlight=False)
+            _c.out.print(f"    {label}: {lo} .. {hi}{scale}", highlight=False, markup=False)
 
 
 @app.command()
@@ -111,6 +125,7 @@ def run(
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Study directory (default: results/<scenario name>)."),
     engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
 ) -> None:
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
     from mpsched import engines
@@ -123,7 +138,7 @@ def run(
     try:
         check_topology_engine(s, engine)
         engines.check_engine(engine)
-        n = len(plan(s, engine))
+        n = len(plan(s, engine, force=force))
     except ScenarioError as e:
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     except engines.EngineUnavailable as e:
@@ -134,14 +149,19 @@ def run(
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     _c.err.print(f"{n} run(s) of {scenario} on the {engine} engine -> {target}", highlight=False, markup=False)
     try:
-        with terminate_as_interrupt(), run_progress(n, _c.err) as update:
-            res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update)
+        with terminate_as_interrupt(), run_progress(n, _c.err) as update, warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # printed below, once, as "warning: ..."
+            res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update, force=force)
     except RunFailed as e:
         _fail(_escape(str(e)), EXIT_FAILED)
     except KeyboardInterrupt as e:
-        _interrupted(e, [scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
+        from mpsched.study.interrupt import exit_interrupted
+
+        exit_interrupted(e, ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
     _print_summary(res)
-    _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False)
+    for w in res.warnings():
+        _c.err.print(f"warning: {w}", highlight=False, markup=False)
+    _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False, markup=False)
 
 
 @app.command()
@@ -172,7 +192,7 @@ def validate(
     for task in tasks:
         where = ", ".join(f"{k}={v}" for k, v in task.params.items()) or "the scenario"
         run_dir = target / task.run_id
-        _c.err.print(f"validating {where}: {repetitions} kernel run(s), {sim_seeds} simulator seed(s) -> {run_dir}", highlight=False)
+        _c.err.print(f"validating {where}: {repetitions} kernel run(s), {sim_seeds} simulator seed(s) -> {run_dir}", highlight=False, markup=False)
         try:
             result = run_validation(task.config, repetitions=repetitions, sim_seeds=sim_seeds, out=run_dir)
         except engines.EngineError as e:
@@ -194,7 +214,7 @@ def _print_table(df, title: str) -> None:
 
     table = Table(title=title, show_lines=False)
     for c in df.columns:
-        table.add_column(_HEADERS.get(c, c), justify="left" if df.schema[c] == pl.String else "right")
+        table.add_column(_cell(_HEADERS.get(c, c)), justify="left" if df.schema[c] == pl.String else "right")
     for row in df.iter_rows():
         table.add_row(*(_cell(v) for v in row))
     _c.out.print(table)
@@ -228,7 +248,7 @@ def _print_summary(res) -> None:
         return
     table = Table(title=f"Flow completion time ({res.runs.height} runs, seeds pooled)", show_lines=False)
     for c in df.columns:
-        table.add_column(_HEADERS.get(c, c.replace("share_", "on ")), justify="left" if df.schema[c] == pl.String else "right")
+        table.add_column(_cell(_HEADERS.get(c, c.replace("share_", "on "))), justify="left" if df.schema[c] == pl.String else "right")
     for row in df.iter_rows():
         table.add_row(*(_cell(v) for v in row))
     _c.out.print(table)
@@ -242,12 +262,15 @@ _HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FC
             "jain_bulk": "Jain (bulk)"}
 
 
-def _cell(v) -> str:
+def _cell(v):
+    """A table cell as plain text (a value like "[/x]" is not markup)."""
+    from rich.text import Text
+
     if v is None:
-        return "–"
+        return Text("–")
     if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}"
-    return str(v)
+        return Text(f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}")
+    return Text(str(v))
 
 
 def _open(path: Path):
@@ -300,7 +323,7 @@ def plot(
     target = fig_dir or path / "figures"
     with _c.err.status("drawing figures"):
         files = save_all(res, target)
-    _c.err.print(f"{len(files)} file(s) in {target}", highlight=False)
+    _c.err.print(f"{len(files)} file(s) in {target}", highlight=False, markup=False)
 
 
 @app.command()
@@ -351,7 +374,7 @@ def reproduce(
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     try:
         ours = ex.run_study(study, target, quick=quick, jobs=jobs, on_file=lambda f, n: _c.err.print(
-            f"{study}/{f}: {n} run(s) -> {target / Path(f).stem}", highlight=False))
+            f"{study}/{f}: {n} run(s) -> {target / Path(f).stem}", highlight=False, markup=False))
     except ScenarioError as e:
         _fail(_escape(str(e)), EXIT_BAD_INPUT)
     except RunFailed as e:
@@ -363,31 +386,13 @@ def reproduce(
         _print_table(claims, f"{study}: the papers' claims, checked on our results")
     if not extra.is_empty():
         _print_table(extra, f"{study}: our other numbers (no published counterpart)")
-    _c.err.print(f"results: {target}", highlight=False)
-
-
-def _interrupted(e: KeyboardInterrupt, run_args: list) -> None:
-    """One line: how many runs are stored and the command that resumes; exit 130 at once (a run
-    still inside the core is abandoned with the process)."""
-    import shlex
-
-    stored = f"{e.stored} of {e.total} run(s) stored" if hasattr(e, "stored") else "completed runs are kept"
-    cmd = " ".join(shlex.quote(str(a)) for a in ["mpsched", "run", *run_args])
-    sys.stderr.write(f"interrupted: {stored}; resume with: {cmd}\n")
-    sys.stderr.flush()
-    sys.stdout.flush()
-    import threading
-
-    if any(t.name == "mpsched-run" and t.is_alive() for t in threading.enumerate()):
-        os._exit(130)  # a run is still inside the core: leave it behind with the process
-    raise typer.Exit(130)
+    _c.err.print(f"results: {target}", highlight=False, markup=False)
 
 
 def main() -> None:
     import signal
 
-    # Ctrl-C stops a study even when the shell started us with SIGINT ignored (a background job)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
     try:
         app()
     except KeyboardInterrupt:

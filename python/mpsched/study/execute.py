@@ -11,6 +11,7 @@ import os
 import subprocess
 import tempfile
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
@@ -46,6 +47,7 @@ def run(
     on_progress: Callable[[int, int], None] | None = None,
     progress: bool = False,
     executor: Executor | None = None,
+    force: bool = False,
 ) -> Results:
     """Run every combination of `scenario` on `engine` and return the results.
 
@@ -58,17 +60,21 @@ def run(
     `jobs` local processes run the study, unless an `executor` is given: any
     `concurrent.futures.Executor`, e.g. a Dask cluster's ``client.get_executor()`` (its workers
     must see `out` on a shared file system).
+
+    A scenario whose estimated work or memory is above `mpsched.scenario.budget.LIMITS` is
+    refused unless `force`. Ctrl-C (KeyboardInterrupt) stops it at once and raises `Interrupted`
+    (a KeyboardInterrupt saying how many runs are stored).
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     check_topology_engine(scenario, engine)
     engines.check_engine(engine)
-    tasks = plan(scenario, engine)
+    tasks = plan(scenario, engine, force=force)
     if progress and on_progress is None:
         from mpsched.study.progress import run_progress
 
         with run_progress(len(tasks)) as update:
-            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor)
+            return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor, force=force)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
             res = _run_tasks(tasks, Path(tmp), engine, jobs, on_progress, executor)
@@ -90,7 +96,10 @@ def _run_tasks(tasks: list[Task], out: Path, engine: str, jobs: int, on_progress
             raise Interrupted(stored, len(tasks), out) from None
     if failures:
         raise RunFailed(failures, out)
-    return load(out, run_ids=[t.run_id for t in tasks])
+    res = load(out, run_ids=[t.run_id for t in tasks])
+    for w in res.warnings():
+        warnings.warn(w, RuntimeWarning, stacklevel=3)
+    return res
 
 
 def _todo(tasks: list[Task], out: Path, version: str) -> list[Task]:
@@ -117,8 +126,11 @@ def _execute_all(tasks, todo, out: Path, engine: str, jobs: int, on_progress, ex
         jobs, executor = 1, None  # Python scheduler classes live in this process only
     if executor is None and (jobs <= 1 or len(todo) <= 1):
         for t in todo:
-            # off the main thread: the core holds it for a whole run, where Ctrl-C cannot land
-            err = call_interruptibly(_execute, t, str(out), engine, version)
+            # the simulator off the main thread: the core holds it for a whole run, where Ctrl-C
+            # cannot land; the kernel engine in it (Python waiting on processes: interruptible,
+            # and its teardown must run)
+            err = (_execute(t, str(out), engine, version) if engine == "kernel"
+                   else call_interruptibly(_execute, t, str(out), engine, version))
             if err:
                 failures[t.run_id] = err
             done += 1
@@ -179,8 +191,11 @@ def _execute(task: Task, out: str, engine: str, version: str) -> str | None:
         "wall_time_s": time.time() - started,
         "engine_stats": engine_stats,
     }
-    store.write_run(Path(out), task.run_id, tables, params=task.params, meta=meta,
-                    scenario_toml=task.scenario_toml, config=task.config)
+    try:
+        store.write_run(Path(out), task.run_id, tables, params=task.params, meta=meta,
+                        scenario_toml=task.scenario_toml, config=task.config)
+    except OSError as e:  # disk full, permissions: say where, not a traceback
+        return f"cannot store the run in {out}: {e.strerror or e}"
     return None
 
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["Interrupted", "call_interruptibly", "kill_workers", "quiet_spawn", "set_pdeathsig",
+__all__ = ["Interrupted", "call_interruptibly", "exit_interrupted", "kill_workers", "quiet_spawn", "set_pdeathsig",
            "terminate_as_interrupt", "worker_init"]
 
 PR_SET_PDEATHSIG = 1
@@ -96,8 +96,11 @@ def call_interruptibly(fn: Callable[..., Any], *args: Any) -> Any:
     main thread, or where signals cannot reach, it simply calls `fn`."""
     if threading.current_thread() is not threading.main_thread():
         return fn(*args)
+    from mpsched import sched
+
     box: dict[str, Any] = {}
     done = threading.Event()
+    sched.STOP.clear()
 
     def target() -> None:
         try:
@@ -108,8 +111,17 @@ def call_interruptibly(fn: Callable[..., Any], *args: Any) -> Any:
             done.set()
 
     threading.Thread(target=target, name="mpsched-run", daemon=True).start()
-    while not done.wait(0.25):
-        pass
+    try:
+        while not done.wait(0.25):
+            pass
+    except KeyboardInterrupt:
+        # Python schedulers stop at their next call (the core then disables them and the run,
+        # sending nothing more, ends soon): wait a little for that, so no Python code runs in
+        # the abandoned thread while the interpreter exits
+        sched.STOP.set()
+        if sched.python_running():
+            done.wait(3.0)
+        raise
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -131,3 +143,20 @@ def terminate_as_interrupt() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def exit_interrupted(e: KeyboardInterrupt, argv: list) -> None:
+    """The command's end after an interruption: one line on stderr (how many runs are stored and
+    the command that resumes), exit status 130. A run still inside the core (a daemon thread) is
+    abandoned with the process (`os._exit`); otherwise the interpreter exits normally."""
+    import shlex
+    import sys
+
+    stored = f"{e.stored} of {e.total} run(s) stored" if isinstance(e, Interrupted) else "completed runs are kept"
+    cmd = " ".join(shlex.quote(str(a)) for a in ["mpsched", *argv])
+    sys.stderr.write(f"interrupted: {stored}; resume with: {cmd}\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    if any(t.name == "mpsched-run" and t.is_alive() for t in threading.enumerate()):
+        os._exit(130)
+    raise SystemExit(130)
