@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mpsched import engines
@@ -91,10 +91,13 @@ def test_a_hostile_scenario_is_run_or_refused_naming_its_field_and_check_agrees_
     except ScenarioError as e:
         assert e.field or "--force" in e.message, f"no field named: {e}"
         assert "line 1 column" not in str(e)  # never the core's JSON parser
+        event("refused")
         return
     for t in tasks:
         if config_estimate(t.config)["events"] > 200_000:
-            continue  # accepted and bounded, but not tiny: the check-only path
+            event("accepted, not tiny: checked only")
+            continue
+        event("accepted and run")
         try:
             engines.run_config(t.config)
         except engines.EngineError as e:

@@ -368,16 +368,18 @@ def test_doctor_removes_what_a_killed_run_left(tmp_path):
     subprocess.run(["ip", "netns", "add", f"{tag}-c0"], check=True)
     inside = subprocess.Popen(["ip", "netns", "exec", f"{tag}-c0", "sleep", "600"])
     outside = subprocess.Popen(["sleep", "600"], env=dict(os.environ, **{RUN_ENV: tag}))
-    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
+    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{dead.pid}-"))
+    alive = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))  # a live run's: kept
     try:
         r = subprocess.run([str(Path(sys.executable).parent / "mpsched"), "doctor"], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), timeout=120)
         assert r.returncode == 0, r.stderr
         assert f"{tag}-c0" not in list_namespaces()
         assert inside.wait(timeout=30) is not None and outside.wait(timeout=30) is not None
-        assert not workdir.exists()
+        assert not workdir.exists() and alive.exists()
         assert "removed" in r.stdout
     finally:
+        alive.rmdir()
         for p in (inside, outside):
             p.kill()
         subprocess.run(["ip", "netns", "del", f"{tag}-c0"], capture_output=True)

@@ -206,21 +206,30 @@ def classify(check: tuple, run: tuple, out: Path) -> str:
         return "traceback"
     if (cs == 0) != (rs == 0) and not (cs == 0 and rs == 1 and "refused" not in rtext):
         return "check≠run"
-    if rs == 0:
-        try:
-            import polars as pl
-            flows = pl.read_parquet(str(out / "*" / "flows.parquet"))
-        except Exception:
-            return "silent"
-        if flows.height and not flows["completed"].any() and "warning" not in rtext.lower():
-            return "silent"
+    if rs == 0 and not _flows_complete_or_warned(out, rtext):
+        return "silent"
     return "clean"
 
 
+def _flows_complete_or_warned(out: Path, rtext: str) -> bool:
+    """Read the stored flows in a forked child: the parent never starts polars' thread pool, so
+    forking stays safe (a fork of a process with a running thread pool can deadlock)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import polars as pl
+            flows = pl.read_parquet(str(out / "*" / "flows.parquet"))
+            ok = not flows.height or flows["completed"].any() or "warning" in rtext.lower()
+            os._exit(0 if ok else 3)
+        except BaseException:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 def measure(src: Path, timeout: float, jobs: int) -> None:
-    import mpsched.cli  # noqa: F401  (imported once, inherited by every fork)
-    import mpsched.study  # noqa: F401
-    import polars  # noqa: F401
+    import mpsched.cli  # noqa: F401  (imported once, inherited by every fork; polars is imported,
+    import mpsched.study  # noqa: F401  never used here, so no thread pool runs when we fork)
 
     files = sorted(src.glob("h*.toml"))
     index = json.loads((src / "index.json").read_text())

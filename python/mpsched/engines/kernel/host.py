@@ -167,9 +167,9 @@ def kill_namespace(ns: str) -> None:
 def remove_leftovers(keep: Path | None = None) -> list[str]:
     """Remove what crashed runs left (their creating process gone): their namespaces (processes
     inside killed first), processes they started outside one (tagged `RUN_ENV=mpsb-<pid>`, e.g.
-    a SCHED_FIFO delayer or a queue monitor) and, when no other run holds the testbed, every
-    run's working directory `mpsched-kernel-*` but `keep`. Returns what it removed."""
-    removed = []
+    a SCHED_FIFO delayer or a queue monitor) and their working directories
+    (`mpsched-kernel-<pid>-*` in the temporary folder; `keep` is kept). Returns what it removed."""
+    removed: list[str] = []
     dead_tags = set()
     for ns in list_namespaces():
         pid = int(_NS_RE.match(ns).group(1))
@@ -185,11 +185,15 @@ def remove_leftovers(keep: Path | None = None) -> list[str]:
                 removed.append(f"process {pid} ({tag})")
             except ProcessLookupError:
                 pass
-    if _testbed_free():
-        for d in Path(tempfile.gettempdir()).glob(WORKDIR_PREFIX + "*"):
-            if d.is_dir() and not d.is_symlink() and (keep is None or d.resolve() != keep.resolve()):
-                shutil.rmtree(d, ignore_errors=True)
-                removed.append(str(d))
+    for d in Path(tempfile.gettempdir()).glob(WORKDIR_PREFIX + "*"):
+        m = re.match(rf"^{WORKDIR_PREFIX}(\d+)-", d.name)
+        if not m or not d.is_dir() or d.is_symlink() or (keep is not None and d.resolve() == keep.resolve()):
+            continue  # not named after its run's process: not provably a leftover
+        pid = int(m.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
     return removed
 
 
@@ -211,23 +215,6 @@ def _orphan_tags() -> set[str]:
                 if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
                     tags.add(tag)
     return tags
-
-
-def _testbed_free() -> bool:
-    """True when no other process holds the testbed lock (or this one does)."""
-    if _HELD:
-        return True
-    try:
-        fd = os.open(LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
 
 
 _HELD: list[int] = []
