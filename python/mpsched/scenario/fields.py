@@ -121,8 +121,8 @@ def _slug(v: Any) -> str:
     leading dot (nor '..'), no control characters."""
     v = _name(v)
     if "/" in v or "\\" in v or v.startswith(".") or any(ord(c) < 32 or ord(c) == 127 for c in v) or len(v) > 200:
-        raise ValueError(f"a scenario name names its results folder: letters, digits and '-_.+' (no '/', no "
-                         f"leading '.', at most 200 characters), got {v!r}")
+        raise ValueError(f"a scenario name names its results folder (results/<name>): no '/' or '\\', no leading "
+                         f"'.', no control characters, at most 200 characters; got {v!r}")
     return v
 
 

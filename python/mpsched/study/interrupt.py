@@ -79,15 +79,17 @@ def kill_workers(pool: Any) -> None:
             p.kill()
         except (OSError, ValueError, AttributeError):
             pass
-    try:
-        pool.shutdown(wait=False, cancel_futures=True)
-    except Exception:  # a broken pool is still a stopped one
-        pass
     for p in procs:
         try:
             p.join(timeout=2)
         except (OSError, ValueError, AttributeError, AssertionError):
             pass
+    try:
+        # the workers are dead: the pool's manager sees it at once, closes its queues and pipes
+        # (no feeder thread left writing into a closed pipe, no semaphore leaked) and returns
+        pool.shutdown(wait=True, cancel_futures=True)
+    except Exception:  # a broken pool is still a stopped one
+        pass
 
 
 def call_interruptibly(fn: Callable[..., Any], *args: Any) -> Any:
