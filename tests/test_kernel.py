@@ -9,6 +9,7 @@ must leave nothing behind, also when interrupted.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -347,12 +348,12 @@ def test_one_kernel_run_per_machine_the_second_is_refused_naming_the_first(tmp_p
     try:
         assert holder.stdout.readline().strip() == "held"
         cfg = two_path_config([{"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 1000}}])
-        with pytest.raises(host.TestbedError, match=f"another kernel run \\\\(pid {holder.pid}\\\\)"):
+        with pytest.raises(host.TestbedError, match=re.escape(f"another kernel run (pid {holder.pid})")):
             run_once(cfg)
         assert not _leftovers(os.getpid())[0]  # refused before building anything
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()
 
 
 def test_doctor_removes_what_a_killed_run_left(tmp_path):
@@ -382,4 +383,5 @@ def test_doctor_removes_what_a_killed_run_left(tmp_path):
         alive.rmdir()
         for p in (inside, outside):
             p.kill()
+            p.wait()
         subprocess.run(["ip", "netns", "del", f"{tag}-c0"], capture_output=True)

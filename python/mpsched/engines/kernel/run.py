@@ -8,6 +8,7 @@ namespaces share CLOCK_MONOTONIC, which is also what `time.monotonic_ns()` reads
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import tempfile
