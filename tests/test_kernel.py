@@ -291,8 +291,10 @@ def test_interrupted_run_cleans_up(tmp_path):
     while time.monotonic() < deadline and not any(n.startswith(mine) for n in list_namespaces()):
         time.sleep(0.1)
     assert any(n.startswith(mine) for n in list_namespaces()), "the run never built its namespaces"
-    time.sleep(1.5)  # into the transfer
-    assert len(run_processes(f"{PREFIX}-{proc.pid}")) >= 3  # delayer, server, client at least
+    deadline = time.monotonic() + 30  # into the transfer: delayer, server, client at least (a
+    while time.monotonic() < deadline and len(run_processes(f"{PREFIX}-{proc.pid}")) < 3:  # loaded
+        time.sleep(0.1)  # machine starts them later than an idle one)
+    assert len(run_processes(f"{PREFIX}-{proc.pid}")) >= 3
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert "KeyboardInterrupt" in err  # it was interrupted mid-run, not finished
