@@ -9,6 +9,7 @@ must leave nothing behind, also when interrupted.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -238,9 +239,14 @@ def test_path_failure_moves_the_transfer_and_rate_steps_apply():
     assert all(e["ok"] and e["done_ns"] - e["at_ns"] < 100 * MS for e in diag["events"]), diag["events"]
     flows = {r["flow_id"]: r for r in _rows(tables["flows"])}
     assert flows[1]["completed"], flows[1]
-    acked = {r["path"]: r["bytes_acked"] for r in _rows(tables["subflows"]) if r["flow_id"] == 1}
-    # At most 0.5 s of WLAN (50 Mbit/s, 3.1 MB incl. slow start); the rest went over LTE.
-    assert acked[0] < 3_500_000 and acked[1] > 8_388_608 - acked[0] - 100_000, acked
+    mine = [r for r in _rows(tables["subflows"]) if r["flow_id"] == 1]
+    acked = {r["path"]: r["bytes_acked"] for r in mine}
+    sent = {r["path"]: r["bytes_sent"] for r in mine}
+    # At most 0.5 s of WLAN (50 Mbit/s, 3.1 MB incl. slow start); the rest went over LTE. A byte
+    # the receiver got over WLAN was sent there; the bytes in flight on WLAN when it failed may
+    # reach the receiver with their subflow ACK lost (acknowledged at the MPTCP level over LTE),
+    # so what LTE carried is bounded by what WLAN *sent*, not by what it got acknowledged.
+    assert acked[0] < 3_500_000 and acked[1] >= 8_388_608 - sent[0], (acked, sent)
     # 8 MiB minus what WLAN carried, at 15 Mbit/s, after a retransmission timeout or two.
     assert flows[1]["fct_ns"] > (8_388_608 - acked[0]) * 8 / 15e6 * 1e9
     # TCP bulk over LTE: 1 s at 15 Mbit/s then 2 s at 5 Mbit/s, minus slow start over 200 ms RTT.
@@ -285,8 +291,10 @@ def test_interrupted_run_cleans_up(tmp_path):
     while time.monotonic() < deadline and not any(n.startswith(mine) for n in list_namespaces()):
         time.sleep(0.1)
     assert any(n.startswith(mine) for n in list_namespaces()), "the run never built its namespaces"
-    time.sleep(1.5)  # into the transfer
-    assert len(run_processes(f"{PREFIX}-{proc.pid}")) >= 3  # delayer, server, client at least
+    deadline = time.monotonic() + 30  # into the transfer: delayer, server, client at least (a
+    while time.monotonic() < deadline and len(run_processes(f"{PREFIX}-{proc.pid}")) < 3:  # loaded
+        time.sleep(0.1)  # machine starts them later than an idle one)
+    assert len(run_processes(f"{PREFIX}-{proc.pid}")) >= 3
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert "KeyboardInterrupt" in err  # it was interrupted mid-run, not finished
@@ -323,3 +331,59 @@ def test_run_validation_compares_both_engines(tmp_path):
     assert 0.2e9 <= fct["sim_median_ns"][0] <= 0.45e9 and 0.2e9 <= fct["kernel_median_ns"][0] <= 0.45e9, fct
     assert out["path_share"]["kernel_share"][0] > 0.99
     assert (tmp_path / "validation.png").exists()
+
+
+def test_one_kernel_run_per_machine_the_second_is_refused_naming_the_first(tmp_path, monkeypatch):
+    from mpsched.engines.kernel import host
+
+    lock = tmp_path / "kernel.lock"
+    monkeypatch.setattr(host, "LOCK_PATH", lock)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from mpsched.engines.kernel import host
+        host.LOCK_PATH = Path({str(lock)!r})
+        with host.testbed_lock():
+            print("held", flush=True)
+            time.sleep(600)
+        """)], stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        cfg = two_path_config([{"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 1000}}])
+        with pytest.raises(host.TestbedError, match=re.escape(f"another kernel run (pid {holder.pid})")):
+            run_once(cfg)
+        assert not _leftovers(os.getpid())[0]  # refused before building anything
+    finally:
+        holder.kill()
+        holder.communicate()
+
+
+def test_doctor_removes_what_a_killed_run_left(tmp_path):
+    """A run killed with -9 leaves its namespaces, processes tagged with its run (started
+    outside a namespace too) and its working directory; `mpsched doctor` removes them all."""
+    import tempfile
+
+    from mpsched.engines.kernel.host import RUN_ENV, WORKDIR_PREFIX
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid whose process is gone: the "killed run"
+    tag = f"{PREFIX}-{dead.pid}"
+    subprocess.run(["ip", "netns", "add", f"{tag}-c0"], check=True)
+    inside = subprocess.Popen(["ip", "netns", "exec", f"{tag}-c0", "sleep", "600"])
+    outside = subprocess.Popen(["sleep", "600"], env=dict(os.environ, **{RUN_ENV: tag}))
+    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{dead.pid}-"))
+    alive = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-"))  # a live run's: kept
+    try:
+        r = subprocess.run([str(Path(sys.executable).parent / "mpsched"), "doctor"], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert f"{tag}-c0" not in list_namespaces()
+        assert inside.wait(timeout=30) is not None and outside.wait(timeout=30) is not None
+        assert not workdir.exists() and alive.exists()
+        assert "removed" in r.stdout
+    finally:
+        alive.rmdir()
+        for p in (inside, outside):
+            p.kill()
+            p.wait()
+        subprocess.run(["ip", "netns", "del", f"{tag}-c0"], capture_output=True)

@@ -1,6 +1,7 @@
 """Schedulers written in Python, run by the simulator core."""
 
 import json
+import textwrap
 
 import pytest
 
@@ -124,3 +125,50 @@ def test_penalize_is_an_action():
 def test_a_class_without_schedule_is_refused():
     with pytest.raises(TypeError, match="schedule"):
         register(int)
+
+
+# --- refused actions and a scheduler's own errors (issue 14) -------------------------------------
+
+
+class _AsksForAMissingSubflow:
+    def schedule(self, view):
+        return [SendNew(7, 1000)] if view.unsent_bytes else []
+
+
+class _RaisesValueError:
+    def schedule(self, view):
+        raise ValueError("my bug")
+
+
+def _one_path_scenario(scheduler: type):
+    name = register(scheduler)
+    return mpsched.loads_scenario(textwrap.dedent(f"""\
+        duration = "300ms"
+        [[paths]]
+        name = "a"
+        rate = "10Mbit"
+        rtt = "20ms"
+        [connection]
+        scheduler = "{name}"
+        [workload]
+        kind = "sized"
+        size = "10KB"
+        interval = "1s"
+        """))
+
+
+def test_refused_actions_are_counted_per_reason_and_a_run_that_never_completes_warns():
+    with pytest.warns(RuntimeWarning, match="no flow completed in 1 of 1 run.*unknown_subflow x"):
+        res = mpsched.run(_one_path_scenario(_AsksForAMissingSubflow))
+    assert not res.flows["completed"].any()
+    acts = res.actions
+    assert acts["action"].to_list() == ["new"] and acts["reason"].to_list() == ["unknown_subflow"]
+    assert acts["rejected_count"][0] > 0
+
+
+def test_a_value_error_in_schedule_is_the_schedulers_error_with_its_line():
+    with pytest.raises(mpsched.RunFailed) as e:
+        mpsched.run(_one_path_scenario(_RaisesValueError))
+    msg = str(e.value)
+    assert "the Python scheduler raised ValueError: my bug" in msg and "test_pysched.py" in msg
+    assert "refused the configuration" not in msg

@@ -97,6 +97,30 @@ def check_scheduler_params(name: str, params: dict) -> None:
         if want is not None and _kind(value) != want and not (want == "number" and _kind(value) == "integer"):
             article = "an" if want[0] in "aeiou" else "a"
             raise ValueError(f"parameter {key} of scheduler {name!r} takes {article} {want} (default {defaults[key]!r}), got {value!r}")
+        _check_range(name, key, value)
+
+
+#: Bounds of numeric scheduler parameters, checked where they are parsed: the core keeps them in
+#: u64 / f64 and multiplies them with segment sizes, windows and times (a factor of 2^62 would
+#: wrap in a release build). Integers count segments, bytes, milli-units or factors (at most
+#: 2^32 - 1), or nanoseconds (`*_ns`: at most 2^48 ns, 78 hours); numbers are finite and
+#: non-negative (every default is).
+MAX_PARAM_INT = 2**32 - 1
+MAX_PARAM_NS = 2**48
+
+
+def _check_range(name: str, key: str, value: object) -> None:
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"parameter {key} of scheduler {name!r} must be a finite number, got {value!r}")
+    if value < 0:
+        raise ValueError(f"parameter {key} of scheduler {name!r} must not be negative, got {value!r}")
+    top = MAX_PARAM_NS if key.endswith("_ns") else MAX_PARAM_INT
+    if value > top:
+        raise ValueError(f"parameter {key} of scheduler {name!r} is at most {top:,}, got {value!r}")
 
 
 def _kind(v: object) -> str | None:

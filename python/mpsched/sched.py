@@ -52,6 +52,7 @@ import importlib
 import os
 import re
 import sys
+import threading
 from typing import NamedTuple
 
 __all__ = ["SendNew", "Resend", "Penalize", "python_scheduler_name", "python_schedulers", "register",
@@ -155,3 +156,35 @@ def load_class(reference: str) -> type:
     if not is_scheduler_class(obj):
         raise ValueError(f"{reference!r} is not a scheduler: it needs a schedule(view) method")
     return obj
+
+
+# --- stopping Python schedulers when a study is interrupted ---------------------------------------
+
+#: Set when a study is interrupted: every call into a guarded Python scheduler then raises
+#: `Stopped` at once, so the core disables the scheduler (an exception does) and the abandoned
+#: run's thread runs no more Python code.
+STOP = threading.Event()
+_RUNNING: list[int] = []
+
+
+class Stopped(Exception):
+    """Raised inside a Python scheduler's calls after the study was interrupted."""
+
+
+def guarded(cls: type) -> type:
+    """A subclass of scheduler class `cls` whose methods raise `Stopped` once `STOP` is set."""
+    ns: dict = {}
+    for m in ("schedule", "on_ack", "on_loss", "on_subflow_added"):
+        if callable(getattr(cls, m, None)):
+            def call(self, *args, _m=m):
+                if STOP.is_set():
+                    raise Stopped("the study was interrupted")
+                return getattr(super(sub, self), _m)(*args)
+            ns[m] = call
+    sub = type(cls.__name__, (cls,), ns)
+    return sub
+
+
+def python_running() -> bool:
+    """True while a run with Python schedulers is inside the core."""
+    return bool(_RUNNING)

@@ -22,7 +22,8 @@ fn core_version() -> &'static str {
 /// `schedule(view)` method); they take precedence over the built-in registry.
 ///
 /// Raises `ValueError("field: message")` for a configuration the core refuses, and re-raises
-/// the first exception a Python scheduler raised.
+/// the first exception a Python scheduler raised. With Python schedulers the result also has an
+/// `actions` table: the actions the connections refused them, counted by kind and reason.
 #[pyfunction]
 #[pyo3(signature = (config_json, schedulers = None))]
 fn run_json<'py>(
@@ -39,10 +40,19 @@ fn run_json<'py>(
             mpsched_sim::run::run_with(&cfg, custom)
         })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    if let Some(err) = factory.and_then(|f| f.error.lock().ok().and_then(|mut e| e.take())) {
+    if let Some(err) = factory.as_ref().and_then(|f| f.error.lock().ok().and_then(|mut e| e.take())) {
         return Err(err);
     }
     let out = PyDict::new(py);
+    if let Some(f) = factory.as_ref() {
+        // the `actions` table: what the connections refused a Python scheduler, by kind and reason
+        let counts = f.rejected.lock().unwrap_or_else(|p| p.into_inner());
+        let cols = PyDict::new(py);
+        cols.set_item("action", PyList::new(py, counts.keys().map(|k| k.0))?)?;
+        cols.set_item("reason", PyList::new(py, counts.keys().map(|k| k.1))?)?;
+        cols.set_item("rejected_count", PyList::new(py, counts.values())?)?;
+        out.set_item("actions", cols)?;
+    }
     for table in &records.tables {
         let cols = PyDict::new(py);
         for (name, col) in &table.columns {

@@ -11,6 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from mpsched.analysis.compare import Comparison
 
@@ -144,9 +145,9 @@ def print_frame(df: pl.DataFrame, title: str, console: Console) -> None:
     """A polars frame as a table (text left, numbers right), with readable headers."""
     table = Table(title=title, show_lines=False)
     for c in df.columns:
-        table.add_column(HEADERS.get(c, c), justify="left" if df.schema[c] == pl.String else "right")
+        table.add_column(Text(HEADERS.get(c, c)), justify="left" if df.schema[c] == pl.String else "right")
     for row in df.iter_rows():
-        table.add_row(*(cell(v) for v in row))
+        table.add_row(*(Text(cell(v)) for v in row))  # a value like "[/x]" is text, not markup
     console.print(table)
 
 

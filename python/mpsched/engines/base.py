@@ -3,7 +3,7 @@ both, so the kernel engine and the simulator import them without importing each 
 
 from __future__ import annotations
 
-__all__ = ["ENGINES", "EngineError", "EngineUnavailable", "Tables"]
+__all__ = ["ENGINES", "ConfigRefused", "EngineError", "EngineUnavailable", "Tables"]
 
 ENGINES = ("sim", "kernel")
 
@@ -17,3 +17,12 @@ class EngineError(RuntimeError):
 
 class EngineUnavailable(EngineError):
     """The requested engine is not present in this installation."""
+
+
+class ConfigRefused(EngineError, ValueError):
+    """The engine refuses the configuration itself (bad input, not a failed run): `field` is the
+    configuration's field path, the message names the scenario's field too."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field

@@ -5,9 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from mpsched.engines import sim
-from mpsched.engines.base import ENGINES, EngineError, EngineUnavailable, Tables
+from mpsched.engines.base import ENGINES, ConfigRefused, EngineError, EngineUnavailable, Tables
+from mpsched.engines.refusal import scenario_words
 
-__all__ = ["check_engine", "run_config"]
+__all__ = ["check_config", "check_engine", "run_config"]
+
+
+def check_config(config: dict[str, Any], engine: str = "sim") -> None:
+    """Everything `engine` would refuse about `config` before running it, without running it and
+    without the machine (the kernel's plan needs no root). Raises `ConfigRefused`."""
+    if engine == "kernel":
+        from mpsched.engines.kernel.plan import TestbedConfigError, make_plan
+
+        try:
+            make_plan(config)
+        except TestbedConfigError as e:
+            msg = str(e).partition(": ")[2] or str(e)
+            raise ConfigRefused(e.field, f"{scenario_words(e.field, config)}: {msg} (on the kernel testbed)") from None
+        return
+    sim.check_config(config)
 
 
 def check_engine(engine: str) -> None:

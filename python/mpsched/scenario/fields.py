@@ -136,8 +136,19 @@ def _name(v: Any) -> str:
 
 
 def _seed(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**64:
-        raise ValueError(f"a seed is a whole number in [0, 2^64), got {v!r}")
+    """A seed: the result tables store it as a signed 64-bit integer, so below 2^63."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
+        raise ValueError(f"a seed is a whole number in [0, 2^63), got {v!r}")
+    return v
+
+
+def _slug(v: Any) -> str:
+    """A scenario name: it names the results folder (results/<name>), so no path separators, no
+    leading dot (nor '..'), no control characters."""
+    v = _name(v)
+    if "/" in v or "\\" in v or v.startswith(".") or any(ord(c) < 32 or ord(c) == 127 for c in v) or len(v) > 200:
+        raise ValueError(f"a scenario name names its results folder (results/<name>): no '/' or '\\', no leading "
+                         f"'.', no control characters, at most 200 characters; got {v!r}")
     return v
 
 
@@ -263,6 +274,7 @@ FixedTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns))]
 FixedRate = Annotated[Any, BeforeValidator(_rate_with_unit(_checked(parse_rate_bps)))]
 FixedSize = Annotated[Any, BeforeValidator(_checked(parse_size_bytes, positive=True))]
 Name = Annotated[str, BeforeValidator(_name)]
+Slug = Annotated[str, BeforeValidator(_slug)]
 Protocol = Annotated[Any, BeforeValidator(_sweepable(_protocol)), SWEEP_OTHER]
 Flag = Annotated[Any, BeforeValidator(_sweepable(_flag)), SWEEP_OTHER]
 JoinTiming = Annotated[Any, BeforeValidator(_sweepable(_join_timing)), SWEEP_OTHER]

@@ -75,7 +75,8 @@ def _link(p: PathSpec, d: str, delay_ns: int, rtt_ns: int, where: str) -> dict[s
             }
 
     link: dict[str, Any] = {"name": f"{p.name}.{d}", "rate_bps": rate_bps, "delay_ns": delay_ns}
-    q = parse_queue(_get(p, d, "queue") or DEFAULT_QUEUE)
+    q_value = _get(p, d, "queue")
+    q = parse_queue(DEFAULT_QUEUE if q_value is None else q_value)  # a given 0 is refused, never the default
     if q.packets is not None:
         link["queue_packets"] = q.packets
     elif q.bytes is not None:

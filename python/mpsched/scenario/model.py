@@ -28,7 +28,7 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 from pydantic import model_validator
 
 from mpsched.scenario.connection import ConnectionSpec
-from mpsched.scenario.fields import PositiveTime, ScenarioError, Seed, _FieldError, _Model
+from mpsched.scenario.fields import PositiveTime, ScenarioError, Seed, Slug, _FieldError, _Model
 from mpsched.scenario.paths import CrossTrafficSpec, LinkOverride, PathEventSpec, PathSpec, RateStepSpec
 from mpsched.scenario.record import RecordSpec
 from mpsched.scenario.sweep import DesignSpec, check_design, expand
@@ -69,7 +69,7 @@ class Scenario(_Model):
     connection also `protocol` and `subflows`; per workload `fraction`.
     """
 
-    name: str = "scenario"
+    name: Slug = "scenario"
     description: str = ""
     seed: Seed = 1
     duration: PositiveTime
@@ -205,9 +205,16 @@ def loads_scenario(text: str, *, base_dir: str | Path = ".", source: str | None 
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError("", f"TOML syntax error: {e}", source) from None
+    except RecursionError:
+        raise ScenarioError("", "TOML nested too deeply to read", source) from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise ScenarioError("", f"TOML value not readable: {e}", source) from None
     if name is not None and "name" not in data:
         data["name"] = name
-    return Scenario.from_dict(data, base_dir=base_dir, source=source)
+    try:
+        return Scenario.from_dict(data, base_dir=base_dir, source=source)
+    except RecursionError:
+        raise ScenarioError("", "a value is nested too deeply", source) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

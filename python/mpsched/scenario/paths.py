@@ -61,12 +61,16 @@ def _resolve_trace(v: str, info: ValidationInfo) -> str:
     """Resolve a trace path relative to the scenario file (or the working directory) and check
     the file exists; the absolute path is kept so an expanded run does not depend on its cwd."""
     base = Path((info.context or {}).get("base_dir", "."))
-    p = Path(v).expanduser()
-    if not p.is_absolute():
-        p = base / p
-    if not p.is_file():
-        raise ValueError(f"trace file not found: {str(p.resolve())!r} (a relative path is resolved against the scenario file's folder)")
-    return str(p.resolve())
+    try:
+        p = Path(v).expanduser()
+        if not p.is_absolute():
+            p = base / p
+        if not p.is_file():
+            raise ValueError(f"trace file not found: {str(p.absolute())!r} (a relative path is resolved against the "
+                             "scenario file's folder)")
+        return str(p.resolve(strict=True))
+    except (OSError, RuntimeError) as e:  # a symlink loop, a name too long, no permission
+        raise ValueError(f"trace file {v!r} cannot be used: {e}") from None
 
 
 class PathSpec(LinkOverride):

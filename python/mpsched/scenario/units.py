@@ -54,7 +54,7 @@ def _split(value: object, what: str, example: str) -> tuple[float, str]:
         raise ValueError(f"expected {what} like {example}, got {value!r}")
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
-            raise ValueError(f"expected a finite {what}, got {value!r}")
+            raise ValueError(f"expected a finite number for {what}, got {value!r}")
         return float(value), ""
     if not isinstance(value, str):
         raise ValueError(f"expected {what} like {example}, got {value!r}")
@@ -177,6 +177,8 @@ def parse_queue(value: object) -> QueueLimit:
     if low in ("p", "pkt", "pkts", "packet", "packets"):
         if x != int(x) or x > MAX_BASE_UNITS:
             raise ValueError(f"a queue in packets must be a whole number (and not absurdly large), got {value!r}")
+        if x == 0:
+            raise ValueError(f"a queue of 0 packets holds nothing; the smallest is '1 packet' (or 'unlimited'), got {value!r}")
         return QueueLimit(packets=int(x))
     if low == "bdp":
         if x <= 0:
@@ -185,6 +187,9 @@ def parse_queue(value: object) -> QueueLimit:
     if unit in _TIME_UNITS:
         return QueueLimit(time_ns=parse_time_ns(value))
     try:
-        return QueueLimit(bytes=parse_size_bytes(value))
+        q = QueueLimit(bytes=parse_size_bytes(value))
     except ValueError:
         raise ValueError(f"expected a queue limit like {_QUEUE_EXAMPLE}, got {value!r}") from None
+    if q.bytes == 0:
+        raise ValueError(f"a queue of 0 bytes holds nothing; give a positive limit like {_QUEUE_EXAMPLE}, got {value!r}")
+    return q

@@ -18,8 +18,10 @@ answered, the workers get one run each and the client goes on running batches.
 from __future__ import annotations
 
 import math
+import os
 import resource
 import time
+from contextlib import nullcontext
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -28,6 +30,7 @@ from typing import Any, Callable
 
 import polars as pl
 
+from mpsched.study.interrupt import call_interruptibly, kill_workers, quiet_spawn, worker_init
 from mpsched.study.plan import Task
 from mpsched.study.store import Store, concat
 
@@ -127,6 +130,14 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
     target = None if write_on_client else out
     here: list[float] = []  # CPU seconds per run of each batch run in this process
 
+    def work_here(batch: list[Task]) -> dict[str, Any]:
+        # the simulator off the main thread: the core holds it for a whole run, where Ctrl-C
+        # cannot land; the kernel engine in it (Python waiting on processes: interruptible, and
+        # its teardown must run)
+        if engine == "kernel":
+            return work(batch, target, engine, version, schedulers)
+        return call_interruptibly(work, batch, target, engine, version, schedulers)
+
     def run_here(stop: Callable[[float | None], bool]) -> None:
         """Run batches in this process until none is left or `stop(CPU seconds per run)` (of the
         last batch, once there are two: the first pays for first-use costs)."""
@@ -137,7 +148,7 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             running = len(batch)
             notify()
             cpu = time.process_time()
-            result = work(batch, target, engine, version, schedulers)
+            result = work_here(batch)
             here.append((time.process_time() - cpu) / len(batch))
             running = 0
             take(batch, result, None)
@@ -159,10 +170,12 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
     elif executor is not None:
         pool, workers = executor, getattr(executor, "_max_workers", 2)
     else:
-        own = pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
+        # workers ignore SIGINT (this process decides and kills them) and die with it
+        own = pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=worker_init,
+                                         initargs=(os.getpid(),))
         workers = jobs
+    pending: dict[Any, list[Task]] = {}
     try:
-        pending: dict[Any, list[Task]] = {}
         # our own pool's workers start by importing the package (about a second each): until
         # one of them has answered, they get a one-run task each and this process runs
         # batches itself (with all imported already; a short study may be over before any
@@ -172,14 +185,15 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             while queue and len(pending) < (workers if warming else 2 * workers):
                 n = 1 if warming else batch_size(len(queue), workers, run_s / ran if ran else None)
                 batch, queue = queue[:n], queue[n:]
-                pending[pool.submit(work, batch, target, engine, version, schedulers)] = batch
+                with quiet_spawn() if own is not None else nullcontext():  # workers start with SIGINT ignored
+                    pending[pool.submit(work, batch, target, engine, version, schedulers)] = batch
             running = sum(len(b) for b in pending.values())
             notify()
             warming = warming and not any(f.done() for f in pending)
             if warming and queue:
                 n = batch_size(len(queue), workers, run_s / ran if ran else None)
                 batch, queue = queue[:n], queue[n:]
-                take(batch, work(batch, target, engine, version, schedulers), None)
+                take(batch, work_here(batch), None)
                 continue
             finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for f in finished:
@@ -188,9 +202,15 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
                 take(batch, None if exc else f.result(), f"{type(exc).__name__}: {exc}" if exc else None)
             running = sum(len(b) for b in pending.values())
             notify()
-    finally:
+    except BaseException:
         if own is not None:
-            own.shutdown(wait=True, cancel_futures=True)
+            kill_workers(own)
+        else:
+            for f in pending:
+                f.cancel()
+        raise
+    if own is not None:
+        own.shutdown(wait=True, cancel_futures=True)
     return _finish(report, frames)
 
 

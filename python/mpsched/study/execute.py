@@ -15,7 +15,9 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
+import warnings
 from concurrent.futures import Executor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,10 +27,11 @@ from mpsched.scenario import Scenario, load_scenario
 from mpsched.sched import register
 from mpsched.study import store as st
 from mpsched.study.batching import RunFailed, drive
+from mpsched.study.interrupt import Interrupted
 from mpsched.study.plan import Task, check_topology_engine, plan
 from mpsched.study.results import Results, from_store
 
-__all__ = ["RunFailed", "code_version", "execute_batch", "run"]
+__all__ = ["Interrupted", "RunFailed", "code_version", "execute_batch", "run"]
 
 #: The tables a task returns to the client (the closing summary's); the others stay in the store.
 SUMMARY_TABLES = ("flows", "subflows", "links", "run")
@@ -46,6 +49,7 @@ def run(
     client: Any = None,
     tasks: list[Task] | None = None,
     workers_write: bool = True,
+    force: bool = False,
 ) -> Results:
     """Run every combination of `scenario` on `engine` and return the results.
 
@@ -62,19 +66,23 @@ def run(
     `workers_write=False`: then each task returns its runs' tables and this process writes the
     batches (more traffic through the client; for workers that share no storage with it).
     `tasks`: the study already planned (`mpsched.study.plan`), so it is not planned twice.
+
+    A scenario whose estimated work or memory is above `mpsched.scenario.budget.LIMITS` is
+    refused unless `force`. Ctrl-C (KeyboardInterrupt) stops it at once and raises `Interrupted`
+    (a KeyboardInterrupt saying how many runs are stored).
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     if tasks is None:
         check_topology_engine(scenario, engine)
         engines.check_engine(engine)
-        tasks = plan(scenario, engine)
+        tasks = plan(scenario, engine, force=force)
     if progress and on_progress is None:
         from mpsched.study.progress import run_progress
 
         with run_progress(len(tasks)) as update:
             return run(scenario, out, engine=engine, jobs=jobs, on_progress=update, executor=executor,
-                       client=client, tasks=tasks, workers_write=workers_write)
+                       client=client, tasks=tasks, workers_write=workers_write, force=force)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="mpsched-") as tmp:
             res = run_tasks(tasks, tmp, engine, jobs, on_progress, executor, client, workers_write)
@@ -94,10 +102,34 @@ def run_tasks(tasks: list[Task], out: str | Path, engine: str, jobs: int, on_pro
         out = Path(out).resolve()  # workers may run elsewhere (another directory, another host)
     store = st.Store(out)
     store.ensure()
-    store.clean_stale_tmp()
-    version = code_version()
-    done = {r for r, b in store.owners(version).items() if b.code_version == version}
-    todo = [t for t in tasks if t.run_id not in done]
+    # one `run` at a time writes a local study: a second waits, then reuses what the first stored
+    with st.study_lock(store.root) if store.local else nullcontext():
+        store.clean_stale_tmp()
+        version = code_version()
+        for name in store.damaged(version):  # a file that cannot be read: its runs are recomputed
+            store.remove_batch(name)
+        done = {r for r, b in store.owners(version).items() if b.code_version == version}
+        todo = [t for t in tasks if t.run_id not in done]
+        try:
+            report = _execute(store, todo, tasks, out, engine, version, jobs, on_progress, executor, client,
+                              workers_write)
+        except KeyboardInterrupt:
+            raise Interrupted(stored_count(out, [t.run_id for t in tasks]), len(tasks),
+                              store.root if store.local else out) from None
+        if report.changed_store:
+            store.dedupe(version)
+    if report.failures:
+        raise RunFailed(report.failures, out)
+    res = from_store(store, [t.run_id for t in tasks], version, report.frames, report.run_ids)
+    res.study_stats = {"runs": len(tasks), "ran": len(todo), "tasks": report.tasks, "run_s": report.run_s,
+                       "task_wall_s": report.task_wall_s, "task_cpu_s": report.task_cpu_s}
+    for w in res.warnings():
+        warnings.warn(w, RuntimeWarning, stacklevel=3)
+    return res
+
+
+def _execute(store: st.Store, todo: list[Task], tasks: list[Task], out, engine: str, version: str, jobs: int,
+             on_progress, executor, client, workers_write: bool):
     if engine == "kernel":
         jobs, executor, client = 1, None, None  # one testbed per machine: its namespaces and addresses are fixed
     schedulers = _python_schedulers(todo)
@@ -106,17 +138,9 @@ def run_tasks(tasks: list[Task], out: str | Path, engine: str, jobs: int, on_pro
         if client is not None:
             raise ValueError(schedulers[2])
     payload = schedulers[1] if schedulers else None
-    report = drive(todo, len(tasks), str(out), engine, version, payload, jobs=jobs, executor=executor,
-                   client=client, on_progress=on_progress, work=execute_batch, store=store,
-                   write_on_client=not workers_write)
-    if report.changed_store:
-        store.dedupe(version)
-    if report.failures:
-        raise RunFailed(report.failures, out)
-    res = from_store(store, [t.run_id for t in tasks], version, report.frames, report.run_ids)
-    res.study_stats = {"runs": len(tasks), "ran": len(todo), "tasks": report.tasks, "run_s": report.run_s,
-                       "task_wall_s": report.task_wall_s, "task_cpu_s": report.task_cpu_s}
-    return res
+    return drive(todo, len(tasks), str(out), engine, version, payload, jobs=jobs, executor=executor,
+                 client=client, on_progress=on_progress, work=execute_batch, store=store,
+                 write_on_client=not workers_write)
 
 
 def _python_schedulers(tasks: list[Task]) -> tuple[dict, bytes | None, str] | None:
@@ -157,7 +181,14 @@ def execute_batch(tasks: list[Task], out: str | None, engine: str, version: str,
             failures[t.run_id] = str(e)
         run_s += time.process_time() - cpu  # CPU in the engine (and the run's own bookkeeping)
     frames = st.batch_frames(records) if records else {}
-    name = st.Store(out).write_batch(records, failures, version, frames) if out is not None else None
+    name = None
+    if out is not None:
+        try:
+            name = st.Store(out).write_batch(records, failures, version, frames)
+        except OSError as e:  # disk full, permissions: say where, not a traceback
+            why = f"cannot store the run in {out}: {e.strerror or e}"
+            failures = {**failures, **{r.run_id: why for r in records}}
+            records, frames = [], {}
     return {"batch": name, "runs": [r.run_id for r in records], "failures": failures,
             "frames": {k: v for k, v in frames.items() if k in SUMMARY_TABLES},
             "records": None if out is not None else records,

@@ -11,6 +11,7 @@ from mpsched import engines
 from mpsched.engines import python_schedulers_of
 from mpsched.scenario import Scenario, ScenarioError
 from mpsched.scenario import network
+from mpsched.scenario.budget import check_config_budget, check_scenario_budget
 from mpsched.scenario.normalize import normalize
 from mpsched.scenario.sweep import axes, expand
 from mpsched.study import store
@@ -35,9 +36,12 @@ class Task:
     scenario_hash: str = ""
 
 
-def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
-    """Expand and normalize every run of `scenario` (raises `ScenarioError` on the first bad one)."""
+def plan(scenario: Scenario, engine: str = "sim", *, force: bool = False) -> list[Task]:
+    """Expand and normalize every run of `scenario` and check each as the engine will (raises
+    `ScenarioError` on the first bad one): what `run` would refuse, `check` refuses. Work and
+    memory above `mpsched.scenario.budget.LIMITS` are refused unless `force`."""
     check_topology_engine(scenario, engine)
+    check_scenario_budget(scenario, force)
     types = _param_types(scenario)
     tasks = []
     runs = expand(scenario)
@@ -47,6 +51,10 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
             config, chain = norm.config, norm.chain
             if chain and engine != "sim":
                 raise ScenarioError("workload", f"back-to-back arrivals run on the simulator only, not on the {engine} engine")
+            if python_schedulers_of(config) and engine != "sim":
+                raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
+            check_config_budget(config, force)
+            _engine_check(config, engine)
         except ScenarioError as e:
             if len(runs) == 1:
                 raise
@@ -54,13 +62,25 @@ def plan(scenario: Scenario, engine: str = "sim") -> list[Task]:
             raise ScenarioError(e.field, f"{e.message} (in the run with {where})", e.source) from None
         params = {k: (str(v) if types.get(k) is str else v) for k, v in r.params.items()}
         custom = python_schedulers_of(config)
-        if custom and engine != "sim":
-            raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
         digest = store.config_hash(config)
         run_id = store.run_id_for(params, config, engine, salt=_source_digest(custom), digest=digest)
         tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), norm.columns or None,
                           digest))
     return tasks
+
+
+def _engine_check(config: dict[str, Any], engine: str) -> None:
+    """The engine's own checks of the configuration (the core's validate(), the testbed's plan),
+    as a ScenarioError."""
+    if engine not in engines.ENGINES:
+        return
+    try:
+        engines.check_config(config, engine)
+    except engines.ConfigRefused as e:  # "connection 'main'.mss (transports[0].mss_bytes): must be ..."
+        where, sep, message = str(e).partition(": ")
+        raise ScenarioError(where if sep else "", message if sep else str(e)) from None
+    except engines.EngineError as e:  # a Python scheduler failing when created
+        raise ScenarioError("connection.scheduler", str(e)) from None
 
 
 def check_topology_engine(scenario: Scenario, engine: str) -> None:

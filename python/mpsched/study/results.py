@@ -110,8 +110,32 @@ class Results:
     def __len__(self) -> int:
         return self.runs.height
 
+    def warnings(self) -> list[str]:
+        """What a user must be told about these results: runs in which no sized flow completed
+        (the duration is too short, or every action of a scheduler was refused: the `actions`
+        table counts what the connections refused a Python scheduler, by reason)."""
+        f = self.flows
+        if not f.height or not {"completed", "run_id", "size_bytes"} <= set(f.columns):
+            return []
+        per_run = (f.filter(pl.col("size_bytes") > 0).group_by("run_id")
+                   .agg(pl.col("completed").cast(pl.Boolean).any().alias("any_done")))
+        stuck = sorted(per_run.filter(~pl.col("any_done"))["run_id"].to_list())
+        if not stuck:
+            return []
+        msg = f"no flow completed in {len(stuck)} of {self.runs.height} run(s) (e.g. {stuck[0]})"
+        acts = self.tables["actions"] if "actions" in self.tables else pl.DataFrame()
+        if acts.height and "rejected_count" in acts.columns:
+            mine = acts.filter(pl.col("run_id").is_in(stuck))
+            if mine.height:
+                sums = mine.group_by("reason").agg(pl.col("rejected_count").sum()).sort("reason")
+                why = ", ".join(f"{r} x{n}" for r, n in sums.iter_rows())
+                msg += f"; the connections refused the scheduler's actions ({why})"
+        return [msg + "; check the duration and the scheduler"]
+
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{k}={v.height}" for k, v in self.tables.items())
+        tables = self.tables
+        shown = tables.loaded() if isinstance(tables, LazyTables) else list(tables)
+        sizes = ", ".join(f"{k}={tables[k].height}" for k in shown)
         where = f" at {str(self.path)!r}" if self.path else ""
         return f"<Results: {self.runs.height} runs{where}; params={self.params}; rows: {sizes}>"
 
@@ -146,6 +170,10 @@ class LazyTables(Mapping):
 
     def load_all(self) -> dict[str, pl.DataFrame]:
         return {n: self[n] for n in self._names}
+
+    def loaded(self) -> list[str]:
+        """The names read (or given) so far."""
+        return list(self._loaded)
 
 
 class _LazyMeta(Mapping):

@@ -15,7 +15,10 @@ Layout of a study ``<out>`` (a local directory, or an fsspec URL such as ``s3://
                                            time, engine counters), concrete scenario and config
                   batch.json               written last: the batch's run ids, code version, and
                                            the runs that failed with their error
-    <out>/.tmp/                            batches being written (never matched by <out>/*/...)
+    <out>/.tmp/                            batches being written (never matched by <out>/*/...);
+                                           each holds a `.mpsched-tmp` marker (its writer's pid),
+                                           and only marked directories of dead writers are removed
+    <out>/.lock                            held (flock) by the one `run` writing the study
 
 So ``polars.read_parquet("<out>/*/flows.parquet")`` or DuckDB's ``SELECT ... FROM
 '<out>/*/flows.parquet'`` read the whole study with one glob. A batch is written into
@@ -43,9 +46,10 @@ from typing import Any, Iterable
 import polars as pl
 
 from mpsched.study.frames import TABLES, RunRecord, batch_frames, concat, to_frame
+from mpsched.study.safety import LOCK, MARKER, DamagedRun, clean_tmp_dir, damage, make_tmp, mark, study_lock
 
-__all__ = ["SCHEMA_VERSION", "TABLES", "Batch", "RunRecord", "Store", "batch_frames", "concat", "config_hash",
-           "run_id_for", "to_frame"]
+__all__ = ["LOCK", "MARKER", "SCHEMA_VERSION", "TABLES", "Batch", "DamagedRun", "RunRecord", "Store", "batch_dirs",
+           "batch_frames", "clean_stale_tmp", "concat", "config_hash", "damage", "run_id_for", "study_lock", "to_frame"]
 
 #: Bumped whenever a table's columns change meaning (2: batches of runs).
 SCHEMA_VERSION = 2
@@ -201,8 +205,7 @@ class Store:
 
     def _commit_local(self, name: str, files: dict[str, bytes], version: str) -> None:
         final = self.root / name
-        tmp = self.root / TMP / f"{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        tmp.mkdir(parents=True)
+        tmp = make_tmp(self.root / TMP, name)
         try:
             for fname, data in files.items():
                 (tmp / fname).write_bytes(data)
@@ -212,9 +215,8 @@ class Store:
                 if old is not None and old.get("code_version") == version:  # the same batch, already committed
                     shutil.rmtree(tmp, ignore_errors=True)
                     return
-                aside = self.root / TMP / f"{name}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
-                os.rename(final, aside)
-                shutil.rmtree(aside, ignore_errors=True)
+                self._discard_local(final)
+            (tmp / MARKER).unlink()  # a committed batch is the user's, not a temporary
             try:
                 os.rename(tmp, final)
             except OSError:
@@ -229,21 +231,44 @@ class Store:
 
     def remove_batch(self, name: str) -> None:
         if self.fs is None:
-            aside = self.root / TMP / f"{name}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
-            aside.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(self.root / name, aside)  # gone from readers at once, then deleted
-            shutil.rmtree(aside, ignore_errors=True)
+            self._discard_local(self.root / name)
         else:
             self.fs.rm(self._join(name, BATCH_FILE))
             self._rmtree(self._join(name))
+
+    def _discard_local(self, batch_dir: Path) -> None:
+        """Remove a stored batch (outdated, damaged, rewritten): moved under `.tmp` (gone from
+        readers at once) and marked, so a crash half-way leaves a marked leftover the next run
+        removes, never a half-deleted batch."""
+        aside = self.root / TMP / f"{batch_dir.name}.{os.getpid()}.old-{uuid.uuid4().hex[:8]}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(batch_dir, aside)
+        mark(aside)
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def damaged(self, version: str | None = None) -> dict[str, str]:
+        """batch name -> what is wrong, for the complete batches with a file that cannot be read
+        (local stores; their runs are recomputed by the next `run`)."""
+        if self.fs is not None:
+            return {}
+        out = {}
+        for b in self.batches():
+            if version is None or b.code_version == version:
+                why = damage(self.root / b.name)
+                if why:
+                    out[b.name] = why
+        return out
 
     # --- reading --------------------------------------------------------------------------------
 
     def read_table(self, batch: str, table: str) -> pl.DataFrame:
         path = self._join(batch, f"{table}.parquet")
-        if self.fs is None:
-            return pl.read_parquet(path) if os.path.isfile(path) else pl.DataFrame()
-        return pl.read_parquet(io.BytesIO(self._read_bytes(path))) if self.fs.exists(path) else pl.DataFrame()
+        try:
+            if self.fs is None:
+                return pl.read_parquet(path) if os.path.isfile(path) else pl.DataFrame()
+            return pl.read_parquet(io.BytesIO(self._read_bytes(path))) if self.fs.exists(path) else pl.DataFrame()
+        except Exception as e:  # a truncated or corrupt file: name it  # noqa: BLE001
+            raise DamagedRun(path, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
 
     def table_names(self, batch: str) -> list[str]:
         if self.fs is None:
@@ -326,23 +351,20 @@ class Store:
         return changed
 
     def clean_stale_tmp(self) -> int:
-        """Remove leftovers of interrupted writers (their process is gone); returns how many."""
-        if self.fs is not None:
-            return 0
-        root = self.root / TMP
-        if not root.is_dir():
-            return 0
-        removed = 0
-        for d in root.iterdir():
-            try:
-                pid = int(d.name.rsplit(".", 2)[1])
-            except (IndexError, ValueError):
-                pid = -1
-            if pid > 0 and _alive(pid):
-                continue
-            shutil.rmtree(d, ignore_errors=True)
-            removed += 1
-        return removed
+        """Remove leftovers of interrupted writers (marked as mpsched's, their process gone);
+        anything else under `.tmp` (a user's notes, another tool's files) is never touched.
+        Returns how many."""
+        return 0 if self.fs is not None else clean_tmp_dir(self.root / TMP, _alive)
+
+
+def clean_stale_tmp(out: str | Path) -> int:
+    """`Store(out).clean_stale_tmp()`."""
+    return Store(out).clean_stale_tmp()
+
+
+def batch_dirs(out: str | Path) -> list[Path]:
+    """The complete batch directories of a local study, by the index of their first run."""
+    return [Path(out) / b.name for b in Store(out).batches()]
 
 
 def _read_json(path: Path) -> dict | None:

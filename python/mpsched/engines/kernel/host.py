@@ -10,23 +10,32 @@ restoring (docs/testbed.md, pitfalls 4 and 5).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from mpsched.engines.base import EngineError, EngineUnavailable
 
 __all__ = ["TestbedUnavailable", "TestbedError", "sh", "ns_sh", "native_tool", "preflight",
-           "remove_leftovers", "list_namespaces", "run_processes", "PREFIX", "RUN_ENV"]
+           "remove_leftovers", "list_namespaces", "run_processes", "testbed_lock", "PREFIX", "RUN_ENV", "LOCK_PATH"]
 
 PREFIX = "mpsb"
 #: Environment variable carrying the run tag (`mpsb-<pid>`) into every process a run starts.
 RUN_ENV = "MPSCHED_TESTBED_RUN"
 _NS_RE = re.compile(rf"^{PREFIX}-(\d+)-(\w+)$")
+#: One testbed per machine (its namespaces, addresses and NFQUEUE numbers are fixed): a run holds
+#: an exclusive flock on this file.
+LOCK_PATH = Path(os.environ.get("MPSCHED_KERNEL_LOCK", "/run/mpsched-kernel.lock"))
+#: The prefix of a run's working directory (in the system's temporary folder).
+WORKDIR_PREFIX = "mpsched-kernel-"
 
 
 class TestbedUnavailable(EngineUnavailable):
@@ -155,16 +164,85 @@ def kill_namespace(ns: str) -> None:
     sh("ip", "netns", "del", ns, check=False)
 
 
-def remove_leftovers() -> list[str]:
-    """Remove the namespaces of crashed runs (creator process gone); returns their names."""
-    removed = []
+def remove_leftovers(keep: Path | None = None) -> list[str]:
+    """Remove what crashed runs left (their creating process gone): their namespaces (processes
+    inside killed first), processes they started outside one (tagged `RUN_ENV=mpsb-<pid>`, e.g.
+    a SCHED_FIFO delayer or a queue monitor) and their working directories
+    (`mpsched-kernel-<pid>-*` in the temporary folder; `keep` is kept). Returns what it removed."""
+    removed: list[str] = []
+    dead_tags = set()
     for ns in list_namespaces():
         pid = int(_NS_RE.match(ns).group(1))
         if pid != os.getpid() and _alive(pid):
             continue  # another run in progress
         kill_namespace(ns)
         removed.append(ns)
+        dead_tags.add(f"{PREFIX}-{pid}")
+    for tag in sorted(dead_tags | _orphan_tags()):
+        for pid in run_processes(tag):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                removed.append(f"process {pid} ({tag})")
+            except ProcessLookupError:
+                pass
+    for d in Path(tempfile.gettempdir()).glob(WORKDIR_PREFIX + "*"):
+        m = re.match(rf"^{WORKDIR_PREFIX}(\d+)-", d.name)
+        if not m or not d.is_dir() or d.is_symlink() or (keep is not None and d.resolve() == keep.resolve()):
+            continue  # not named after its run's process: not provably a leftover
+        pid = int(m.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(str(d))
     return removed
+
+
+def _orphan_tags() -> set[str]:
+    """Run tags of live processes whose run (the tag's pid) is gone."""
+    tags = set()
+    needle = f"{RUN_ENV}=".encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for item in env:
+            if item.startswith(needle):
+                tag = item[len(needle):].decode(errors="replace")
+                m = re.match(rf"^{PREFIX}-(\d+)$", tag)
+                if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+                    tags.add(tag)
+    return tags
+
+
+_HELD: list[int] = []
+
+
+@contextmanager
+def testbed_lock() -> Iterator[None]:
+    """Hold the machine's one testbed (re-entrant within a process); a second run is refused
+    with a message naming the holder."""
+    if _HELD:
+        yield
+        return
+    fd = os.open(LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise TestbedError(f"another kernel run (pid {holder}) is using the testbed; one runs per machine "
+                           f"(lock {LOCK_PATH}); wait for it to finish") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    _HELD.append(fd)
+    try:
+        yield
+    finally:
+        _HELD.remove(fd)
+        os.close(fd)
 
 
 def run_processes(run_tag: str) -> list[int]:

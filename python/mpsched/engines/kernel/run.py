@@ -8,6 +8,7 @@ namespaces share CLOCK_MONOTONIC, which is also what `time.monotonic_ns()` reads
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import tempfile
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mpsched.engines.kernel.events import EventPlayer
-from mpsched.engines.kernel.host import TestbedError, native_tool, ns_sh, preflight, remove_leftovers
+from mpsched.engines.kernel.host import (
+    WORKDIR_PREFIX, TestbedError, native_tool, ns_sh, preflight, remove_leftovers, testbed_lock,
+)
 from mpsched.engines.kernel.network import Testbed
 from mpsched.engines.kernel.plan import SERVER_ADDR, FlowPlan, Plan, client_addr, make_plan
 
@@ -108,10 +111,16 @@ def run_once(cfg: dict[str, Any], plan: Plan | None = None, workdir: Path | None
     """Run `cfg` once on a fresh testbed; returns (tables, diagnostics)."""
     plan = plan or make_plan(cfg)
     preflight()
-    remove_leftovers()
+    with testbed_lock():
+        remove_leftovers()
+        return _run_once(cfg, plan, workdir)
+
+
+def _run_once(cfg: dict[str, Any], plan: Plan, workdir: Path | None) -> tuple[Tables, dict]:
     mpxfer = str(native_tool("mpxfer"))
     own_tmp = workdir is None
-    tmp = tempfile.TemporaryDirectory(prefix="mpsched-kernel-") if own_tmp else None
+    # named after this process, so a leftover is known to be one once the process is gone
+    tmp = tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-") if own_tmp else None
     work = Path(tmp.name) if tmp else workdir
     tb = Testbed(plan, work)
     player: EventPlayer | None = None

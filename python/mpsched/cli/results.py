@@ -1,0 +1,141 @@
+"""`mpsched show`, `compare`, `plot` and `schedulers`: a stored study summarised, compared, drawn; the catalogue."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from mpsched.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, _FORCE_HELP, _c, _escape, _fail, _load, _with_source, app
+
+
+def _print_table(df, title: str) -> None:
+    from mpsched.analysis.report import print_frame
+
+    print_frame(df, title, _c.out)
+
+
+def _print_summary(res, baseline: str | None = None, by: list[str] | None = None) -> None:
+    """The answer to "which scheduler is better here, by how much, and is it real?" (on a
+    [topology]: links, fairness and FCT per class)."""
+    from mpsched.analysis import is_datacenter
+    from mpsched.analysis.compare import compare
+    from mpsched.analysis.report import print_comparison, print_datacenter
+
+    if is_datacenter(res):
+        print_datacenter(res, _c.out)
+        return
+    if res.flows.is_empty():
+        _c.out.print("no flows recorded")
+        return
+    try:
+        cmp = compare(res, baseline=baseline, by=by)
+    except ValueError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    print_comparison(cmp, _c.out)
+
+
+def _open(path: Path):
+    from mpsched.study.results import load
+
+    if not path.is_dir():
+        _fail(f"no results directory at {_escape(str(path))}", EXIT_BAD_INPUT)
+    with _c.err.status(f"reading {path}"):
+        res = load(path)
+    if res.runs.height == 0:
+        _fail(f"{_escape(str(path))} holds no complete run", EXIT_BAD_INPUT)
+    return res
+
+
+@app.command()
+def show(
+    path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
+) -> None:
+    """Summarise a study: as a table, each scheduler against the baseline (see `compare`); as
+    csv or json, FCT median / p95 / mean and path shares per scheduler and setting (on a
+    [topology]: link utilisation per tier, Jain's index, FCT per flow class)."""
+    if fmt not in ("table", "csv", "json"):
+        _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
+    res = _open(path)
+    if fmt == "table":
+        _print_summary(res)
+        return
+    from mpsched.analysis import class_fct_summary, datacenter_summary, fct_summary, is_datacenter
+
+    if is_datacenter(res):  # FCT per class, with the links' utilisation and fairness per setting
+        df = class_fct_summary(res)
+        links = datacenter_summary(res)
+        if not links.is_empty():
+            keys = [c for c in links.columns if c in df.columns]
+            df = df.join(links, on=keys, how="left", maintain_order="left") if keys else df.join(links, how="cross")
+    else:
+        df = fct_summary(res)
+    sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
+
+
+@app.command()
+def compare(
+    path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Scheduler to compare against (default: minrtt if present, else the first)."),
+    by: Optional[list[str]] = typer.Option(None, "--by", help="Swept parameter(s) that make a row's setting; the others are pooled (default: all)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
+) -> None:
+    """Each scheduler against a baseline, per setting: median / mean / p95, the difference of the
+    median in % with a bootstrap 95 % interval (paired by seed and flow), a verdict, and what the
+    schedulers did (retransmissions, RTOs, paths); identical schedulers share a row."""
+    if fmt not in ("table", "csv", "json"):
+        _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
+    res = _open(path)
+    if fmt == "table":
+        _print_summary(res, baseline, by)
+        return
+    from mpsched.analysis.compare import compare as compare_
+
+    try:
+        df = compare_(res, baseline=baseline, by=by).table
+    except ValueError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
+
+
+@app.command()
+def plot(
+    path: Path = typer.Argument(..., help="Study directory written by `mpsched run`."),
+    fig_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write figures (default: DIR/figures)."),
+    run_id: Optional[str] = typer.Option(None, "--run", help="Time series of this run's setting and seed (default: where the schedulers differ most)."),
+) -> None:
+    """Draw the standard figures: FCT against size and the difference from the baseline (with
+    intervals), box plots and CDFs, subflow and receive-buffer time series."""
+    from mpsched.analysis.figures import save_all
+
+    res = _open(path)
+    target = fig_dir or path / "figures"
+    if run_id is not None and run_id not in res.runs.get_column("run_id").to_list():
+        _fail(f"no run {_escape(run_id)!r} in {_escape(str(path))}", EXIT_BAD_INPUT)
+    with _c.err.status("drawing figures"):
+        files = save_all(res, target, run_id)
+    _c.err.print(f"{len(files)} file(s) in {target}", highlight=False, markup=False)
+
+
+@app.command()
+def schedulers() -> None:
+    """List the schedulers the core offers, with their parameters and defaults."""
+    from mpsched.registry import schedulers as registry
+
+    reg = registry()
+    if reg is None:
+        _fail("this build of the core does not export its scheduler registry (schedulers_json); rebuild with `make setup`",
+              EXIT_FAILED)
+    table = Table(title="Schedulers")
+    for c in ("name", "kind", "parameters (defaults)", "description", "source"):
+        table.add_column(c)
+    for s in reg:
+        params = "\n".join(f"{k} = {json.dumps(v)}" for k, v in s.default_params.items()) or "–"
+        table.add_row(s.name, "extension" if s.is_extension else "scheduler", params, s.summary, s.source)
+    _c.out.print(table)

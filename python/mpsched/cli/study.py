@@ -1,0 +1,165 @@
+"""`mpsched check`, `run` and `validate`: a scenario checked, run as a study, run on both engines."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from mpsched.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, _FORCE_HELP, _c, _escape, _fail, _load, _with_source, app
+from mpsched.cli.results import _print_summary, _print_table
+
+
+@app.command()
+def check(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
+    engine: str = typer.Option("sim", "--engine", "-e", help="Check for this engine: sim or kernel."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
+) -> None:
+    """Validate a scenario as `run` would (the engine's checks too) and show what it expands to."""
+    from mpsched.study import check_topology_engine, describe, plan
+    from mpsched.scenario import ScenarioError
+
+    if engine not in ("sim", "kernel"):
+        _fail(f"unknown engine {_escape(engine)!r}; available: sim, kernel", EXIT_BAD_INPUT)
+    s = _load(scenario)
+    try:
+        check_topology_engine(s, engine)
+        tasks = plan(s, engine, force=force)
+    except ScenarioError as e:
+        _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
+    d = describe(s)
+    _c.out.print(f"{scenario}: valid, {d['runs']} run(s), {sum(len(t.config['flows']) for t in tasks)} flow(s)", highlight=False, markup=False)
+    if s.topology is not None:
+        n_links = sorted({len(t.config["links"]) for t in tasks})  # a swept k changes it
+        _c.out.print(f"  topology: {s.topology.kind}, {' / '.join(map(str, n_links))} links", highlight=False, markup=False)
+    for label, values in d["axes"].items():
+        _c.out.print(f"  {label}: {', '.join(map(str, values))}", highlight=False, markup=False)
+    if "design" in d:
+        ds = d["design"]
+        _c.out.print(f"  design: {ds['kind']}, {ds['samples']} points", highlight=False, markup=False)
+        for label, (lo, hi) in ds["ranges"].items():
+            scale = " (log)" if label in ds["log"] else ""
+            _c.out.print(f"    {label}: {lo} .. {hi}{scale}", highlight=False, markup=False)
+
+
+@app.command()
+def run(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file."),
+    out_dir: Optional[str] = typer.Option(None, "--out", "-o",
+                                          help="Study directory or fsspec URL (default: results/<scenario name>)."),
+    engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster",
+                                          help="Run on Dask: 'local' (a LocalCluster of --jobs processes) or a "
+                                               "scheduler's address (tcp://host:8786). See docs/cluster.md."),
+    sched: Optional[list[str]] = typer.Option(None, "--scheduler", "-s", help="Run these schedulers instead of the file's (repeatable; a name or package.module:Class)."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
+) -> None:
+    """Run every combination of a scenario and store the results (resumes an interrupted study)."""
+    import warnings
+    from contextlib import nullcontext
+
+    from mpsched import engines
+    from mpsched.study.progress import run_progress
+    from mpsched.study import RunFailed, check_topology_engine, plan
+    from mpsched.study import run as run_study
+    from mpsched.study.execute import stored_count
+    from mpsched.scenario import Scenario, ScenarioError
+
+    s = _load(scenario)
+    try:
+        if sched:  # every connection sweeps the schedulers given on the command line
+            d = s.to_dict()
+            for c in d["connection"]:
+                c["scheduler"] = list(sched) if len(sched) > 1 else sched[0]
+            s = Scenario.from_dict(d, base_dir=scenario.parent, source=str(scenario))
+        check_topology_engine(s, engine)
+        engines.check_engine(engine)
+        tasks = plan(s, engine, force=force)  # planned once, here; the study runs these
+    except ScenarioError as e:
+        _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
+    except engines.EngineUnavailable as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    target = out_dir or str(Path("results") / s.name)
+    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    stored = stored_count(target, [t.run_id for t in tasks])
+    resumed = f"; {stored} of {len(tasks)} already stored, {len(tasks) - stored} to run" if stored else ""
+    where = f" on Dask ({cluster})" if cluster else ""
+    _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}{resumed}", highlight=False,
+                 markup=False)
+    client, client_cm = None, nullcontext()
+    if cluster:
+        from mpsched.study.cluster import ClusterUnavailable, connect, dashboard
+
+        try:
+            client_cm = connect(cluster, jobs)
+            client = client_cm.__enter__()
+        except ClusterUnavailable as e:
+            _fail(_escape(str(e)), EXIT_FAILED)
+        if link := dashboard(client):
+            _c.err.print(f"Dask dashboard: {link}", highlight=False, markup=False)
+    from mpsched.study.interrupt import exit_interrupted, terminate_as_interrupt
+
+    try:
+        with terminate_as_interrupt(), run_progress(len(tasks), _c.err) as update, warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # printed below, once, as "warning: ..."
+            res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update, client=client, tasks=tasks,
+                            force=force)
+    except RunFailed as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    except ValueError as e:  # e.g. a Python scheduler that cannot travel to the cluster
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    except KeyboardInterrupt as e:
+        exit_interrupted(e, ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
+    finally:
+        client_cm.__exit__(None, None, None)
+    _print_summary(res)
+    for w in res.warnings():
+        _c.err.print(f"warning: {w}", highlight=False, markup=False)
+    _c.err.print(f"results: {target}  (query: {target}/*/flows.parquet)", highlight=False, markup=False)
+
+
+@app.command()
+def validate(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file (two or more paths, sized flows)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write tables and figures (default: results/<name>-validation)."),
+    repetitions: int = typer.Option(3, "--repetitions", "-r", min=1, help="Kernel repetitions per run (the kernel is noisy)."),
+    sim_seeds: int = typer.Option(3, "--sim-seeds", min=1, help="Simulator seeds per run."),
+) -> None:
+    """Run a scenario on the simulator and on the kernel testbed side by side: FCT per size, the
+    simulator median's relative error, per-path byte shares, and a CDF figure (needs root)."""
+    from mpsched import engines
+    from mpsched.study import check_topology_engine, plan
+    from mpsched.scenario import ScenarioError
+
+    s = _load(scenario)
+    try:
+        check_topology_engine(s, "kernel")
+        engines.check_engine("kernel")
+        tasks = plan(s, "kernel")
+    except ScenarioError as e:
+        _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
+    except engines.EngineUnavailable as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    from mpsched.study.validate import run_validation
+
+    target = out_dir or Path("results") / f"{s.name}-validation"
+    for task in tasks:
+        where = ", ".join(f"{k}={v}" for k, v in task.params.items()) or "the scenario"
+        run_dir = target / task.run_id
+        _c.err.print(f"validating {where}: {repetitions} kernel run(s), {sim_seeds} simulator seed(s) -> {run_dir}", highlight=False, markup=False)
+        try:
+            result = run_validation(task.config, repetitions=repetitions, sim_seeds=sim_seeds, out=run_dir)
+        except engines.EngineError as e:
+            _fail(_escape(str(e)), EXIT_FAILED)
+        for name in ("fct", "path_share"):
+            cols = result[name]
+            _print_table(pl.DataFrame(cols, strict=False), f"{name} ({where})")
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / f"{name}.json").write_text(json.dumps(cols, indent=1))
