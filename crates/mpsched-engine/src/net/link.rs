@@ -10,6 +10,7 @@
 //! that. One event per packet and hop remains: its arrival at the far end.
 
 use super::capacity::{Capacity, CapacityConfig, Service};
+use super::impairment::Impairment;
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
 use super::Packet;
@@ -58,6 +59,8 @@ pub struct LinkStats {
     pub packets_lost_random: u64,
     /// Packets lost because the link was down.
     pub packets_lost_down: u64,
+    /// Packets lost to an impairment in force (blackhole, loss ramp).
+    pub packets_lost_impairment: u64,
     /// Largest queue occupancy seen, bytes.
     pub max_queue_bytes: u64,
 }
@@ -99,6 +102,8 @@ pub(crate) struct Link<P> {
     up: bool,
     /// Incremented each time the link goes down: packets of an older epoch are lost.
     epoch: u32,
+    /// Impairments in force (see `impairment`); kept apart from the configured behaviour.
+    pub(crate) impairment: Impairment,
     pub(crate) stats: LinkStats,
 }
 
@@ -117,6 +122,7 @@ impl<P> Link<P> {
             last_arrival_ns: 0,
             up: true,
             epoch: 0,
+            impairment: Impairment::default(),
             stats: LinkStats::default(),
         }
     }
@@ -186,11 +192,15 @@ impl<P> Link<P> {
             return self.stuck(now_ns, size);
         }
         let mut start_ns = self.free_at_ns.max(now_ns);
-        let end_ns = loop {
-            match self.capacity.serve(start_ns, size) {
-                Service::DoneAt(t) => break t,
-                Service::WaitUntil(t) => start_ns = t,
-                Service::Never => return self.stuck(start_ns, size),
+        let end_ns = if let Some(rate_bps) = self.impairment.rate_limit_bps {
+            start_ns + crate::time::serialization_ns(size, rate_bps.max(1))
+        } else {
+            loop {
+                match self.capacity.serve(start_ns, size) {
+                    Service::DoneAt(t) => break t,
+                    Service::WaitUntil(t) => start_ns = t,
+                    Service::Never => return self.stuck(start_ns, size),
+                }
             }
         };
         self.free_at_ns = end_ns;
@@ -200,7 +210,14 @@ impl<P> Link<P> {
             self.stats.packets_lost_random += 1;
             return Accepted::Dropped(pkt);
         }
-        let mut arrive_ns = end_ns + self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng);
+        if !self.impairment.is_none() {
+            if self.impairment.loses(end_ns, &mut self.rng) {
+                self.stats.packets_lost_impairment += 1;
+                return Accepted::Dropped(pkt);
+            }
+        }
+        let mut arrive_ns =
+            end_ns + self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
         if self.reorders() {
             return Accepted::Arrives(arrive_ns, Some(pkt));
         }
