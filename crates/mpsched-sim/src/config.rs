@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Path events (down/up and impairments): see `path_events.rs`.
+pub use crate::path_events::{LinkDirection, PathEvent, PathImpairment, PathUpDown};
 /// Links, their loss, jitter and capacity models are engine types, used here as they are:
 /// see `crates/mpsched-engine/src/net/{link,loss,jitter,capacity}.rs` for their fields.
 pub use mpsched_engine::net::{
@@ -37,7 +39,8 @@ pub struct SimConfig {
     /// Constant-bit-rate cross traffic (UDP-like: no congestion control, no retransmission).
     #[serde(default)]
     pub cross_traffic: Vec<CrossTrafficConfig>,
-    /// Paths going down and coming back up.
+    /// Paths going down and coming back up, and impairments of paths (blackhole, loss ramp,
+    /// RTT spike, rate collapse) with their recovery.
     #[serde(default)]
     pub path_events: Vec<PathEvent>,
     /// What to record.
@@ -254,18 +257,6 @@ pub struct CrossTrafficConfig {
 
 fn default_cbr_packet() -> u64 {
     1500
-}
-
-/// A path failing or recovering (all its links stop or resume forwarding).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PathEvent {
-    /// Time of the event, ns.
-    pub at_ns: u64,
-    /// Path index.
-    pub path: usize,
-    /// False: the path goes down (packets on it are lost); true: it comes back.
-    pub up: bool,
 }
 
 /// What the run records besides the flow table.

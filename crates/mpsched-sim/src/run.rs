@@ -7,9 +7,10 @@
 //! `poll_timeout` (one pending timer event per endpoint; stale ones are ignored).
 
 use crate::app::App;
-use crate::config::{ConfigError, Direction, PathEvent, Protocol, SimConfig};
+use crate::config::{ConfigError, Direction, Protocol, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint, Segment};
+use crate::path_events::{LinkDirection, PathAction, PathEvent};
 use crate::records::{
     BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
 };
@@ -80,7 +81,10 @@ enum Event {
     AppWakeup(u32),
     Sample,
     CrossSend(u32),
+    /// Start of path event `i`.
     Path(u32),
+    /// End (recovery) of path event `i`.
+    PathEnd(u32),
 }
 
 /// Side of a connection.
@@ -177,7 +181,10 @@ impl<'a> Simulation<'a> {
             }
         }
         for (i, e) in cfg.path_events.iter().enumerate() {
-            queue.push(e.at_ns, Event::Path(i as u32));
+            queue.push(e.at_ns(), Event::Path(i as u32));
+            if let Some(end) = e.end_ns() {
+                queue.push(end, Event::PathEnd(i as u32));
+            }
         }
         if cfg.record.sample_interval_ns > 0 {
             queue.push(0, Event::Sample);
@@ -234,7 +241,8 @@ impl<'a> Simulation<'a> {
                     }
                 }
                 Event::CrossSend(c) => self.cross_send(c as usize),
-                Event::Path(e) => self.path_event(self.cfg.path_events[e as usize]),
+                Event::Path(e) => self.path_event(self.cfg.path_events[e as usize], true),
+                Event::PathEnd(e) => self.path_event(self.cfg.path_events[e as usize], false),
             }
         }
         self.stats.end_ns = self.now_ns.min(self.cfg.duration_ns);
@@ -476,19 +484,41 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    fn path_event(&mut self, e: PathEvent) {
-        let p = &self.cfg.paths[e.path];
+    /// Path event `e` starts (`start`) or ends.
+    fn path_event(&mut self, e: PathEvent, start: bool) {
+        let p = &self.cfg.paths[e.path()];
+        match e.action(start) {
+            PathAction::SetUp(up) => self.set_path_up(e.path(), up),
+            PathAction::Impair { direction, on } => {
+                let chains: [&[usize]; 2] = match direction {
+                    LinkDirection::Both => [&p.down, &p.up],
+                    LinkDirection::Down => [&p.down, &[]],
+                    LinkDirection::Up => [&[], &p.up],
+                };
+                // The hosts see nothing: only the links change.
+                for &l in chains.into_iter().flatten() {
+                    let mut imp = *self.net.impairment(l as LinkId);
+                    e.apply(&mut imp, on);
+                    self.net.set_impairment(l as LinkId, imp);
+                }
+            }
+        }
+    }
+
+    /// A path goes down or comes back: its links, and the hosts' interfaces.
+    fn set_path_up(&mut self, path: usize, up: bool) {
+        let p = &self.cfg.paths[path];
         let now = self.now_ns;
         for &l in p.down.iter().chain(&p.up) {
-            self.net.set_link_up(now, l as LinkId, e.up);
+            self.net.set_link_up(now, l as LinkId, up);
         }
         // The hosts see their interface change at once (the kernel marks the subflow failed).
         for fi in 0..self.flows.len() {
             let Some(f) = self.flows[fi].as_mut() else { continue };
-            for (sf, &path) in self.cfg.flow_paths(fi).iter().enumerate() {
-                if path == e.path {
-                    f.client.ep.set_path_up(sf, e.up, now);
-                    f.server.ep.set_path_up(sf, e.up, now);
+            for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
+                if fp == path {
+                    f.client.ep.set_path_up(sf, up, now);
+                    f.server.ep.set_path_up(sf, up, now);
                 }
             }
             self.after_activity(fi, true);
@@ -566,7 +596,7 @@ impl<'a> Simulation<'a> {
                     bytes_forwarded: s.bytes_forwarded,
                     packets_forwarded: s.packets_forwarded,
                     packets_dropped: s.packets_dropped_queue,
-                    packets_lost: s.packets_lost_random + s.packets_lost_down,
+                    packets_lost: s.packets_lost_random + s.packets_lost_down + s.packets_lost_impairment,
                 }
             })
             .collect();

@@ -186,8 +186,11 @@ impl SimConfig {
             }
         }
         for (i, e) in self.path_events.iter().enumerate() {
-            if e.path >= n_paths {
-                return Err(err(format!("path_events[{i}].path"), format!("path index {} does not exist", e.path)));
+            if e.path() >= n_paths {
+                return Err(err(format!("path_events[{i}].path"), format!("path index {} does not exist", e.path())));
+            }
+            if let Err((field, message)) = e.check() {
+                return Err(err(format!("path_events[{i}].{field}"), message));
             }
         }
         Ok(())
