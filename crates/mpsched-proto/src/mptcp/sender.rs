@@ -2,6 +2,7 @@
 //! processing, reinjection, subflows.
 
 use super::chunks::Chunks;
+use super::stale::{StaleTracker, TCP_RTO_MIN_NS};
 use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
 use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
@@ -42,6 +43,9 @@ pub struct DataSender {
     max_cwnd_segments: Vec<u64>,
     /// Send-buffer autotuning: the writer filled the buffer and waits to be woken.
     writer_blocked: bool,
+    /// Upstream stale-subflow detection and its MPTCP-level timer, when the scheduler runs on
+    /// the upstream kernel's machinery.
+    stale: Option<StaleTracker>,
 }
 
 impl DataSender {
@@ -64,6 +68,10 @@ impl DataSender {
             ));
         }
         let sched = if cfg.mode == Mode::Mptcp { sched } else { None };
+        let stale = sched
+            .as_ref()
+            .is_some_and(|s| s.upstream_stale_detection())
+            .then(|| StaleTracker::new(cfg.stale_loss_cnt, n));
         Ok(Self {
             subflows,
             added: vec![false; n],
@@ -84,6 +92,7 @@ impl DataSender {
             schedule_calls: 0,
             max_cwnd_segments: vec![0; n],
             writer_blocked: false,
+            stale,
             cfg,
         })
     }
@@ -213,6 +222,9 @@ impl DataSender {
             self.start_joins(now_ns);
         }
         if seg.has(flags::ACK) {
+            if let Some(st) = self.stale.as_mut() {
+                st.on_receive(subflow);
+            }
             self.on_data_ack(now_ns, seg.data_ack, seg.window);
         }
         if let Some(s) = self.sched.as_mut() {
@@ -248,6 +260,12 @@ impl DataSender {
             }
             if let Some(s) = self.sched.as_mut() {
                 s.on_data_ack(data_ack, now_ns);
+            }
+            // `__mptcp_clean_una`: the MPTCP retransmit timer restarts (stops once all is acked).
+            if self.stale.is_some() {
+                let at =
+                    (self.data_acked < self.next_dsn).then(|| now_ns + self.rtx_timer_ival(now_ns));
+                self.stale.as_mut().map(|st| st.timer_ns = at);
             }
         }
         self.update_writer_blocked();
@@ -412,6 +430,13 @@ impl DataSender {
         if self.need_schedule {
             self.need_schedule = false;
             self.run_scheduler(now_ns);
+            // `__mptcp_push_pending` arms the MPTCP retransmit timer if it is not pending.
+            if self.stale.as_ref().is_some_and(|st| st.timer_ns.is_none())
+                && self.data_acked < self.next_dsn
+            {
+                let at = now_ns + self.rtx_timer_ival(now_ns);
+                self.stale.as_mut().map(|st| st.timer_ns = Some(at));
+            }
         }
         for i in 0..self.subflows.len() {
             if !self.path_up[i] {
@@ -426,12 +451,74 @@ impl DataSender {
 
     /// Earliest timer of any subflow, absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.subflows.iter().filter_map(|s| s.poll_timeout()).min()
+        let msk = self.stale.as_ref().and_then(|st| st.timer_ns);
+        self.subflows
+            .iter()
+            .filter_map(|s| s.poll_timeout())
+            .chain(msk)
+            .min()
+    }
+
+    /// `msk->timer_ival`: the largest remaining timeout of the active subflows not counting
+    /// stale periods (`mptcp_timeout_from_subflow`), or `TCP_RTO_MIN` when there is none.
+    fn rtx_timer_ival(&self, now_ns: u64) -> u64 {
+        let Some(st) = self.stale.as_ref() else {
+            return TCP_RTO_MIN_NS;
+        };
+        let tout = (0..self.subflows.len())
+            .filter(|&i| self.usable(i) && !st.is_stale(i) && st.count(i) == 0)
+            .filter_map(|i| self.subflows[i].poll_timeout())
+            .map(|t| t.saturating_sub(now_ns))
+            .max()
+            .unwrap_or(0);
+        if tout > 0 {
+            tout
+        } else {
+            TCP_RTO_MIN_NS
+        }
+    }
+
+    /// The MPTCP-level retransmit timer fired (`__mptcp_retrans` -> `mptcp_subflow_get_retrans`):
+    /// stale detection on every busy subflow; a subflow just marked stale has the whole
+    /// MPTCP-level retransmission queue re-injected (`__mptcp_retransmit_pending_data`).
+    fn mptcp_retrans_timer(&mut self, now_ns: u64) {
+        let Some(mut st) = self.stale.take() else {
+            return;
+        };
+        st.timer_ns = None;
+        let active: Vec<bool> = (0..self.subflows.len()).map(|i| self.usable(i)).collect();
+        for i in 0..self.subflows.len() {
+            if !active[i] || self.subflows[i].is_idle() {
+                continue;
+            }
+            if st.check(i, &|j| active[j]) {
+                self.chunks.add_reinject(self.data_acked, self.next_dsn);
+            }
+        }
+        self.stale = Some(st);
+        if self.data_acked < self.next_dsn {
+            let at = now_ns + self.rtx_timer_ival(now_ns);
+            self.stale.as_mut().map(|st| st.timer_ns = Some(at));
+        }
+        self.need_schedule = true;
+    }
+
+    /// Subflows marked stale so far (upstream stale detection; 0 when it is off).
+    pub fn stale_marks(&self) -> u64 {
+        self.stale.as_ref().map_or(0, |st| st.marked)
     }
 
     /// Fires due timers; an RTO queues the subflow's outstanding data for reinjection on the
     /// others (OOT `mptcp_reinject_data` from the retransmission timer).
     pub fn handle_timeout(&mut self, now_ns: u64) {
+        if self
+            .stale
+            .as_ref()
+            .and_then(|st| st.timer_ns)
+            .is_some_and(|t| t <= now_ns)
+        {
+            self.mptcp_retrans_timer(now_ns);
+        }
         for i in 0..self.subflows.len() {
             if !matches!(self.subflows[i].poll_timeout(), Some(t) if t <= now_ns) {
                 continue;
@@ -494,6 +581,10 @@ impl DataSender {
             };
             s.fill_view(&mut v);
             v.established &= self.path_up[i];
+            if let Some(st) = self.stale.as_ref() {
+                v.stale = st.is_stale(i);
+                v.stale_count = st.count(i) as u64;
+            }
             out.push(v);
         }
     }
