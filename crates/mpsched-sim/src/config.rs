@@ -106,6 +106,17 @@ pub struct TransportConfig {
     /// first path later.
     #[serde(default)]
     pub join_timing: JoinTimingConfig,
+    /// `net.mptcp.stale_loss_cnt` of the upstream kernel (default 4; 0 never marks a subflow
+    /// stale): with a scheduler on the upstream machinery (`linux`), a busy subflow that has
+    /// received no ACK for more than this many MPTCP-level retransmission-timer periods is
+    /// avoided while another subflow is active, and its pending data is sent again on the
+    /// others (`mpsched_proto::mptcp::stale`). Other schedulers ignore it.
+    #[serde(default = "default_stale_loss_cnt")]
+    pub stale_loss_cnt: u8,
+}
+
+fn default_stale_loss_cnt() -> u8 {
+    mpsched_proto::mptcp::stale::DEFAULT_STALE_LOSS_CNT
 }
 
 /// When the client opens subflows 1.. of an MPTCP connection.
@@ -210,6 +221,21 @@ pub enum AppConfig {
         #[serde(default = "default_block_bytes")]
         block_bytes: u64,
         /// No block is issued at or after this time, ns.
+        stop_ns: u64,
+    },
+    /// Real-time messages: one message of `size_bytes` every `interval_ns` from the flow's
+    /// start until `stop_ns` (game state at 30-60 Hz, a VoIP frame every 20 ms), each stamped
+    /// with its send time; the receiver records when each is complete in order (the `blocks`
+    /// table, with the deadline and whether it was missed).
+    Messages {
+        /// Size of one message, bytes.
+        size_bytes: u64,
+        /// Time between messages, ns.
+        interval_ns: u64,
+        /// A message delivered more than this after it was sent misses its deadline, ns.
+        #[serde(default)]
+        deadline_ns: Option<u64>,
+        /// No message is issued at or after this time, ns.
         stop_ns: u64,
     },
     /// Several transfers on one long-lived connection. Without `offsets_ns` they run back to

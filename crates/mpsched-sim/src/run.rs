@@ -430,6 +430,7 @@ impl<'a> Simulation<'a> {
             bytes_redundant: sender.ep.redundant_bytes(),
             ..self.base_row(fi)
         };
+        let now = self.now_ns.min(self.cfg.duration_ns);
         let blocks = f
             .app
             .unit_records()
@@ -441,6 +442,11 @@ impl<'a> Simulation<'a> {
                 sent_ns: u.sent_ns,
                 delivered_ns: u.delivered_ns,
                 delay_ns: u.delivered_ns.map(|d| d.saturating_sub(u.sent_ns)),
+                deadline_ns: u.deadline_ns,
+                deadline_missed: u.deadline_ns.is_some_and(|dl| {
+                    let due = u.sent_ns.saturating_add(dl);
+                    u.delivered_ns.map_or(due <= now, |d| d > due)
+                }),
             })
             .collect();
         (row, subflows, blocks)
