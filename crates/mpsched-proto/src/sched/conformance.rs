@@ -63,6 +63,7 @@ fn arb_subflow(id: usize) -> impl Strategy<Value = SubflowView> {
                     cwnd_bytes: cwnd * MSS,
                     ssthresh_bytes: ss.map_or(u64::MAX, |s| s * MSS).max(ssth * MSS),
                     in_flight_bytes: infl.min(cwnd + 5) * MSS,
+                    outstanding_bytes: infl.min(cwnd + 5) * MSS,
                     queued_bytes: queued * MSS,
                     pacing_rate_bps: if sampled { rate } else { 0 },
                     bytes_acked: 0,

@@ -134,11 +134,14 @@ impl Linux {
             .saturating_mul(self.cfg.sndbuf_per_mss_bytes)
     }
 
-    /// `sk_wmem_queued`: the payload in flight and queued plus each skb's truesize overhead.
+    /// `sk_wmem_queued`: the payload unacknowledged (lost included) and queued plus each skb's
+    /// truesize overhead.
     /// Sent data sits in skbs of `tcp_tso_autosize` segments (1 ms at the pacing rate, at
     /// least 2), unsent data in skbs of up to 64 KB, so a slow subflow's bytes weigh more.
     fn wmem_bytes(&self, sf: &super::SubflowView) -> u64 {
-        let payload = sf.in_flight_bytes + sf.queued_bytes;
+        // The retransmission queue holds every unacknowledged byte, lost ones included.
+        let sent = sf.outstanding_bytes.max(sf.in_flight_bytes);
+        let payload = sent + sf.queued_bytes;
         if self.cfg.skb_overhead_bytes == 0 {
             return payload;
         }
@@ -148,7 +151,7 @@ impl Linux {
             MIN_TSO_SEGMENTS,
             (WRITE_QUEUE_SKB_BYTES / mss).max(MIN_TSO_SEGMENTS),
         ) * mss;
-        let skbs = sf.in_flight_bytes.div_ceil(sent_skb_bytes)
+        let skbs = sent.div_ceil(sent_skb_bytes)
             + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
         payload + skbs * self.cfg.skb_overhead_bytes
     }
@@ -165,7 +168,7 @@ impl Linux {
         let mut backup = None;
         let mut min_stale_count = u64::MAX;
         for sf in view.subflows.iter().filter(|s| s.established) {
-            if sf.in_flight_bytes > 0 || sf.queued_bytes > 0 || sf.in_loss_recovery {
+            if sf.outstanding_bytes > 0 || sf.in_flight_bytes > 0 || sf.queued_bytes > 0 {
                 min_stale_count = min_stale_count.min(sf.stale_count);
                 continue;
             }
@@ -444,7 +447,7 @@ mod tests {
         // Recovery data is pushed on the busy active subflow (the idle-subflow picker would
         // find none), before new data.
         s[1].in_flight_bytes = 20_000;
-        s[0].in_loss_recovery = true;
+        s[0].outstanding_bytes = 3000;
         let rq = [chunk(0, 3000, &[0])];
         let mut v = conn(&s, 5000);
         v.reinject_queue = &rq;

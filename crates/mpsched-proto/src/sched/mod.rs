@@ -99,6 +99,10 @@ pub struct SubflowView {
     /// Bytes in flight (RFC 6675 "pipe": sent, not cumulatively or selectively acked, not
     /// deemed lost, plus retransmissions in flight).
     pub in_flight_bytes: u64,
+    /// Bytes sent and not cumulatively acknowledged, counted once each, SACKed and
+    /// deemed-lost ones included (`snd_nxt - snd_una`: what the kernel's retransmission
+    /// queue still holds and charges to `sk_wmem_queued`).
+    pub outstanding_bytes: u64,
     /// Bytes assigned to this subflow's send queue but not transmitted yet.
     pub queued_bytes: u64,
     /// Linux-style pacing rate, bit/s: ratio * cwnd / srtt, ratio 2.0 in slow start below
