@@ -2,7 +2,9 @@
 //! processing, reinjection, subflows.
 
 use super::chunks::Chunks;
-use super::stale::{StaleTracker, TCP_RTO_MIN_NS};
+use super::stale::StaleTracker;
+
+mod msk_timer;
 use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
 use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
@@ -261,12 +263,7 @@ impl DataSender {
             if let Some(s) = self.sched.as_mut() {
                 s.on_data_ack(data_ack, now_ns);
             }
-            // `__mptcp_clean_una`: the MPTCP retransmit timer restarts (stops once all is acked).
-            if self.stale.is_some() {
-                let at =
-                    (self.data_acked < self.next_dsn).then(|| now_ns + self.rtx_timer_ival(now_ns));
-                self.stale.as_mut().map(|st| st.timer_ns = at);
-            }
+            self.restart_rtx_timer(now_ns);
         }
         self.update_writer_blocked();
     }
@@ -430,13 +427,7 @@ impl DataSender {
         if self.need_schedule {
             self.need_schedule = false;
             self.run_scheduler(now_ns);
-            // `__mptcp_push_pending` arms the MPTCP retransmit timer if it is not pending.
-            if self.stale.as_ref().is_some_and(|st| st.timer_ns.is_none())
-                && self.data_acked < self.next_dsn
-            {
-                let at = now_ns + self.rtx_timer_ival(now_ns);
-                self.stale.as_mut().map(|st| st.timer_ns = Some(at));
-            }
+            self.arm_rtx_timer(now_ns);
         }
         for i in 0..self.subflows.len() {
             if !self.path_up[i] {
@@ -457,55 +448,6 @@ impl DataSender {
             .filter_map(|s| s.poll_timeout())
             .chain(msk)
             .min()
-    }
-
-    /// `msk->timer_ival`: the largest remaining timeout of the active subflows not counting
-    /// stale periods (`mptcp_timeout_from_subflow`), or `TCP_RTO_MIN` when there is none.
-    fn rtx_timer_ival(&self, now_ns: u64) -> u64 {
-        let Some(st) = self.stale.as_ref() else {
-            return TCP_RTO_MIN_NS;
-        };
-        let tout = (0..self.subflows.len())
-            .filter(|&i| self.usable(i) && !st.is_stale(i) && st.count(i) == 0)
-            .filter_map(|i| self.subflows[i].poll_timeout())
-            .map(|t| t.saturating_sub(now_ns))
-            .max()
-            .unwrap_or(0);
-        if tout > 0 {
-            tout
-        } else {
-            TCP_RTO_MIN_NS
-        }
-    }
-
-    /// The MPTCP-level retransmit timer fired (`__mptcp_retrans` -> `mptcp_subflow_get_retrans`):
-    /// stale detection on every busy subflow; a subflow just marked stale has the whole
-    /// MPTCP-level retransmission queue re-injected (`__mptcp_retransmit_pending_data`).
-    fn mptcp_retrans_timer(&mut self, now_ns: u64) {
-        let Some(mut st) = self.stale.take() else {
-            return;
-        };
-        st.timer_ns = None;
-        let active: Vec<bool> = (0..self.subflows.len()).map(|i| self.usable(i)).collect();
-        for i in 0..self.subflows.len() {
-            if !active[i] || self.subflows[i].is_idle() {
-                continue;
-            }
-            if st.check(i, &|j| active[j]) {
-                self.chunks.add_reinject(self.data_acked, self.next_dsn);
-            }
-        }
-        self.stale = Some(st);
-        if self.data_acked < self.next_dsn {
-            let at = now_ns + self.rtx_timer_ival(now_ns);
-            self.stale.as_mut().map(|st| st.timer_ns = Some(at));
-        }
-        self.need_schedule = true;
-    }
-
-    /// Subflows marked stale so far (upstream stale detection; 0 when it is off).
-    pub fn stale_marks(&self) -> u64 {
-        self.stale.as_ref().map_or(0, |st| st.marked)
     }
 
     /// Fires due timers; an RTO queues the subflow's outstanding data for reinjection on the

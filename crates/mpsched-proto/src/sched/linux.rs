@@ -151,8 +151,7 @@ impl Linux {
             MIN_TSO_SEGMENTS,
             (WRITE_QUEUE_SKB_BYTES / mss).max(MIN_TSO_SEGMENTS),
         ) * mss;
-        let skbs = sent.div_ceil(sent_skb_bytes)
-            + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
+        let skbs = sent.div_ceil(sent_skb_bytes) + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
         payload + skbs * self.cfg.skb_overhead_bytes
     }
 
