@@ -190,3 +190,72 @@ fn a_path_that_comes_back_carries_traffic_again() {
         );
     }
 }
+
+#[test]
+fn an_rtt_spike_moves_minrtt_to_the_other_path_and_it_never_comes_back() {
+    // Path 0's one-way delay grows from 10 ms to 110 ms between 2 s and 4 s (both ways):
+    // minRTT's sRTT of path 0 exceeds path 1's (80 ms RTT) after a few samples, so messages
+    // move to path 1 (one way 40 ms). After the spike path 0 is fast again, but minRTT sends
+    // nothing on it, so its sRTT never takes a new sample and stays high: no failback (the
+    // complaint of the issue; a kernel keeps an idle subflow's sRTT as well).
+    let spike = PathEvent::Kind(PathImpairment::RttSpike {
+        at_ns: 2 * S,
+        path: 0,
+        duration_ns: Some(2 * S),
+        direction: LinkDirection::Both,
+        extra_delay_ns: 100 * MS,
+    });
+    let rec = run(&game_cfg("minrtt", 6 * S, vec![spike], 4)).unwrap();
+    let (m, _) = messages(&rec);
+    let delay_at = |from_ms: u64, to_ms: u64| -> Vec<u64> {
+        m.iter().filter(|(s, _)| (from_ms * MS..to_ms * MS).contains(s)).map(|(_, d)| d.unwrap() / MS).collect()
+    };
+    assert!(delay_at(1_000, 2_000).iter().all(|&d| d < 40), "before: path 0");
+    assert!(delay_at(2_000, 2_100).iter().any(|&d| d >= 110), "the spike is felt at once");
+    let during = delay_at(2_600, 3_900);
+    assert!(during.iter().all(|&d| (40..110).contains(&d)), "during, after adapting: path 1 {during:?}");
+    let after = delay_at(4_500, 6_000);
+    assert!(after.iter().all(|&d| d >= 40), "after: still on path 1 {after:?}");
+    let srtt = u64s(&rec, "subflow_series", "srtt_ns");
+    let sf = u64s(&rec, "subflow_series", "subflow");
+    let last0 = srtt.iter().zip(&sf).filter(|(_, f)| **f == 0).map(|(s, _)| *s).last().unwrap();
+    assert!(last0 > 80 * MS, "path 0's sRTT is left at {} ms", last0 / MS);
+}
+
+#[test]
+fn a_rate_collapse_and_a_loss_ramp_show_in_the_link_records() {
+    // Bulk over one path; its downlink collapses to 1 Mbit/s for 2 s, then loses packets on a
+    // ramp from 0 to 10 % over 2 s: the flow delivers less than at full rate, the link
+    // counts the ramp's losses, and everything still arrives.
+    let mut cfg = two_paths(30 * S);
+    cfg.transports.push(transport(Protocol::Mptcp, "minrtt", "cubic", vec![0]));
+    cfg.flows.push(sized(0, 0, 0, 4_000_000));
+    cfg.path_events = vec![
+        PathEvent::Kind(PathImpairment::RateCollapse {
+            at_ns: S,
+            path: 0,
+            duration_ns: Some(2 * S),
+            direction: LinkDirection::Down,
+            rate_bps: 1_000_000,
+        }),
+        PathEvent::Kind(PathImpairment::LossRamp {
+            at_ns: S,
+            path: 0,
+            duration_ns: Some(2 * S),
+            direction: LinkDirection::Down,
+            ramp_ns: 2 * S,
+            from_p: 0.0,
+            to_p: 0.1,
+        }),
+    ];
+    let rec = run(&cfg).unwrap();
+    assert_eq!(bools(&rec, "flows", "completed"), vec![true]);
+    let t = u64s(&rec, "conn_series", "time_ns");
+    let d = u64s(&rec, "conn_series", "delivered_bytes");
+    let at = |ns: u64| d[t.iter().position(|&x| x >= ns).unwrap()];
+    // 1 Mbit/s for 2 s carries at most 250 kB (plus what was queued before).
+    assert!(at(3 * S) - at(S) < 400_000, "{} bytes during the collapse", at(3 * S) - at(S));
+    let lost = u64s(&rec, "links", "packets_lost");
+    assert!(lost[0] > 0, "the ramp loses packets on the downlink: {lost:?}");
+    assert_eq!(lost[1], 0, "the uplink is untouched");
+}
