@@ -254,7 +254,8 @@ table_rows! {
         packets_forwarded: u64 => U64,
         /// Packets dropped by the queue.
         packets_dropped: u64 => U64,
-        /// Packets lost to the random loss model or to the link being down.
+        /// Packets lost to the random loss model, to the link being down, or to an impairment
+        /// (blackhole, loss ramp; see `path_events`).
         packets_lost: u64 => U64,
     }
 }
