@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Path events (down/up and impairments): see `path_events.rs`.
+pub use crate::path_events::{LinkDirection, PathEvent, PathImpairment, PathUpDown};
 /// Links, their loss, jitter and capacity models are engine types, used here as they are:
 /// see `crates/mpsched-engine/src/net/{link,loss,jitter,capacity}.rs` for their fields.
 pub use mpsched_engine::net::{
@@ -37,7 +39,8 @@ pub struct SimConfig {
     /// Constant-bit-rate cross traffic (UDP-like: no congestion control, no retransmission).
     #[serde(default)]
     pub cross_traffic: Vec<CrossTrafficConfig>,
-    /// Paths going down and coming back up.
+    /// Paths going down and coming back up, and impairments of paths (blackhole, loss ramp,
+    /// RTT spike, rate collapse) with their recovery.
     #[serde(default)]
     pub path_events: Vec<PathEvent>,
     /// What to record.
@@ -108,6 +111,17 @@ pub struct TransportConfig {
     /// (DupThresh marking; a lost tail waits for the RTO).
     #[serde(default)]
     pub loss_recovery: LossRecoveryConfig,
+    /// `net.mptcp.stale_loss_cnt` of the upstream kernel (default 4; 0 never marks a subflow
+    /// stale): with a scheduler on the upstream machinery (`linux`), a busy subflow that has
+    /// received no ACK for more than this many MPTCP-level retransmission-timer periods is
+    /// avoided while another subflow is active, and its pending data is sent again on the
+    /// others (`mpsched_proto::mptcp::stale`). Other schedulers ignore it.
+    #[serde(default = "default_stale_loss_cnt")]
+    pub stale_loss_cnt: u8,
+}
+
+fn default_stale_loss_cnt() -> u8 {
+    mpsched_proto::mptcp::stale::DEFAULT_STALE_LOSS_CNT
 }
 
 /// Loss detection of the subflows (`mpsched_proto::tcp::LossRecovery`).
@@ -225,6 +239,21 @@ pub enum AppConfig {
         /// No block is issued at or after this time, ns.
         stop_ns: u64,
     },
+    /// Real-time messages: one message of `size_bytes` every `interval_ns` from the flow's
+    /// start until `stop_ns` (game state at 30-60 Hz, a VoIP frame every 20 ms), each stamped
+    /// with its send time; the receiver records when each is complete in order (the `blocks`
+    /// table, with the deadline and whether it was missed).
+    Messages {
+        /// Size of one message, bytes.
+        size_bytes: u64,
+        /// Time between messages, ns.
+        interval_ns: u64,
+        /// A message delivered more than this after it was sent misses its deadline, ns.
+        #[serde(default)]
+        deadline_ns: Option<u64>,
+        /// No message is issued at or after this time, ns.
+        stop_ns: u64,
+    },
     /// Several transfers on one long-lived connection. Without `offsets_ns` they run back to
     /// back: the next is written once the previous one is DATA_ACKed. With `offsets_ns`,
     /// transfer `k` is written at `start_ns + offsets_ns[k]` (queued behind unfinished ones).
@@ -270,18 +299,6 @@ pub struct CrossTrafficConfig {
 
 fn default_cbr_packet() -> u64 {
     1500
-}
-
-/// A path failing or recovering (all its links stop or resume forwarding).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PathEvent {
-    /// Time of the event, ns.
-    pub at_ns: u64,
-    /// Path index.
-    pub path: usize,
-    /// False: the path goes down (packets on it are lost); true: it comes back.
-    pub up: bool,
 }
 
 /// What the run records besides the flow table.
