@@ -4,12 +4,14 @@ Layout of a study directory ``<out>``::
 
     <out>/<run_id>/flows.parquet            one row per transfer
                    subflows.parquet         one row per subflow
-                   blocks.parquet           one row per application unit (CBR block, web object,
-                                            transfer on a long-lived connection)
+                   blocks.parquet           one row per application unit (CBR block, real-time
+                                            message, web object, transfer on a long-lived
+                                            connection)
                    subflow_series.parquet   time series (cwnd, srtt, in flight, bytes acked)
                    conn_series.parquet      time series (delivered, out-of-order, receive buffer)
                    link_series.parquet      time series (queue, drops)
                    links.parquet            one row per link
+                   path_events.parquet      one row per path event (kind, path, start, end)
                    run.parquet              one row: run id, seed, engine, swept parameters
                    scenario.toml            the concrete scenario of this run
                    config.json              the normalized configuration the engine ran
@@ -43,11 +45,11 @@ __all__ = ["SCHEMA_VERSION", "TABLES", "run_id_for", "config_hash", "write_run",
 #: Bumped whenever a table's columns change meaning.
 SCHEMA_VERSION = 1
 #: The record tables every engine returns.
-TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links")
+TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links", "path_events")
 TMP = ".tmp"
 
 _STRING_COLUMNS = {"protocol", "scheduler", "cc", "direction", "app", "path", "link", "run_id"}
-_BOOL_COLUMNS = {"completed"}
+_BOOL_COLUMNS = {"completed", "deadline_missed"}
 
 
 def config_hash(config: dict[str, Any]) -> str:

@@ -251,6 +251,9 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
     for e_i, e in enumerate(cfg.get("path_events") or []):
         if not 0 <= int(e["path"]) < len(paths):
             raise TestbedConfigError(f"path_events[{e_i}].path", f"no path {e['path']}")
+        if "kind" in e:  # impairments the hosts do not see; a down / up comes in the original shape
+            raise TestbedConfigError(f"path_events[{e_i}].kind", f"the kernel engine emulates a path going down "
+                                     f"and coming back, not a {e['kind']} yet; run it on the simulator")
         events.append((int(e["at_ns"]), int(e["path"]), bool(e["up"])))
     links: list[LinkPlan] = []
     used: dict[int, str] = {}
