@@ -228,6 +228,10 @@ def _print_summary(res) -> None:
     for row in df.iter_rows():
         table.add_row(*(_cell(v) for v in row))
     _c.out.print(table)
+    from mpsched.analysis import has_resilience, resilience_summary
+
+    if has_resilience(res):
+        _print_table(resilience_summary(res), "Failover and real-time traffic (ms; seeds pooled)")
 
 
 _HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FCT p95 (s)",
@@ -235,11 +239,14 @@ _HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FC
             "fct_median_ms": "FCT p50 (ms)", "fct_p99_ms": "FCT p99 (ms)", "fct_mean_ms": "FCT mean (ms)",
             "goodput_mbps": "goodput (Mbit/s)", "util_host": "util host", "util_edge_agg": "util edge-agg",
             "util_agg_core": "util core", "util_access": "util access", "util_bottleneck": "util bottleneck",
-            "jain_bulk": "Jain (bulk)"}
+            "jain_bulk": "Jain (bulk)", "failover_ms": "failover", "failover90_ms": "to 90 %",
+            "failback_ms": "failback", "longest_stall_ms": "longest stall", "delay_p50_ms": "delay p50",
+            "delay_p99_ms": "delay p99", "delay_p999_ms": "delay p99.9", "deadline_miss_rate": "missed",
+            "sent_per_delivered": "sent/delivered"}
 
 
 def _cell(v) -> str:
-    if v is None:
+    if v is None or (isinstance(v, float) and v != v):  # null or NaN: undefined
         return "–"
     if isinstance(v, float):
         return f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}"
@@ -264,7 +271,8 @@ def show(
     fmt: str = typer.Option("table", "--format", "-f", help="table, csv or json."),
 ) -> None:
     """Summarise a study: FCT median / p95 / mean per scheduler and setting, path shares (on a
-    [topology]: link utilisation per tier, Jain's index, FCT per flow class)."""
+    [topology]: link utilisation per tier, Jain's index, FCT per flow class); with path events
+    or messages also failover / failback times, stalls, message delays and deadline misses."""
     if fmt not in ("table", "csv", "json"):
         _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
     res = _open(path)

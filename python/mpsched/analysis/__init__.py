@@ -8,6 +8,8 @@ from mpsched.analysis.summary import (
     datacenter_summary,
     fct_summary,
     group_keys,
+    has_resilience,
+    resilience_summary,
     is_datacenter,
     labelled_flows,
     link_utilisation,
@@ -16,4 +18,4 @@ from mpsched.analysis.summary import (
 )
 
 __all__ = ["metrics", "group_keys", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
-           "link_utilisation", "datacenter_summary", "class_fct_summary"]
+           "link_utilisation", "datacenter_summary", "class_fct_summary", "has_resilience", "resilience_summary"]
