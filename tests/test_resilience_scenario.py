@@ -173,3 +173,15 @@ def test_the_kernel_engine_refuses_an_impairment_it_cannot_play_yet():
     with pytest.raises(TestbedConfigError) as e:
         make_plan(cfg)
     assert e.value.field == "path_events[0].kind"
+
+
+def test_the_kernel_engine_sets_stale_loss_cnt_per_host_and_refuses_two_values():
+    from mpsched.engines.kernel.plan import TestbedConfigError, make_plan
+
+    kernel = '[[workload]]\nkind = "bulk"\n[[connection]]\nname = "a"\nscheduler = "linux"\nstale_loss_cnt = 2\n'
+    assert make_plan(to_config(_scenario(kernel))).stale_loss_cnt == 2
+    two = kernel + ('[[connection]]\nname = "b"\nscheduler = "linux"\nstale_loss_cnt = 6\n'
+                    '[[workload]]\nkind = "bulk"\nconnection = "b"\n')
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(to_config(_scenario(two)))
+    assert e.value.field == "transports" and "same stale_loss_cnt" in str(e.value)

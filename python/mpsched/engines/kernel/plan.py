@@ -177,6 +177,7 @@ class Plan:
     rcv_buf_bytes: int
     snd_buf_bytes: int
     init_cwnd_segments: int
+    stale_loss_cnt: int = 4          # net.mptcp.stale_loss_cnt, per namespace
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -366,4 +367,15 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         rcv_buf_bytes=max((int(t["rcv_buf_bytes"]) for t in transports), default=6 << 20),
         snd_buf_bytes=max((int(t["snd_buf_bytes"]) for t in transports), default=6 << 20),
         init_cwnd_segments=int(transports[0].get("init_cwnd_segments", 10)) if transports else 10,
+        stale_loss_cnt=_stale_loss_cnt(transports),
         notes=notes)
+
+
+def _stale_loss_cnt(transports: list[dict[str, Any]]) -> int:
+    """`net.mptcp.stale_loss_cnt` is one value per network namespace: the connections of a run
+    must agree on it."""
+    values = {int(t.get("stale_loss_cnt", 4)) for t in transports if t["protocol"] == "mptcp"}
+    if len(values) > 1:
+        raise TestbedConfigError("transports", "the kernel has one net.mptcp.stale_loss_cnt per host; give every "
+                                 f"connection the same stale_loss_cnt (got {sorted(values)})")
+    return values.pop() if values else 4
