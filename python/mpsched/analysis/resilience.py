@@ -123,8 +123,8 @@ def failover(path_events: pl.DataFrame, stalls: pl.DataFrame, conn_series: pl.Da
     * `failover_ms`: from the event to the first byte delivered again: the end of the first
       stall overlapping the event's span (from its start to its end, or to the end of the run)
       minus the event's time. A stall is a wait longer than the units' deadline (messages with
-      one: a wait within it cost the application nothing it asked for), else than twice the
-      flow's median wait before the event (for a transfer, at least one sample interval). 0
+      one: a wait within it cost the application nothing it asked for), else than every wait of
+      the flow before the event (its usual hiccups; for a transfer, at least one sample). 0
       when no wait was a stall: the event cost nothing. Null when delivery never resumed.
     * `failover90_ms` (transfers): from the event to the start of the first `window_s` window,
       from the first byte delivered again on, whose delivery rate reaches 90 % of the rate the connection
@@ -173,19 +173,18 @@ def _failover_ns(w: pl.DataFrame, at_ns: int, end_ns: int | None) -> int | None:
     deadline = w["deadline_ns"].drop_nulls()
     if len(deadline):  # units with a deadline: a wait within it cost the application nothing
         floor = int(deadline.min())
-    else:
-        floor = 2 * (w.filter(pl.col("end_ns").is_not_null() & (pl.col("end_ns") <= at_ns))["stall_ns"].median() or 0)
+    else:  # no longer than any wait before the event: not a failure
+        floor = w.filter(pl.col("end_ns").is_not_null() & (pl.col("end_ns") <= at_ns))["stall_ns"].max() or 0
     if not bool(w["unit"].any()) and w.height:  # transfers: at least one sample interval
         gaps = (w["end_ns"] - w["start_ns"]).drop_nulls()
         floor = max(floor, int(gaps.min()) if len(gaps) else 0)
     horizon = end_ns if end_ns is not None else math.inf
-    for r in w.sort("start_ns").iter_rows(named=True):
-        if (r["end_ns"] is None or r["end_ns"] > at_ns) and r["start_ns"] < horizon:
-            if r["end_ns"] is None:
-                return None
-            if r["stall_ns"] > floor:
-                return max(r["end_ns"] - at_ns, 0)
-    return 0
+    over = [r for r in w.iter_rows(named=True)
+            if (r["end_ns"] is None or r["end_ns"] > at_ns) and r["start_ns"] < horizon]
+    if any(r["end_ns"] is None for r in over):
+        return None
+    stalls = sorted((r for r in over if r["stall_ns"] > floor), key=lambda r: r["start_ns"])
+    return max(stalls[0]["end_ns"] - at_ns, 0) if stalls else 0
 
 
 def _failover90_ns(c: pl.DataFrame, at_ns: int, resume_ns: int, end_ns: int | None, window_s: float) -> int | None:
