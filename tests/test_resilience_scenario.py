@@ -166,13 +166,37 @@ def test_deadline_belongs_to_messages_and_stale_loss_cnt_is_a_byte():
     assert e.field == "connection[0].stale_loss_cnt"
 
 
-def test_the_kernel_engine_refuses_an_impairment_it_cannot_play_yet():
+def test_the_kernel_engine_plays_blackholes_and_rate_collapses_and_refuses_the_rest():
+    from mpsched.engines.kernel.events import actions_for
     from mpsched.engines.kernel.plan import TestbedConfigError, make_plan
 
-    cfg = to_config(_scenario(MESSAGES + '[[path_events]]\nkind = "blackhole"\npath = "wlan"\nat = "1s"\n'))
-    with pytest.raises(TestbedConfigError) as e:
-        make_plan(cfg)
-    assert e.value.field == "path_events[0].kind"
+    bulk = '[[workload]]\nkind = "bulk"\n[connection]\nscheduler = "linux"\n'
+    plan = make_plan(to_config(_scenario(bulk + """
+[[path_events]]
+kind = "blackhole"
+path = "wlan"
+at = "1s"
+duration = "1s"
+direction = "up"
+[[path_events]]
+kind = "rate_collapse"
+path = "lte"
+at = "2s"
+duration = "3s"
+direction = "down"
+rate = "1Mbit"
+""")))
+    s = 1_000_000_000
+    acts = [(a[0], a[1]) for a in actions_for(plan)]
+    assert acts == [(s, "path 0 uplink down"), (2 * s, "lte.down rate 1000000"), (2 * s, "path 0 uplink up"),
+                    (5 * s, "lte.down rate 10000000")]
+    drop = actions_for(plan)[0][2]
+    assert drop == [["iptables", "-t", "mangle", "-I", "FORWARD", "1", "-i", "rp0", "-o", "rsrv", "-j", "DROP"]]
+    for kind, extra in (("loss_ramp", 'to_loss = "10%"'), ("rtt_spike", 'extra_delay = "50ms"')):
+        cfg = to_config(_scenario(bulk + f'[[path_events]]\nkind = "{kind}"\npath = "wlan"\nat = "1s"\n{extra}\n'))
+        with pytest.raises(TestbedConfigError) as e:
+            make_plan(cfg)
+        assert e.value.field == "path_events[0].kind"
 
 
 def test_the_kernel_engine_sets_stale_loss_cnt_per_host_and_refuses_two_values():

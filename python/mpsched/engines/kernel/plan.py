@@ -13,6 +13,7 @@ egress, its uplink in class 1:<i+1> of `rsrv` egress; both delayed by NFQUEUE in
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,7 +169,7 @@ class Plan:
     links: list[LinkPlan]
     flows: list[FlowPlan]
     cross: list[CrossPlan]
-    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up)
+    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up): DROP rules both ways
     mptcp_paths: tuple[int, ...]     # paths with an MPTCP subflow endpoint on the client
     backup_paths: tuple[int, ...]
     duration_ns: int
@@ -178,6 +179,8 @@ class Plan:
     snd_buf_bytes: int
     init_cwnd_segments: int
     stale_loss_cnt: int = 4          # net.mptcp.stale_loss_cnt, per namespace
+    #: (at_ns, path, up, direction): a blackhole of one direction ("down" or "up") of a path
+    drops: list[tuple[int, int, bool, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -252,10 +255,22 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
     for e_i, e in enumerate(cfg.get("path_events") or []):
         if not 0 <= int(e["path"]) < len(paths):
             raise TestbedConfigError(f"path_events[{e_i}].path", f"no path {e['path']}")
-        if "kind" in e:  # impairments the hosts do not see; a down / up comes in the original shape
-            raise TestbedConfigError(f"path_events[{e_i}].kind", f"the kernel engine emulates a path going down "
-                                     f"and coming back, not a {e['kind']} yet; run it on the simulator")
-        events.append((int(e["at_ns"]), int(e["path"]), bool(e["up"])))
+        if "kind" not in e:
+            events.append((int(e["at_ns"]), int(e["path"]), bool(e["up"])))
+        elif e["kind"] not in ("blackhole", "rate_collapse"):  # a down / up comes in the original shape
+            raise TestbedConfigError(f"path_events[{e_i}].kind", f"the kernel engine plays down, blackhole and "
+                                     f"rate_collapse, not a {e['kind']} yet; run it on the simulator")
+    drops: list[tuple[int, int, bool, str]] = []
+    collapses: list[tuple[int, dict[str, Any]]] = []
+    for e_i, e in enumerate(cfg.get("path_events") or []):
+        if e.get("kind") == "blackhole":  # the same DROP rules as a path down: the hosts see nothing
+            at, end, path, d = int(e["at_ns"]), e.get("duration_ns"), int(e["path"]), e.get("direction", "both")
+            if d == "both":
+                events += [(at, path, False)] + ([(at + int(end), path, True)] if end is not None else [])
+            else:
+                drops += [(at, path, False, d)] + ([(at + int(end), path, True, d)] if end is not None else [])
+        elif e.get("kind") == "rate_collapse":
+            collapses.append((e_i, e))
     links: list[LinkPlan] = []
     used: dict[int, str] = {}
     for i, p in enumerate(paths):
@@ -345,6 +360,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                packet_bytes=int(c.get("packet_bytes", 1500)), start_ns=int(c["start_ns"]),
                                stop_ns=int(c["stop_ns"])))
 
+    links = _collapse(links, collapses)
     record = cfg.get("record") or {}
     notes = []
     # The kernel always autotunes its receive buffer (net.ipv4.tcp_moderate_rcvbuf = 1 and no
@@ -361,7 +377,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         notes.append("scheduler: the kernel's default scheduler ran (recorded as 'linux')")
     return Plan(
         n_paths=len(paths), path_names=[p["name"] for p in paths], links=links, flows=flows, cross=cross,
-        path_events=sorted(events),
+        path_events=sorted(events), drops=sorted(drops),
         mptcp_paths=mptcp_paths, backup_paths=tuple(sorted(backups)), duration_ns=int(cfg["duration_ns"]),
         sample_interval_ns=int(record.get("sample_interval_ns", 10_000_000)), seed=int(cfg.get("seed", 1)),
         rcv_buf_bytes=max((int(t["rcv_buf_bytes"]) for t in transports), default=6 << 20),
@@ -379,3 +395,22 @@ def _stale_loss_cnt(transports: list[dict[str, Any]]) -> int:
         raise TestbedConfigError("transports", "the kernel has one net.mptcp.stale_loss_cnt per host; give every "
                                  f"connection the same stale_loss_cnt (got {sorted(values)})")
     return values.pop() if values else 4
+
+
+def _collapse(links: list[LinkPlan], collapses: list[tuple[int, dict[str, Any]]]) -> list[LinkPlan]:
+    """A rate collapse is two steps of the affected links' htb rate: down to its rate, back to
+    the link's own at its end. A link with a capacity schedule or a trace, or a second collapse
+    of a link, is refused (the rate at the end would depend on both)."""
+    links = list(links)
+    for e_i, e in collapses:
+        at, end, d = int(e["at_ns"]), e.get("duration_ns"), e.get("direction", "both")
+        for k, lk in enumerate(links):
+            if lk.path != int(e["path"]) or d not in ("both", lk.direction):
+                continue
+            if lk.rate_steps or lk.trace is not None:
+                raise TestbedConfigError(f"path_events[{e_i}].kind", f"link {lk.name} has a capacity schedule, a "
+                                         "trace or another rate collapse; the kernel engine collapses a "
+                                         "constant-rate link once")
+            steps = [(at, int(e["rate_bps"]))] + ([(at + int(end), lk.rate_bps)] if end is not None else [])
+            links[k] = dataclasses.replace(lk, rate_steps=tuple(sorted(steps)))
+    return links
