@@ -13,11 +13,11 @@ egress, its uplink in class 1:<i+1> of `rsrv` egress; both delayed by NFQUEUE in
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpsched.engines.base import EngineError
+from mpsched.engines.kernel.errors import TestbedConfigError
+from mpsched.engines.kernel.path_events import collapse, path_events, stale_loss_cnt
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
            "client_addr", "SERVER_ADDR", "MAX_PATHS"]
@@ -34,15 +34,6 @@ UNLIMITED_QUEUE_BYTES = 1 << 30
 #: htb rate of a trace-driven link: the delayer is its bottleneck, the class only counts.
 TRACE_HTB_RATE_BPS = 10_000_000_000
 
-
-class TestbedConfigError(EngineError, ValueError):
-    """The configuration asks for something the kernel testbed cannot emulate."""
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
 
 
 def client_addr(path: int) -> str:
@@ -251,26 +242,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         raise TestbedConfigError("paths", "at least one path is needed")
     if len(paths) > MAX_PATHS:
         raise TestbedConfigError("paths", f"the testbed builds at most {MAX_PATHS} paths")
-    events = []
-    for e_i, e in enumerate(cfg.get("path_events") or []):
-        if not 0 <= int(e["path"]) < len(paths):
-            raise TestbedConfigError(f"path_events[{e_i}].path", f"no path {e['path']}")
-        if "kind" not in e:
-            events.append((int(e["at_ns"]), int(e["path"]), bool(e["up"])))
-        elif e["kind"] not in ("blackhole", "rate_collapse"):  # a down / up comes in the original shape
-            raise TestbedConfigError(f"path_events[{e_i}].kind", f"the kernel engine plays down, blackhole and "
-                                     f"rate_collapse, not a {e['kind']} yet; run it on the simulator")
-    drops: list[tuple[int, int, bool, str]] = []
-    collapses: list[tuple[int, dict[str, Any]]] = []
-    for e_i, e in enumerate(cfg.get("path_events") or []):
-        if e.get("kind") == "blackhole":  # the same DROP rules as a path down: the hosts see nothing
-            at, end, path, d = int(e["at_ns"]), e.get("duration_ns"), int(e["path"]), e.get("direction", "both")
-            if d == "both":
-                events += [(at, path, False)] + ([(at + int(end), path, True)] if end is not None else [])
-            else:
-                drops += [(at, path, False, d)] + ([(at + int(end), path, True, d)] if end is not None else [])
-        elif e.get("kind") == "rate_collapse":
-            collapses.append((e_i, e))
+    events, drops, collapses = path_events(cfg.get("path_events") or [], len(paths))
     links: list[LinkPlan] = []
     used: dict[int, str] = {}
     for i, p in enumerate(paths):
@@ -360,7 +332,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                packet_bytes=int(c.get("packet_bytes", 1500)), start_ns=int(c["start_ns"]),
                                stop_ns=int(c["stop_ns"])))
 
-    links = _collapse(links, collapses)
+    links = collapse(links, collapses)
     record = cfg.get("record") or {}
     notes = []
     # The kernel always autotunes its receive buffer (net.ipv4.tcp_moderate_rcvbuf = 1 and no
@@ -383,34 +355,6 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         rcv_buf_bytes=max((int(t["rcv_buf_bytes"]) for t in transports), default=6 << 20),
         snd_buf_bytes=max((int(t["snd_buf_bytes"]) for t in transports), default=6 << 20),
         init_cwnd_segments=int(transports[0].get("init_cwnd_segments", 10)) if transports else 10,
-        stale_loss_cnt=_stale_loss_cnt(transports),
+        stale_loss_cnt=stale_loss_cnt(transports),
         notes=notes)
 
-
-def _stale_loss_cnt(transports: list[dict[str, Any]]) -> int:
-    """`net.mptcp.stale_loss_cnt` is one value per network namespace: the connections of a run
-    must agree on it."""
-    values = {int(t.get("stale_loss_cnt", 4)) for t in transports if t["protocol"] == "mptcp"}
-    if len(values) > 1:
-        raise TestbedConfigError("transports", "the kernel has one net.mptcp.stale_loss_cnt per host; give every "
-                                 f"connection the same stale_loss_cnt (got {sorted(values)})")
-    return values.pop() if values else 4
-
-
-def _collapse(links: list[LinkPlan], collapses: list[tuple[int, dict[str, Any]]]) -> list[LinkPlan]:
-    """A rate collapse is two steps of the affected links' htb rate: down to its rate, back to
-    the link's own at its end. A link with a capacity schedule or a trace, or a second collapse
-    of a link, is refused (the rate at the end would depend on both)."""
-    links = list(links)
-    for e_i, e in collapses:
-        at, end, d = int(e["at_ns"]), e.get("duration_ns"), e.get("direction", "both")
-        for k, lk in enumerate(links):
-            if lk.path != int(e["path"]) or d not in ("both", lk.direction):
-                continue
-            if lk.rate_steps or lk.trace is not None:
-                raise TestbedConfigError(f"path_events[{e_i}].kind", f"link {lk.name} has a capacity schedule, a "
-                                         "trace or another rate collapse; the kernel engine collapses a "
-                                         "constant-rate link once")
-            steps = [(at, int(e["rate_bps"]))] + ([(at + int(end), lk.rate_bps)] if end is not None else [])
-            links[k] = dataclasses.replace(lk, rate_steps=tuple(sorted(steps)))
-    return links
