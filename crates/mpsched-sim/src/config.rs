@@ -10,8 +10,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Path events (down/up and impairments): see `path_events.rs`.
-pub use crate::path_events::{LinkDirection, PathEvent, PathImpairment, PathUpDown};
 /// Links, their loss, jitter and capacity models are engine types, used here as they are:
 /// see `crates/mpsched-engine/src/net/{link,loss,jitter,capacity}.rs` for their fields.
 pub use mpsched_engine::net::{
@@ -299,6 +297,137 @@ pub struct CrossTrafficConfig {
 
 fn default_cbr_packet() -> u64 {
     1500
+}
+
+/// One entry of `path_events`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PathEvent {
+    /// The original shape: the path goes down (`up` false) or comes back (`up` true).
+    UpDown(PathUpDown),
+    /// An event with a `kind`.
+    Kind(PathImpairment),
+}
+
+/// A path going down (its links lose everything they hold and the hosts see the interface
+/// go) or coming back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathUpDown {
+    /// Time of the event, ns.
+    pub at_ns: u64,
+    /// Path index.
+    pub path: usize,
+    /// False: the path goes down; true: it comes back.
+    pub up: bool,
+}
+
+/// Which of a path's link chains an impairment applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkDirection {
+    /// Both the downlink (server to client) and the uplink chain.
+    #[default]
+    Both,
+    /// The downlink chain only.
+    Down,
+    /// The uplink chain only.
+    Up,
+}
+
+/// An event with a `kind`. Every kind has `at_ns` (start, ns), `path` (index) and an optional
+/// `duration_ns` (the event is undone then; without it, it lasts to the end of the run).
+/// Impairments (all but `down`) have an optional `direction` ("both", "down", "up").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PathImpairment {
+    /// The path goes down as in the original shape (hosts see it), and comes back after
+    /// `duration_ns`.
+    Down {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until the path comes back, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+    },
+    /// Every packet on the path is silently lost; the hosts see no change (a dead Wi-Fi
+    /// association, a middlebox dropping the flow).
+    Blackhole {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+    },
+    /// Extra random loss rising linearly from `from_p` at `at_ns` to `to_p` at `at_ns +
+    /// ramp_ns`, then holding `to_p` (until `duration_ns` after `at_ns`, if given).
+    LossRamp {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns (at least `ramp_ns`).
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+        /// Length of the ramp, ns.
+        ramp_ns: u64,
+        /// Loss probability at the start, in [0, 1].
+        from_p: f64,
+        /// Loss probability at the end of the ramp and after, in [0, 1].
+        to_p: f64,
+    },
+    /// `extra_delay_ns` more propagation delay on each link of the chain (bufferbloat onset).
+    RttSpike {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+        /// Delay added per link, ns.
+        extra_delay_ns: u64,
+    },
+    /// The links of the chain serialise at `rate_bps` (replacing their rate or capacity model).
+    RateCollapse {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+        /// Rate while it lasts, bit/s (positive).
+        rate_bps: u64,
+    },
+}
+
+impl<'de> Deserialize<'de> for PathEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        if v.get("kind").is_some() {
+            PathImpairment::deserialize(v).map(PathEvent::Kind).map_err(D::Error::custom)
+        } else {
+            PathUpDown::deserialize(v).map(PathEvent::UpDown).map_err(D::Error::custom)
+        }
+    }
 }
 
 /// What the run records besides the flow table.

@@ -2,7 +2,8 @@
 //! impairments set on and lifted from its links (hosts see nothing).
 
 use super::Simulation;
-use crate::path_events::{LinkDirection, PathAction, PathEvent};
+use crate::config::{LinkDirection, PathEvent};
+use crate::path_events::PathAction;
 use mpsched_engine::net::LinkId;
 
 impl Simulation<'_> {
