@@ -18,7 +18,8 @@ from mpsched.study import plan
 
 from conftest import REPO, has_core_runner
 
-RUST_FILES = [REPO / "crates/mpsched-sim/src/config.rs", *sorted((REPO / "crates/mpsched-engine/src/net").glob("*.rs"))]
+RUST_FILES = [REPO / "crates/mpsched-sim/src/config.rs", REPO / "crates/mpsched-sim/src/path_events.rs",
+              *sorted((REPO / "crates/mpsched-engine/src/net").glob("*.rs"))]
 
 
 def _rust_identifiers() -> set[str]:
@@ -77,6 +78,8 @@ rate = "1Mbit"
 [[connection]]
 name = "m"
 backup = ["b"]
+scheduler = "linux"
+stale_loss_cnt = 3
 [[connection]]
 name = "t"
 protocol = "tcp"
@@ -91,6 +94,12 @@ connection = "t"
 direction = "upload"
 start = "1s"
 stop = "5s"
+[[workload]]
+kind = "messages"
+size = "160B"
+rate_hz = 50
+deadline = "150ms"
+stop = "6s"
 [[cross_traffic]]
 path = "a"
 rate = "1Mbit"
@@ -98,6 +107,36 @@ rate = "1Mbit"
 at = "3s"
 path = "b"
 up = false
+[[path_events]]
+kind = "down"
+at = "1s"
+duration = "1s"
+path = "a"
+[[path_events]]
+kind = "blackhole"
+at = "2s"
+duration = "1s"
+direction = "down"
+path = "a"
+[[path_events]]
+kind = "loss_ramp"
+at = "4s"
+path = "a"
+ramp = "1s"
+from_loss = "1%"
+to_loss = "20%"
+[[path_events]]
+kind = "rtt_spike"
+at = "5s"
+duration = "1s"
+path = "b"
+extra_delay = "50ms"
+[[path_events]]
+kind = "rate_collapse"
+at = "6s"
+path = "b"
+direction = "up"
+rate = "100kbit"
 """,
         base_dir=tmp_path,
     )

@@ -56,6 +56,7 @@ fn base(flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
             rcv_buf_autotuning: false,
             join_timing: JoinTimingConfig::Oot,
             loss_recovery: LossRecoveryConfig::RackTlp,
+            stale_loss_cnt: 4,
         }],
         flows,
         cross_traffic: vec![],

@@ -7,7 +7,7 @@
 
 use crate::config::AppConfig;
 use crate::endpoint::Endpoint;
-use crate::units::{cbr_blocks, Trigger, UnitApp, UnitRecord};
+use crate::units::{cbr_blocks, interval_units, Trigger, UnitApp, UnitRecord};
 
 /// The application of one flow.
 #[derive(Debug)]
@@ -34,6 +34,13 @@ impl App {
             &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
                 let n = cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps) as usize;
                 App::Units(UnitApp::new(start_ns, vec![block_bytes; n], Trigger::Periodic { block_bytes, rate_bps }))
+            }
+            &AppConfig::Messages { size_bytes, interval_ns, deadline_ns, stop_ns } => {
+                let n = interval_units(start_ns, stop_ns, interval_ns) as usize;
+                App::Units(
+                    UnitApp::new(start_ns, vec![size_bytes; n], Trigger::Interval { interval_ns })
+                        .with_deadline(deadline_ns),
+                )
             }
             AppConfig::Transfers { sizes_bytes, offsets_ns } => {
                 let trigger = match offsets_ns {
@@ -144,13 +151,14 @@ impl App {
         }
     }
 
-    /// Short name for records ("sized", "bulk", "web", "cbr", "transfers").
+    /// Short name for records ("sized", "bulk", "web", "cbr", "messages", "transfers").
     pub(crate) fn kind(cfg: &AppConfig) -> &'static str {
         match cfg {
             AppConfig::Sized { .. } => "sized",
             AppConfig::Bulk { .. } => "bulk",
             AppConfig::Web { .. } => "web",
             AppConfig::Cbr { .. } => "cbr",
+            AppConfig::Messages { .. } => "messages",
             AppConfig::Transfers { .. } => "transfers",
         }
     }
@@ -166,6 +174,9 @@ impl App {
             &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
                 Some(cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps).saturating_mul(block_bytes))
             }
+            &AppConfig::Messages { size_bytes, interval_ns, stop_ns, .. } => {
+                Some(interval_units(start_ns, stop_ns, interval_ns).saturating_mul(size_bytes))
+            }
         }
     }
 
@@ -177,6 +188,7 @@ impl App {
             AppConfig::Bulk { .. } => 0,
             AppConfig::Web { objects_bytes: s, .. } | AppConfig::Transfers { sizes_bytes: s, .. } => s.len() as u64,
             &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps),
+            &AppConfig::Messages { interval_ns, stop_ns, .. } => interval_units(start_ns, stop_ns, interval_ns),
         }
     }
 

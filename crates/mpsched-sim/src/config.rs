@@ -37,7 +37,8 @@ pub struct SimConfig {
     /// Constant-bit-rate cross traffic (UDP-like: no congestion control, no retransmission).
     #[serde(default)]
     pub cross_traffic: Vec<CrossTrafficConfig>,
-    /// Paths going down and coming back up.
+    /// Paths going down and coming back up, and impairments of paths (blackhole, loss ramp,
+    /// RTT spike, rate collapse) with their recovery.
     #[serde(default)]
     pub path_events: Vec<PathEvent>,
     /// What to record.
@@ -108,6 +109,17 @@ pub struct TransportConfig {
     /// (DupThresh marking; a lost tail waits for the RTO).
     #[serde(default)]
     pub loss_recovery: LossRecoveryConfig,
+    /// `net.mptcp.stale_loss_cnt` of the upstream kernel (default 4; 0 never marks a subflow
+    /// stale): with a scheduler on the upstream machinery (`linux`), a busy subflow that has
+    /// received no ACK for more than this many MPTCP-level retransmission-timer periods is
+    /// avoided while another subflow is active, and its pending data is sent again on the
+    /// others (`mpsched_proto::mptcp::stale`). Other schedulers ignore it.
+    #[serde(default = "default_stale_loss_cnt")]
+    pub stale_loss_cnt: u8,
+}
+
+fn default_stale_loss_cnt() -> u8 {
+    mpsched_proto::mptcp::stale::DEFAULT_STALE_LOSS_CNT
 }
 
 /// Loss detection of the subflows (`mpsched_proto::tcp::LossRecovery`).
@@ -225,6 +237,21 @@ pub enum AppConfig {
         /// No block is issued at or after this time, ns.
         stop_ns: u64,
     },
+    /// Real-time messages: one message of `size_bytes` every `interval_ns` from the flow's
+    /// start until `stop_ns` (game state at 30-60 Hz, a VoIP frame every 20 ms), each stamped
+    /// with its send time; the receiver records when each is complete in order (the `blocks`
+    /// table, with the deadline and whether it was missed).
+    Messages {
+        /// Size of one message, bytes.
+        size_bytes: u64,
+        /// Time between messages, ns.
+        interval_ns: u64,
+        /// A message delivered more than this after it was sent misses its deadline, ns.
+        #[serde(default)]
+        deadline_ns: Option<u64>,
+        /// No message is issued at or after this time, ns.
+        stop_ns: u64,
+    },
     /// Several transfers on one long-lived connection. Without `offsets_ns` they run back to
     /// back: the next is written once the previous one is DATA_ACKed. With `offsets_ns`,
     /// transfer `k` is written at `start_ns + offsets_ns[k]` (queued behind unfinished ones).
@@ -272,16 +299,135 @@ fn default_cbr_packet() -> u64 {
     1500
 }
 
-/// A path failing or recovering (all its links stop or resume forwarding).
+/// One entry of `path_events`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PathEvent {
+    /// The original shape: the path goes down (`up` false) or comes back (`up` true).
+    UpDown(PathUpDown),
+    /// An event with a `kind`.
+    Kind(PathImpairment),
+}
+
+/// A path going down (its links lose everything they hold and the hosts see the interface
+/// go) or coming back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PathEvent {
+pub struct PathUpDown {
     /// Time of the event, ns.
     pub at_ns: u64,
     /// Path index.
     pub path: usize,
-    /// False: the path goes down (packets on it are lost); true: it comes back.
+    /// False: the path goes down; true: it comes back.
     pub up: bool,
+}
+
+/// Which of a path's link chains an impairment applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkDirection {
+    /// Both the downlink (server to client) and the uplink chain.
+    #[default]
+    Both,
+    /// The downlink chain only.
+    Down,
+    /// The uplink chain only.
+    Up,
+}
+
+/// An event with a `kind`. Every kind has `at_ns` (start, ns), `path` (index) and an optional
+/// `duration_ns` (the event is undone then; without it, it lasts to the end of the run).
+/// Impairments (all but `down`) have an optional `direction` ("both", "down", "up").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PathImpairment {
+    /// The path goes down as in the original shape (hosts see it), and comes back after
+    /// `duration_ns`.
+    Down {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until the path comes back, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+    },
+    /// Every packet on the path is silently lost; the hosts see no change (a dead Wi-Fi
+    /// association, a middlebox dropping the flow).
+    Blackhole {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+    },
+    /// Extra random loss rising linearly from `from_p` at `at_ns` to `to_p` at `at_ns +
+    /// ramp_ns`, then holding `to_p` (until `duration_ns` after `at_ns`, if given).
+    LossRamp {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns (at least `ramp_ns`).
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+        /// Length of the ramp, ns.
+        ramp_ns: u64,
+        /// Loss probability at the start, in [0, 1].
+        from_p: f64,
+        /// Loss probability at the end of the ramp and after, in [0, 1].
+        to_p: f64,
+    },
+    /// `extra_delay_ns` more propagation delay on each link of the chain (bufferbloat onset).
+    RttSpike {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+        /// Delay added per link, ns.
+        extra_delay_ns: u64,
+    },
+    /// The links of the chain serialise at `rate_bps` (replacing their rate or capacity model).
+    RateCollapse {
+        /// Start, ns.
+        at_ns: u64,
+        /// Path index.
+        path: usize,
+        /// Time until it is lifted, ns.
+        #[serde(default)]
+        duration_ns: Option<u64>,
+        /// Link chains affected.
+        #[serde(default)]
+        direction: LinkDirection,
+        /// Rate while it lasts, bit/s (positive).
+        rate_bps: u64,
+    },
+}
+
+impl<'de> Deserialize<'de> for PathEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        if v.get("kind").is_some() {
+            PathImpairment::deserialize(v).map(PathEvent::Kind).map_err(D::Error::custom)
+        } else {
+            PathUpDown::deserialize(v).map(PathEvent::UpDown).map_err(D::Error::custom)
+        }
+    }
 }
 
 /// What the run records besides the flow table.

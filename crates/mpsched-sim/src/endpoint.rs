@@ -109,6 +109,7 @@ pub(crate) fn build_endpoints(
         // The kernel sizes both buffers itself unless the application sets SO_RCVBUF /
         // SO_SNDBUF (the testbed sets neither): one switch for "the kernel's buffers".
         snd_buf_autotuning: t.rcv_buf_autotuning,
+        stale_loss_cnt: t.stale_loss_cnt,
         ..ConnConfig::new(mode, is_client, paths.len())
     };
     let scheduler = match mode {

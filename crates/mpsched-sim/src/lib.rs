@@ -5,6 +5,7 @@
 mod app;
 pub mod config;
 mod endpoint;
+mod path_events;
 pub mod records;
 pub mod run;
 pub mod topology;

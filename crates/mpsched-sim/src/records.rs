@@ -117,7 +117,7 @@ table_rows! {
         cc: String => Str,
         /// "download" or "upload".
         direction: String => Str,
-        /// Application kind ("sized", "bulk", "web", "cbr", "transfers").
+        /// Application kind ("sized", "bulk", "web", "cbr", "messages", "transfers").
         app: String => Str,
         /// Bytes the application transfers (None for bulk).
         size_bytes: Option<u64> => OptU64,
@@ -165,7 +165,8 @@ table_rows! {
 }
 
 table_rows! {
-    /// One application unit (CBR block, web object, transfer on a long-lived connection).
+    /// One application unit (CBR block, real-time message, web object, transfer on a
+    /// long-lived connection).
     BlockRow => "blocks" {
         /// Flow id.
         flow_id: u64 => U64,
@@ -180,6 +181,11 @@ table_rows! {
         delivered_ns: Option<u64> => OptU64,
         /// Application delay: delivered_ns - sent_ns, ns.
         delay_ns: Option<u64> => OptU64,
+        /// Largest acceptable application delay, ns (messages with a deadline; None otherwise).
+        deadline_ns: Option<u64> => OptU64,
+        /// The unit has a deadline and missed it: delivered later than `sent_ns + deadline_ns`,
+        /// or not delivered by the end of the run although that time had passed.
+        deadline_missed: bool => Bool,
     }
 }
 
@@ -248,7 +254,8 @@ table_rows! {
         packets_forwarded: u64 => U64,
         /// Packets dropped by the queue.
         packets_dropped: u64 => U64,
-        /// Packets lost to the random loss model or to the link being down.
+        /// Packets lost to the random loss model, to the link being down, or to an impairment
+        /// (blackhole, loss ramp; see `path_events`).
         packets_lost: u64 => U64,
     }
 }

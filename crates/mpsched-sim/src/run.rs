@@ -7,7 +7,7 @@
 //! `poll_timeout` (one pending timer event per endpoint; stale ones are ignored).
 
 use crate::app::App;
-use crate::config::{ConfigError, Direction, PathEvent, Protocol, SimConfig};
+use crate::config::{ConfigError, Direction, Protocol, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint, Segment};
 use crate::records::{
@@ -17,6 +17,8 @@ use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_engine::rng::Rng;
 use slab::Slab;
+
+mod path_events;
 
 /// Component-id bases of the random streams (stable: adding a component of one kind never
 /// shifts the streams of another).
@@ -80,7 +82,10 @@ enum Event {
     AppWakeup(u32),
     Sample,
     CrossSend(u32),
+    /// Start of path event `i`.
     Path(u32),
+    /// End (recovery) of path event `i`.
+    PathEnd(u32),
 }
 
 /// Side of a connection.
@@ -177,7 +182,10 @@ impl<'a> Simulation<'a> {
             }
         }
         for (i, e) in cfg.path_events.iter().enumerate() {
-            queue.push(e.at_ns, Event::Path(i as u32));
+            queue.push(e.at_ns(), Event::Path(i as u32));
+            if let Some(end) = e.end_ns() {
+                queue.push(end, Event::PathEnd(i as u32));
+            }
         }
         if cfg.record.sample_interval_ns > 0 {
             queue.push(0, Event::Sample);
@@ -234,7 +242,8 @@ impl<'a> Simulation<'a> {
                     }
                 }
                 Event::CrossSend(c) => self.cross_send(c as usize),
-                Event::Path(e) => self.path_event(self.cfg.path_events[e as usize]),
+                Event::Path(e) => self.path_event(self.cfg.path_events[e as usize], true),
+                Event::PathEnd(e) => self.path_event(self.cfg.path_events[e as usize], false),
             }
         }
         self.stats.end_ns = self.now_ns.min(self.cfg.duration_ns);
@@ -422,6 +431,7 @@ impl<'a> Simulation<'a> {
             bytes_redundant: sender.ep.redundant_bytes(),
             ..self.base_row(fi)
         };
+        let now = self.now_ns.min(self.cfg.duration_ns);
         let blocks = f
             .app
             .unit_records()
@@ -433,6 +443,11 @@ impl<'a> Simulation<'a> {
                 sent_ns: u.sent_ns,
                 delivered_ns: u.delivered_ns,
                 delay_ns: u.delivered_ns.map(|d| d.saturating_sub(u.sent_ns)),
+                deadline_ns: u.deadline_ns,
+                deadline_missed: u.deadline_ns.is_some_and(|dl| {
+                    let due = u.sent_ns.saturating_add(dl);
+                    u.delivered_ns.map_or(due <= now, |d| d > due)
+                }),
             })
             .collect();
         (row, subflows, blocks)
@@ -473,26 +488,6 @@ impl<'a> Simulation<'a> {
         let next = now + gap_ns.max(1);
         if next < c.stop_ns {
             self.queue.push(next, Event::CrossSend(ci as u32));
-        }
-    }
-
-    fn path_event(&mut self, e: PathEvent) {
-        let p = &self.cfg.paths[e.path];
-        let now = self.now_ns;
-        for &l in p.down.iter().chain(&p.up) {
-            self.net.set_link_up(now, l as LinkId, e.up);
-        }
-        // The hosts see their interface change at once (the kernel marks the subflow failed).
-        for fi in 0..self.flows.len() {
-            let Some(f) = self.flows[fi].as_mut() else { continue };
-            for (sf, &path) in self.cfg.flow_paths(fi).iter().enumerate() {
-                if path == e.path {
-                    f.client.ep.set_path_up(sf, e.up, now);
-                    f.server.ep.set_path_up(sf, e.up, now);
-                }
-            }
-            self.after_activity(fi, true);
-            self.after_activity(fi, false);
         }
     }
 
@@ -566,7 +561,7 @@ impl<'a> Simulation<'a> {
                     bytes_forwarded: s.bytes_forwarded,
                     packets_forwarded: s.packets_forwarded,
                     packets_dropped: s.packets_dropped_queue,
-                    packets_lost: s.packets_lost_random + s.packets_lost_down,
+                    packets_lost: s.packets_lost_random + s.packets_lost_down + s.packets_lost_impairment,
                 }
             })
             .collect();

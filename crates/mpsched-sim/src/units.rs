@@ -15,6 +15,8 @@ use crate::endpoint::Endpoint;
 pub(crate) enum Trigger {
     /// Unit `k` is issued at `start + k * bytes * 8 / rate` (CBR; integer time without drift).
     Periodic { block_bytes: u64, rate_bps: u64 },
+    /// Unit `k` is issued at `start + k * interval_ns` (real-time messages).
+    Interval { interval_ns: u64 },
     /// Unit `k` is issued at `start + offsets_ns[k]`.
     Offsets(Vec<u64>),
     /// Unit `k` is issued once unit `k - 1` is DATA_ACKed at the sender (unit 0 at the start).
@@ -35,6 +37,8 @@ pub(crate) struct UnitRecord {
     pub(crate) sent_ns: u64,
     /// Time its last byte was delivered in order, ns.
     pub(crate) delivered_ns: Option<u64>,
+    /// Largest acceptable application delay, ns (messages with a deadline).
+    pub(crate) deadline_ns: Option<u64>,
 }
 
 /// The application of a unit-based flow.
@@ -60,6 +64,8 @@ pub(crate) struct UnitApp {
     request_sent_ns: Option<u64>,
     /// Web: a request waiting for the event loop to carry it.
     outgoing: Option<u32>,
+    /// Deadline of every unit (application delay), ns.
+    deadline_ns: Option<u64>,
 }
 
 impl UnitApp {
@@ -86,7 +92,14 @@ impl UnitApp {
             requests_arrived: 0,
             request_sent_ns: None,
             outgoing: None,
+            deadline_ns: None,
         }
+    }
+
+    /// Every unit must be delivered within `deadline_ns` of its issue (for the records).
+    pub(crate) fn with_deadline(mut self, deadline_ns: Option<u64>) -> Self {
+        self.deadline_ns = deadline_ns;
+        self
     }
 
     /// Number of units.
@@ -106,6 +119,9 @@ impl UnitApp {
                 let t = k as u128 * *block_bytes as u128 * 8_000_000_000 / (*rate_bps).max(1) as u128;
                 Some(self.start_ns.saturating_add(u64::try_from(t).unwrap_or(u64::MAX)))
             }
+            Trigger::Interval { interval_ns } => {
+                Some(self.start_ns.saturating_add((k as u64).saturating_mul(*interval_ns)))
+            }
             Trigger::Offsets(o) => Some(self.start_ns.saturating_add(o[k])),
             _ => None,
         }
@@ -123,7 +139,7 @@ impl UnitApp {
         }
         let n = self.units();
         match self.trigger {
-            Trigger::Periodic { .. } | Trigger::Offsets(_) => {
+            Trigger::Periodic { .. } | Trigger::Interval { .. } | Trigger::Offsets(_) => {
                 while self.issued < n {
                     let due = self.due_ns(self.issued).unwrap_or(u64::MAX);
                     if due > now_ns {
@@ -199,7 +215,7 @@ impl UnitApp {
     /// Next time the application wants to act on its own.
     pub(crate) fn next_wakeup_ns(&self) -> Option<u64> {
         match self.trigger {
-            Trigger::Periodic { .. } | Trigger::Offsets(_) => {
+            Trigger::Periodic { .. } | Trigger::Interval { .. } | Trigger::Offsets(_) => {
                 (self.issued < self.units()).then(|| self.due_ns(self.issued)).flatten()
             }
             Trigger::AfterAck => None,
@@ -230,6 +246,7 @@ impl UnitApp {
                 size_bytes: self.sizes_bytes[k],
                 sent_ns: self.sent_ns[k],
                 delivered_ns: self.delivered_ns.get(k).copied(),
+                deadline_ns: self.deadline_ns,
             })
             .collect()
     }
@@ -245,4 +262,12 @@ pub(crate) fn cbr_blocks(start_ns: u64, stop_ns: u64, block_bytes: u64, rate_bps
     let bits_ns = block_bytes as u128 * 8_000_000_000;
     let n = (span * rate_bps as u128).div_ceil(bits_ns);
     u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Number of messages issued every `interval_ns` from `start_ns` until before `stop_ns`.
+pub(crate) fn interval_units(start_ns: u64, stop_ns: u64, interval_ns: u64) -> u64 {
+    if stop_ns <= start_ns || interval_ns == 0 {
+        return 0;
+    }
+    (stop_ns - start_ns).div_ceil(interval_ns)
 }

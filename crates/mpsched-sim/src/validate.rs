@@ -194,6 +194,18 @@ impl SimConfig {
                         return Err(err(f("app"), format!("{n} blocks; at most {MAX_UNITS} per flow")));
                     }
                 }
+                &AppConfig::Messages { size_bytes, interval_ns, stop_ns, .. } => {
+                    if size_bytes == 0 || interval_ns == 0 {
+                        return Err(err(f("app"), "size_bytes and interval_ns must be positive"));
+                    }
+                    if stop_ns <= fl.start_ns {
+                        return Err(err(f("app.stop_ns"), "must be after the flow's start"));
+                    }
+                    let n = crate::units::interval_units(fl.start_ns, stop_ns, interval_ns);
+                    if n > MAX_UNITS as u64 || n.checked_mul(size_bytes).is_none() {
+                        return Err(err(f("app"), format!("{n} messages; at most {MAX_UNITS} per flow")));
+                    }
+                }
                 AppConfig::Transfers { sizes_bytes, offsets_ns } => {
                     check_units(sizes_bytes, |n| f(&format!("app.sizes_bytes{n}")))?;
                     if let Some(o) = offsets_ns {
@@ -225,8 +237,11 @@ impl SimConfig {
         }
         self.check_buckets()?;
         for (i, e) in self.path_events.iter().enumerate() {
-            if e.path >= n_paths {
-                return Err(err(format!("path_events[{i}].path"), format!("path index {} does not exist", e.path)));
+            if e.path() >= n_paths {
+                return Err(err(format!("path_events[{i}].path"), format!("path index {} does not exist", e.path())));
+            }
+            if let Err((field, message)) = e.check() {
+                return Err(err(format!("path_events[{i}].{field}"), message));
             }
         }
         Ok(())

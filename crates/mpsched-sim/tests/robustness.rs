@@ -74,7 +74,7 @@ fn arb_config() -> impl Strategy<Value = SimConfig> {
         prop::sample::select(names),
         prop::sample::select(vec!["reno", "cubic", "lia", "olia", "balia"]),
         proptest::collection::vec((0u64..2_000, 1u64..300_000, any::<bool>(), any::<bool>()), 1..5),
-        proptest::collection::vec((0usize..3, any::<bool>(), 0u64..3_000), 0..3),
+        proptest::collection::vec((0u8..6, 0usize..3, 0u64..3_000, 0u64..3_000, 0u64..1000), 0..4),
         any::<bool>(),
         1u64..64,
         any::<bool>(),
@@ -102,8 +102,8 @@ fn arb_config() -> impl Strategy<Value = SimConfig> {
                 }
                 cfg.flows.push(f);
             }
-            for (path, up, at_ms) in events {
-                cfg.path_events.push(PathEvent { at_ns: at_ms * MS, path: path % n, up });
+            for (kind, path, at_ms, dur_ms, x) in events {
+                cfg.path_events.push(impairment(kind, path % n, at_ms * MS, dur_ms * MS, x));
             }
             cfg.cross_traffic.push(CrossTrafficConfig {
                 links: vec![0],

@@ -11,6 +11,8 @@ from mpsched.analysis.summary import (
     datacenter_summary,
     fct_summary,
     group_keys,
+    has_resilience,
+    resilience_summary,
     is_datacenter,
     labelled_flows,
     link_utilisation,
@@ -19,4 +21,5 @@ from mpsched.analysis.summary import (
 )
 
 __all__ = ["metrics", "group_keys", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
-           "link_utilisation", "datacenter_summary", "class_fct_summary", "Comparison", "compare"]
+           "link_utilisation", "datacenter_summary", "class_fct_summary", "Comparison", "compare",
+           "has_resilience", "resilience_summary"]

@@ -258,6 +258,41 @@ def link_utilisation_plot(res: Results) -> Figure:
     return fig
 
 
+def resilience_plot(res: Results, summary: pl.DataFrame | None = None) -> Figure:
+    """Per scheduler (one bar per setting, e.g. path event kind): the failover time of the
+    message flows, their deadline-miss rate and the bytes sent per byte delivered (all flows),
+    from `mpsched.analysis.resilience_summary`."""
+    from mpsched.analysis.summary import resilience_summary
+
+    s = resilience_summary(res) if summary is None else summary
+    msg = s.filter(pl.col("app") == "messages") if "app" in s.columns else s
+    settings = [c for c in s.columns if c not in ("scheduler", "app") and c in res.group_params]
+    label = pl.concat_str([pl.col(c).cast(pl.String) for c in settings], separator=" ") if settings else pl.lit("")
+    overhead = s.group_by(["scheduler", *settings], maintain_order=True).agg(pl.col("sent_per_delivered").mean())
+    panels = [("failover time of the messages (ms)", msg, "failover_ms"),
+              ("deadline-miss rate of the messages", msg, "deadline_miss_rate"),
+              ("bytes sent / bytes delivered (all flows)", overhead, "sent_per_delivered")]
+    fig, axes = _grid(3, width=6.0, height=3.4)
+    scheds = list(dict.fromkeys(s["scheduler"].to_list()))
+    for ax, (title, df, col) in zip(axes, panels):
+        if col not in df.columns:
+            ax.set_visible(False)
+            continue
+        df = df.with_columns(label.alias("_setting"))
+        groups = list(dict.fromkeys(df["_setting"].to_list()))
+        width = 0.8 / max(len(groups), 1)
+        for gi, g in enumerate(groups):
+            part = {r["scheduler"]: r[col] for r in df.filter(pl.col("_setting") == g).iter_rows(named=True)}
+            ys = [part.get(sc) if part.get(sc) is not None else np.nan for sc in scheds]
+            ax.bar(np.arange(len(scheds)) + gi * width, ys, width, label=g or None)
+        ax.set_xticks(np.arange(len(scheds)) + 0.4 - width / 2, scheds, rotation=30, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+    if any(g for g in groups):
+        axes[0].legend(fontsize=7)
+    return fig
+
+
 def save_all(res: Results, out: Path, run_id: str | None = None) -> list[Path]:
     """Write the standard figures into `out` as PNG and SVG; returns the files written: FCT box
     plots and CDFs, FCT against size and the difference from the baseline with intervals, and
@@ -282,6 +317,10 @@ def save_all(res: Results, out: Path, run_id: str | None = None) -> list[Path]:
             figures[f"subflows_{_safe(sched)}"] = subflow_timeseries(res, rid)
     if not res.conn_series.is_empty() and runs:
         figures["ofo"] = ofo_timeseries(res, runs)
+    from mpsched.analysis.summary import has_resilience
+
+    if has_resilience(res):
+        figures["resilience"] = resilience_plot(res)
     written = []
     for name, fig in figures.items():
         for ext in ("png", "svg"):

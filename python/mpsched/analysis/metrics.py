@@ -15,6 +15,8 @@ works on one run as well as on a whole study.
   in order minus its send stamp; the variation is the difference between consecutive blocks).
 * `aggregation_benefit`: Kaspar's normalisation (`004_` slide 19).
 * `jain_index`: Jain's fairness index.
+* Failover, failback and real-time traffic (`mpsched.analysis.resilience`): `message_delay`,
+  `delivery_stalls`, `longest_stall`, `failover`, `sent_per_delivered`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
+
+from mpsched.analysis.resilience import delivery_stalls, failover, longest_stall, message_delay, sent_per_delivered
 
 __all__ = [
     "goodput",
@@ -36,6 +40,11 @@ __all__ = [
     "block_delay_summary",
     "aggregation_benefit",
     "jain_index",
+    "message_delay",
+    "delivery_stalls",
+    "longest_stall",
+    "failover",
+    "sent_per_delivered",
 ]
 
 

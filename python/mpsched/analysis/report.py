@@ -156,11 +156,14 @@ HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FCT
             "fct_median_ms": "FCT p50 (ms)", "fct_p99_ms": "FCT p99 (ms)", "fct_mean_ms": "FCT mean (ms)",
             "goodput_mbps": "goodput (Mbit/s)", "util_host": "util host", "util_edge_agg": "util edge-agg",
             "util_agg_core": "util core", "util_access": "util access", "util_bottleneck": "util bottleneck",
-            "jain_bulk": "Jain (bulk)"}
+            "jain_bulk": "Jain (bulk)", "failover_ms": "failover", "failover90_ms": "to 90 %",
+            "failback_ms": "failback", "longest_stall_ms": "longest stall", "delay_p50_ms": "delay p50",
+            "delay_p99_ms": "delay p99", "delay_p999_ms": "delay p99.9", "deadline_miss_rate": "missed",
+            "sent_per_delivered": "sent/delivered"}
 
 
 def cell(v) -> str:
-    if v is None:
+    if v is None or (isinstance(v, float) and math.isnan(v)):  # null or NaN: undefined
         return "–"
     if isinstance(v, float):
         return f"{v:.3f}" if abs(v) < 1000 else f"{v:.0f}"

@@ -9,16 +9,21 @@ import polars as pl
 from mpsched.study.results import Results
 
 __all__ = ["group_keys", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
-           "link_utilisation", "datacenter_summary", "class_fct_summary"]
+           "link_utilisation", "datacenter_summary", "class_fct_summary", "has_resilience", "resilience_summary"]
 
 
 def labelled_flows(res: Results) -> pl.DataFrame:
-    """`flows` with a readable `scheduler`: single-path TCP flows (no scheduler) say "tcp"."""
+    """`flows` with a readable `scheduler`: single-path TCP flows (no scheduler) say "tcp", a
+    connection with backup paths says so ("linux (backup lte)")."""
     flows = res.flows
     if {"scheduler", "protocol"} <= set(flows.columns):
         flows = flows.with_columns(
             pl.when(pl.col("scheduler").fill_null("") == "").then(pl.col("protocol")).otherwise(pl.col("scheduler")).alias("scheduler")
         )
+    if "backup" in flows.columns:  # a connection with backup paths is a configuration of its own
+        flows = flows.with_columns(
+            pl.when(pl.col("backup").fill_null("") == "").then(pl.col("scheduler"))
+            .otherwise(pl.format("{} (backup {})", pl.col("scheduler"), pl.col("backup"))).alias("scheduler"))
     return flows
 
 
@@ -226,3 +231,56 @@ def class_fct_summary(res: Results) -> pl.DataFrame:
         fct_ms.mean().alias("fct_mean_ms"),
         (pl.col("goodput_bps").mean() / 1e6).alias("goodput_mbps"),
     )
+
+
+# --- failover, failback and real-time traffic (mpsched.analysis.resilience) ------------------------
+
+
+def has_resilience(res: Results) -> bool:
+    """Whether the study has path events or messages to summarise."""
+    ev = res.tables.get("path_events")
+    return (ev is not None and not ev.is_empty()) or ("app" in res.flows.columns and
+                                                      bool((res.flows["app"] == "messages").any()))
+
+
+def resilience_summary(res: Results) -> pl.DataFrame:
+    """Per scheduler x swept setting x application (seeds pooled): failover time (to the first
+    byte again, and for transfers to 90 % of the goodput with the event in force), failback
+    time and the longest delivery stall (ms, means over flows and events; null where no event
+    or no recovery), message delay p50 / p99 / p99.9 (ms, pooled over the messages),
+    deadline-miss rate and bytes sent per byte delivered (pooled). Empty for a study without
+    path events or messages."""
+    from mpsched.analysis.resilience import delivery_stalls, failover, longest_stall
+
+    if res.flows.is_empty() or not has_resilience(res):
+        return pl.DataFrame()
+    flows = labelled_flows(res)
+    keys = [*group_keys(res, flows), "app"]
+    fk = ["run_id", "flow_id"]
+    per_flow = flows.select(*fk, *keys, "bytes_sent", "bytes_delivered")
+    stalls = delivery_stalls(flows, res.blocks, res.conn_series)
+    per_flow = per_flow.join(longest_stall(stalls), on=fk, how="left")
+    events = res.tables.get("path_events", pl.DataFrame())
+    if not events.is_empty():
+        fo = failover(events, stalls, res.conn_series, res.subflow_series)
+        fo = fo.group_by(fk).agg(pl.col("failover_ms", "failover90_ms", "failback_ms").mean())
+        per_flow = per_flow.join(fo, on=fk, how="left")
+    aggs = [pl.len().alias("flows")]
+    aggs += [pl.col(c).mean() for c in ("failover_ms", "failover90_ms", "failback_ms") if c in per_flow.columns]
+    aggs += [pl.col("longest_stall_ms").mean()]
+    out = per_flow.group_by(keys, maintain_order=True).agg(
+        *aggs, (pl.col("bytes_sent").sum() / pl.col("bytes_delivered").sum()).alias("sent_per_delivered"))
+    blocks = res.blocks
+    if not blocks.is_empty() and "deadline_missed" in blocks.columns:
+        b = blocks.select(*fk, "delay_ns", "deadline_ns", "deadline_missed").join(
+            flows.filter(pl.col("app") == "messages").select(*fk, *keys), on=fk)
+        d = pl.col("delay_ns").cast(pl.Float64) / 1e6
+        with_deadline = pl.col("deadline_ns").is_not_null()
+        msg = b.group_by(keys, maintain_order=True).agg(
+            d.quantile(0.5, interpolation="linear").alias("delay_p50_ms"),
+            d.quantile(0.99, interpolation="linear").alias("delay_p99_ms"),
+            d.quantile(0.999, interpolation="linear").alias("delay_p999_ms"),
+            pl.when(with_deadline.sum() > 0).then((pl.col("deadline_missed") & with_deadline).sum() / with_deadline.sum())
+            .alias("deadline_miss_rate"))
+        out = out.join(msg, on=keys, how="left", maintain_order="left")
+    return out

@@ -14,6 +14,13 @@ from mpsched.scenario.fields import (
 )
 
 
+def _stale_loss_cnt(v: Any) -> int:
+    """`net.mptcp.stale_loss_cnt`: 0 (never stale) to 255 (the core keeps it in a byte)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 255:
+        raise ValueError(f"stale_loss_cnt is a whole number from 0 (never stale) to 255, got {v!r}")
+    return v
+
+
 class ConnectionSpec(_Model):
     """Transport settings of the connections a workload opens (one fresh connection per flow).
 
@@ -25,6 +32,10 @@ class ConnectionSpec(_Model):
     the SYN-ACK as the out-of-tree kernel; "fully_established": once the connection is fully
     established, as upstream Linux) are off / "oot" by default; the kernel engine always does
     the Linux thing.
+    `stale_loss_cnt` is upstream Linux's ``net.mptcp.stale_loss_cnt`` (default 4): with the
+    `linux` scheduler, a subflow without an ACK for more than this many MPTCP retransmission-
+    timer periods is stale, avoided while another is active, its pending data sent again on
+    the others; 0 never marks a subflow stale. Other schedulers ignore it.
     """
 
     name: Name = "main"
@@ -40,6 +51,7 @@ class ConnectionSpec(_Model):
     init_cwnd: Annotated[Any, BeforeValidator(_count)] = 10
     rcv_buf_autotuning: Flag = False
     join_timing: JoinTiming = "oot"
+    stale_loss_cnt: Annotated[Any, BeforeValidator(_sweepable(_stale_loss_cnt)), SWEEP_COUNT] = 4
     subflows: Annotated[Any, BeforeValidator(_sweepable(_subflows)), SWEEP_COUNT] | None = None
     path_choice: Literal["ecmp", "core"] | None = None
 

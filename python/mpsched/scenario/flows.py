@@ -38,6 +38,28 @@ def workload_flows(s: Scenario, duration_ns: int) -> tuple[list[dict[str, Any]],
     return flows, chain
 
 
+def _messages_app(w: Any, where: str, start_ns: int, duration_ns: int) -> dict[str, Any]:
+    """The core's `messages` application: one message of `size` every `interval` until
+    `stop_ns` (given, from a count of `messages`, or the end of the run)."""
+    interval_ns = parse_time_ns(w.interval) if w.interval is not None else round(1e9 / float(w.rate_hz))
+    if interval_ns <= 0:
+        raise ScenarioError(f"{where}.rate_hz", "more than one message a nanosecond; lower rate_hz")
+    if w.messages is not None:  # message k is issued at start + k * interval, k < messages
+        stop_ns = start_ns + (int(w.messages) - 1) * interval_ns + 1
+        if stop_ns > duration_ns:
+            raise ScenarioError(f"{where}.messages", f"{w.messages} messages every {interval_ns / 1e6:g} ms do not "
+                                "fit in the run; lengthen duration or send fewer")
+    else:
+        stop_ns = parse_time_ns(w.stop) if w.stop is not None else duration_ns
+    if stop_ns <= start_ns:
+        raise ScenarioError(f"{where}.stop", "a messages flow must stop after it starts")
+    app: dict[str, Any] = {"kind": "messages", "size_bytes": parse_size_bytes(w.size), "interval_ns": interval_ns,
+                           "stop_ns": stop_ns}
+    if w.deadline is not None:
+        app["deadline_ns"] = parse_time_ns(w.deadline)
+    return app
+
+
 def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int | None, dict[str, Any]]]:
     """(start, app) of each flow of workload `wi`; a start of None means "when the previous
     flow ends" (back to back)."""
@@ -55,6 +77,8 @@ def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int | 
             app = {"kind": "cbr", "rate_bps": parse_rate_bps(w.rate), "block_bytes": block, "stop_ns": stop_ns}
         return [(start_ns, dict(app)) for _ in range(int(w.count))]
 
+    if w.kind == "messages":
+        return [(start_ns, _messages_app(w, where, start_ns, duration_ns)) for _ in range(int(w.count))]
     if w.kind == "web":
         if w.page is not None:
             objects = page_objects(w.page)

@@ -63,8 +63,9 @@ class Scenario(_Model):
 
     Sweepable fields: `seed`, `duration`; per path (and per direction) `rate`, `rtt`, `delay`,
     `jitter`, `jitter_period`, `queue`, `loss` (a probability), `trace_period`; per connection
-    `scheduler`, `cc`, `rcv_buf`, `snd_buf`; per workload `size`, `repeat`, `interval`,
-    `mean_gap`, `gap`, `rate`; per cross-traffic source `rate`. With a `[topology]` instead of
+    `scheduler`, `cc`, `rcv_buf`, `snd_buf`, `stale_loss_cnt`; per workload `size`, `repeat`,
+    `interval`, `mean_gap`, `gap`, `rate`, `rate_hz`, `deadline`; per cross-traffic source `rate`;
+    per path event `kind` (`event.kind`), `duration`, `extra_delay`. With a `[topology]` instead of
     paths: its `k`, rates, delays, `queue`, `oversubscription`, `pairs`, `interfaces`; per
     connection also `protocol` and `subflows`; per workload `fraction`.
     """

@@ -46,7 +46,11 @@ def _two_hosts(s: Scenario) -> Network:
         transport_paths.append({"paths": [index[n] for n in (c.paths or default)],
                                 "backup_paths": [index[n] for n in c.backup]})
     flows, chain = workload_flows(s, parse_time_ns(s.duration))
-    return Network(links, paths, transport_paths, flows, chain)
+    columns = {}
+    if any(c.backup for c in s.connection):  # which configuration ran: "linux" with a backup path is another
+        backup = [",".join(c.backup) for c in s.connection]
+        columns["flows"] = {"flow_id": [f["id"] for f in flows], "backup": [backup[f["transport"]] for f in flows]}
+    return Network(links, paths, transport_paths, flows, chain, columns)
 
 
 #: The one table of topologies: kind -> (builder, engines that can run it).

@@ -16,7 +16,7 @@ from mpsched.scenario.fields import ScenarioError
 from mpsched.scenario.model import Scenario
 from mpsched.scenario.network import build, engines_for
 from mpsched.scenario.sweep import axes
-from mpsched.scenario.units import parse_rate_bps, parse_size_bytes, parse_time_ns
+from mpsched.scenario.units import parse_fraction, parse_rate_bps, parse_size_bytes, parse_time_ns
 
 __all__ = ["RunConfig", "normalize", "to_config", "to_run"]
 
@@ -62,7 +62,8 @@ def normalize(scenario: Scenario) -> RunConfig:
          **net.transport_paths[i],
          "rcv_buf_bytes": parse_size_bytes(c.rcv_buf), "snd_buf_bytes": parse_size_bytes(c.snd_buf),
          "mss_bytes": parse_size_bytes(c.mss), "init_cwnd_segments": int(c.init_cwnd),
-         "rcv_buf_autotuning": bool(c.rcv_buf_autotuning), "join_timing": c.join_timing}
+         "rcv_buf_autotuning": bool(c.rcv_buf_autotuning), "join_timing": c.join_timing,
+         "stale_loss_cnt": int(c.stale_loss_cnt)}
         for i, c in enumerate(s.connection)
     ]
     index = {p["name"]: i for i, p in enumerate(net.paths)}
@@ -74,7 +75,7 @@ def normalize(scenario: Scenario) -> RunConfig:
             raise ScenarioError(f"cross_traffic[{xi}].stop", "cross traffic must stop after it starts (default stop: the duration)")
         cross.append({"links": list(path[x.direction]), "rate_bps": parse_rate_bps(x.rate),
                       "packet_bytes": parse_size_bytes(x.packet), "start_ns": start, "stop_ns": stop})
-    events = [{"at_ns": parse_time_ns(e.at), "path": index[e.path], "up": e.up} for e in s.path_events]
+    events = [x for i, e in enumerate(s.path_events) for x in _path_event(e, index[e.path], duration_ns, f"path_events[{i}]")]
     config = {
         "seed": int(s.seed),
         "duration_ns": duration_ns,
@@ -87,6 +88,33 @@ def normalize(scenario: Scenario) -> RunConfig:
         "record": {"sample_interval_ns": parse_time_ns(s.record.interval)},
     }
     return RunConfig(config, net.chain, net.columns, engines_for(s))
+
+
+def _path_event(e: Any, path: int, duration_ns: int, where: str) -> list[dict[str, Any]]:
+    """The core's entries for one `[[path_events]]` entry. A path going down (the original
+    ``up`` form, or ``kind = "down"``) is emitted in the original shape, one entry going down and
+    one coming back, which both engines read; the impairments carry their `kind`."""
+    at_ns = parse_time_ns(e.at)
+    if at_ns >= duration_ns:
+        raise ScenarioError(f"{where}.at", "the event starts at or after the end of the run")
+    if e.kind is None:
+        return [{"at_ns": at_ns, "path": path, "up": bool(e.up)}]
+    dur_ns = parse_time_ns(e.duration) if e.duration is not None else None
+    if e.kind == "down":
+        out = [{"at_ns": at_ns, "path": path, "up": False}]
+        return out + ([{"at_ns": at_ns + dur_ns, "path": path, "up": True}] if dur_ns is not None else [])
+    ev: dict[str, Any] = {"kind": e.kind, "at_ns": at_ns, "path": path, "direction": e.direction or "both"}
+    if dur_ns is not None:
+        ev["duration_ns"] = dur_ns
+    if e.kind == "loss_ramp":
+        ev |= {"ramp_ns": parse_time_ns(e.ramp) if e.ramp is not None else 0,
+               "from_p": parse_fraction(e.from_loss) if e.from_loss is not None else 0.0,
+               "to_p": parse_fraction(e.to_loss)}
+    elif e.kind == "rtt_spike":
+        ev["extra_delay_ns"] = parse_time_ns(e.extra_delay)
+    elif e.kind == "rate_collapse":
+        ev["rate_bps"] = parse_rate_bps(e.rate)
+    return [ev]
 
 
 def _check_concrete(s: Scenario) -> None:

@@ -8,15 +8,16 @@ Each model checks what can be checked inside its own table; checks across tables
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo
+from pydantic import BeforeValidator, Field, ValidationInfo
 from pydantic import field_validator, model_validator
 
 from mpsched.scenario.fields import (
-    FixedRate, FixedSize, FixedTime, Loss, Name, PositiveTime, Queue, Rate, Time, _FieldError, _Model,
+    SWEEP_OTHER, FixedRate, FixedSize, FixedTime, Loss, Name, PositiveTime, Queue, Rate, Time, _checked, _FieldError,
+    _Model, _sweepable,
 )
-from mpsched.scenario.units import parse_time_ns
+from mpsched.scenario.units import parse_fraction, parse_rate_bps, parse_time_ns
 
 
 class RateStepSpec(_Model):
@@ -115,9 +116,92 @@ class CrossTrafficSpec(_Model):
     stop: FixedTime | None = None
 
 
+#: Path event kinds and the fields each takes besides `kind`, `at`, `path` and `duration`.
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "down": (),
+    "blackhole": ("direction",),
+    "loss_ramp": ("direction", "ramp", "from_loss", "to_loss"),
+    "rtt_spike": ("direction", "extra_delay"),
+    "rate_collapse": ("direction", "rate"),
+}
+#: Fields a kind cannot do without.
+_EVENT_REQUIRED = {"loss_ramp": ("to_loss",), "rtt_spike": ("extra_delay",), "rate_collapse": ("rate",)}
+
+
+def _event_kind(v: Any) -> str:
+    if v not in EVENT_FIELDS:
+        raise ValueError(f"unknown path event kind {v!r}; kinds: {', '.join(EVENT_FIELDS)}")
+    return v
+
+
+def concrete_event(data: dict[str, Any]) -> dict[str, Any]:
+    """A `[[path_events]]` entry of an expanded run (plain data, one kind): the parameters of
+    the other kinds a swept `kind` listed are dropped."""
+    kind = data.get("kind")
+    if not isinstance(kind, str):
+        return data
+    keep = {"at", "path", "kind", "up", "duration", *EVENT_FIELDS[kind]}
+    return {k: v for k, v in data.items() if k in keep}
+
+
 class PathEventSpec(_Model):
-    """A path going down (`up = false`) or coming back (`up = true`) at time `at`."""
+    """Something happening to a path at time `at`, undone `duration` later (recovery; without
+    it the event lasts to the end of the run). Events compose: several may overlap on a path.
+
+    * ``kind = "down"``: the interface goes away (the hosts see it) and comes back.
+    * ``kind = "blackhole"``: every packet is silently lost; the hosts see no change.
+    * ``kind = "loss_ramp"``: extra random loss rising linearly from `from_loss` (default 0) to
+      `to_loss` over `ramp` (default 0: at once), then held.
+    * ``kind = "rtt_spike"``: `extra_delay` more one-way delay on each affected direction
+      (both directions: the RTT grows by twice `extra_delay`).
+    * ``kind = "rate_collapse"``: the affected directions serialise at `rate`.
+
+    `kind` sweeps: a list runs each kind in turn (give the parameters of all of them; each run
+    keeps those of its kind). Impairments (all but ``down``) take `direction`: ``"both"`` (default), ``"down"`` (server to
+    client) or ``"up"``. The original form without `kind`, ``up = false`` / ``up = true``,
+    still takes a path down or brings it back.
+    """
 
     at: FixedTime
     path: Name
-    up: bool
+    kind: Annotated[Any, BeforeValidator(_sweepable(_event_kind)), SWEEP_OTHER] | None = None
+    up: bool | None = None
+    duration: PositiveTime | None = None
+    direction: Literal["both", "down", "up"] | None = None
+    ramp: FixedTime | None = None
+    from_loss: Annotated[Any, BeforeValidator(_checked(parse_fraction))] | None = None
+    to_loss: Annotated[Any, BeforeValidator(_checked(parse_fraction))] | None = None
+    extra_delay: PositiveTime | None = None
+    rate: Annotated[Any, BeforeValidator(_checked(parse_rate_bps, positive=True))] | None = None
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> PathEventSpec:
+        if self.kind is None:
+            if self.up is None:
+                raise _FieldError("kind", "a path event needs a kind (down, blackhole, loss_ramp, rtt_spike, "
+                                  "rate_collapse), or up = true / false")
+            for f in ("duration", *{f for fs in EVENT_FIELDS.values() for f in fs}):
+                if getattr(self, f) is not None:
+                    raise _FieldError(f, "an up = true / false event takes no other field; give a kind instead")
+            return self
+        if self.up is not None:
+            raise _FieldError("up", "an event with a kind is undone by its duration, not by up; drop up")
+        kinds = self.kind if isinstance(self.kind, list) else [self.kind]
+        allowed = {f for k in kinds for f in EVENT_FIELDS[k]}
+        for f in ("direction", "ramp", "from_loss", "to_loss", "extra_delay", "rate"):
+            if f not in allowed and getattr(self, f) is not None:
+                takes = ", ".join(sorted(allowed)) or "only at, path and duration"
+                raise _FieldError(f, f"a {' / '.join(kinds)} event does not take this field; it takes {takes}")
+        for k in kinds:
+            for f in _EVENT_REQUIRED.get(k, ()):
+                if getattr(self, f) is None:
+                    raise _FieldError(f, f"a {k} event needs {f}")
+        if "loss_ramp" in kinds and self.duration is not None and self.ramp is not None:
+            if parse_time_ns(self.duration) < parse_time_ns(self.ramp):
+                raise _FieldError("duration", "a loss ramp lasts at least its ramp")
+        return self
+
+    @property
+    def end(self) -> Any:
+        """The time the event is undone (`at` + `duration`) in ns, or None."""
+        return None if self.duration is None else parse_time_ns(self.at) + parse_time_ns(self.duration)

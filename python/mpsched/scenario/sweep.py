@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, Field
 
 from mpsched.scenario.fields import _count, _FieldError, _Model, _seed, _Sweepable
+from mpsched.scenario.paths import concrete_event
 from mpsched.scenario.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ def _label(path: tuple, scenario: Scenario, short: bool) -> str:
     tail = [str(r) for r in rest]
     if group == "cross_traffic":
         return ".".join([f"cross_traffic{index}"] + tail)
+    if group == "path_events":  # `event.kind` (`event1.kind` when several are swept)
+        return ".".join([f"event{index}" if not short else "event"] + tail)
     named = ".".join([getattr(owner, "name", None) or f"{group}{index}"] + tail)
     if group == "paths" or not short:
         return named
@@ -275,6 +278,7 @@ def expand(scenario: Scenario) -> list[RunSpec]:
         for path, value, column, column_value in point:
             _set(data, path, value)
             params[column] = column_value
+        data["path_events"] = [concrete_event(e) for e in data.get("path_events") or []]
         concrete = type(scenario).model_validate(data)
         params.setdefault("seed", concrete.seed)
         if "seed" in params:  # keep the seed last, as in the grid order

@@ -8,13 +8,20 @@ from pydantic import BeforeValidator, Field
 from pydantic import model_validator
 
 from mpsched.scenario.fields import (
-    Count, FixedSize, FixedTime, Fraction, Name, PositiveTime, Rate, Size, Time, _count, _FieldError, _given,
-    _Model,
+    SWEEP_OTHER, Count, FixedSize, FixedTime, Fraction, Name, PositiveTime, Rate, Size, Time, _count, _FieldError,
+    _given, _Model, _sweepable,
 )
 
 
 #: Workload kinds that move data between the hosts of a `[topology]` (`mpsched.scenario.datacenter`).
 DATACENTER_KINDS = ("query", "short_message", "background", "empirical", "permutation")
+
+
+def _hz(v: Any) -> float:
+    """A message rate in messages per second (positive; at most 1e9, one a nanosecond)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1e9:
+        raise ValueError(f"rate_hz is a positive number of messages per second, e.g. 50, got {v!r}")
+    return v
 
 
 class WorkloadSpec(_Model):
@@ -37,6 +44,11 @@ class WorkloadSpec(_Model):
       page), a single file of `size`, or a list of `objects` sizes.
     * ``kind = "cbr"``: `count` constant-bit-rate flows of `rate` in blocks of `block` bytes
       (8 KiB by default) from `start` until `stop`; each block's application delay is recorded.
+    * ``kind = "messages"``: `count` real-time message streams (a VoIP frame, game state): one
+      message of `size` every `interval` (or `rate_hz` messages a second) from `start` until
+      `stop` (default: the duration) or for `messages` messages; a message delivered more than
+      `deadline` after it was sent misses it (the `blocks` table: `deadline_ns`,
+      `deadline_missed`).
 
     On a `[topology]` (see `mpsched.scenario.datacenter`): ``"query"`` (2-20 KB), ``"short_message"``
     (50 KB-1 MB) and ``"background"`` (1-50 MB) flows of `003_` §3.3 from `senders` to
@@ -47,7 +59,7 @@ class WorkloadSpec(_Model):
     the `pairs` listed (default all) send without end through the bottleneck.
     """
 
-    kind: Literal["sized", "bulk", "web", "cbr", "query", "short_message", "background", "empirical", "permutation"] = "sized"
+    kind: Literal["sized", "bulk", "web", "cbr", "messages", "query", "short_message", "background", "empirical", "permutation"] = "sized"
     connection: Name | None = None
     direction: Literal["download", "upload"] = "download"
     size: Size | None = None
@@ -70,6 +82,9 @@ class WorkloadSpec(_Model):
     senders: list[Annotated[int, Field(ge=0)]] | None = None
     receivers: list[Annotated[int, Field(ge=0)]] | None = None
     pairs: list[Annotated[int, Field(ge=0)]] | None = None
+    rate_hz: Annotated[Any, BeforeValidator(_sweepable(_hz)), SWEEP_OTHER] | None = None
+    deadline: PositiveTime | None = None
+    messages: Annotated[Any, BeforeValidator(_count)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
@@ -79,6 +94,11 @@ class WorkloadSpec(_Model):
             if getattr(self, f) is not None:
                 raise _FieldError(f, f"a {self.kind} workload does not take this field (it belongs to the "
                                   f"data-center kinds: {', '.join(DATACENTER_KINDS)})")
+        if self.kind == "messages":
+            return self._messages()
+        for f in ("rate_hz", "deadline", "messages"):
+            if getattr(self, f) is not None:
+                raise _FieldError(f, "only a messages workload takes this field")
         if self.kind in ("web", "cbr"):
             return self._web_or_cbr()
         for f in ("page", "objects", "rate", "block"):
@@ -130,6 +150,22 @@ class WorkloadSpec(_Model):
         if self.kind == "background" and self.mean_gap is not None and self.fraction is not None:
             raise _FieldError("fraction", "background flows are either Poisson (mean_gap) or one endless flow to a "
                               "fraction of the receivers, not both")
+        return self
+
+    def _messages(self) -> WorkloadSpec:
+        """Real-time messages: `size` every `interval` (or `rate_hz` a second) until `stop` or
+        for `messages` messages, each with an optional `deadline`."""
+        allowed = {"kind", "connection", "direction", "size", "interval", "rate_hz", "deadline", "messages", "start",
+                   "stop", "count"}
+        for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
+            raise _FieldError(f, f"a messages workload does not take this field; it takes "
+                              f"{', '.join(sorted(allowed - {'kind'}))}")
+        if self.size is None:
+            raise _FieldError("size", "a messages workload needs the size of one message, e.g. size = \"160B\"")
+        if (self.interval is None) == (self.rate_hz is None):
+            raise _FieldError("interval", "give exactly one of interval (e.g. \"20ms\") or rate_hz (e.g. 50)")
+        if self.messages is not None and self.stop is not None:
+            raise _FieldError("messages", "give either messages (how many) or stop (until when), not both")
         return self
 
     def _web_or_cbr(self) -> WorkloadSpec:

@@ -11,10 +11,10 @@ import polars as pl
 __all__ = ["TABLES", "RunRecord", "batch_frames", "concat", "to_frame"]
 
 #: The record tables every engine returns.
-TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links")
+TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links", "path_events")
 
 _STRING_COLUMNS = {"protocol", "scheduler", "cc", "direction", "app", "path", "link", "run_id"}
-_BOOL_COLUMNS = {"completed"}
+_BOOL_COLUMNS = {"completed", "deadline_missed"}
 
 
 @dataclass

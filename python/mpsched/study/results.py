@@ -18,7 +18,8 @@ class Results:
     """The record tables of one or more runs, each a polars DataFrame with `run_id` and the
     swept parameters as columns.
 
-    Attributes: `flows`, `subflows`, `blocks`, `subflow_series`, `conn_series`, `link_series`, `links`
+    Attributes: `flows`, `subflows`, `blocks`, `subflow_series`, `conn_series`, `link_series`, `links`,
+    `path_events`
     (the engine's tables), `runs` (one row per run), `params` (the swept parameter labels, in
     sweep order), `meta` (run id -> meta.json), `path` (the study directory, if on disk).
     """
@@ -56,6 +57,7 @@ class Results:
     conn_series = property(lambda self: self.tables["conn_series"], doc="Per-connection time series.")
     link_series = property(lambda self: self.tables["link_series"], doc="Per-link time series.")
     links = property(lambda self: self.tables["links"], doc="One row per link.")
+    path_events = property(lambda self: self.tables["path_events"], doc="One row per path event (kind, path, times).")
 
     @property
     def group_params(self) -> list[str]:

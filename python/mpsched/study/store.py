@@ -10,6 +10,7 @@ Layout of a study ``<out>`` (a local directory, or an fsspec URL such as ``s3://
                   conn_series.parquet      delivered, out-of-order, receive buffer
                   link_series.parquet      queue, drops
                   links.parquet            one row per link
+                  path_events.parquet      one row per path event (kind, path, start, end)
                   run.parquet              one row per run: run id, engine, swept parameters, index
                   runs.jsonl               one line per run: its meta (seed, code version, wall
                                            time, engine counters), concrete scenario and config

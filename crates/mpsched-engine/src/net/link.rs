@@ -15,6 +15,7 @@
 //! own time. One event per packet and hop remains: its arrival at the far end.
 
 use super::capacity::{Capacity, CapacityConfig, Service};
+use super::impairment::Impairment;
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
 use super::shaper::{Impairments, TokenBucket};
@@ -109,6 +110,8 @@ pub struct LinkStats {
     pub packets_lost_random: u64,
     /// Packets lost because the link was down.
     pub packets_lost_down: u64,
+    /// Packets lost to an impairment in force (blackhole, loss ramp).
+    pub packets_lost_impairment: u64,
     /// Largest queue occupancy seen, bytes.
     pub max_queue_bytes: u64,
 }
@@ -164,6 +167,8 @@ pub(crate) struct Link<P> {
     up: bool,
     /// Incremented each time the link goes down: packets of an older epoch are lost.
     epoch: u32,
+    /// Impairments in force (see `impairment`); kept apart from the configured behaviour.
+    pub(crate) impairment: Impairment,
     pub(crate) stats: LinkStats,
 }
 
@@ -186,6 +191,7 @@ impl<P> Link<P> {
             last_arrival_ns: 0,
             up: true,
             epoch: 0,
+            impairment: Impairment::default(),
             stats: LinkStats::default(),
         }
     }
@@ -274,7 +280,12 @@ impl<P> Link<P> {
             self.stats.packets_lost_random += 1;
             return Accepted::Dropped(pkt);
         }
-        let delayed_ns = now_ns + self.jitter.delay_ns(now_ns, self.spec.delay_ns, &mut self.rng);
+        if !self.impairment.is_none() && self.impairment.loses(now_ns, &mut self.rng) {
+            self.stats.packets_lost_impairment += 1;
+            return Accepted::Dropped(pkt);
+        }
+        let delayed_ns =
+            now_ns + self.jitter.delay_ns(now_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
         if self.jitter.reorders() {
             // Packets overtake one another before the queue: it sees them in arrival order,
             // which only their arrival events give.
@@ -315,7 +326,8 @@ impl<P> Link<P> {
             s.queue_bytes.is_some_and(|l| waiting_bytes + size > l)
                 || s.queue_packets.is_some_and(|l| waiting_packets + 1 > l)
         };
-        let (start_ns, end_ns) = if self.bucket.is_some() {
+        // A rate collapse in force replaces the bucket's or the capacity model's rate.
+        let (start_ns, end_ns) = if self.bucket.is_some() && self.impairment.rate_limit_bps.is_none() {
             match self.bucket_departure(at_ns, size, waiting_bytes, over(&self.spec)) {
                 Some(t) => (t, t),
                 None => return Accepted::Dropped(pkt),
@@ -332,11 +344,15 @@ impl<P> Link<P> {
                 return self.stuck(at_ns, at_ns, size);
             }
             let mut start_ns = self.free_at_ns.max(at_ns);
-            let end_ns = loop {
-                match self.capacity.serve(start_ns, size) {
-                    Service::DoneAt(t) => break t,
-                    Service::WaitUntil(t) => start_ns = t,
-                    Service::Never => return self.stuck(at_ns, start_ns, size),
+            let end_ns = if let Some(rate_bps) = self.impairment.rate_limit_bps {
+                start_ns + crate::time::serialization_ns(size, rate_bps.max(1))
+            } else {
+                loop {
+                    match self.capacity.serve(start_ns, size) {
+                        Service::DoneAt(t) => break t,
+                        Service::WaitUntil(t) => start_ns = t,
+                        Service::Never => return self.stuck(at_ns, start_ns, size),
+                    }
                 }
             };
             (start_ns, end_ns)
@@ -350,7 +366,11 @@ impl<P> Link<P> {
                 self.stats.packets_lost_random += 1;
                 return Accepted::Dropped(pkt);
             }
-            arrive_ns += self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng);
+            if !self.impairment.is_none() && self.impairment.loses(end_ns, &mut self.rng) {
+                self.stats.packets_lost_impairment += 1;
+                return Accepted::Dropped(pkt);
+            }
+            arrive_ns += self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
             if self.reorders() {
                 return Accepted::Arrives(arrive_ns, Some(pkt));
             }

@@ -12,12 +12,14 @@
 //! The payload type `P` is opaque here: the engine knows nothing of TCP.
 
 mod capacity;
+mod impairment;
 mod jitter;
 mod link;
 mod loss;
 mod shaper;
 
 pub use capacity::{CapacityConfig, RateStep};
+pub use impairment::{Impairment, LossRamp};
 pub use jitter::{JitterConfig, JitterDistribution};
 pub use link::{LinkSpec, LinkStats, MAX_OVERHEAD_BYTES};
 pub use loss::LossConfig;
@@ -235,6 +237,18 @@ impl<P> Network<P> {
     /// brings it back up.
     pub fn set_link_up(&mut self, now_ns: u64, link: LinkId, up: bool) {
         self.links[link as usize].set_up(now_ns, up);
+    }
+
+    /// The impairments in force on a link.
+    pub fn impairment(&self, link: LinkId) -> &Impairment {
+        &self.links[link as usize].impairment
+    }
+
+    /// Puts a link under `impairment` (replacing what was in force) from `now_ns` on: packets
+    /// the link accepts from now are treated under it; those already accepted keep their
+    /// schedule. [`Impairment::default`] lifts every impairment.
+    pub fn set_impairment(&mut self, link: LinkId, impairment: Impairment) {
+        self.links[link as usize].impairment = impairment;
     }
 }
 

@@ -158,3 +158,126 @@ fn random_loss_takes_the_configured_share_of_a_stream() {
     // sd of the delivered count = sqrt(n p (1-p)) ~ 42; 5 sigma.
     assert!((got - 18_000.0).abs() < 212.0, "{got}");
 }
+
+/// Sends one 1500-byte packet every `gap_ns` from 0 until `until_ns`, changing the link's
+/// impairment at the given times; returns (send time, arrival time) of each delivered packet.
+fn impaired_run(
+    s: LinkSpec,
+    gap_ns: u64,
+    until_ns: u64,
+    changes: &[(u64, Impairment)],
+) -> (Network<u64>, Vec<(u64, u64)>) {
+    let mut net = Network::new();
+    let l = net.add_link(s, Rng::stream(5, 0));
+    let r = net.add_route(vec![l]);
+    let mut q = EventQueue::new();
+    let mut got = Vec::new();
+    let mut t = 0;
+    let mut next_change = 0;
+    while t < until_ns {
+        // Deliver what arrives before this send, then apply changes due by now.
+        while q.peek_time_ns().is_some_and(|at| at <= t) {
+            let Some((at, ev)) = q.pop() else { break };
+            if let Some(p) = net.handle(at, ev, &mut |w, e| q.push(w, e)) {
+                got.push((p.payload, at));
+            }
+        }
+        while next_change < changes.len() && changes[next_change].0 <= t {
+            net.set_impairment(l, changes[next_change].1);
+            next_change += 1;
+        }
+        net.send(t, r, 1500, t, &mut |w, e| q.push(w, e));
+        t += gap_ns;
+    }
+    for (at, p) in drain(&mut net, &mut q) {
+        got.push((p, at));
+    }
+    (net, got)
+}
+
+#[test]
+fn a_blackhole_loses_every_packet_while_in_force_and_the_link_recovers_after() {
+    // 12 Mbit/s, 10 ms: a 1500-byte packet every 2 ms takes 1 ms + 10 ms.
+    let black = Impairment { blackhole: true, ..Default::default() };
+    let (net, got) = impaired_run(
+        spec(12_000_000, 10 * NS_PER_MS),
+        2 * NS_PER_MS,
+        NS_PER_S,
+        &[(400 * NS_PER_MS, black), (600 * NS_PER_MS, Impairment::default())],
+    );
+    let sent_in = |a: u64, b: u64| got.iter().filter(|(s, _)| *s >= a * NS_PER_MS && *s < b * NS_PER_MS).count();
+    assert_eq!(sent_in(0, 400), 200);
+    assert_eq!(sent_in(400, 600), 0, "a blackhole loses everything");
+    assert_eq!(sent_in(600, 1000), 200, "and nothing after it is lifted");
+    assert_eq!(net.link_stats(0).packets_lost_impairment, 100);
+    assert!(got.iter().all(|(s, a)| a - s == 11 * NS_PER_MS), "the delay is untouched");
+}
+
+#[test]
+fn an_rtt_spike_adds_its_delay_from_its_start_to_its_end() {
+    let spike = Impairment { extra_delay_ns: 200 * NS_PER_MS, ..Default::default() };
+    let (_, got) = impaired_run(
+        spec(12_000_000, 10 * NS_PER_MS),
+        2 * NS_PER_MS,
+        NS_PER_S,
+        &[(400 * NS_PER_MS, spike), (600 * NS_PER_MS, Impairment::default())],
+    );
+    assert_eq!(got.len(), 500, "nothing lost");
+    for &(s, a) in &got {
+        let d = a - s;
+        if s < 400 * NS_PER_MS {
+            assert_eq!(d, 11 * NS_PER_MS, "before the spike: {s}");
+        } else if s < 600 * NS_PER_MS {
+            assert_eq!(d, 211 * NS_PER_MS, "during the spike: {s}");
+        } else {
+            // FIFO: packets sent after the spike wait behind the last delayed one (arriving
+            // at 598 + 211 ms), then the delay falls back to 11 ms.
+            assert_eq!(a, (s + 11 * NS_PER_MS).max(809 * NS_PER_MS), "after the spike: {s}");
+        }
+    }
+}
+
+#[test]
+fn a_rate_collapse_serialises_at_the_low_rate_until_it_is_lifted() {
+    // At 1.2 Mbit/s a 1500-byte packet takes 10 ms; offered one per 20 ms, no queue builds.
+    let slow = Impairment { rate_limit_bps: Some(1_200_000), ..Default::default() };
+    let (_, got) = impaired_run(
+        spec(12_000_000, 10 * NS_PER_MS),
+        20 * NS_PER_MS,
+        NS_PER_S,
+        &[(400 * NS_PER_MS, slow), (600 * NS_PER_MS, Impairment::default())],
+    );
+    assert_eq!(got.len(), 50);
+    for &(s, a) in &got {
+        let serialisation = if (400 * NS_PER_MS..600 * NS_PER_MS).contains(&s) { 10 } else { 1 };
+        assert_eq!(a - s, (serialisation + 10) * NS_PER_MS, "sent at {s}");
+    }
+}
+
+#[test]
+fn a_loss_ramp_loses_about_its_mean_probability_over_the_ramp_and_its_end_value_after() {
+    // From 0 at 1 s to 0.4 at 3 s (mean 0.2), then 0.4 held until 5 s, lifted at 5 s.
+    let ramp = Impairment {
+        loss_ramp: Some(LossRamp { start_ns: NS_PER_S, end_ns: 3 * NS_PER_S, from_p: 0.0, to_p: 0.4 }),
+        ..Default::default()
+    };
+    let gap = 100_000; // 10 000 packets per second
+    let (_, got) = impaired_run(
+        spec(1_000_000_000, NS_PER_MS),
+        gap,
+        6 * NS_PER_S,
+        &[(NS_PER_S, ramp), (5 * NS_PER_S, Impairment::default())],
+    );
+    let lost = |a: u64, b: u64| {
+        let sent = ((b - a) * NS_PER_S / gap) as f64;
+        let recv = got.iter().filter(|(s, _)| *s >= a * NS_PER_S && *s < b * NS_PER_S).count() as f64;
+        1.0 - recv / sent
+    };
+    assert_eq!(lost(0, 1), 0.0);
+    // 20 000 packets: sd of the loss rate ~ 0.003.
+    assert!((lost(1, 3) - 0.2).abs() < 0.015, "{}", lost(1, 3));
+    assert!((lost(3, 5) - 0.4).abs() < 0.015, "{}", lost(3, 5));
+    assert_eq!(lost(5, 6), 0.0);
+    // The ramp rises: its second half loses more than its first.
+    assert!(lost(2, 3) > lost(1, 2) + 0.1);
+}

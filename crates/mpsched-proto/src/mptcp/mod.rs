@@ -38,6 +38,7 @@
 mod chunks;
 mod receiver;
 mod sender;
+pub mod stale;
 
 pub use crate::sched::ResendCounters;
 pub use receiver::DataReceiver;
@@ -107,6 +108,11 @@ pub struct ConnConfig {
     /// DATA_ACKed are below that (`mptcp_send_limit`), so data held up behind a slow
     /// subflow's head-of-line blocks the writer. Off: the send buffer is `snd_buf_bytes`.
     pub snd_buf_autotuning: bool,
+    /// `net.mptcp.stale_loss_cnt` (default 4; 0 never marks a subflow stale): a busy subflow
+    /// that received no ACK for more than this many MPTCP-level retransmission-timer periods
+    /// is marked stale while another subflow is active. Used only with a scheduler that runs
+    /// on the upstream kernel's machinery (see [`stale`]).
+    pub stale_loss_cnt: u8,
 }
 
 /// `per_mss` of Linux `tcp_sndbuf_expand` for a 1460-byte MSS clamp, bytes: the truesize the
@@ -151,6 +157,7 @@ impl ConnConfig {
             join_timing: JoinTiming::default(),
             rcv_buf_autotuning: false,
             snd_buf_autotuning: false,
+            stale_loss_cnt: stale::DEFAULT_STALE_LOSS_CNT,
         }
     }
 

@@ -2,6 +2,9 @@
 //! processing, reinjection, subflows.
 
 use super::chunks::Chunks;
+use super::stale::StaleTracker;
+
+mod msk_timer;
 use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
 use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
@@ -42,6 +45,9 @@ pub struct DataSender {
     max_cwnd_segments: Vec<u64>,
     /// Send-buffer autotuning: the writer filled the buffer and waits to be woken.
     writer_blocked: bool,
+    /// Upstream stale-subflow detection and its MPTCP-level timer, when the scheduler runs on
+    /// the upstream kernel's machinery.
+    stale: Option<StaleTracker>,
 }
 
 impl DataSender {
@@ -64,6 +70,10 @@ impl DataSender {
             ));
         }
         let sched = if cfg.mode == Mode::Mptcp { sched } else { None };
+        let stale = sched
+            .as_ref()
+            .is_some_and(|s| s.upstream_stale_detection())
+            .then(|| StaleTracker::new(cfg.stale_loss_cnt, n));
         Ok(Self {
             subflows,
             added: vec![false; n],
@@ -84,6 +94,7 @@ impl DataSender {
             schedule_calls: 0,
             max_cwnd_segments: vec![0; n],
             writer_blocked: false,
+            stale,
             cfg,
         })
     }
@@ -213,6 +224,9 @@ impl DataSender {
             self.start_joins(now_ns);
         }
         if seg.has(flags::ACK) {
+            if let Some(st) = self.stale.as_mut() {
+                st.on_receive(subflow);
+            }
             self.on_data_ack(now_ns, seg.data_ack, seg.window);
         }
         if let Some(s) = self.sched.as_mut() {
@@ -249,6 +263,7 @@ impl DataSender {
             if let Some(s) = self.sched.as_mut() {
                 s.on_data_ack(data_ack, now_ns);
             }
+            self.restart_rtx_timer(now_ns);
         }
         self.update_writer_blocked();
     }
@@ -410,6 +425,7 @@ impl DataSender {
         if self.need_schedule {
             self.need_schedule = false;
             self.run_scheduler(now_ns);
+            self.arm_rtx_timer(now_ns);
         }
         for i in 0..self.subflows.len() {
             if !self.path_up[i] {
@@ -424,12 +440,25 @@ impl DataSender {
 
     /// Earliest timer of any subflow, absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.subflows.iter().filter_map(|s| s.poll_timeout()).min()
+        let msk = self.stale.as_ref().and_then(|st| st.timer_ns);
+        self.subflows
+            .iter()
+            .filter_map(|s| s.poll_timeout())
+            .chain(msk)
+            .min()
     }
 
     /// Fires due timers; an RTO queues the subflow's outstanding data for reinjection on the
     /// others (OOT `mptcp_reinject_data` from the retransmission timer).
     pub fn handle_timeout(&mut self, now_ns: u64) {
+        if self
+            .stale
+            .as_ref()
+            .and_then(|st| st.timer_ns)
+            .is_some_and(|t| t <= now_ns)
+        {
+            self.mptcp_retrans_timer(now_ns);
+        }
         for i in 0..self.subflows.len() {
             if !matches!(self.subflows[i].poll_timeout(), Some(t) if t <= now_ns) {
                 continue;
@@ -492,6 +521,10 @@ impl DataSender {
             };
             s.fill_view(&mut v);
             v.established &= self.path_up[i];
+            if let Some(st) = self.stale.as_ref() {
+                v.stale = st.is_stale(i);
+                v.stale_count = st.count(i) as u64;
+            }
             out.push(v);
         }
     }

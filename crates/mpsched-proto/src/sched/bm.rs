@@ -192,6 +192,9 @@ impl<S: Scheduler> Scheduler for Bm<S> {
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {
         self.inner.on_rejected(action, why, now_ns)
     }
+    fn upstream_stale_detection(&self) -> bool {
+        self.inner.upstream_stale_detection()
+    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,9 @@ fn arb_subflow(id: usize) -> impl Strategy<Value = SubflowView> {
                     established: est || id == 0,
                     backup,
                     potentially_failed: pf,
+                    // Upstream's stale marking follows a silent subflow like `pf` (later).
+                    stale: pf && loss,
+                    stale_count: if pf { 5 } else { 0 },
                     in_loss_recovery: loss,
                     in_fast_recovery: fast_rec,
                     has_rtt_sample: sampled,
@@ -60,6 +63,7 @@ fn arb_subflow(id: usize) -> impl Strategy<Value = SubflowView> {
                     cwnd_bytes: cwnd * MSS,
                     ssthresh_bytes: ss.map_or(u64::MAX, |s| s * MSS).max(ssth * MSS),
                     in_flight_bytes: infl.min(cwnd + 5) * MSS,
+                    outstanding_bytes: infl.min(cwnd + 5) * MSS,
                     queued_bytes: queued * MSS,
                     pacing_rate_bps: if sampled { rate } else { 0 },
                     bytes_acked: 0,
@@ -102,8 +106,26 @@ impl World {
 
     /// Checks an action against the contract and applies it like a connection would.
     /// Returns whether it was applied.
-    fn check_and_apply(&mut self, a: Action, name: &str) -> bool {
+    /// `upstream`: the scheduler runs on the upstream kernel's machinery, where a subflow
+    /// that can take new data is established and not stale (`mptcp_subflow_active`; one RTO,
+    /// `potentially_failed`, does not exclude it) and a retransmission may go on any
+    /// established one (`__mptcp_subflow_active`).
+    fn check_and_apply(&mut self, a: Action, name: &str, upstream: bool) -> bool {
         let n = self.subflows.len();
+        let can_send = |sf: &SubflowView| {
+            if upstream {
+                sf.established && !sf.stale
+            } else {
+                sf.usable()
+            }
+        };
+        let can_resend = |sf: &SubflowView| {
+            if upstream {
+                sf.established
+            } else {
+                sf.usable()
+            }
+        };
         let target = match a {
             Action::SendNew { subflow, .. }
             | Action::Resend { subflow, .. }
@@ -128,7 +150,7 @@ impl World {
         match a {
             Action::SendNew { subflow, max_bytes } => {
                 assert!(
-                    self.subflows[subflow].usable(),
+                    can_send(&self.subflows[subflow]),
                     "{name}: SendNew on unusable subflow {a:?}"
                 );
                 assert!(self.unsent_bytes > 0, "{name}: SendNew with nothing unsent");
@@ -166,7 +188,7 @@ impl World {
                 subflow, dsn, len, ..
             } => {
                 assert!(
-                    self.subflows[subflow].usable(),
+                    can_resend(&self.subflows[subflow]),
                     "{name}: Resend on unusable subflow {a:?}"
                 );
                 assert!(len > 0, "{name}: Resend of 0 bytes");
@@ -279,7 +301,7 @@ fn drive(name: &str, world: &mut World, max_calls: usize) -> (Vec<Action>, bool)
         let mut applied = false;
         for a in out {
             all.push(a);
-            if world.check_and_apply(a, name) {
+            if world.check_and_apply(a, name, s.upstream_stale_detection()) {
                 applied = true;
             } else {
                 s.on_rejected(a, super::Rejection::NothingToSend, world.now_ns);

@@ -16,8 +16,15 @@
 //! overshoot the buffer by up to a frag. The average pacing rate is updated with each burst:
 //! `avg = (avg × wmem + pacing × burst) / (burst + wmem)`.
 //!
-//! Reinjections (`get_retrans`): the first idle (nothing in flight or queued) active
-//! non-backup subflow; an idle backup only when every busy active subflow is in loss recovery.
+//! Reinjections (`get_retrans`): the first idle (nothing in flight or queued) established
+//! non-backup subflow; an idle backup only when every busy subflow has gone more than one
+//! MPTCP retransmission period without an ACK (`min_stale_count > 1`).
+//!
+//! Failure handling is upstream's, not the out-of-tree kernel's: a subflow is not avoided after
+//! one RTO (`potentially_failed` is ignored) but once the connection marks it stale
+//! (`mptcp::stale`: more than `stale_loss_cnt` = 4 MPTCP retransmission-timer periods without
+//! an ACK while another subflow is active); its pending data is then re-injected and pushed
+//! through `get_send` on the others, and it is used again as soon as it receives an ACK.
 //!
 //! The subflow send buffer is what Linux `tcp_sndbuf_expand` makes it:
 //! `sndbuf_factor × max(10, cwnd) × per_mss` (factor 2, `TCP_INIT_CWND` = 10), where `per_mss`
@@ -35,7 +42,7 @@
 //! Decisions: the skbs are counted from byte totals (the kernel's depend on how ACKs clocked
 //! the transmissions). A subflow whose pacing rate is still 0 (no RTT
 //! sample) counts as infinitely fast, as Linux starts `sk_pacing_rate` at `~0UL`
-//! (`sock_init_data`). The upstream stale counter is approximated by "in loss recovery".
+//! (`sock_init_data`).
 
 use serde::{Deserialize, Serialize};
 
@@ -127,11 +134,14 @@ impl Linux {
             .saturating_mul(self.cfg.sndbuf_per_mss_bytes)
     }
 
-    /// `sk_wmem_queued`: the payload in flight and queued plus each skb's truesize overhead.
+    /// `sk_wmem_queued`: the payload unacknowledged (lost included) and queued plus each skb's
+    /// truesize overhead.
     /// Sent data sits in skbs of `tcp_tso_autosize` segments (1 ms at the pacing rate, at
     /// least 2), unsent data in skbs of up to 64 KB, so a slow subflow's bytes weigh more.
     fn wmem_bytes(&self, sf: &super::SubflowView) -> u64 {
-        let payload = sf.in_flight_bytes + sf.queued_bytes;
+        // The retransmission queue holds every unacknowledged byte, lost ones included.
+        let sent = sf.outstanding_bytes.max(sf.in_flight_bytes);
+        let payload = sent + sf.queued_bytes;
         if self.cfg.skb_overhead_bytes == 0 {
             return payload;
         }
@@ -141,21 +151,24 @@ impl Linux {
             MIN_TSO_SEGMENTS,
             (WRITE_QUEUE_SKB_BYTES / mss).max(MIN_TSO_SEGMENTS),
         ) * mss;
-        let skbs = sf.in_flight_bytes.div_ceil(sent_skb_bytes)
-            + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
+        let skbs = sent.div_ceil(sent_skb_bytes) + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
         payload + skbs * self.cfg.skb_overhead_bytes
     }
 
+    /// `mptcp_subflow_get_retrans`: the first idle (nothing unacked or queued) subflow that
+    /// can send (`__mptcp_subflow_active`: stale ones included), non-backup first; an idle
+    /// backup only when every busy subflow has gone more than one retransmission period
+    /// without an ACK (`min_stale_count > 1`).
     fn get_retrans(&self, view: &ConnView<'_>, out: &mut Vec<Action>) {
         let Some(head) = reinject_head(view) else {
             return;
         };
         let mut pick = None;
         let mut backup = None;
-        let mut all_busy_stuck = true;
-        for sf in view.subflows.iter().filter(|s| s.usable()) {
-            if sf.in_flight_bytes > 0 || sf.queued_bytes > 0 {
-                all_busy_stuck &= sf.in_loss_recovery;
+        let mut min_stale_count = u64::MAX;
+        for sf in view.subflows.iter().filter(|s| s.established) {
+            if sf.outstanding_bytes > 0 || sf.in_flight_bytes > 0 || sf.queued_bytes > 0 {
+                min_stale_count = min_stale_count.min(sf.stale_count);
                 continue;
             }
             if sf.backup {
@@ -164,7 +177,7 @@ impl Linux {
                 pick = pick.or(Some(sf.id));
             }
         }
-        let chosen = pick.or(if all_busy_stuck { backup } else { None });
+        let chosen = pick.or(if min_stale_count > 1 { backup } else { None });
         if let Some(id) = chosen {
             out.push(Action::Resend {
                 subflow: id,
@@ -173,6 +186,60 @@ impl Linux {
                 kind: ResendKind::Reinject,
             });
         }
+    }
+
+    /// `mptcp_subflow_get_send`: the active (established, not stale) subflow with the least
+    /// linger time, backups only when no active subflow exists; `None` when the chosen one has
+    /// no send-buffer room. Returns (subflow, burst) for up to `avail_bytes` and updates the
+    /// chosen subflow's average pacing rate.
+    fn get_send(&mut self, view: &ConnView<'_>, avail_bytes: u64) -> Option<(usize, u64)> {
+        // (subflow, linger numerator wmem << 32, rate) for the best active / backup.
+        let mut best: [Option<(usize, u128)>; 2] = [None, None];
+        let mut n_active = 0;
+        for sf in view.subflows.iter().filter(|s| s.established && !s.stale) {
+            n_active += usize::from(!sf.backup);
+            let wmem = self.wmem_bytes(sf) as u128;
+            let avg = &mut self.avg_pacing_rate_bps[sf.id];
+            if *avg == 0 {
+                *avg = sf.pacing_rate_bps;
+            }
+            // linger = wmem / rate, in 2^-32 units; an unknown rate is infinitely fast.
+            let linger = if *avg == 0 {
+                0
+            } else {
+                (wmem << 32) / (*avg as u128)
+            };
+            let cls = usize::from(sf.backup);
+            if best[cls].is_none_or(|(_, l)| linger < l) {
+                best[cls] = Some((sf.id, linger));
+            }
+        }
+        let chosen = if n_active == 0 { best[1] } else { best[0] };
+        let (id, _) = chosen?;
+        let sf = &view.subflows[id];
+        let wmem = self.wmem_bytes(sf);
+        let sndbuf = self.sndbuf_bytes(sf);
+        if wmem >= sndbuf {
+            return None; // the chosen subflow has no send-buffer room: wait
+        }
+        // Pushed a frag at a time until the frag that fills the send buffer.
+        let sndbuf_room = (sndbuf - wmem).div_ceil(PAGE_FRAG_BYTES) * PAGE_FRAG_BYTES;
+        let burst = self
+            .cfg
+            .burst_bytes
+            .min(view.rwnd_room_bytes())
+            .min(sndbuf_room)
+            .min(avail_bytes);
+        if burst == 0 {
+            return None;
+        }
+        let avg = &mut self.avg_pacing_rate_bps[id];
+        if *avg != 0 && sf.pacing_rate_bps != 0 {
+            let num =
+                (*avg as u128) * (wmem as u128) + (sf.pacing_rate_bps as u128) * (burst as u128);
+            *avg = (num / (burst as u128 + wmem as u128)).min(u64::MAX as u128) as u64;
+        }
+        Some((id, burst))
     }
 }
 
@@ -192,60 +259,39 @@ impl Scheduler for Linux {
             let max = &mut self.max_cwnd_segments[sf.id];
             *max = (*max).max(segs);
         }
-        self.get_retrans(view, out);
+        // A subflow just marked stale had the whole MPTCP-level retransmission queue re-injected
+        // (`__mptcp_retransmit_pending_data`), which the kernel pushes again as pending data:
+        // through `get_send`, not the idle-subflow retransmission picker.
+        let recovering = view.subflows.iter().any(|s| s.stale);
+        if recovering {
+            if let Some(head) = reinject_head(view) {
+                let room = view.subflows.iter().any(|s| s.established && !s.stale);
+                if let Some((id, burst)) = room.then(|| self.get_send(view, head.len)).flatten() {
+                    out.push(Action::Resend {
+                        subflow: id,
+                        dsn: head.dsn,
+                        len: burst,
+                        kind: ResendKind::Reinject,
+                    });
+                }
+                return;
+            }
+        } else {
+            self.get_retrans(view, out);
+        }
         if !out.is_empty() || view.unsent_bytes == 0 || rwnd_blocked(view) {
             return;
         }
-        // (subflow, linger numerator wmem << 32, rate) for the best active / backup.
-        let mut best: [Option<(usize, u128)>; 2] = [None, None];
-        let mut n_active = 0;
-        for sf in view.subflows.iter().filter(|s| s.usable()) {
-            n_active += usize::from(!sf.backup);
-            let wmem = self.wmem_bytes(sf) as u128;
-            let avg = &mut self.avg_pacing_rate_bps[sf.id];
-            if *avg == 0 {
-                *avg = sf.pacing_rate_bps;
-            }
-            // linger = wmem / rate, in 2^-32 units; an unknown rate is infinitely fast.
-            let linger = if *avg == 0 {
-                0
-            } else {
-                (wmem << 32) / (*avg as u128)
-            };
-            let cls = usize::from(sf.backup);
-            if best[cls].is_none_or(|(_, l)| linger < l) {
-                best[cls] = Some((sf.id, linger));
-            }
+        if let Some((id, burst)) = self.get_send(view, view.unsent_bytes) {
+            out.push(Action::SendNew {
+                subflow: id,
+                max_bytes: burst,
+            });
         }
-        let chosen = if n_active == 0 { best[1] } else { best[0] };
-        let Some((id, _)) = chosen else { return };
-        let sf = &view.subflows[id];
-        let wmem = self.wmem_bytes(sf);
-        let sndbuf = self.sndbuf_bytes(sf);
-        if wmem >= sndbuf {
-            return; // the chosen subflow has no send-buffer room: wait
-        }
-        // Pushed a frag at a time until the frag that fills the send buffer.
-        let sndbuf_room = (sndbuf - wmem).div_ceil(PAGE_FRAG_BYTES) * PAGE_FRAG_BYTES;
-        let burst = self
-            .cfg
-            .burst_bytes
-            .min(view.rwnd_room_bytes())
-            .min(sndbuf_room)
-            .min(view.unsent_bytes);
-        if burst == 0 {
-            return;
-        }
-        let avg = &mut self.avg_pacing_rate_bps[id];
-        if *avg != 0 && sf.pacing_rate_bps != 0 {
-            let num =
-                (*avg as u128) * (wmem as u128) + (sf.pacing_rate_bps as u128) * (burst as u128);
-            *avg = (num / (burst as u128 + wmem as u128)).min(u64::MAX as u128) as u64;
-        }
-        out.push(Action::SendNew {
-            subflow: id,
-            max_bytes: burst,
-        });
+    }
+
+    fn upstream_stale_detection(&self) -> bool {
+        true
     }
 }
 
@@ -386,5 +432,45 @@ mod tests {
                 kind: ResendKind::Reinject
             }]
         );
+    }
+
+    #[test]
+    fn a_stale_subflow_is_skipped_and_its_reinjected_data_goes_through_get_send() {
+        // Subflow 0 drains sooner, but it is stale: new data goes to subflow 1.
+        let mut s = [sf(0, 10, 40), sf(1, 50, 40)];
+        s[0].stale = true;
+        assert!(matches!(
+            run(&mut Linux::default(), &conn(&s, 5000))[..],
+            [Action::SendNew { subflow: 1, .. }]
+        ));
+        // Recovery data is pushed on the busy active subflow (the idle-subflow picker would
+        // find none), before new data.
+        s[1].in_flight_bytes = 20_000;
+        s[0].outstanding_bytes = 3000;
+        let rq = [chunk(0, 3000, &[0])];
+        let mut v = conn(&s, 5000);
+        v.reinject_queue = &rq;
+        v.next_dsn = 3000;
+        assert_eq!(
+            run(&mut Linux::default(), &v),
+            vec![Action::Resend {
+                subflow: 1,
+                dsn: 0,
+                len: 3000,
+                kind: ResendKind::Reinject
+            }]
+        );
+    }
+
+    #[test]
+    fn one_rto_does_not_make_upstream_avoid_a_subflow() {
+        // `potentially_failed` is the out-of-tree kernel's; upstream keeps using the subflow
+        // until it is stale.
+        let mut s = [sf(0, 10, 40), sf(1, 50, 40)];
+        s[0].potentially_failed = true;
+        assert!(matches!(
+            run(&mut Linux::default(), &conn(&s, 5000))[..],
+            [Action::SendNew { subflow: 0, .. }]
+        ));
     }
 }

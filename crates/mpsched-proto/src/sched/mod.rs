@@ -66,6 +66,14 @@ pub struct SubflowView {
     pub backup: bool,
     /// "Potentially failed": an RTO fired and no progress has been made since.
     pub potentially_failed: bool,
+    /// Upstream Linux `stale`: the subflow received no ACK for more than `stale_loss_cnt`
+    /// MPTCP-level retransmission periods while holding data (see `mptcp::stale`); it is
+    /// active again once it receives an ACK. Always false unless the scheduler declares
+    /// [`Scheduler::upstream_stale_detection`].
+    pub stale: bool,
+    /// Upstream Linux `stale_count`: MPTCP-level retransmission periods without an ACK on
+    /// this busy subflow (0 unless [`Scheduler::upstream_stale_detection`]).
+    pub stale_count: u64,
     /// In RTO (Loss) recovery.
     pub in_loss_recovery: bool,
     /// In fast recovery (SACK / RFC 6675).
@@ -91,6 +99,10 @@ pub struct SubflowView {
     /// Bytes in flight (RFC 6675 "pipe": sent, not cumulatively or selectively acked, not
     /// deemed lost, plus retransmissions in flight).
     pub in_flight_bytes: u64,
+    /// Bytes sent and not cumulatively acknowledged, counted once each, SACKed and
+    /// deemed-lost ones included (`snd_nxt - snd_una`: what the kernel's retransmission
+    /// queue still holds and charges to `sk_wmem_queued`).
+    pub outstanding_bytes: u64,
     /// Bytes assigned to this subflow's send queue but not transmitted yet.
     pub queued_bytes: u64,
     /// Linux-style pacing rate, bit/s: ratio * cwnd / srtt, ratio 2.0 in slow start below
@@ -321,4 +333,12 @@ pub trait Scheduler: std::fmt::Debug + Send {
     /// The connection could not apply `action`.
     #[allow(unused_variables)]
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {}
+
+    /// True when the scheduler runs on the upstream kernel's connection machinery: the
+    /// MPTCP-level retransmission timer with stale-subflow detection (`mptcp::stale`), whose
+    /// result the views carry (`stale`, `stale_count`). False (the default): the
+    /// out-of-tree kernel's machinery, where `potentially_failed` plays that role.
+    fn upstream_stale_detection(&self) -> bool {
+        false
+    }
 }

@@ -348,6 +348,9 @@ impl Scheduler for Named {
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {
         self.inner.on_rejected(action, why, now_ns)
     }
+    fn upstream_stale_detection(&self) -> bool {
+        self.inner.upstream_stale_detection()
+    }
 }
 
 /// A boxed scheduler is a scheduler, so the generic wrappers (`Rp<S>`, `Bm<S>`) can wrap the
@@ -373,6 +376,9 @@ impl Scheduler for Box<dyn Scheduler> {
     }
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {
         (**self).on_rejected(action, why, now_ns)
+    }
+    fn upstream_stale_detection(&self) -> bool {
+        (**self).upstream_stale_detection()
     }
 }
 

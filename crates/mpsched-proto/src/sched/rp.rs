@@ -206,6 +206,9 @@ impl<S: Scheduler> Scheduler for Rp<S> {
             _ => self.inner.on_rejected(action, why, now_ns),
         }
     }
+    fn upstream_stale_detection(&self) -> bool {
+        self.inner.upstream_stale_detection()
+    }
 }
 
 #[cfg(test)]

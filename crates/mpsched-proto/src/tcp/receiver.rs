@@ -338,12 +338,21 @@ impl Receiver {
         self.hs.handle_timeout(now_ns);
         if self.delack_deadline.is_some_and(|t| now_ns >= t) {
             self.delack_deadline = None;
-            self.ack_now = true;
+            // An ACK due while the interface is gone is lost (see `set_path_up`).
+            self.ack_now = self.path_up;
         }
     }
 
-    /// Path down: nothing is sent until it is up again (a pending ACK waits).
+    /// Path down: nothing is sent until it is up again. An ACK due meanwhile is lost, not
+    /// held: Linux sends ACKs once (`__tcp_send_ack`) and a transmission without a route
+    /// fails and is not retried, so the first ACK after the path returns answers a new
+    /// segment and echoes its timestamp (a held ACK would echo one from before the outage
+    /// and give the sender an RTT sample as long as the outage).
     pub fn set_path_up(&mut self, up: bool) {
+        if !up {
+            self.ack_now = false;
+            self.delack_deadline = None;
+        }
         self.path_up = up;
     }
 

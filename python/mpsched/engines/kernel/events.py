@@ -1,6 +1,8 @@
-"""Changes during a run: capacity steps (`tc class change` on the link's htb class) and paths
-failing and recovering (DROP rules in the router's FORWARD chain, ahead of the delayer's rules,
-so packets on a failed path are lost as in the simulator). Played by a thread against the run's
+"""Changes during a run: capacity steps and rate collapses (`tc class change` on the link's htb
+class) and paths failing and recovering or blackholed, both ways or one (DROP rules in the
+router's FORWARD chain, ahead of the delayer's rules, so packets on a failed path are lost as in
+the simulator; the hosts see no interface go, so a path "down" here is what the simulator calls
+a blackhole). Played by a thread against the run's
 epoch; each change takes effect a few ms after its time (one `ip netns exec` command), which
 the `events` diagnostics record.
 """
@@ -20,9 +22,11 @@ __all__ = ["EventPlayer", "actions_for"]
 MIN_RATE_BPS = 8
 
 
-def _drop_rules(path: int) -> list[list[str]]:
-    return [["FORWARD", "-i", "rsrv", "-o", f"rp{path}", "-j", "DROP"],
-            ["FORWARD", "-i", f"rp{path}", "-o", "rsrv", "-j", "DROP"]]
+def _drop_rules(path: int, direction: str = "both") -> list[list[str]]:
+    """DROP rules of a path's downlink (server to client) and / or uplink in the router."""
+    down = ["FORWARD", "-i", "rsrv", "-o", f"rp{path}", "-j", "DROP"]
+    up = ["FORWARD", "-i", f"rp{path}", "-o", "rsrv", "-j", "DROP"]
+    return {"both": [down, up], "down": [down], "up": [up]}[direction]
 
 
 def actions_for(plan: Plan) -> list[tuple[int, str, list[list[str]]]]:
@@ -34,12 +38,13 @@ def actions_for(plan: Plan) -> list[tuple[int, str, list[list[str]]]]:
             cmd = ["tc", "class", "change", "dev", lk.out_dev, "parent", "1:", "classid", f"1:{lk.path + 1:x}",
                    "htb", "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM_BYTES)]
             out.append((at_ns, f"{lk.name} rate {rate_bps}", [cmd]))
-    for at_ns, path, up in plan.path_events:
+    for at_ns, path, up, direction in [(*e, "both") for e in plan.path_events] + list(plan.drops):
         if up:
-            cmds = [["iptables", "-t", "mangle", "-D", *r] for r in _drop_rules(path)]
+            cmds = [["iptables", "-t", "mangle", "-D", *r] for r in _drop_rules(path, direction)]
         else:
-            cmds = [["iptables", "-t", "mangle", "-I", r[0], "1", *r[1:]] for r in _drop_rules(path)]
-        out.append((at_ns, f"path {path} {'up' if up else 'down'}", cmds))
+            cmds = [["iptables", "-t", "mangle", "-I", r[0], "1", *r[1:]] for r in _drop_rules(path, direction)]
+        which = "" if direction == "both" else f" {direction}link"
+        out.append((at_ns, f"path {path}{which} {'up' if up else 'down'}", cmds))
     return sorted(out, key=lambda a: a[0])
 
 

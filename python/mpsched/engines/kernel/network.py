@@ -127,6 +127,7 @@ class Testbed:
             # No ssthresh/RTT carried over from an earlier connection to the same host.
             ns_sh(ns, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1")
             ns_sh(ns, "sysctl", "-qw", "net.mptcp.enabled=1")
+            ns_sh(ns, "sysctl", "-qw", f"net.mptcp.stale_loss_cnt={p.stale_loss_cnt}")
 
     def _mptcp(self) -> None:
         p = self.plan

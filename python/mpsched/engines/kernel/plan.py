@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpsched.engines.base import EngineError
+from mpsched.engines.kernel.errors import TestbedConfigError
+from mpsched.engines.kernel.path_events import collapse, path_events, stale_loss_cnt
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
            "client_addr", "SERVER_ADDR", "MAX_PATHS"]
@@ -33,15 +34,6 @@ UNLIMITED_QUEUE_BYTES = 1 << 30
 #: htb rate of a trace-driven link: the delayer is its bottleneck, the class only counts.
 TRACE_HTB_RATE_BPS = 10_000_000_000
 
-
-class TestbedConfigError(EngineError, ValueError):
-    """The configuration asks for something the kernel testbed cannot emulate."""
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
 
 
 def client_addr(path: int) -> str:
@@ -168,7 +160,7 @@ class Plan:
     links: list[LinkPlan]
     flows: list[FlowPlan]
     cross: list[CrossPlan]
-    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up)
+    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up): DROP rules both ways
     mptcp_paths: tuple[int, ...]     # paths with an MPTCP subflow endpoint on the client
     backup_paths: tuple[int, ...]
     duration_ns: int
@@ -177,6 +169,9 @@ class Plan:
     rcv_buf_bytes: int
     snd_buf_bytes: int
     init_cwnd_segments: int
+    stale_loss_cnt: int = 4          # net.mptcp.stale_loss_cnt, per namespace
+    #: (at_ns, path, up, direction): a blackhole of one direction ("down" or "up") of a path
+    drops: list[tuple[int, int, bool, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -247,11 +242,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         raise TestbedConfigError("paths", "at least one path is needed")
     if len(paths) > MAX_PATHS:
         raise TestbedConfigError("paths", f"the testbed builds at most {MAX_PATHS} paths")
-    events = []
-    for e_i, e in enumerate(cfg.get("path_events") or []):
-        if not 0 <= int(e["path"]) < len(paths):
-            raise TestbedConfigError(f"path_events[{e_i}].path", f"no path {e['path']}")
-        events.append((int(e["at_ns"]), int(e["path"]), bool(e["up"])))
+    events, drops, collapses = path_events(cfg.get("path_events") or [], len(paths))
     links: list[LinkPlan] = []
     used: dict[int, str] = {}
     for i, p in enumerate(paths):
@@ -341,6 +332,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                packet_bytes=int(c.get("packet_bytes", 1500)), start_ns=int(c["start_ns"]),
                                stop_ns=int(c["stop_ns"])))
 
+    links = collapse(links, collapses)
     record = cfg.get("record") or {}
     notes = []
     # The kernel always autotunes its receive buffer (net.ipv4.tcp_moderate_rcvbuf = 1 and no
@@ -357,10 +349,12 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         notes.append("scheduler: the kernel's default scheduler ran (recorded as 'linux')")
     return Plan(
         n_paths=len(paths), path_names=[p["name"] for p in paths], links=links, flows=flows, cross=cross,
-        path_events=sorted(events),
+        path_events=sorted(events), drops=sorted(drops),
         mptcp_paths=mptcp_paths, backup_paths=tuple(sorted(backups)), duration_ns=int(cfg["duration_ns"]),
         sample_interval_ns=int(record.get("sample_interval_ns", 10_000_000)), seed=int(cfg.get("seed", 1)),
         rcv_buf_bytes=max((int(t["rcv_buf_bytes"]) for t in transports), default=6 << 20),
         snd_buf_bytes=max((int(t["snd_buf_bytes"]) for t in transports), default=6 << 20),
         init_cwnd_segments=int(transports[0].get("init_cwnd_segments", 10)) if transports else 10,
+        stale_loss_cnt=stale_loss_cnt(transports),
         notes=notes)
+

@@ -25,6 +25,7 @@ impl Sender {
         v.cwnd_bytes = self.tcb.cwnd_bytes;
         v.ssthresh_bytes = self.tcb.ssthresh_bytes;
         v.in_flight_bytes = self.board.pipe_bytes();
+        v.outstanding_bytes = self.board.outstanding_bytes();
         v.queued_bytes = self.queued_bytes;
         v.pacing_rate_bps = self.pacing_rate_bps();
         v.bytes_acked = self.stats.bytes_acked;

@@ -1,0 +1,51 @@
+//! Path events in the event loop: a path going down or coming back (links and hosts), and
+//! impairments set on and lifted from its links (hosts see nothing).
+
+use super::Simulation;
+use crate::config::{LinkDirection, PathEvent};
+use crate::path_events::PathAction;
+use mpsched_engine::net::LinkId;
+
+impl Simulation<'_> {
+    /// Path event `e` starts (`start`) or ends.
+    pub(super) fn path_event(&mut self, e: PathEvent, start: bool) {
+        let p = &self.cfg.paths[e.path()];
+        match e.action(start) {
+            PathAction::SetUp(up) => self.set_path_up(e.path(), up),
+            PathAction::Impair { direction, on } => {
+                let chains: [&[usize]; 2] = match direction {
+                    LinkDirection::Both => [&p.down, &p.up],
+                    LinkDirection::Down => [&p.down, &[]],
+                    LinkDirection::Up => [&[], &p.up],
+                };
+                // The hosts see nothing: only the links change.
+                for &l in chains.into_iter().flatten() {
+                    let mut imp = *self.net.impairment(l as LinkId);
+                    e.apply(&mut imp, on);
+                    self.net.set_impairment(l as LinkId, imp);
+                }
+            }
+        }
+    }
+
+    /// A path goes down or comes back: its links, and the hosts' interfaces.
+    fn set_path_up(&mut self, path: usize, up: bool) {
+        let p = &self.cfg.paths[path];
+        let now = self.now_ns;
+        for &l in p.down.iter().chain(&p.up) {
+            self.net.set_link_up(now, l as LinkId, up);
+        }
+        // The hosts see their interface change at once (the kernel marks the subflow failed).
+        for fi in 0..self.flows.len() {
+            let Some(f) = self.flows[fi].as_mut() else { continue };
+            for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
+                if fp == path {
+                    f.client.ep.set_path_up(sf, up, now);
+                    f.server.ep.set_path_up(sf, up, now);
+                }
+            }
+            self.after_activity(fi, true);
+            self.after_activity(fi, false);
+        }
+    }
+}

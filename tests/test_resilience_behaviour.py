@@ -1,0 +1,113 @@
+"""Failover and failback through the Python API and the simulator: what a scheduler does when
+a path dies and comes back, measured with `mpsched.metrics`.
+
+The setting (as the core's own tests, crates/mpsched-sim/tests/failover.rs): path "a" 10 ms one
+way, path "b" 40 ms, both 10 Mbit/s with 100-packet queues; a game-state stream of 300-byte
+messages at 50 Hz for 8 s with a 150 ms deadline. Path "b" alone delivers every message in
+about 40 ms, well within the deadline.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import mpsched
+from mpsched import metrics
+
+from conftest import has_core_runner
+
+pytestmark = pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+
+SETTING = """
+duration = "18s"
+[[paths]]
+name = "a"
+rate = "10Mbit"
+delay = "10ms"
+queue = "100 packets"
+[[paths]]
+name = "b"
+rate = "10Mbit"
+delay = "40ms"
+queue = "100 packets"
+[connection]
+scheduler = "{scheduler}"
+cc = "cubic"
+stale_loss_cnt = {stale}
+[[workload]]
+kind = "messages"
+size = "300B"
+interval = "20ms"
+deadline = "150ms"
+stop = "8s"
+[record]
+interval = "10ms"
+"""
+
+
+def _event(kind: str, at: str = "2s", duration: str | None = "3s") -> str:
+    return f'[[path_events]]\nkind = "{kind}"\npath = "a"\nat = "{at}"\n' + (f'duration = "{duration}"\n' if duration else "")
+
+
+def _run(tmp_path, scheduler: str, event: str = "", stale: int = 4) -> mpsched.Results:
+    s = mpsched.loads_scenario(SETTING.format(scheduler=scheduler, stale=stale) + event)
+    return mpsched.run(s, tmp_path / f"{scheduler}-{stale}-{abs(hash(event))}", jobs=1)
+
+
+def _failover(res: mpsched.Results) -> pl.DataFrame:
+    stalls = metrics.delivery_stalls(res.flows, res.blocks, res.conn_series)
+    return metrics.failover(res.path_events, stalls, res.conn_series, res.subflow_series)
+
+
+def test_redundant_keeps_every_deadline_the_surviving_path_can_meet(tmp_path):
+    ev = _event("blackhole")
+    res = _run(tmp_path, "redundant", ev)
+    settled = res.blocks.filter(pl.col("sent_ns") >= 500_000_000)  # after the handshake and the join
+    assert settled.height == 375
+    assert not settled["deadline_missed"].any()
+    assert _failover(res)["failover_ms"][0] == 0.0  # no stall beyond the usual wait
+    # the same blackhole costs minRTT deadlines (it sends on "a" until a timeout)
+    minrtt = _run(tmp_path, "minrtt", ev)
+    assert minrtt.blocks["deadline_missed"].any()
+    assert _failover(minrtt)["failover_ms"][0] > 150
+
+
+def test_linux_fails_over_after_stale_loss_cnt_timer_periods(tmp_path):
+    # Upstream Linux (net/mptcp/protocol.c, mptcp_subflow_get_send and the MPTCP-level
+    # retransmit timer) marks a subflow stale after more than stale_loss_cnt = 4 timer periods
+    # without progress and only then sends its pending data on the other subflow. Each period
+    # is one retransmission timeout of the connection (at least TCP_RTO_MIN = 200 ms plus the
+    # 80 ms RTT of "b" here): two more units of stale_loss_cnt delay the failover by two periods.
+    fo = {cnt: _failover(_run(tmp_path, "linux", _event("blackhole", duration="6s"), stale=cnt))["failover_ms"][0]
+          for cnt in (2, 4, 6)}
+    assert 400 <= fo[4] - fo[2] <= 700, fo
+    assert 400 <= fo[6] - fo[4] <= 700, fo
+    # the default (4): the first RTO on "a" plus four more periods, over a second in all
+    assert 1000 <= fo[4] <= 1700, fo
+
+
+@pytest.mark.parametrize("scheduler", ["minrtt", "linux"])
+def test_a_path_that_comes_back_carries_traffic_again(tmp_path, scheduler):
+    # Interface down 2 s to 5 s: the hosts see it come back and use it at once (within 100 ms).
+    res = _run(tmp_path, scheduler, _event("down"))
+    assert res.path_events["end_ns"][0] == 5_000_000_000
+    assert _failover(res)["failback_ms"][0] <= 100
+    # Blackhole 2 s to 5 s: the hosts notice nothing; the next retransmission of the backed-off
+    # timer on "a" (RTO about 260 ms, doubled at each expiry: the next after 5 s is near 5.9 s)
+    # gets through and "a" carries messages again: within one backed-off RTO (2.1 s) of the end.
+    res = _run(tmp_path, scheduler, _event("blackhole"))
+    assert _failover(res)["failback_ms"][0] <= 2100
+
+
+def test_the_failure_metrics_are_empty_where_nothing_failed(tmp_path):
+    res = _run(tmp_path, "minrtt")
+    assert res.path_events.is_empty()
+    assert _failover(res).is_empty()
+    summary = mpsched.analysis.resilience_summary(res)
+    assert summary["failover_ms"][0] is None if "failover_ms" in summary.columns else True
+    assert summary["deadline_miss_rate"][0] == 0.0
+    # an event on a path the connection does not depend on costs nothing: an RTT spike on "b",
+    # which minRTT does not use while "a" is faster
+    spike = '[[path_events]]\nkind = "rtt_spike"\npath = "b"\nat = "2s"\nduration = "1s"\nextra_delay = "50ms"\n'
+    assert _failover(_run(tmp_path, "minrtt", spike))["failover_ms"][0] == 0.0

@@ -1,0 +1,127 @@
+"""Failover, failback, stalls and message delays (`mpsched.metrics`) on tables whose answer is
+known by hand."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from mpsched import metrics
+
+MS = 1_000_000
+
+
+def _events(*rows) -> pl.DataFrame:
+    """path_events rows: (kind, path_index, at_ms, end_ms or None)."""
+    return pl.DataFrame(
+        {"event": list(range(len(rows))), "kind": [r[0] for r in rows], "path": [f"p{r[1]}" for r in rows],
+         "path_index": [r[1] for r in rows], "direction": ["both"] * len(rows),
+         "at_ns": [r[2] * MS for r in rows], "end_ns": [None if r[3] is None else r[3] * MS for r in rows]},
+        schema_overrides={"end_ns": pl.Int64})
+
+
+NO_EVENTS = _events()
+
+
+def _messages() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One flow of four messages sent every 20 ms; the third is held until 300 ms (a path
+    failed under it) and the fourth, behind it in order, arrives with it."""
+    flows = pl.DataFrame({"flow_id": [0], "app": ["messages"], "completed": [True]})
+    blocks = pl.DataFrame({
+        "flow_id": [0, 0, 0, 0], "block": [0, 1, 2, 3],
+        "sent_ns": [0, 20 * MS, 40 * MS, 60 * MS], "delivered_ns": [10 * MS, 30 * MS, 300 * MS, 300 * MS],
+        "delay_ns": [10 * MS, 10 * MS, 260 * MS, 240 * MS], "deadline_ns": [150 * MS] * 4,
+        "deadline_missed": [False, False, True, True]})
+    return flows, blocks
+
+
+def test_message_delay_quantiles_and_deadline_miss_rate():
+    blocks = pl.DataFrame({
+        "flow_id": [0, 0, 0, 0], "block": [0, 1, 2, 3], "sent_ns": [0, 20 * MS, 40 * MS, 60 * MS],
+        "delivered_ns": [10 * MS, 40 * MS, 70 * MS, None], "delay_ns": [10 * MS, 20 * MS, 30 * MS, None],
+        "deadline_ns": [25 * MS] * 4, "deadline_missed": [False, False, True, True]},
+        schema_overrides={"delivered_ns": pl.Int64, "delay_ns": pl.Int64})
+    row = metrics.message_delay(blocks).row(0, named=True)
+    assert row["messages"] == 4 and row["delivered"] == 3
+    assert row["delay_p50_ms"] == pytest.approx(20.0)
+    assert row["delay_p99_ms"] == pytest.approx(29.8)  # 20 + 0.98 x (30 - 20), linear
+    assert row["deadline_miss_rate"] == pytest.approx(0.5)  # late, and never delivered
+    no_deadline = blocks.with_columns(pl.lit(None, pl.Int64).alias("deadline_ns"), pl.lit(False).alias("deadline_missed"))
+    assert metrics.message_delay(no_deadline)["deadline_miss_rate"][0] is None
+
+
+def test_message_waits_and_the_longest_stall():
+    flows, blocks = _messages()
+    stalls = metrics.delivery_stalls(flows, blocks, pl.DataFrame())
+    # each message waits from max(previous delivery, its send time) to its delivery
+    assert stalls["start_ns"].to_list() == [0, 20 * MS, 40 * MS, 300 * MS]
+    assert stalls["stall_ns"].to_list() == [10 * MS, 10 * MS, 260 * MS, 0]
+    assert metrics.longest_stall(stalls)["longest_stall_ms"][0] == pytest.approx(260.0)
+
+
+def test_failover_of_messages_from_the_event_to_the_first_delivery_again():
+    flows, blocks = _messages()
+    stalls = metrics.delivery_stalls(flows, blocks, pl.DataFrame())
+    fo = metrics.failover(_events(("blackhole", 0, 45, None)), stalls, pl.DataFrame(), pl.DataFrame())
+    row = fo.row(0, named=True)
+    # the 260 ms wait is longer than twice the 10 ms waits before the event: delivery resumed at 300 ms
+    assert row["failover_ms"] == pytest.approx(255.0)
+    assert row["failover90_ms"] is None and row["failback_ms"] is None  # units; no recovery
+    # an event after the flow's last wait cost nothing; no event at all: nothing to report
+    late = metrics.failover(_events(("down", 0, 400, 500)), stalls, pl.DataFrame(), pl.DataFrame())
+    assert late["failover_ms"][0] == 0.0
+    assert metrics.failover(NO_EVENTS, stalls, pl.DataFrame(), pl.DataFrame()).is_empty()
+
+
+def _transfer() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """A transfer sampled every 10 ms: 1000 B a sample to 50 ms, nothing until 130 ms, then
+    500 B a sample to 200 ms. Its subflow on path 1 acknowledges 300 B until 110 ms, 800 B from
+    120 ms."""
+    t = list(range(0, 201, 10))
+    d = [min(x, 50) * 100 if x <= 120 else 5000 + (x - 120) * 50 for x in t]
+    conn = pl.DataFrame({"flow_id": [0] * len(t), "time_ns": [x * MS for x in t], "delivered_bytes": d})
+    flows = pl.DataFrame({"flow_id": [0], "app": ["bulk"], "completed": [True]})
+    sub = pl.DataFrame({"flow_id": [0] * 3, "subflow": [1] * 3, "path": ["lte"] * 3, "path_index": [1] * 3,
+                        "time_ns": [100 * MS, 110 * MS, 120 * MS], "bytes_acked": [300, 300, 800]})
+    return flows, conn, sub
+
+
+def test_transfer_stall_failover_to_90_percent_and_failback():
+    flows, conn, sub = _transfer()
+    stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
+    # between the growth at 50 ms and the next at 130 ms: 80 ms less one 10 ms sample
+    assert metrics.longest_stall(stalls)["longest_stall_ms"][0] == pytest.approx(70.0)
+    fo = metrics.failover(_events(("blackhole", 1, 55, 100)), stalls, conn, sub, window_s=0.02)
+    row = fo.row(0, named=True)
+    assert row["failover_ms"] == pytest.approx(75.0)  # 130 ms - 55 ms
+    # the rate with the event in force (second half of 55..100 ms) is 0: no reference
+    assert row["failover90_ms"] is None
+    assert row["failback_ms"] == pytest.approx(20.0)  # path 1 carries more at 120 ms
+    # without an end: the reference is the rate over 127.5..200 ms (3500 B in 72.5 ms, 48 B/ms);
+    # the first 20 ms window from the first byte again (130 ms) carries 1000 B, 50 B/ms: 90 % reached
+    row = metrics.failover(_events(("down", 0, 55, None)), stalls, conn, sub, window_s=0.02).row(0, named=True)
+    assert row["failover90_ms"] == pytest.approx(75.0)
+    # before the stall, 60..80 ms carried nothing but 40..60 ms 1000 B: a window is never
+    # counted before delivery resumed, however much was in flight when the event struck
+    row = metrics.failover(_events(("down", 0, 35, None)), stalls, conn, sub, window_s=0.02).row(0, named=True)
+    assert row["failover_ms"] == pytest.approx(95.0) and row["failover90_ms"] == pytest.approx(95.0)
+    assert row["failback_ms"] is None
+
+
+def test_an_event_that_costs_nothing_is_zero():
+    t = list(range(0, 201, 10))
+    conn = pl.DataFrame({"flow_id": [0] * len(t), "time_ns": [x * MS for x in t], "delivered_bytes": [x * 100 for x in t]})
+    flows = pl.DataFrame({"flow_id": [0], "app": ["bulk"], "completed": [True]})
+    stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
+    assert metrics.longest_stall(stalls)["longest_stall_ms"][0] == 0.0
+    row = metrics.failover(_events(("rtt_spike", 0, 55, None)), stalls, conn, pl.DataFrame(), window_s=0.02).row(0, named=True)
+    assert row["failover_ms"] == 0.0 and row["failover90_ms"] == pytest.approx(5.0)  # the first sample after
+
+
+def test_sent_per_delivered():
+    flows = pl.DataFrame({"flow_id": [0, 1], "bytes_sent": [3000, 10], "bytes_delivered": [1000, 0]})
+    out = metrics.sent_per_delivered(flows)
+    assert out["sent_per_delivered"][0] == pytest.approx(3.0)
+    assert out["sent_per_delivered"][1] is None or math.isnan(out["sent_per_delivered"][1])
