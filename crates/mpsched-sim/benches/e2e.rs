@@ -55,6 +55,7 @@ fn base(flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
             init_cwnd_segments: 10,
             rcv_buf_autotuning: false,
             join_timing: JoinTimingConfig::Oot,
+            loss_recovery: LossRecoveryConfig::RackTlp,
         }],
         flows,
         cross_traffic: vec![],

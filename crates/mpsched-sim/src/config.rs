@@ -103,6 +103,22 @@ pub struct TransportConfig {
     /// first path later.
     #[serde(default)]
     pub join_timing: JoinTimingConfig,
+    /// Loss detection of every subflow: "rack_tlp" (the default, Linux's RACK-TLP: time-based
+    /// loss marking and a tail-loss probe ~2 SRTT after the last transmission) or "rfc6675"
+    /// (DupThresh marking; a lost tail waits for the RTO).
+    #[serde(default)]
+    pub loss_recovery: LossRecoveryConfig,
+}
+
+/// Loss detection of the subflows (`mpsched_proto::tcp::LossRecovery`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LossRecoveryConfig {
+    /// Linux's default RACK-TLP (RFC 8985).
+    #[default]
+    RackTlp,
+    /// RFC 6675 DupThresh, no tail-loss probe.
+    Rfc6675,
 }
 
 /// When the client opens subflows 1.. of an MPTCP connection.

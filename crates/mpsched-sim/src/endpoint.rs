@@ -3,11 +3,11 @@
 //! The loop sees every endpoint (client or server side of a flow, TCP or MPTCP, sending or
 //! receiving) through one small trait, so it has a single code path for all of them.
 
-use crate::config::{Direction, JoinTimingConfig, Protocol, TransportConfig};
+use crate::config::{Direction, JoinTimingConfig, LossRecoveryConfig, Protocol, TransportConfig};
 use mpsched_proto::cc;
 use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender, JoinTiming, Mode};
 use mpsched_proto::sched::{self, Scheduler, SubflowView};
-use mpsched_proto::tcp::TcpConfig;
+use mpsched_proto::tcp::{LossRecovery, TcpConfig};
 
 pub(crate) use mpsched_proto::tcp::Segment;
 
@@ -89,7 +89,15 @@ pub(crate) fn build_endpoints(
     let sender_is_client = direction == Direction::Upload;
     let conn = |is_client: bool| ConnConfig {
         backup: paths.iter().map(|p| t.backup_paths.contains(p)).collect(),
-        tcp: TcpConfig { mss_bytes: t.mss_bytes, init_cwnd_segments: t.init_cwnd_segments, ..TcpConfig::default() },
+        tcp: TcpConfig {
+            mss_bytes: t.mss_bytes,
+            init_cwnd_segments: t.init_cwnd_segments,
+            loss_recovery: match t.loss_recovery {
+                LossRecoveryConfig::RackTlp => LossRecovery::RackTlp,
+                LossRecoveryConfig::Rfc6675 => LossRecovery::Rfc6675,
+            },
+            ..TcpConfig::default()
+        },
         rcv_buf_bytes: t.rcv_buf_bytes,
         snd_buf_bytes: t.snd_buf_bytes,
         cc: t.cc.clone(),

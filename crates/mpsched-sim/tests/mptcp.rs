@@ -144,7 +144,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     /// Whatever the network and the scheduler, the application receives every byte once, in
-    /// order: the receiver's in-order byte count reaches the flow size and never exceeds it.
+    /// order: the receiver's in-order byte count reaches the flow size and never exceeds it;
+    /// with either loss detection.
     #[test]
     fn every_byte_arrives_once_for_every_scheduler_and_cc(
         pairs in proptest::collection::vec((arb_link("d"), arb_link("u")), 1..=3),
@@ -153,6 +154,7 @@ proptest! {
         size_kb in 1u64..=1500,
         seed in 0u64..1000,
         tcp in any::<bool>(),
+        rfc6675 in any::<bool>(),
     ) {
         let n = pairs.len();
         let (links, paths) = paths_of(pairs);
@@ -160,7 +162,11 @@ proptest! {
         cfg.seed = seed;
         let protocol = if tcp { Protocol::Tcp } else { Protocol::Mptcp };
         let used = if tcp { vec![0] } else { (0..n).collect() };
-        cfg.transports.push(transport(protocol, &scheduler, cc, used));
+        let mut t = transport(protocol, &scheduler, cc, used);
+        if rfc6675 {
+            t.loss_recovery = LossRecoveryConfig::Rfc6675;
+        }
+        cfg.transports.push(t);
         cfg.flows.push(sized(0, 0, 0, size_kb * 1000));
         let rec = run(&cfg).unwrap();
         let delivered = u64s(&rec, "flows", "bytes_delivered")[0];

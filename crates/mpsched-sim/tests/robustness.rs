@@ -77,8 +77,9 @@ fn arb_config() -> impl Strategy<Value = SimConfig> {
         proptest::collection::vec((0usize..3, any::<bool>(), 0u64..3_000), 0..3),
         any::<bool>(),
         1u64..64,
+        any::<bool>(),
     )
-        .prop_map(|(pairs, scheduler, cc, flows, events, tcp, rcv_kb)| {
+        .prop_map(|(pairs, scheduler, cc, flows, events, tcp, rcv_kb, rfc6675)| {
             let n = pairs.len();
             let (links, paths) = paths_of(pairs);
             let mut cfg = scenario(links, paths, 4 * S);
@@ -87,6 +88,9 @@ fn arb_config() -> impl Strategy<Value = SimConfig> {
             let mut t = transport(protocol, &scheduler, cc, if tcp { vec![0] } else { (0..n).collect() });
             t.rcv_buf_bytes = rcv_kb * 3000;
             t.backup_paths = if !tcp && n > 1 { vec![n - 1] } else { vec![] };
+            if rfc6675 {
+                t.loss_recovery = LossRecoveryConfig::Rfc6675;
+            }
             cfg.transports.push(t);
             for (i, (start_ms, size, bulk, upload)) in flows.into_iter().enumerate() {
                 let mut f = sized(i as u64, 0, start_ms * MS, size);

@@ -8,10 +8,12 @@
 //! Scope and simplifications (simulation): sequence numbers are `u64` and never wrap; both
 //! sides start at 0 (the SYN), so data starts at sequence number 1; payload bytes are not
 //! carried; segments never exceed a DSN mapping; no Nagle, no TSO, no pacing (Linux paces only
-//! with the fq qdisc or BBR). Loss detection by default is RFC 6675 DupThresh plus RACK's rule
-//! for lost retransmissions, and a lost tail waits for the RTO; [`TcpConfig::rack_tlp`] turns
-//! on Linux's RACK-TLP instead (time-based marking, reordering timer, tail-loss probe). No
-//! F-RTO / undo of spurious timeouts, no D-SACK (so no reordering detection either).
+//! with the fq qdisc or BBR). Loss detection is Linux's default RACK-TLP (RFC 8985: time-based
+//! marking, reordering timer, tail-loss probe); [`LossRecovery::Rfc6675`] selects RFC 6675
+//! DupThresh instead (plus RACK's rule for lost retransmissions), where a lost tail waits for
+//! the RTO. Reordering is detected from SACKs (Linux `reord_seen`: RACK then keeps its window in
+//! recovery). No F-RTO / undo of spurious timeouts, no D-SACK (so RACK's reordering window never
+//! grows past min RTT / 4).
 //!
 //! * [`Sender`]: handshake, send queue of DSN mappings, SACK scoreboard, RFC 6675 / PRR fast
 //!   recovery, RTO with backoff, a pluggable [`crate::cc`] policy.
@@ -70,11 +72,30 @@ pub struct TcpConfig {
     /// Restart the window after an idle period longer than the RTO (Linux
     /// `net.ipv4.tcp_slow_start_after_idle`, default 1).
     pub slow_start_after_idle: bool,
-    /// Linux's RACK-TLP loss detection (`net.ipv4.tcp_recovery` = 1, `tcp_early_retrans` =
-    /// 3): time-based loss marking and a tail-loss probe after ~2 SRTT. Off by default: loss
-    /// detection is then RFC 6675 DupThresh (plus RACK's rule for lost retransmissions) and a
-    /// lost tail waits for the RTO.
-    pub rack_tlp: bool,
+    /// How losses are detected ([`LossRecovery::RackTlp`], Linux's default, unless set).
+    pub loss_recovery: LossRecovery,
+}
+
+/// Loss detection of a subflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LossRecovery {
+    /// Linux's default (`net.ipv4.tcp_recovery` = 1, `tcp_early_retrans` = 3): RACK (RFC 8985,
+    /// `net/ipv4/tcp_recovery.c`) marks a segment lost once a segment sent after it was
+    /// delivered and RACK.rtt + reo_wnd has passed since it was sent, with a reordering timer
+    /// for the rest; a tail-loss probe (`tcp_schedule_loss_probe`) goes out ~2 SRTT after the
+    /// last transmission or ACK.
+    #[default]
+    RackTlp,
+    /// RFC 6675 DupThresh for first transmissions (plus RACK's rule for lost
+    /// retransmissions), no probe: a lost tail waits for the RTO.
+    Rfc6675,
+}
+
+impl TcpConfig {
+    /// RACK-TLP is on.
+    pub fn rack_tlp(&self) -> bool {
+        self.loss_recovery == LossRecovery::RackTlp
+    }
 }
 
 impl Default for TcpConfig {
@@ -88,7 +109,7 @@ impl Default for TcpConfig {
             quickack_segments: QUICKACKS,
             mptcp: false,
             slow_start_after_idle: true,
-            rack_tlp: false,
+            loss_recovery: LossRecovery::RackTlp,
         }
     }
 }

@@ -76,6 +76,11 @@ pub struct Scoreboard {
     /// Minimum RTT, ns: a retransmitted segment delivered sooner than this after its last
     /// transmission may have been the original (Linux `tcp_rack_advance`).
     min_rtt_ns: u64,
+    /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`, "fack"); 0: none yet.
+    fack: u64,
+    /// Reordering was seen (Linux `tp->reord_seen`): a never-retransmitted segment below the
+    /// highest SACKed one was delivered after it.
+    reord_seen: bool,
 }
 
 impl Scoreboard {
@@ -154,6 +159,7 @@ impl Scoreboard {
                 if s.flags & RETX != 0 {
                     self.retx_bytes -= len;
                 }
+                self.note_reordering(&s, self.fack);
                 self.rack_advance(&s, now_ns);
             }
         }
@@ -177,6 +183,7 @@ impl Scoreboard {
             _ => return 0,
         };
         let mut newly = 0;
+        let prior_fack = self.fack;
         for &(s, e) in blocks {
             let (s, e) = (s.max(lo), e.min(hi));
             if s >= e {
@@ -197,17 +204,32 @@ impl Scoreboard {
             if overflow {
                 // Pathological block pattern: mark the whole block (already SACKed segments
                 // are skipped inside).
-                newly += self.mark_sacked(s, e, now_ns);
+                newly += self.mark_sacked(s, e, now_ns, prior_fack);
             } else {
                 for &(a, b) in &gaps[..n] {
-                    newly += self.mark_sacked(a, b, now_ns);
+                    newly += self.mark_sacked(a, b, now_ns, prior_fack);
                 }
             }
         }
         newly
     }
 
-    fn mark_sacked(&mut self, start: u64, end: u64, now_ns: u64) -> u64 {
+    /// Linux `tcp_sacktag_one` / `tcp_clean_rtx_queue` feeding `tcp_check_sack_reordering`: a
+    /// segment sent once and delivered below the highest segment SACKed before this ACK
+    /// arrived out of order.
+    fn note_reordering(&mut self, s: &SentSeg, prior_fack: u64) {
+        if !s.ever_retx && s.seq + (s.len as u64) <= prior_fack {
+            self.reord_seen = true;
+        }
+    }
+
+    /// Reordering was seen on this subflow (RACK then keeps its reordering window in
+    /// recovery and past DupThresh SACKs).
+    pub fn reord_seen(&self) -> bool {
+        self.reord_seen
+    }
+
+    fn mark_sacked(&mut self, start: u64, end: u64, now_ns: u64, prior_fack: u64) -> u64 {
         let mut i = self.segs.partition_point(|x| x.seq + x.len as u64 <= start);
         let mut newly = 0;
         while i < self.segs.len() {
@@ -227,6 +249,8 @@ impl Scoreboard {
                 }
                 s.flags = SACKED;
                 let s = *s;
+                self.note_reordering(&s, prior_fack);
+                self.fack = self.fack.max(s.seq + len);
                 self.rack_advance(&s, now_ns);
                 self.sacked_bytes += len;
                 self.sacked_segs += 1;
@@ -511,5 +535,44 @@ mod tests {
         assert_eq!(b.pipe_bytes(), 400);
         assert_eq!(b.advance_una(501, 60), 500);
         assert_eq!(b.pipe_bytes(), 0);
+    }
+
+    #[test]
+    fn rack_marks_a_hole_lost_once_rack_rtt_plus_reo_wnd_has_passed() {
+        let mut b = board(10); // segment i sent at t = i
+                               // Only segment 2 is SACKed, at t = 50: one SACK, far from DupThresh.
+        b.apply_sack(&[(201, 301)], 50);
+        assert_eq!(b.update_lost(MSS), 0, "RFC 6675 sees no loss");
+        // RACK.rtt = 48 (segment 2); reo_wnd 10: segment 0 is lost at 0 + 48 + 10 = 58,
+        // segment 1 at 59. Before that the caller gets the reordering timer.
+        assert_eq!(b.rack_mark_lost(50, 10), (0, Some(58)));
+        assert_eq!(b.rack_mark_lost(58, 10), (MSS, Some(59)));
+        assert_eq!(b.rack_mark_lost(59, 10), (MSS, None));
+        // Segments sent after segment 2 are not judged (nothing later was delivered).
+        assert_eq!(b.lost_bytes(), 2 * MSS);
+        assert_eq!(b.pipe_bytes(), 10 * MSS - MSS - 2 * MSS);
+        assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
+    }
+
+    #[test]
+    fn a_once_sent_segment_delivered_below_the_highest_sack_is_reordering() {
+        let mut b = board(10);
+        b.apply_sack(&[(301, 401)], 50);
+        assert!(!b.reord_seen(), "a hole is not reordering");
+        // Segment 1 (sent once) is SACKed after segment 3 was: it arrived out of order.
+        b.apply_sack(&[(101, 201), (301, 401)], 51);
+        assert!(b.reord_seen());
+        // A retransmitted segment filling a hole is not evidence of reordering.
+        let mut b = board(10);
+        b.apply_sack(&[(201, 401)], 50);
+        b.update_lost(MSS);
+        b.mark_all_lost();
+        assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
+        b.mark_retransmitted(60);
+        b.advance_una(101, 70);
+        assert!(!b.reord_seen());
+        // ... but a cumulative ACK of a never-retransmitted segment below the highest SACK is.
+        b.advance_una(201, 71);
+        assert!(b.reord_seen());
     }
 }

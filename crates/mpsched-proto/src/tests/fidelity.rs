@@ -4,7 +4,7 @@
 use super::mptcp::{complete, download, PathSpec, Setup};
 use super::util::*;
 use crate::mptcp::Mode;
-use crate::tcp::Segment;
+use crate::tcp::{LossRecovery, Segment};
 
 /// Distinct short data segments (payload below the subflow's MSS) a transfer sends through
 /// drop-tail queues of `queue_bytes` (losses put the window into congestion avoidance, where
@@ -51,7 +51,7 @@ fn mptcp_sends_full_segments_while_data_is_queued() {
         let s = Setup {
             backup: vec![],
             upload: false,
-            rack_tlp: false,
+            loss_recovery: LossRecovery::default(),
             autotune: false,
             mode,
             paths,
@@ -79,7 +79,7 @@ fn fct_and_window(paths: Vec<PathSpec>, total: u64, autotune: bool) -> (u64, u64
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune,
         mode: if paths.len() > 1 {
             Mode::Mptcp

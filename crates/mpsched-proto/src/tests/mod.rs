@@ -4,5 +4,6 @@ mod contract;
 mod fidelity;
 mod mptcp;
 mod perf;
+mod rack;
 mod tcp;
 pub(crate) mod util;

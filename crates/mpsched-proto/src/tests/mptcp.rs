@@ -4,7 +4,7 @@
 use super::util::*;
 use crate::mptcp::{ConnConfig, DataReceiver, DataSender, JoinTiming, Mode};
 use crate::sched::{registry, Rejection};
-use crate::tcp::Segment;
+use crate::tcp::{LossRecovery, Segment};
 use proptest::prelude::*;
 
 impl Endpoint for DataSender {
@@ -43,8 +43,8 @@ pub(super) type PathSpec = (u64, u64);
 pub(super) struct Setup {
     /// Upload (the client sends) instead of download.
     pub(super) upload: bool,
-    /// Linux RACK-TLP loss detection on the data sender.
-    pub(super) rack_tlp: bool,
+    /// Loss detection on the data sender.
+    pub(super) loss_recovery: LossRecovery,
     /// Linux receive-buffer autotuning on the data receiver.
     pub(super) autotune: bool,
     pub(super) mode: Mode,
@@ -65,7 +65,7 @@ pub(super) fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
     rc.backup = s.backup.clone();
     let mut sc = ConnConfig::new(s.mode, s.upload, n);
     sc.cc = s.cc.to_string();
-    sc.tcp.rack_tlp = s.rack_tlp;
+    sc.tcp.loss_recovery = s.loss_recovery;
     sc.backup = s.backup.clone();
     let mut rx = DataReceiver::new(rc);
     rx.connect(0);
@@ -98,7 +98,7 @@ fn tcp_mode_connection_matches_slow_start_timing() {
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
@@ -151,7 +151,7 @@ fn upload_starts_data_with_the_third_ack() {
     let s = Setup {
         backup: vec![],
         upload: true,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
@@ -176,7 +176,7 @@ fn tcp_throughput_is_limited_by_the_receive_window() {
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Tcp,
         paths: vec![(1_000 * MBPS, 10 * MS)],
@@ -198,7 +198,7 @@ fn lost_fourth_ack_is_recovered_by_repeating_the_third() {
     let s = Setup {
         backup: vec![],
         upload: true,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 10 * MS)],
@@ -236,7 +236,7 @@ fn join_on_a_200ms_path_is_too_late_for_a_1mb_flow() {
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(100 * MBPS, 10 * MS), (100 * MBPS, 100 * MS)],
@@ -266,7 +266,7 @@ fn two_subflows_share_a_transfer() {
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(10 * MBPS, 10 * MS), (10 * MBPS, 15 * MS)],
@@ -304,7 +304,7 @@ fn a_scheduler_that_ignores_reinjection_still_completes_after_an_outage() {
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
@@ -326,7 +326,7 @@ fn reinjection_after_a_path_goes_down_and_the_subflow_returns() {
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(20 * MBPS, 10 * MS), (20 * MBPS, 10 * MS)],
@@ -371,7 +371,7 @@ fn small_receive_buffer_blocks_and_still_completes() {
     let s = Setup {
         backup: vec![],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Mptcp,
         paths: vec![(50 * MBPS, 5 * MS), (5 * MBPS, 60 * MS)],
@@ -411,7 +411,7 @@ fn backup_subflow_carries_data_only_while_the_active_path_is_down() {
     let s = Setup {
         backup: vec![false, true],
         upload: false,
-        rack_tlp: false,
+        loss_recovery: LossRecovery::default(),
         autotune: false,
         mode: Mode::Mptcp,
         // Backup RTT 30 ms < 40 ms, but its join completes (85 ms) after subflow 0 (60 ms),
@@ -528,7 +528,7 @@ proptest! {
         let s = Setup {
             backup: vec![],
             upload,
-            rack_tlp,
+            loss_recovery: if rack_tlp { LossRecovery::RackTlp } else { LossRecovery::Rfc6675 },
             autotune: false,
             mode: if mptcp { Mode::Mptcp } else { Mode::Tcp },
             paths,

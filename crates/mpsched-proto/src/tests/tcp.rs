@@ -3,7 +3,7 @@
 
 use super::util::*;
 use crate::cc;
-use crate::tcp::{flags, HsOption, Receiver, Role, Segment, Sender, TcpConfig};
+use crate::tcp::{flags, HsOption, LossRecovery, Receiver, Role, Segment, Sender, TcpConfig};
 
 /// Download over one path: `a` = client data receiver, `b` = server data sender.
 fn download(
@@ -15,7 +15,7 @@ fn download(
     download_with(TcpConfig::default(), total, rate_bps, one_way_ns, cc_name)
 }
 
-fn download_with(
+pub(super) fn download_with(
     cfg: TcpConfig,
     total: u64,
     rate_bps: u64,
@@ -39,7 +39,7 @@ fn download_with(
     )
 }
 
-fn run_to_completion(p: &mut Pair<TcpReceiverEp, TcpSenderEp>, total: u64) {
+pub(super) fn run_to_completion(p: &mut Pair<TcpReceiverEp, TcpSenderEp>, total: u64) {
     let done = p.drive(600_000 * MS, |a, b| {
         a.delivered_bytes == total && b.tx.is_idle()
     });
@@ -68,10 +68,18 @@ fn slow_start_64kb_takes_four_rtts() {
     assert_eq!(p.b.tx.rtt().min_rtt_ns / MS, 20);
 }
 
+/// RFC 6675 alone (no probe).
+pub(super) fn rfc6675() -> TcpConfig {
+    TcpConfig {
+        loss_recovery: LossRecovery::Rfc6675,
+        ..TcpConfig::default()
+    }
+}
+
 #[test]
-fn tail_loss_is_repaired_by_rto() {
+fn with_rfc6675_a_tail_loss_is_repaired_by_rto() {
     let total = 20 * 1448;
-    let mut p = download(total, 100 * MBPS, 10 * MS, "reno");
+    let mut p = download_with(rfc6675(), total, 100 * MBPS, 10 * MS, "reno");
     // Drop the first transmission of the last segment: no later data to trigger SACK.
     let mut seen = false;
     p.ba[0].drop = Some(Box::new(move |s: &Segment| {
@@ -94,109 +102,62 @@ fn tail_loss_is_repaired_by_rto() {
 }
 
 #[test]
-fn with_rack_tlp_a_tail_loss_is_repaired_by_a_probe_not_the_rto() {
-    // Linux default (tcp_early_retrans = 3, tcp_recovery = 1): the last two of 20 segments are
-    // lost. The ACK of segment 18 arrives at ~70 ms; with two segments out the probe timer is
-    // 2 SRTT + 2 ms, so the last segment is resent at ~112 ms. Its SACK (~132 ms) lets RACK
-    // mark segment 19 lost after min_rtt / 4 (~137 ms): fast recovery resends it, delivered at
-    // ~147 ms, where the RTO alone would need > 290 ms.
-    let total = 20 * 1448;
-    let cfg = TcpConfig {
-        rack_tlp: true,
-        ..TcpConfig::default()
-    };
-    let mut p = download_with(cfg, total, 100 * MBPS, 10 * MS, "cubic");
-    let mut dropped = Vec::new();
-    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
-        let tail = s.len > 0 && s.seq > 18 * 1448;
-        let drop = tail && !dropped.contains(&s.seq);
-        if drop {
-            dropped.push(s.seq);
-        }
-        drop
-    }));
-    run_to_completion(&mut p, total);
-    let st = p.b.tx.stats();
-    assert_eq!(st.rto_count, 0);
-    assert_eq!(st.tail_loss_probes, 1);
-    assert_eq!(st.fast_retransmits, 1);
-    assert_eq!(st.bytes_retransmitted, 2 * 1448);
-    let fct = p.a.last_delivery_ns;
-    assert!((140 * MS..160 * MS).contains(&fct), "fct {fct}");
-}
-
-#[test]
-fn with_rack_tlp_a_loss_with_one_later_segment_is_marked_by_the_reordering_timer() {
-    // The second-to-last segment is lost: one SACK is far from DupThresh, but RACK marks it
-    // lost min_rtt / 4 after the last segment was delivered: fast recovery, no RTO.
-    let total = 20 * 1448;
-    let cfg = TcpConfig {
-        rack_tlp: true,
-        ..TcpConfig::default()
-    };
-    let mut p = download_with(cfg, total, 100 * MBPS, 10 * MS, "cubic");
-    let target = 1 + 18 * 1448;
-    let mut seen = false;
-    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
-        let hit = s.len > 0 && s.seq == target;
-        let drop = hit && !seen;
-        seen |= hit;
-        drop
-    }));
-    run_to_completion(&mut p, total);
-    let st = p.b.tx.stats();
-    assert_eq!(st.rto_count, 0);
-    assert_eq!(st.fast_retransmits, 1);
-    assert_eq!(st.bytes_retransmitted, 1448);
-}
-
-#[test]
 fn several_losses_in_one_window_recovered_by_sack_without_rto() {
-    let total = 300 * 1448;
-    let mut p = download(total, 100 * MBPS, 10 * MS, "cubic");
-    let lost: Vec<u64> = [40u64, 42, 45, 50].iter().map(|i| 1 + i * 1448).collect();
-    let mut dropped = Vec::new();
-    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
-        if s.len > 0 && lost.contains(&s.seq) && !dropped.contains(&s.seq) {
-            dropped.push(s.seq);
-            return true;
-        }
-        false
-    }));
-    run_to_completion(&mut p, total);
-    let st = p.b.tx.stats();
-    assert_eq!(st.rto_count, 0, "SACK recovery must avoid the RTO");
-    assert_eq!(
-        st.fast_retransmits, 1,
-        "one recovery episode for one window"
-    );
-    assert_eq!(
-        st.bytes_retransmitted,
-        4 * 1448,
-        "exactly the lost segments are resent"
-    );
-    assert!(p.b.tx.cc_state().ssthresh_bytes < u64::MAX);
+    // Both loss detections: DupThresh and RACK's time rule find the same four holes.
+    for cfg in [rfc6675(), TcpConfig::default()] {
+        let total = 300 * 1448;
+        let mut p = download_with(cfg.clone(), total, 100 * MBPS, 10 * MS, "cubic");
+        let lost: Vec<u64> = [40u64, 42, 45, 50].iter().map(|i| 1 + i * 1448).collect();
+        let mut dropped = Vec::new();
+        p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+            if s.len > 0 && lost.contains(&s.seq) && !dropped.contains(&s.seq) {
+                dropped.push(s.seq);
+                return true;
+            }
+            false
+        }));
+        run_to_completion(&mut p, total);
+        let st = p.b.tx.stats();
+        let mode = cfg.loss_recovery;
+        assert_eq!(
+            st.rto_count, 0,
+            "{mode:?}: SACK recovery must avoid the RTO"
+        );
+        assert_eq!(
+            st.fast_retransmits, 1,
+            "{mode:?}: one recovery episode for one window"
+        );
+        assert_eq!(
+            st.bytes_retransmitted,
+            4 * 1448,
+            "{mode:?}: exactly the lost segments are resent"
+        );
+        assert!(p.b.tx.cc_state().ssthresh_bytes < u64::MAX);
+    }
 }
 
 #[test]
 fn lost_retransmission_is_detected_without_rto() {
     // Segment 40 is lost, and so is its first retransmission. New data sent after that
-    // retransmission is SACKed, which shows it was lost (Linux RACK): a second retransmission
-    // follows within the same recovery, no RTO.
-    let total = 300 * 1448;
-    let mut p = download(total, 100 * MBPS, 10 * MS, "cubic");
-    let target = 1 + 40 * 1448;
-    let mut drops = 0;
-    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
-        let d = s.len > 0 && s.seq == target && drops < 2;
-        drops += d as u32;
-        d
-    }));
-    run_to_completion(&mut p, total);
-    let st = p.b.tx.stats();
-    assert_eq!(st.rto_count, 0);
-    assert_eq!(st.fast_retransmits, 1);
-    assert_eq!(st.bytes_retransmitted, 2 * 1448);
+    // retransmission is SACKed, which shows it was lost (Linux RACK, in both modes): a second
+    // retransmission follows within the same recovery, no RTO.
+    for cfg in [rfc6675(), TcpConfig::default()] {
+        let total = 300 * 1448;
+        let mut p = download_with(cfg.clone(), total, 100 * MBPS, 10 * MS, "cubic");
+        let target = 1 + 40 * 1448;
+        let mut drops = 0;
+        p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+            let d = s.len > 0 && s.seq == target && drops < 2;
+            drops += d as u32;
+            d
+        }));
+        run_to_completion(&mut p, total);
+        let st = p.b.tx.stats();
+        let mode = cfg.loss_recovery;
+        assert_eq!(st.rto_count, 0, "{mode:?}");
+        assert_eq!(st.fast_retransmits, 1, "{mode:?}");
+        assert_eq!(st.bytes_retransmitted, 2 * 1448, "{mode:?}");
+    }
 }
 
 #[test]

@@ -19,6 +19,9 @@ pub trait Endpoint {
 
 /// Drop filter: called with each segment about to enter the link; true drops it.
 pub type DropFn = Box<dyn FnMut(&Segment) -> bool>;
+/// Extra delay filter: called with each segment the link carries; returns ns added to its
+/// propagation delay (later segments may overtake it: reordering).
+pub type HoldFn = Box<dyn FnMut(&Segment) -> u64>;
 
 pub struct Link {
     pub rate_bps: u64,
@@ -31,6 +34,7 @@ pub struct Link {
     busy_until_ns: u64,
     rng: u64,
     pub drop: Option<DropFn>,
+    pub hold: Option<HoldFn>,
     pub delivered: u64,
     pub dropped: u64,
 }
@@ -46,6 +50,7 @@ impl Link {
             busy_until_ns: 0,
             rng: 0x9E37_79B9,
             drop: None,
+            hold: None,
             delivered: 0,
             dropped: 0,
         }
@@ -96,7 +101,8 @@ impl Link {
         let start = now_ns.max(self.busy_until_ns);
         self.busy_until_ns = start + tx_ns;
         self.delivered += 1;
-        Some(self.busy_until_ns + self.delay_ns)
+        let extra = self.hold.as_mut().map_or(0, |f| f(seg));
+        Some(self.busy_until_ns + self.delay_ns + extra)
     }
 }
 

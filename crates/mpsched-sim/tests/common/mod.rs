@@ -39,6 +39,7 @@ pub fn transport(protocol: Protocol, scheduler: &str, cc: &str, paths: Vec<usize
         init_cwnd_segments: 10,
         rcv_buf_autotuning: false,
         join_timing: JoinTimingConfig::Oot,
+        loss_recovery: LossRecoveryConfig::RackTlp,
     }
 }
 

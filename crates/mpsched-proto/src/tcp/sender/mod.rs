@@ -52,6 +52,9 @@ pub struct SenderStats {
     pub fast_retransmits: u64,
     /// Tail-loss probes sent (RACK-TLP only).
     pub tail_loss_probes: u64,
+    /// Probes that repaired a loss, with the window reduction that follows (Linux
+    /// `TCPLossProbeRecovery`).
+    pub tlp_recoveries: u64,
     /// Payload bytes of connection-level resends ([`ResendKind`]) transmitted for the first
     /// time on this subflow, per kind. Counted at transmission, so a copy still queued (or
     /// dropped from the queue because the data was acknowledged through another subflow) does
@@ -122,6 +125,8 @@ pub struct Sender {
     tlp_deadline: Option<u64>,
     /// `snd_nxt` when the outstanding probe went out (one probe at a time).
     tlp_high_seq: Option<u64>,
+    /// The outstanding probe resent the last segment (Linux `tlp_retrans`) rather than new data.
+    tlp_retrans: bool,
     /// A probe is due at the next `poll_transmit`.
     probe_due: bool,
     /// DATA_ACK to put on outgoing segments (reverse direction; set by the connection).
@@ -176,6 +181,7 @@ impl Sender {
             rack_timer_ns: None,
             tlp_deadline: None,
             tlp_high_seq: None,
+            tlp_retrans: false,
             probe_due: false,
             data_ack_out: 0,
             stats: SenderStats::default(),
@@ -301,8 +307,8 @@ impl Sender {
             self.rto_deadline = (!self.board.is_empty()).then(|| now_ns + self.rtt.rto_ns());
         }
         out.sacked_bytes = self.board.apply_sack(seg.sack_blocks(), now_ns);
-        if self.tlp_high_seq.is_some_and(|h| self.snd_una >= h) {
-            self.tlp_high_seq = None;
+        if self.tlp_high_seq.is_some() {
+            self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
         let newly_lost = self.mark_lost(now_ns);
         let delivered = out.acked_bytes + out.sacked_bytes;
@@ -334,7 +340,11 @@ impl Sender {
                 }
             }
         }
-        self.schedule_tlp(now_ns);
+        if una_advanced {
+            // Linux `tcp_set_xmit_timer`: an ACK of new data re-arms the probe (or, when none
+            // can be scheduled, leaves only the RTO).
+            self.schedule_tlp(now_ns, true);
+        }
     }
 
     fn grow(&mut self, now_ns: u64, delivered: u64, rtt: Option<u64>, view: &CoupledView<'_>) {
@@ -379,6 +389,7 @@ impl Sender {
                     self.stats.tail_loss_probes += 1;
                     self.on_sent(now_ns, len);
                     self.tlp_high_seq = Some(self.snd_nxt);
+                    self.tlp_retrans = true;
                     return Some(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin));
                 }
             } else {
@@ -434,8 +445,12 @@ impl Sender {
         self.on_sent(now_ns, len);
         if ignore_cwnd {
             self.tlp_high_seq = Some(self.snd_nxt);
+            self.tlp_retrans = false;
         }
-        self.schedule_tlp(now_ns);
+        if !ignore_cwnd {
+            // Linux `tcp_write_xmit`: one probe per tail-loss episode (not after a probe).
+            self.schedule_tlp(now_ns, false);
+        }
         Some(self.build(now_ns, seq, len as u32, dsn, fin))
     }
 

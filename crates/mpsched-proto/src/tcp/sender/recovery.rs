@@ -15,21 +15,27 @@ use crate::sched::LossKind;
 use crate::tcp::rtt::MIN_RTO_NS;
 use crate::tcp::scoreboard::DUP_THRESH;
 
+/// Linux `TCP_TIMEOUT_MIN` (2 jiffies; HZ = 1000 assumed), added to the probe and reordering
+/// timers.
+const TIMEOUT_MIN_NS: u64 = 2_000_000;
+
 impl Sender {
     /// Marks losses: RACK when RACK-TLP is on, RFC 6675 DupThresh otherwise; lost
     /// retransmissions by RACK's rule in both cases.
     pub(super) fn mark_lost(&mut self, now_ns: u64) -> u64 {
-        let mut newly = if self.cfg.rack_tlp {
-            // Linux `tcp_rack_reo_wnd` without reordering seen: none in recovery or once
-            // DupThresh segments are SACKed, else min RTT / 4.
-            let reo_wnd_ns =
-                if self.state != CaState::Open || self.board.sacked_segs() >= DUP_THRESH {
-                    0
-                } else {
-                    (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns)
-                };
+        let mut newly = if self.cfg.rack_tlp() {
+            // Linux `tcp_rack_reo_wnd`: min RTT / 4 (at most SRTT); until reordering has been
+            // seen, none in recovery or once DupThresh segments are SACKed. (No D-SACK, so
+            // the window never grows in steps of min RTT / 4.)
+            let aggressive = self.state != CaState::Open || self.board.sacked_segs() >= DUP_THRESH;
+            let reo_wnd_ns = if aggressive && !self.board.reord_seen() {
+                0
+            } else {
+                (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns)
+            };
             let (n, timer) = self.board.rack_mark_lost(now_ns, reo_wnd_ns);
-            self.rack_timer_ns = timer;
+            // Linux `tcp_rack_mark_lost`: the reordering timer fires TCP_TIMEOUT_MIN late.
+            self.rack_timer_ns = timer.map(|t| t + TIMEOUT_MIN_NS);
             n
         } else {
             self.board.update_lost(self.tcb.mss_bytes)
@@ -53,6 +59,8 @@ impl Sender {
         self.state = CaState::Recovery;
         self.stats.fast_retransmits += 1;
         self.tlp_deadline = None;
+        // Linux `tcp_init_cwnd_reduction`: the recovery ends any probe episode.
+        self.tlp_high_seq = None;
         self.l1_bytes = self.l2_bytes;
         self.l2_bytes = 0;
     }
@@ -87,27 +95,74 @@ impl Sender {
         self.tcb.cwnd_bytes = (pipe + sndcnt).max(mss);
     }
 
-    /// Linux `tcp_schedule_loss_probe`: in Open state with data out and no probe pending, probe
-    /// after 2 SRTT (+ 200 ms for a single segment, which may wait for a delayed ACK; + 2 ms
-    /// otherwise), if that comes before the RTO.
-    pub(super) fn schedule_tlp(&mut self, now_ns: u64) {
-        self.tlp_deadline = None;
-        if !self.cfg.rack_tlp
-            || self.state != CaState::Open
+    /// Linux `tcp_process_tlp_ack`, for an ACK at or beyond the probe's `snd_nxt`: a probe of
+    /// new data ends the episode; a resent segment followed by an ACK beyond that point means
+    /// the probe repaired a loss, so the window is reduced once (Linux: CWR state, ssthresh
+    /// from the congestion control, cwnd = ssthresh); a pure duplicate ACK (the original and
+    /// the probe both arrived; Linux also takes a D-SACK of the probe) ends it with no
+    /// reduction.
+    pub(super) fn process_tlp_ack(
+        &mut self,
+        now_ns: u64,
+        ack: u64,
+        una_advanced: bool,
+        newly_sacked: u64,
+        view: &CoupledView<'_>,
+    ) {
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
+        if ack < high {
+            return;
+        }
+        if !self.tlp_retrans {
+            self.tlp_high_seq = None;
+        } else if ack > high {
+            self.tlp_high_seq = None;
+            let ss = self
+                .cc
+                .inner_mut()
+                .ssthresh_on_loss(&self.tcb, now_ns, view);
+            self.tcb.ssthresh_bytes = ss;
+            self.tcb.cwnd_bytes = ss.max(self.tcb.mss_bytes);
+            self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
+            self.stats.tlp_recoveries += 1;
+            self.l1_bytes = self.l2_bytes;
+            self.l2_bytes = 0;
+        } else if !una_advanced && newly_sacked == 0 {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// Linux `tcp_schedule_loss_probe`: in Open state (Linux Open, not Disorder: nothing
+    /// SACKed) with data out, probe after 2 SRTT (+ 200 ms for a single segment, which may wait
+    /// for a delayed ACK; + `TCP_TIMEOUT_MIN` otherwise), or at the RTO if that comes first. In
+    /// Linux the probe and the RTO share one timer: an ACK of new data that cannot schedule a
+    /// probe (`from_ack`) leaves only the RTO, a transmission leaves the timer as it was.
+    pub(super) fn schedule_tlp(&mut self, now_ns: u64, from_ack: bool) {
+        if !self.cfg.rack_tlp() {
+            return;
+        }
+        if self.state != CaState::Open
             || self.board.is_empty()
+            || self.board.sacked_segs() > 0
             || self.tlp_high_seq.is_some()
             || !self.rtt.has_sample
         {
+            // With a probe outstanding Linux arms the timer anyway, but it then only re-arms
+            // the RTO (`tcp_send_loss_probe`: at most one outstanding probe).
+            if from_ack || self.state != CaState::Open || self.board.is_empty() {
+                self.tlp_deadline = None;
+            }
             return;
         }
         let extra = if self.board.segs_out() == 1 {
             MIN_RTO_NS
         } else {
-            2_000_000
+            TIMEOUT_MIN_NS
         };
         let at = now_ns + 2 * self.rtt.srtt_ns + extra;
-        // The probe takes the RTO's place if that comes first (Linux: "if the RTO formula
-        // yields an earlier time, then use that time").
+        // "If the RTO formula yields an earlier time, then use that time."
         self.tlp_deadline = Some(self.rto_deadline.map_or(at, |r| at.min(r)));
     }
 
