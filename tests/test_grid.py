@@ -1,0 +1,86 @@
+"""The kernel agreement grid (scenarios/validation/grid/, issue 11): the kernel's measurements
+are stored in kernel.csv, so this needs no root; each measured cell's simulator side is
+recomputed and must stay within the tolerance of the kernel's (median FCT within 10 % of the
+kernel median or inside its p10-p90, path-2 share within 0.05).
+
+Cells that miss today are listed in KNOWN_MISSES with the measured error and the suspected
+mechanism; they are strict xfails, so a fix shows up as a failure here too (move the cell out).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mpsched.engines.kernel import make_plan
+from mpsched.study.grid import CSV_NAME, cells, judge, read_csv, shaper_of, sim_flows
+
+from conftest import REPO, has_core_runner
+
+GRID = REPO / "scenarios" / "validation" / "grid"
+CELLS = {c.id: c for c in cells(GRID)}
+MEASURED: dict[str, list] = {}
+if (GRID / CSV_NAME).exists():
+    for _r in read_csv(GRID / CSV_NAME):
+        MEASURED.setdefault(_r["cell"], []).append(_r)
+
+#: cell id -> why the simulator misses the kernel there (measured error; suspected mechanism).
+KNOWN_MISSES: dict[str, str] = {
+}
+
+
+def _param(cell_id: str):
+    if cell_id in KNOWN_MISSES:
+        return pytest.param(cell_id, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[cell_id]))
+    return cell_id
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+@pytest.mark.parametrize("cell_id", [_param(c) for c in CELLS if c in MEASURED])
+def test_the_simulator_agrees_with_the_kernel(cell_id):
+    verdict = judge(MEASURED[cell_id], sim_flows(CELLS[cell_id]))
+    assert verdict["ok"], f"{cell_id}: {verdict['why']} ({verdict})"
+
+
+def test_known_misses_are_measured_cells():
+    assert set(KNOWN_MISSES) <= set(MEASURED), sorted(set(KNOWN_MISSES) - set(MEASURED))
+
+
+def test_the_csv_holds_grid_cells_with_enough_repetitions():
+    for cell_id, rows in MEASURED.items():
+        assert cell_id in CELLS, f"{cell_id} is in {CSV_NAME} but no grid scenario has it"
+        assert len(rows) >= 7, f"{cell_id}: {len(rows)} kernel repetitions, want >= 7"
+        assert {r["kernel"] for r in rows} and all(r["date"] for r in rows)
+
+
+def test_the_grid_has_its_shapes_shapers_and_sizes_and_fits_the_kernel():
+    assert {c.scenario for c in CELLS.values()} == {
+        "asym_wlan_lte", "fast_slow", "equal", "jitter", "cross_udp", "tcp_single", "loss"}
+    for name in {c.scenario for c in CELLS.values()}:
+        mine = [c for c in CELLS.values() if c.scenario == name]
+        # each size under both shapers; a per-path sweep's mixed combinations are not cells
+        assert sorted((c.shaper, c.size_bytes) for c in mine) == sorted(
+            (s, k << 10) for s in ("htb", "tbf32k") for k in (64, 256, 1024, 4096)), name
+    for c in CELLS.values():
+        plan = make_plan(c.config)
+        assert len(plan.flows) == 7 and all(lk.overhead_bytes == 14 for lk in plan.links), c.id
+        assert all(lk.burst_bytes == (None if c.shaper == "htb" else 32768) for lk in plan.links), c.id
+        assert not any("impairments" in n for n in plan.notes), c.id
+
+
+def test_shaper_of_names_a_uniform_shaper_only():
+    link = lambda b: {"burst_bytes": b} if b else {}  # noqa: E731
+    assert shaper_of({"links": [link(None), link(None)]}) == "htb"
+    assert shaper_of({"links": [link(32768), link(32768)]}) == "tbf32k"
+    assert shaper_of({"links": [link(32768), link(None)]}) is None
+
+
+def test_judge_takes_the_median_band_and_the_p10_p90_band():
+    kernel = [{"fct_s": x, "path2_share": 0.3} for x in (1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)]
+    # kernel median 1.5, p10 1.0, p90 5.1
+    assert judge(kernel, [{"fct_s": 1.6, "path2_share": 0.32}])["ok"]           # within 10 %
+    assert judge(kernel, [{"fct_s": 4.0, "path2_share": 0.3}])["ok"]            # heavy tail: in p10-p90
+    v = judge(kernel, [{"fct_s": 5.5, "path2_share": 0.3}])
+    assert not v["ok"] and "median FCT" in v["why"]
+    v = judge(kernel, [{"fct_s": 1.5, "path2_share": 0.4}])
+    assert not v["ok"] and "share" in v["why"]
+    assert not judge(kernel, [])["ok"]
