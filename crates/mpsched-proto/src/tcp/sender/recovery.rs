@@ -65,8 +65,9 @@ impl Sender {
         self.l2_bytes = 0;
     }
 
-    /// RFC 6937 PRR as Linux `tcp_cwnd_reduction()` applies it (SSRB when the cumulative ACK
-    /// advanced and nothing new was marked lost, CRB otherwise).
+    /// RFC 6937 PRR as Linux 6.18's `tcp_cwnd_reduction()` applies it: proportional while pipe
+    /// exceeds ssthresh, then up to ssthresh by what is owed (plus one segment when the
+    /// cumulative ACK advanced and nothing new was marked lost).
     pub(super) fn prr_update(&mut self, delivered: u64, una_advanced: bool, newly_lost: u64) {
         if delivered == 0 {
             return;
@@ -78,15 +79,19 @@ impl Sender {
         let mut sndcnt = if pipe > ss {
             let num = ss as u128 * self.prr_delivered as u128 + self.prior_cwnd as u128 - 1;
             ((num / self.prior_cwnd as u128) as u64).saturating_sub(self.prr_out)
-        } else if una_advanced && newly_lost == 0 {
-            (ss - pipe).min(
-                self.prr_delivered
-                    .saturating_sub(self.prr_out)
-                    .max(delivered)
-                    + mss,
-            )
         } else {
-            (ss - pipe).min(delivered)
+            // Linux 6.x: what PRR still owes (delivered minus sent) or this ACK's delivery,
+            // one segment more when the cumulative ACK advanced and nothing new was lost.
+            let owed = self
+                .prr_delivered
+                .saturating_sub(self.prr_out)
+                .max(delivered);
+            let bonus = if una_advanced && newly_lost == 0 {
+                mss
+            } else {
+                0
+            };
+            (ss - pipe).min(owed + bonus)
         };
         // Linux: force the fast retransmit upon entering recovery.
         if self.prr_out == 0 {
@@ -242,5 +247,33 @@ impl Sender {
         self.backoff += 1;
         self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
         Some(LossKind::Timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::TcpConfig;
+
+    #[test]
+    fn prr_below_ssthresh_sends_what_it_owes_even_when_an_ack_marks_new_losses() {
+        // Linux 6.18 `tcp_cwnd_reduction` with pipe <= ssthresh: sndcnt = min(ssthresh - pipe,
+        // max(prr_delivered - prr_out, newly delivered)), one segment more only when the
+        // cumulative ACK advanced and nothing new was lost. (Nothing outstanding: pipe = 0.)
+        let mut s = Sender::established(TcpConfig::default(), crate::cc::build("reno").unwrap());
+        let mss = s.tcb.mss_bytes;
+        s.tcb.ssthresh_bytes = 10 * mss;
+        s.prior_cwnd = 20 * mss;
+        // A SACK of three segments that also marks one lost.
+        s.prr_update(3 * mss, false, mss);
+        assert_eq!(s.tcb.cwnd_bytes, 3 * mss);
+        // One segment went out; the next SACK delivers one and marks another lost: PRR still
+        // owes 4 - 1 = 3 segments (the CRB-only rule would allow 1).
+        s.prr_out = mss;
+        s.prr_update(mss, false, mss);
+        assert_eq!(s.tcb.cwnd_bytes, 3 * mss);
+        // A cumulative ACK with no new loss: owed 5 - 1 = 4, plus one.
+        s.prr_update(mss, true, 0);
+        assert_eq!(s.tcb.cwnd_bytes, 5 * mss);
     }
 }
