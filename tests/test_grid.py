@@ -84,3 +84,15 @@ def test_judge_takes_the_median_band_and_the_p10_p90_band():
     v = judge(kernel, [{"fct_s": 1.5, "path2_share": 0.4}])
     assert not v["ok"] and "share" in v["why"]
     assert not judge(kernel, [])["ok"]
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+@pytest.mark.parametrize("cell_id", list(CELLS))
+def test_each_transfer_starts_on_idle_links(cell_id):
+    """A cell's flows are repetitions only if each ends before the next starts (on both engines)."""
+    cell = CELLS[cell_id]
+    starts = sorted(f["start_ns"] for f in cell.config["flows"])
+    gap_s = min(b - a for a, b in zip(starts, starts[1:])) / 1e9
+    sim = sim_flows(cell)
+    assert len(sim) == len(starts) and max(r["fct_s"] for r in sim) < gap_s, (cell_id, gap_s)
+    assert all(r["fct_s"] < gap_s for r in MEASURED.get(cell_id, [])), (cell_id, gap_s)
