@@ -112,3 +112,13 @@ def test_each_transfer_starts_on_idle_links(cell_id):
     sim = sim_flows(cell)
     assert len(sim) == len(starts) and max(r["fct_s"] for r in sim) < gap_s, (cell_id, gap_s)
     assert all(r["fct_s"] < gap_s for r in MEASURED.get(cell_id, [])), (cell_id, gap_s)
+
+
+def test_validate_needs_a_scenario_or_a_grid():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).parent / "mpsched"
+    proc = subprocess.run([str(exe), "validate"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--grid" in proc.stderr and "Traceback" not in proc.stderr
