@@ -69,13 +69,15 @@ def test_the_csv_holds_grid_cells_with_enough_repetitions():
 
 
 def test_the_grid_has_its_shapes_shapers_and_sizes_and_fits_the_kernel():
-    assert {c.scenario for c in CELLS.values()} == {
-        "asym_wlan_lte", "fast_slow", "equal", "jitter", "cross_udp", "tcp_single", "loss"}
+    shapes = {"asym_wlan_lte", "fast_slow", "equal", "jitter", "cross_udp", "tcp_single", "loss"}
+    big = {"asym_wlan_lte", "equal", "jitter", "tcp_single"}  # 16 MiB, flows further apart
+    assert {c.scenario for c in CELLS.values()} == shapes | {f"{s}_16mib" for s in big}
     for name in {c.scenario for c in CELLS.values()}:
         mine = [c for c in CELLS.values() if c.scenario == name]
+        sizes = (16384,) if name.endswith("_16mib") else (64, 256, 1024, 4096)
         # each size under both shapers; a per-path sweep's mixed combinations are not cells
         assert sorted((c.shaper, c.size_bytes) for c in mine) == sorted(
-            (s, k << 10) for s in ("htb", "tbf32k") for k in (64, 256, 1024, 4096)), name
+            (s, k << 10) for s in ("htb", "tbf32k") for k in sizes), name
     for c in CELLS.values():
         plan = make_plan(c.config)
         assert len(plan.flows) == 7 and all(lk.overhead_bytes == 14 for lk in plan.links), c.id
