@@ -75,6 +75,9 @@ trace = "t.down"
 trace_period = "10ms"
 [paths.up]
 rate = "1Mbit"
+burst = "32KiB"
+overhead = "14B"
+impairments = "before_queue"
 [[connection]]
 name = "m"
 backup = ["b"]
@@ -84,6 +87,7 @@ stale_loss_cnt = 3
 name = "t"
 protocol = "tcp"
 paths = ["a"]
+loss_recovery = "rfc6675"
 [[workload]]
 size = "10KB"
 interval = "1s"
@@ -165,3 +169,14 @@ def test_the_core_accepts_the_rich_configuration(tmp_path):
         assert not str(e).startswith("config:"), f"the core could not parse our configuration: {e}"
         return
     assert sorted(tables["flows"]["flow_id"]) == [f["id"] for f in config["flows"]]
+
+
+def test_the_new_link_and_transport_fields_reach_the_core(tmp_path):
+    """The token bucket, the overhead and the impairments' place on both links of a path, the
+    loss recovery per connection; absent fields leave the core's defaults."""
+    config = plan(_rich_scenario(tmp_path))[0].config
+    up_b = config["links"][config["paths"][1]["up"][0]]
+    assert (up_b["burst_bytes"], up_b["overhead_bytes"], up_b["impairments"]) == (32768, 14, "before_queue")
+    down_b = config["links"][config["paths"][1]["down"][0]]
+    assert not {"burst_bytes", "overhead_bytes", "impairments"} & set(down_b)
+    assert [t["loss_recovery"] for t in config["transports"]] == ["rack_tlp", "rfc6675"]

@@ -100,6 +100,12 @@ def test_links_without_delay_or_loss_skip_the_delayer():
     (lambda c: c["transports"][0].__setitem__("protocol", "tcp"), "transports[0].paths", "exactly one path"),
     (lambda c: c["links"][0].update(capacity={"kind": "trace", "opportunities_ms": [1]},
                                     jitter={"mode": "reorder", "jitter_ns": 1000}), "links[0].jitter.mode", "smooth"),
+    (lambda c: c["links"][0].__setitem__("overhead_bytes", 24), "links[0].overhead_bytes", "only in the simulator"),
+    (lambda c: c["links"][2].update(impairments="after_queue", loss={"model": "bernoulli", "p": 0.01}),
+     "links[2].impairments", "before_queue"),
+    (lambda c: c["links"][2].update(burst_bytes=32768, capacity={"kind": "schedule", "steps": [
+        {"at_ns": 5, "rate_bps": 1}]}), "links[2].burst_bytes", "constant rate"),
+    (lambda c: c["links"][0].__setitem__("burst_bytes", 1500), "links[0].burst_bytes", "full frame"),
 ])
 def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
     cfg = copy.deepcopy(base_config())
@@ -208,3 +214,51 @@ def test_validation_scenarios_fit_the_testbed():
         for run in Scenario.load(f).expand():
             plan = make_plan(to_config(run))
             assert plan.flows and plan.n_paths == 2, f.name
+
+
+def _shaping(cfg):
+    from mpsched.engines.kernel.network import shaping_commands
+
+    return [" ".join(c) for c in shaping_commands(make_plan(cfg))]
+
+
+def test_a_bucket_downlink_is_a_tbf_and_an_uplink_an_htb_class_with_that_burst():
+    cfg = base_config()
+    for i in range(4):
+        cfg["links"][i]["burst_bytes"] = 32768
+    cmds = _shaping(cfg)
+    # Downlinks: tbf at the root of rp<i>, its byte FIFO the drop-tail queue, no htb there.
+    assert "tc qdisc add dev rp0 root handle 10: tbf rate 50000000bit burst 32768 limit 252324" in cmds
+    assert "tc qdisc add dev rp1 root handle 11: tbf rate 15000000bit burst 32768 limit 252324" in cmds
+    assert not any(" rp0 " in c and "htb" in c for c in cmds)
+    # Uplinks share rsrv: htb classes whose burst and cburst are the bucket.
+    assert ("tc class add dev rsrv parent 1: classid 1:2 htb rate 15000000bit ceil 15000000bit burst 32768 "
+            "cburst 32768 quantum 60000") in cmds
+    assert "tc qdisc add dev rsrv parent 1:2 handle 11: bfifo limit 252324" in cmds
+
+
+def test_without_a_bucket_the_links_stay_htb():
+    cmds = _shaping(base_config())
+    assert not any("tbf" in c or "burst" in c for c in cmds)
+    assert "tc class add dev rp0 parent 1: classid 1:1 htb rate 50000000bit ceil 50000000bit quantum 60000" in cmds
+
+
+def test_overhead_14_is_what_a_veth_qdisc_counts_so_its_limit_is_not_converted():
+    cfg = base_config()
+    cmds0 = _shaping(cfg)
+    # In IP bytes (overhead 0): 250000 B hold 166 full packets, each 14 B longer on the wire.
+    assert "tc qdisc add dev rp0 parent 1:1 handle 10: bfifo limit 252324" in cmds0
+    cfg["links"][0]["overhead_bytes"] = 14
+    assert "tc qdisc add dev rp0 parent 1:1 handle 10: bfifo limit 250000" in _shaping(cfg)
+
+
+def test_impairments_placement_is_noted_or_accepted():
+    cfg = base_config()
+    cfg["links"][2]["loss"] = {"model": "bernoulli", "p": 0.01}
+    assert any("before the queue" in n for n in make_plan(cfg).notes)
+    cfg["links"][2]["impairments"] = "before_queue"
+    assert not any("before the queue" in n for n in make_plan(cfg).notes)
+    # A constant delay commutes with a FIFO: "after_queue" without loss or jitter is the same link.
+    cfg = base_config()
+    cfg["links"][2]["impairments"] = "after_queue"
+    assert make_plan(cfg).links[2].delay_ns == 100 * MS

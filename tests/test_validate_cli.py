@@ -50,3 +50,23 @@ def test_validate_writes_tables_and_the_simulator_is_close_on_table_a(tmp_path):
     # Both engines put most bytes on the fast path and some on the slow one.
     assert shares["path_name"] == ["wlan", "lte"]
     assert all(0.75 < s < 0.99 for s in (shares["sim_share"][0], shares["kernel_share"][0])), shares
+
+
+def test_validate_grid_measures_the_cells_and_rewrites_the_csv(tmp_path):
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    from mpsched.study.grid import CSV_NAME, read_csv
+
+    scen = (ROOT / "scenarios/validation/grid/tcp_single.toml").read_text()
+    scen = scen.replace('size = ["64KiB", "256KiB", "1MiB", "4MiB"]', 'size = "64KiB"').replace(
+        'burst = ["none", "32KiB"]', 'burst = "32KiB"').replace('interval = "3s"', 'interval = "500ms"').replace(
+        'duration = "22s"', 'duration = "4s"')
+    (tmp_path / "one.toml").write_text(scen)
+    exe = Path(sys.executable).parent / "mpsched"
+    proc = subprocess.run([str(exe), "validate", "--grid", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_csv(tmp_path / CSV_NAME)
+    assert [r["repetition"] for r in rows] == list(range(7))
+    assert {r["cell"] for r in rows} == {"one/tbf32k/64KiB"} and all(r["fct_s"] > 0.08 for r in rows)  # > 2 RTTs
+    assert "one/tbf32k/64KiB" in proc.stdout

@@ -127,13 +127,19 @@ def run(
 
 @app.command()
 def validate(
-    scenario: Path = typer.Argument(..., help="Scenario TOML file (two or more paths, sized flows)."),
+    scenario: Optional[Path] = typer.Argument(None, help="Scenario TOML file (two or more paths, sized flows)."),
+    grid: Optional[Path] = typer.Option(None, "--grid", help="Re-measure the kernel side of an agreement grid (a folder of scenarios) and rewrite its kernel.csv."),
+    cells: Optional[str] = typer.Option(None, "--cells", help="With --grid: only the cells whose id contains this."),
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write tables and figures (default: results/<name>-validation)."),
     repetitions: int = typer.Option(3, "--repetitions", "-r", min=1, help="Kernel repetitions per run (the kernel is noisy)."),
     sim_seeds: int = typer.Option(3, "--sim-seeds", min=1, help="Simulator seeds per run."),
 ) -> None:
     """Run a scenario on the simulator and on the kernel testbed side by side: FCT per size, the
     simulator median's relative error, per-path byte shares, and a CDF figure (needs root)."""
+    if grid is not None:
+        return _validate_grid(grid, cells)
+    if scenario is None:
+        _fail("give a scenario file, or --grid DIR", EXIT_BAD_INPUT)
     from mpsched import engines
     from mpsched.study import check_topology_engine, plan
     from mpsched.scenario import ScenarioError
@@ -163,3 +169,19 @@ def validate(
             _print_table(pl.DataFrame(cols, strict=False), f"{name} ({where})")
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / f"{name}.json").write_text(json.dumps(cols, indent=1))
+
+
+def _validate_grid(grid: Path, only: Optional[str]) -> None:
+    from mpsched import engines
+    from mpsched.scenario import ScenarioError
+    from mpsched.study import grid as g
+
+    try:
+        engines.check_engine("kernel")
+        path = g.remeasure(grid, only, on_cell=lambda c, rows: _c.err.print(f"{c.id}: {len(rows)} flows", highlight=False))
+    except ScenarioError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    except engines.EngineError as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    _c.out.print(g.markdown(g.report(grid)), highlight=False, markup=False)
+    _c.err.print(f"kernel measurements: {path}", highlight=False)

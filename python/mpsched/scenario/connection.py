@@ -9,7 +9,7 @@ from pydantic import model_validator
 
 from mpsched import registry
 from mpsched.scenario.fields import (
-    SWEEP_COUNT, CcName, FixedSize, Flag, JoinTiming, Name, Protocol, SchedulerName, Size, _count, _FieldError,
+    SWEEP_COUNT, CcName, FixedSize, Flag, JoinTiming, LossRecovery, Name, Protocol, SchedulerName, Size, _count, _FieldError,
     _Model, _subflows, _sweepable,
 )
 
@@ -31,7 +31,8 @@ class ConnectionSpec(_Model):
     grows with what the application reads, up to `rcv_buf`) and `join_timing` ("oot": joins at
     the SYN-ACK as the out-of-tree kernel; "fully_established": once the connection is fully
     established, as upstream Linux) are off / "oot" by default; the kernel engine always does
-    the Linux thing.
+    the Linux thing. `loss_recovery`: "rack_tlp" (Linux's default since 4.18, RFC 8985) or
+    "rfc6675" (DupThresh marking, a lost tail waits for the RTO).
     `stale_loss_cnt` is upstream Linux's ``net.mptcp.stale_loss_cnt`` (default 4): with the
     `linux` scheduler, a subflow without an ACK for more than this many MPTCP retransmission-
     timer periods is stale, avoided while another is active, its pending data sent again on
@@ -52,6 +53,7 @@ class ConnectionSpec(_Model):
     rcv_buf_autotuning: Flag = False
     join_timing: JoinTiming = "oot"
     stale_loss_cnt: Annotated[Any, BeforeValidator(_sweepable(_stale_loss_cnt)), SWEEP_COUNT] = 4
+    loss_recovery: LossRecovery = "rack_tlp"
     subflows: Annotated[Any, BeforeValidator(_sweepable(_subflows)), SWEEP_COUNT] | None = None
     path_choice: Literal["ecmp", "core"] | None = None
 

@@ -204,6 +204,35 @@ def _join_timing(v: Any) -> str:
     return v
 
 
+#: Where a link's loss, delay and jitter act (the core's `Impairments`): before the queue, as
+#: the kernel engine's NFQUEUE delayer does, or after the transmitter (the core's default).
+IMPAIRMENTS = ("before_queue", "after_queue")
+#: The subflows' loss detection (the core's `LossRecoveryConfig`): Linux's RACK-TLP or RFC 6675.
+LOSS_RECOVERIES = ("rack_tlp", "rfc6675")
+
+
+def _impairments(v: Any) -> str:
+    if v not in IMPAIRMENTS:
+        raise ValueError(f"impairments is 'before_queue' or 'after_queue', got {v!r}")
+    return v
+
+
+def _loss_recovery(v: Any) -> str:
+    if v not in LOSS_RECOVERIES:
+        raise ValueError(f"loss_recovery is 'rack_tlp' (Linux's default) or 'rfc6675', got {v!r}")
+    return v
+
+
+#: A burst of "none": no token bucket (a serialising link), so a sweep can compare both.
+NO_BURST = "none"
+
+
+def _burst(v: Any) -> Any:
+    if isinstance(v, str) and v.strip() == NO_BURST:
+        return NO_BURST
+    return _checked(parse_size_bytes, positive=True)(v)
+
+
 def _fattree_k(v: Any) -> int:
     """A FatTree's k: even (k/2 hosts per edge switch, k/2 edge and k/2 aggregation switches per
     pod), from 2 to 64 like the core's generator (crates/mpsched-sim/src/topology.rs)."""
@@ -280,4 +309,8 @@ Flag = Annotated[Any, BeforeValidator(_sweepable(_flag)), SWEEP_OTHER]
 JoinTiming = Annotated[Any, BeforeValidator(_sweepable(_join_timing)), SWEEP_OTHER]
 FatTreeK = Annotated[Any, BeforeValidator(_sweepable(_fattree_k)), SWEEP_OTHER]
 Ratio = Annotated[Any, BeforeValidator(_sweepable(_ratio)), SWEEP_OTHER]
+Burst = Annotated[Any, BeforeValidator(_sweepable(_burst)), SWEEP_OTHER]
+Overhead = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes))), SWEEP_SIZE]
+ImpairmentPlace = Annotated[Any, BeforeValidator(_sweepable(_impairments)), SWEEP_OTHER]
+LossRecovery = Annotated[Any, BeforeValidator(_sweepable(_loss_recovery)), SWEEP_OTHER]
 Fraction = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_fraction, positive=True))), SWEEP_FRACTION]

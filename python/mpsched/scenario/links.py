@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mpsched.scenario.fields import ScenarioError
+from mpsched.scenario.fields import NO_BURST, ScenarioError
 from mpsched.scenario.paths import LinkOverride, PathSpec
-from mpsched.scenario.units import parse_fraction, parse_queue, parse_rate_bps, parse_time_ns
+from mpsched.scenario.units import parse_fraction, parse_queue, parse_rate_bps, parse_size_bytes, parse_time_ns
 
 __all__ = ["path_links", "read_trace"]
 
@@ -24,6 +24,9 @@ DEFAULT_QUEUE = "1000 packets"
 MIN_QUEUE_BYTES = 1500
 #: Bytes one Mahimahi delivery opportunity carries (mahimahi traces/README: one MTU).
 TRACE_PACKET_BYTES = 1500
+#: Largest framing overhead per packet the core accepts (MAX_OVERHEAD_BYTES in
+#: crates/mpsched-engine/src/net/link.rs).
+MAX_OVERHEAD_BYTES = 256
 
 
 def path_links(p: PathSpec, where: str) -> list[dict[str, Any]]:
@@ -96,7 +99,32 @@ def _link(p: PathSpec, d: str, delay_ns: int, rtt_ns: int, where: str) -> dict[s
     link["loss"] = _loss(loss)
     link["jitter"] = _jitter(p, d, delay_ns, field("jitter"))
     link["capacity"] = capacity
+    _transmitter(p, d, link, field, shaped=trace is not None or bool(schedule))
     return link
+
+
+def _transmitter(p: PathSpec, d: str, link: dict[str, Any], field: Any, shaped: bool) -> None:
+    """The token bucket, the framing overhead and the impairments' place, when given."""
+    overhead = _get(p, d, "overhead")
+    overhead_bytes = parse_size_bytes(overhead) if overhead is not None else 0
+    if overhead_bytes > MAX_OVERHEAD_BYTES:
+        raise ScenarioError(field("overhead"), f"at most {MAX_OVERHEAD_BYTES} bytes of framing per packet "
+                            f"(Ethernet: \"14B\"), got {overhead!r}")
+    if overhead is not None:
+        link["overhead_bytes"] = overhead_bytes
+    burst = _get(p, d, "burst")
+    if burst is not None and burst != NO_BURST:
+        burst_bytes = parse_size_bytes(burst)
+        if shaped:
+            raise ScenarioError(field("burst"), "a token bucket needs a constant rate: remove the trace or "
+                                "the rate schedule, or the burst")
+        if burst_bytes < 1500 + overhead_bytes:
+            raise ScenarioError(field("burst"), f"a token bucket must hold one full frame (1500 B + overhead = "
+                                f"{1500 + overhead_bytes} B), got {burst!r} (tc's \"32k\" is \"32KiB\")")
+        link["burst_bytes"] = burst_bytes
+    place = _get(p, d, "impairments")
+    if place is not None:
+        link["impairments"] = place
 
 
 def _loss(v: Any) -> dict[str, Any]:

@@ -63,7 +63,7 @@ def normalize(scenario: Scenario) -> RunConfig:
          "rcv_buf_bytes": parse_size_bytes(c.rcv_buf), "snd_buf_bytes": parse_size_bytes(c.snd_buf),
          "mss_bytes": parse_size_bytes(c.mss), "init_cwnd_segments": int(c.init_cwnd),
          "rcv_buf_autotuning": bool(c.rcv_buf_autotuning), "join_timing": c.join_timing,
-         "stale_loss_cnt": int(c.stale_loss_cnt)}
+         "stale_loss_cnt": int(c.stale_loss_cnt), "loss_recovery": c.loss_recovery}
         for i, c in enumerate(s.connection)
     ]
     index = {p["name"]: i for i, p in enumerate(net.paths)}

@@ -14,8 +14,8 @@ from pydantic import BeforeValidator, Field, ValidationInfo
 from pydantic import field_validator, model_validator
 
 from mpsched.scenario.fields import (
-    SWEEP_OTHER, FixedRate, FixedSize, FixedTime, Loss, Name, PositiveTime, Queue, Rate, Time, _checked, _FieldError,
-    _Model, _sweepable,
+    SWEEP_OTHER, Burst, FixedRate, FixedSize, FixedTime, ImpairmentPlace, Loss, Name, Overhead, PositiveTime, Queue,
+    Rate, Time, _checked, _FieldError, _Model, _sweepable,
 )
 from mpsched.scenario.units import parse_fraction, parse_rate_bps, parse_time_ns
 
@@ -41,6 +41,13 @@ class LinkOverride(_Model):
     trace: str | None = None
     trace_period: PositiveTime | None = None
     schedule: list[RateStepSpec] | None = None
+    #: Token-bucket depth (Linux tbf `burst`; tc's "32k" is "32KiB"); absent or "none": the
+    #: link serialises every packet at its rate (htb on the kernel engine).
+    burst: Burst | None = None
+    #: Framing bytes per packet counted by the rate and the byte queue limit ("14B": Ethernet).
+    overhead: Overhead | None = None
+    #: Where loss, delay and jitter act: "after_queue" (the core's default) or "before_queue".
+    impairments: ImpairmentPlace | None = None
 
     @field_validator("trace")
     @classmethod

@@ -23,7 +23,7 @@ from mpsched.engines.kernel.host import (PREFIX, RUN_ENV, TestbedError, TestbedU
                                   ns_sh, probe_features, sh)
 from mpsched.engines.kernel.plan import ROUTER_SERVER_ADDR, SERVER_ADDR, UNLIMITED_QUEUE_BYTES, Plan, client_addr, router_addr
 
-__all__ = ["Testbed"]
+__all__ = ["Testbed", "shaping_commands"]
 
 #: Ethernet header bytes a qdisc counts on top of the IP packet (skb->len at egress).
 ETH_HEADER_BYTES = 14
@@ -38,6 +38,49 @@ HTB_QUANTUM_BYTES = 60000
 SEGMENT_ENV = "MPSCHED_TESTBED_SEGMENT"
 #: Real-time priority of the delayer (chrt -f 50, as in the feasibility study).
 DELAYER_RT_PRIO = "50"
+
+
+def _leaf_handle(lk) -> str:
+    return f"{lk.path + 16:x}:"
+
+
+def shaping_commands(plan: Plan) -> list[list[str]]:
+    """The router's tc commands: htb at the link rate with a drop-tail bfifo leaf on the egress,
+    one class on rp<i> per downlink, one class per path on rsrv for the uplinks. A downlink with
+    a token bucket is a tbf (rate, burst, byte limit: its bfifo is the drop-tail queue) at the
+    root of rp<i>; an uplink with one keeps its htb class, with burst and cburst the bucket
+    (htb lets about one packet more through than tbf after an idle period).
+
+    Limits are bytes in all cases: GSO super-packets would make a packet-count limit (pfifo)
+    hold up to 45x more data; a packet limit becomes MTU-sized frames. A trace link queues in the
+    delayer, so its bfifo never fills. Qdiscs count skb->len, the Ethernet header included: a
+    link with overhead_bytes = 14 has its limit in those bytes already, others in IP bytes."""
+    cmds: list[list[str]] = []
+    rooted_devs: set[str] = set()
+    for lk in plan.links:
+        dev = lk.out_dev
+        limit = lk.queue_limit_bytes if lk.trace is None else UNLIMITED_QUEUE_BYTES
+        if lk.overhead_bytes != ETH_HEADER_BYTES:
+            limit = min(limit + limit // 1500 * ETH_HEADER_BYTES, UNLIMITED_QUEUE_BYTES)
+        limit = max(limit, FRAME_BYTES)
+        rate = f"{lk.rate_bps}bit"
+        if lk.burst_bytes is not None and lk.direction == "down":
+            cmds.append(["tc", "qdisc", "add", "dev", dev, "root", "handle", _leaf_handle(lk), "tbf",
+                         "rate", rate, "burst", str(lk.burst_bytes), "limit", str(limit)])
+            continue
+        if dev not in rooted_devs:
+            cmds.append(["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb"])
+            rooted_devs.add(dev)
+        classid = f"1:{lk.path + 1:x}"
+        bucket = [] if lk.burst_bytes is None else ["burst", str(lk.burst_bytes), "cburst", str(lk.burst_bytes)]
+        cmds.append(["tc", "class", "add", "dev", dev, "parent", "1:", "classid", classid, "htb",
+                     "rate", rate, "ceil", rate, *bucket, "quantum", str(HTB_QUANTUM_BYTES)])
+        cmds.append(["tc", "qdisc", "add", "dev", dev, "parent", classid, "handle", _leaf_handle(lk),
+                     "bfifo", "limit", str(limit)])
+        match = ["ip", "src", f"10.0.{lk.path + 1}.0/24"] if lk.direction == "up" else ["u32", "0", "0"]
+        cmds.append(["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+                     "u32", "match", *match, "flowid", classid])
+    return cmds
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -143,37 +186,12 @@ class Testbed:
             ns_sh(self.cli, *args)
 
     def _shaping(self) -> None:
-        """htb at the link rate with a drop-tail bfifo leaf on the router's egress: one class
-        on rp<i> per downlink, one class per path on rsrv for the uplinks."""
-        rooted_devs: set[str] = set()
-        for lk in self.plan.links:
-            dev = lk.out_dev
-            if dev not in rooted_devs:
-                ns_sh(self.rtr, "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb")
-                rooted_devs.add(dev)
-            classid = f"1:{lk.path + 1:x}"
-            rate = f"{lk.rate_bps}bit"
-            ns_sh(self.rtr, "tc", "class", "add", "dev", dev, "parent", "1:", "classid", classid, "htb",
-                  "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM_BYTES))
-            # A byte limit in all cases: GSO super-packets would make a packet-count limit
-            # (pfifo) hold up to 45x more data; a packet limit becomes MTU-sized frames. A trace
-            # link queues in the delayer, so its bfifo never fills.
-            limit = lk.queue_limit_bytes if lk.trace is None else UNLIMITED_QUEUE_BYTES
-            # bfifo counts the Ethernet header too; the simulator's limit is in IP bytes.
-            limit = min(limit + limit // 1500 * ETH_HEADER_BYTES, UNLIMITED_QUEUE_BYTES)
-            leaf = ["tc", "qdisc", "add", "dev", dev, "parent", classid, "handle", self.leaf_handle(lk),
-                    "bfifo", "limit", str(max(limit, FRAME_BYTES))]
-            ns_sh(self.rtr, *leaf)
-            if lk.direction == "up":
-                ns_sh(self.rtr, "tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                      "u32", "match", "ip", "src", f"10.0.{lk.path + 1}.0/24", "flowid", classid)
-            else:
-                ns_sh(self.rtr, "tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                      "u32", "match", "u32", "0", "0", "flowid", classid)
+        for cmd in shaping_commands(self.plan):
+            ns_sh(self.rtr, *cmd)
 
     @staticmethod
     def leaf_handle(lk) -> str:
-        return f"{lk.path + 16:x}:"
+        return _leaf_handle(lk)
 
     # ------------------------------------------------------------------ delayer
 

@@ -68,6 +68,8 @@ class LinkPlan:
     # Mahimahi trace (opportunities_ms, packet_bytes, period_ms or None): the delayer is the
     # bottleneck (native/nfqdelay_trace.c) and holds the queue; the htb class does not shape.
     trace: tuple[tuple[int, ...], int, int | None] | None = None
+    burst_bytes: int | None = None    # tbf bucket depth (downlink) / htb burst (uplink); None: htb
+    overhead_bytes: int = 0           # 14: the limit is already in frame bytes (what qdiscs count)
 
     @property
     def needs_delayer(self) -> bool:
@@ -223,6 +225,7 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         raise TestbedConfigError(f"{where}.jitter.mode", "a trace-driven link takes smooth jitter, not reorder")
     if mode == "smooth" and jitter_ns > 0 and period_ns <= 0:
         raise TestbedConfigError(f"{where}.jitter.period_ns", "smooth jitter needs a positive period")
+    burst, overhead = _transmitter(lk, where, kind, loss=p > 0 or ge is not None, jitter=jitter_ns > 0)
     rate = int(lk["rate_bps"]) if trace is None else TRACE_HTB_RATE_BPS
     if rate <= 0:
         raise TestbedConfigError(f"{where}.rate_bps", "must be positive on the kernel testbed")
@@ -232,7 +235,34 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         index=idx, name=lk["name"], path=path, direction=direction, rate_bps=rate,
         delay_ns=int(lk["delay_ns"]), queue_bytes=lk.get("queue_bytes"), queue_packets=lk.get("queue_packets"),
         loss=p, gilbert_elliott=ge, jitter_mode=mode if jitter_ns > 0 else "none", jitter_ns=jitter_ns, period_ns=period_ns,
-        distribution=jit.get("distribution", "uniform"), qnum=qnum, rate_steps=steps, trace=trace)
+        distribution=jit.get("distribution", "uniform"), qnum=qnum, rate_steps=steps, trace=trace,
+        burst_bytes=burst, overhead_bytes=overhead)
+
+
+#: Framing a qdisc on a veth counts per packet: skb->len at egress includes the Ethernet header
+#: (qdisc_pkt_len_init), so "overhead_bytes = 14" is what the kernel does natively.
+KERNEL_OVERHEAD_BYTES = 14
+
+
+def _transmitter(lk: dict[str, Any], where: str, kind: str, loss: bool, jitter: bool) -> tuple[int | None, int]:
+    """The link's token bucket and framing overhead as the kernel builds them (refuses the rest).
+    The delayer (NFQUEUE in FORWARD) acts before the egress qdisc; a constant delay commutes
+    with a FIFO, so only loss and jitter make "after_queue" impossible here."""
+    overhead = int(lk.get("overhead_bytes", 0))
+    if overhead not in (0, KERNEL_OVERHEAD_BYTES):
+        raise TestbedConfigError(f"{where}.overhead_bytes", f"a qdisc on a veth counts the {KERNEL_OVERHEAD_BYTES}-byte "
+                                 f"Ethernet header of every packet, nothing else: overhead 14 (or 0, the limit "
+                                 f"converted to frames) runs on the kernel engine, {overhead} only in the simulator")
+    if lk.get("impairments") == "after_queue" and (loss or jitter):
+        raise TestbedConfigError(f"{where}.impairments", "the kernel engine's delayer drops and delays packets before "
+                                 "the router's queue: use impairments = 'before_queue' (or the simulator)")
+    burst = lk.get("burst_bytes")
+    if burst is None:
+        return None, overhead
+    if kind != "constant" or int(burst) < 1500 + KERNEL_OVERHEAD_BYTES:
+        raise TestbedConfigError(f"{where}.burst_bytes", f"a tbf bucket needs a constant rate (no schedule or trace) "
+                                 f"and must hold a full frame ({1500 + KERNEL_OVERHEAD_BYTES} B on a veth), got {burst}")
+    return int(burst), overhead
 
 
 def make_plan(cfg: dict[str, Any]) -> Plan:
@@ -345,6 +375,10 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
     if any(t.get("join_timing", "fully_established") != "fully_established" for t in transports):
         notes.append("join_timing: the kernel cannot join at the SYN-ACK ('oot', the out-of-tree kernel); "
                      "it joined once fully established (as join_timing = 'fully_established')")
+    if any(cfg["links"][lp.index].get("impairments") is None and (lp.loss or lp.gilbert_elliott or lp.jitter_ns)
+           for lp in links):
+        notes.append("impairments: the kernel's delayer drops and jitters packets before the queue "
+                     "(as impairments = 'before_queue'; the simulator's default is after it)")
     if any(t.get("scheduler") not in (None, "linux") for t in transports):
         notes.append("scheduler: the kernel's default scheduler ran (recorded as 'linux')")
     return Plan(
