@@ -12,7 +12,9 @@ A local pool's workers take about a second to start (spawn, then import the pack
 what the client itself spent starting. So the client runs the first batches itself and starts
 the pool only when the runs left would take longer than that (a study of a few hundred short
 runs ends in one process, sooner and with less CPU than on a pool); then, until a worker has
-answered, the workers get one run each and the client goes on running batches.
+answered, the workers get one run each and the client goes on running batches. A batch of the
+client's still running after that start-up time (long runs) goes on in its thread while the
+pool starts and takes the others.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Callable
 
 import polars as pl
 
-from mpsched.study.interrupt import call_interruptibly, kill_workers, quiet_spawn, worker_init
+from mpsched.study.interrupt import call_interruptibly, kill_workers, quiet_spawn, start_in_thread, worker_init
 from mpsched.study.plan import Task
 from mpsched.study.store import Store, concat
 
@@ -138,9 +140,13 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             return work(batch, target, engine, version, schedulers)
         return call_interruptibly(work, batch, target, engine, version, schedulers)
 
-    def run_here(stop: Callable[[float | None], bool]) -> None:
+    slow: list[tuple[Any, list[Task]]] = []  # a batch of this process's still running when the pool starts
+
+    def run_here(stop: Callable[[float | None], bool], patience_s: float | None = None) -> None:
         """Run batches in this process until none is left or `stop(CPU seconds per run)` (of the
-        last batch, once there are two: the first pays for first-use costs)."""
+        last batch, once there are two: the first pays for first-use costs). With `patience_s`,
+        a batch still running after that long (runs too long to wait for before starting the
+        pool) is left running in its thread, in `slow`, and the pool starts."""
         nonlocal queue, running
         while queue and not stop(here[-1] if len(here) >= 2 else None):
             n = batch_size(len(queue), jobs, run_s / ran if ran else None)
@@ -148,7 +154,14 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             running = len(batch)
             notify()
             cpu = time.process_time()
-            result = work_here(batch)
+            if patience_s is not None and engine != "kernel":
+                fut = start_in_thread(work, batch, target, engine, version, schedulers)
+                if not wait([fut], timeout=patience_s)[0]:
+                    slow.append((fut, batch))
+                    return
+                result = fut.result()
+            else:
+                result = work_here(batch)
             here.append((time.process_time() - cpu) / len(batch))
             running = 0
             take(batch, result, None)
@@ -161,8 +174,9 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
         # a worker costs about what this process spent starting (the interpreter and the
         # package's imports): run here while the runs left would take less than that on the pool
         startup_s = STARTUP_CPU_S
-        run_here(lambda per_run: per_run is not None and len(queue) * per_run * jobs / (jobs + 1) > startup_s)
-        if not queue:
+        run_here(lambda per_run: per_run is not None and len(queue) * per_run * jobs / (jobs + 1) > startup_s,
+                 patience_s=startup_s)
+        if not queue and not slow:
             return _finish(report, frames)
     own = None
     if client is not None:
@@ -174,13 +188,13 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
         own = pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=worker_init,
                                          initargs=(os.getpid(),))
         workers = jobs
-    pending: dict[Any, list[Task]] = {}
+    pending: dict[Any, list[Task]] = dict(slow)
     try:
         # our own pool's workers start by importing the package (about a second each): until
         # one of them has answered, they get a one-run task each and this process runs
         # batches itself (with all imported already; a short study may be over before any
         # worker is ready)
-        warming = own is not None
+        warming = own is not None and not slow  # (a batch of this process still running: no more here)
         while queue or pending:
             while queue and len(pending) < (workers if warming else 2 * workers):
                 n = 1 if warming else batch_size(len(queue), workers, run_s / ran if ran else None)
@@ -203,6 +217,10 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             running = sum(len(b) for b in pending.values())
             notify()
     except BaseException:
+        if slow:  # a Python scheduler in this process's abandoned batch stops at its next call
+            from mpsched import sched
+
+            sched.STOP.set()
         if own is not None:
             kill_workers(own)
         else:

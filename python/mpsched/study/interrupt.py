@@ -20,11 +20,12 @@ import ctypes.util
 import os
 import signal
 import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["Interrupted", "call_interruptibly", "exit_interrupted", "kill_workers", "quiet_spawn", "set_pdeathsig",
+__all__ = ["Interrupted", "call_interruptibly", "exit_interrupted", "kill_workers", "quiet_spawn", "set_pdeathsig", "start_in_thread",
            "terminate_as_interrupt", "worker_init"]
 
 PR_SET_PDEATHSIG = 1
@@ -127,6 +128,22 @@ def call_interruptibly(fn: Callable[..., Any], *args: Any) -> Any:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def start_in_thread(fn: Callable[..., Any], *args: Any) -> Future:
+    """`fn(*args)` in a daemon thread named as `call_interruptibly`'s (abandoned with the process
+    when the study is interrupted); its result as a `Future`."""
+    fut: Future = Future()
+    fut.set_running_or_notify_cancel()
+
+    def target() -> None:
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as e:  # handed to the caller
+            fut.set_exception(e)
+
+    threading.Thread(target=target, name="mpsched-run", daemon=True).start()
+    return fut
 
 
 @contextmanager
