@@ -27,8 +27,11 @@ if (GRID / CSV_NAME).exists():
 #: Measured with kernel.csv of 2026-11-25 (1-minute load 3.1-11.5 from other
 #: helpers when each cell started: the settings column).
 KNOWN_MISSES: dict[str, str] = {
-    "asym_wlan_lte/htb/4MiB": "sim 1333 ms vs kernel 1065 ms (+25%), path-2 share 0.24 vs 0.21: the LTE subflow retransmits 267 kB of its 1 MB (kernel: 270 kB per flow in all); 1104 ms (-3 %) before PRR below ssthresh (rack11 e81dea7): suspected the PRR change's slower repair of the LTE slow-start overshoot",
-    "asym_wlan_lte/tbf32k/4MiB": "sim 1293 ms vs kernel 1137 ms (+14%), path-2 share 0.28 vs 0.23: as the htb cell: 1044 ms (-4 %) before PRR below ssthresh (rack11 e81dea7); the LTE subflow's share also grew",
+    # Two misses that appeared when the upstream-Linux changes of issue 15 reached `linux`
+    # (its send-queue estimate counts every unacknowledged byte, stale subflows): the same
+    # merge brought asym_wlan_lte 4 MiB (htb, tbf) and loss/htb/1MiB inside their tolerance.
+    "equal/tbf32k/4MiB": "sim 1303 ms vs kernel 986 ms (+32%), kernel p10-p90 980-1028 ms, path-2 share 0.49 vs 0.49: appeared with issue 15's linux changes (was +3 %); not analysed yet",
+    "cross_udp/tbf32k/1MiB": "sim 342 ms vs kernel 380 ms (-10%), kernel p10-p90 369-415 ms, path-2 share 0.41 vs 0.34: appeared with issue 15's linux changes; not analysed yet",
     "cross_udp/htb/256KiB": "sim 161 ms vs kernel 179 ms (-10%), path-2 share 0.21 vs 0.23: no loss on either side; suspected per-flow host costs of the kernel (connect/accept, wakeups on 2 loaded cores), not modelled",
     "cross_udp/htb/1MiB": "sim 427 ms vs kernel 406 ms (+5%), path-2 share 0.39 vs 0.33: the second subflow gets more next to the UDP stream in the simulator; suspected how fast its window opens against the CBR-filled queue",
     "equal/tbf32k/256KiB": "sim 160 ms vs kernel 154 ms (+4%), path-2 share 0.23 vs 0.30: the second subflow joins one RTT late and carries less in the simulator; suspected the bucket's first flight on the joining subflow",
@@ -38,7 +41,6 @@ KNOWN_MISSES: dict[str, str] = {
     "fast_slow/tbf32k/256KiB": "sim 157 ms vs kernel 101 ms (+55%), path-2 share 0.00 vs 0.00: the simulator's fast-path queue drops 12 packets per flow behind the bucket's bursts (htb: 2) and repairs them ~55 ms slower than the kernel (which resends 25.6 kB per flow); mechanism not found",
     "fast_slow/tbf32k/4MiB": "sim 1840 ms vs kernel 1302 ms (+41%), path-2 share 0.10 vs 0.07: as the htb cell: more on the 2 Mbit/s path, whose tail sets the FCT",
     "loss/htb/256KiB": "sim 161 ms vs kernel 175 ms (-8%), path-2 share 0.23 vs 0.30: the 1 % lossy second subflow carries less in the simulator; suspected its loss recovery/cwnd after early losses in a short flow",
-    "loss/htb/1MiB": "sim 344 ms vs kernel 390 ms (-12%), path-2 share 0.39 vs 0.36: kernel p10-p90 348-409 ms; suspected loss recovery on the lossy subflow and the reinjection of its data",
     "loss/tbf32k/256KiB": "sim 160 ms vs kernel 151 ms (+6%), path-2 share 0.23 vs 0.32: as the htb cell: the lossy second subflow carries less in the simulator",
     "loss/tbf32k/1MiB": "sim 350 ms vs kernel 392 ms (-11%), path-2 share 0.35 vs 0.24: the lossy subflow carries more in the simulator (0.35 vs 0.24); suspected loss recovery on the lossy subflow",
 }

@@ -153,6 +153,8 @@ def validate(
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     except engines.EngineUnavailable as e:
         _fail(_escape(str(e)), EXIT_FAILED)
+    import polars as pl
+
     from mpsched.study.validate import run_validation
 
     target = out_dir or Path("results") / f"{s.name}-validation"
