@@ -197,17 +197,22 @@ def remove_leftovers(keep: Path | None = None) -> list[str]:
     return removed
 
 
-def _orphan_tags() -> set[str]:
-    """Run tags of live processes whose run (the tag's pid) is gone."""
-    tags = set()
-    needle = f"{RUN_ENV}=".encode()
+def _process_environments() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, environment entries) of every process whose environment can be read."""
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
-            env = (d / "environ").read_bytes().split(b"\0")
+            yield int(d.name), (d / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
+
+
+def _orphan_tags() -> set[str]:
+    """Run tags of live processes whose run (the tag's pid) is gone."""
+    tags = set()
+    needle = f"{RUN_ENV}=".encode()
+    for _, env in _process_environments():
         for item in env:
             if item.startswith(needle):
                 tag = item[len(needle):].decode(errors="replace")
@@ -248,14 +253,4 @@ def testbed_lock() -> Iterator[None]:
 def run_processes(run_tag: str) -> list[int]:
     """Live processes started by the run tagged `run_tag` (`mpsb-<pid>`)."""
     needle = f"{RUN_ENV}={run_tag}".encode()
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            env = (d / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if needle in env and _alive(int(d.name)):
-            found.append(int(d.name))
-    return found
+    return [pid for pid, env in _process_environments() if needle in env and _alive(pid)]
