@@ -38,6 +38,9 @@ def _load() -> tuple[SchedulerInfo, ...] | None:
         return None
     raw = json.loads(_core.schedulers_json())
     entries = raw.get("schedulers", raw) if isinstance(raw, dict) else raw
+    if isinstance(raw, dict) and "max_param_int" in raw:  # the core's bounds are the ones checked
+        global MAX_PARAM_INT, MAX_PARAM_NS
+        MAX_PARAM_INT, MAX_PARAM_NS = int(raw["max_param_int"]), int(raw["max_param_ns"])
     out = []
     for e in entries:
         out.append(
@@ -104,7 +107,8 @@ def check_scheduler_params(name: str, params: dict) -> None:
 #: u64 / f64 and multiplies them with segment sizes, windows and times (a factor of 2^62 would
 #: wrap in a release build). Integers count segments, bytes, milli-units or factors (at most
 #: 2^32 - 1), or nanoseconds (`*_ns`: at most 2^48 ns, 78 hours); numbers are finite and
-#: non-negative (every default is).
+#: non-negative (every default is). The core's registry refuses the same (its `check_bounds`)
+#: and exports its bounds, which replace these once the registry is loaded.
 MAX_PARAM_INT = 2**32 - 1
 MAX_PARAM_NS = 2**48
 

@@ -8,6 +8,7 @@ use mpsched_sim::records::Column;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use std::sync::Mutex;
 
 /// Version of the compiled core.
 #[pyfunction]
@@ -22,37 +23,37 @@ fn core_version() -> &'static str {
 /// `schedule(view)` method); they take precedence over the built-in registry.
 ///
 /// Raises `ValueError("field: message")` for a configuration the core refuses, and re-raises
-/// the first exception a Python scheduler raised. With Python schedulers the result also has an
-/// `actions` table: the actions the connections refused them, counted by kind and reason.
+/// the first exception a Python scheduler raised.
+///
+/// `progress(now_ns, duration_ns)`, when given, is called as the run goes (every
+/// `PROGRESS_EVENTS` events and at the end) with the simulated time reached; an exception it
+/// raises is re-raised after the run.
 #[pyfunction]
-#[pyo3(signature = (config_json, schedulers = None))]
+#[pyo3(signature = (config_json, schedulers = None, progress = None))]
 fn run_json<'py>(
     py: Python<'py>,
     config_json: &str,
     schedulers: Option<std::collections::BTreeMap<String, Py<PyAny>>>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let cfg: SimConfig =
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("config: {e}")))?;
     let factory = schedulers.filter(|s| !s.is_empty()).map(pysched::PyFactory::new);
+    let progress = progress.map(|callback| PyProgress { callback, error: Mutex::new(None) });
     let records = py
         .allow_threads(|| {
             let custom = factory.as_ref().map(|f| f as &dyn mpsched_sim::run::CustomSchedulers);
-            mpsched_sim::run::run_with(&cfg, custom)
+            let progress = progress.as_ref().map(|p| p as &dyn mpsched_sim::run::Progress);
+            mpsched_sim::run::run_with_progress(&cfg, custom, progress)
         })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(err) = factory.as_ref().and_then(|f| f.error.lock().ok().and_then(|mut e| e.take())) {
         return Err(err);
     }
-    let out = PyDict::new(py);
-    if let Some(f) = factory.as_ref() {
-        // the `actions` table: what the connections refused a Python scheduler, by kind and reason
-        let counts = f.rejected.lock().unwrap_or_else(|p| p.into_inner());
-        let cols = PyDict::new(py);
-        cols.set_item("action", PyList::new(py, counts.keys().map(|k| k.0))?)?;
-        cols.set_item("reason", PyList::new(py, counts.keys().map(|k| k.1))?)?;
-        cols.set_item("rejected_count", PyList::new(py, counts.values())?)?;
-        out.set_item("actions", cols)?;
+    if let Some(err) = progress.and_then(|p| p.error.into_inner().ok().flatten()) {
+        return Err(err);
     }
+    let out = PyDict::new(py);
     for table in &records.tables {
         let cols = PyDict::new(py);
         for (name, col) in &table.columns {
@@ -76,6 +77,22 @@ fn run_json<'py>(
     Ok(out)
 }
 
+/// A Python callable told the simulated time; the core calls it without the GIL held.
+struct PyProgress {
+    callback: Py<PyAny>,
+    /// The first exception the callable raised (later calls are skipped).
+    error: Mutex<Option<PyErr>>,
+}
+
+impl mpsched_sim::run::Progress for PyProgress {
+    fn simulated(&self, now_ns: u64, duration_ns: u64) {
+        let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if error.is_none() {
+            *error = Python::with_gil(|py| self.callback.call1(py, (now_ns, duration_ns)).err());
+        }
+    }
+}
+
 /// Builds a topology (`mpsched_sim::topology::TopologyRequest` as JSON: a FatTree with the
 /// flows to route, or a dumbbell) and returns its links and paths as JSON.
 ///
@@ -88,8 +105,9 @@ fn topology_json(request_json: &str) -> PyResult<String> {
     serde_json::to_string(&built).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// The scheduler registry as JSON: a list of {name, summary, source, is_extension,
-/// default_params}.
+/// The scheduler registry as JSON: `{"schedulers": [{name, summary, source, is_extension,
+/// default_params}], "max_param_int", "max_param_ns"}` (the bounds the registry puts on numeric
+/// parameters, so Python checks the same ones).
 #[pyfunction]
 fn schedulers_json() -> String {
     let items: Vec<serde_json::Value> = mpsched_proto::sched::registry::all()
@@ -104,7 +122,8 @@ fn schedulers_json() -> String {
             })
         })
         .collect();
-    serde_json::Value::Array(items).to_string()
+    use mpsched_proto::sched::registry::{MAX_PARAM_INT, MAX_PARAM_NS};
+    serde_json::json!({"schedulers": items, "max_param_int": MAX_PARAM_INT, "max_param_ns": MAX_PARAM_NS}).to_string()
 }
 
 #[pymodule]

@@ -106,33 +106,12 @@ pub struct PyFactory {
     classes: BTreeMap<String, Py<PyAny>>,
     /// The first exception any Python scheduler raised.
     pub error: Arc<Mutex<Option<PyErr>>>,
-    /// Actions the connections refused, by (action kind, reason): a Python scheduler can ask
-    /// for what cannot be done (an unknown subflow, nothing to send), and a run whose every
-    /// action was refused must say so.
-    pub rejected: Arc<Mutex<BTreeMap<(&'static str, &'static str), u64>>>,
 }
 
 impl PyFactory {
     pub fn new(classes: BTreeMap<String, Py<PyAny>>) -> Self {
-        Self { classes, error: Arc::new(Mutex::new(None)), rejected: Arc::new(Mutex::new(BTreeMap::new())) }
+        Self { classes, error: Arc::new(Mutex::new(None)) }
     }
-}
-
-/// The names of an action's kind and of a rejection reason, as the `actions` table spells them.
-fn rejection_key(action: &Action, why: Rejection) -> (&'static str, &'static str) {
-    let kind = match action {
-        Action::SendNew { .. } => "new",
-        Action::Resend { .. } => "resend",
-        Action::Penalize { .. } => "penalize",
-    };
-    let reason = match why {
-        Rejection::UnknownSubflow => "unknown_subflow",
-        Rejection::SubflowNotUsable => "subflow_not_usable",
-        Rejection::NothingToSend => "nothing_to_send",
-        Rejection::ReceiveWindowFull => "receive_window_full",
-        Rejection::SubflowQueueFull => "subflow_queue_full",
-    };
-    (kind, reason)
 }
 
 fn keep_first(slot: &Mutex<Option<PyErr>>, err: PyErr) {
@@ -158,15 +137,8 @@ impl CustomSchedulers for PyFactory {
             };
             let has = |m: &str| obj.as_ref().is_some_and(|o| o.bind(py).hasattr(m).unwrap_or(false));
             let (on_ack, on_loss, on_added) = (has("on_ack"), has("on_loss"), has("on_subflow_added"));
-            Some(Box::new(PyScheduler {
-                name: static_name,
-                obj,
-                on_ack,
-                on_loss,
-                on_added,
-                error: self.error.clone(),
-                rejected: self.rejected.clone(),
-            }) as Box<dyn Scheduler>)
+            Some(Box::new(PyScheduler { name: static_name, obj, on_ack, on_loss, on_added, error: self.error.clone() })
+                as Box<dyn Scheduler>)
         })
     }
 }
@@ -180,7 +152,6 @@ struct PyScheduler {
     on_loss: bool,
     on_added: bool,
     error: Arc<Mutex<Option<PyErr>>>,
-    rejected: Arc<Mutex<BTreeMap<(&'static str, &'static str), u64>>>,
 }
 
 impl std::fmt::Debug for PyScheduler {
@@ -302,11 +273,6 @@ impl Scheduler for PyScheduler {
         if self.on_ack {
             self.call(|_, obj| obj.call_method1("on_ack", (id, acked_bytes, rtt_sample_ns, now_ns)).map(drop));
         }
-    }
-
-    fn on_rejected(&mut self, action: Action, why: Rejection, _now_ns: u64) {
-        let mut counts = self.rejected.lock().unwrap_or_else(|p| p.into_inner());
-        *counts.entry(rejection_key(&action, why)).or_insert(0) += 1;
     }
 
     fn on_loss(&mut self, id: SubflowId, kind: LossKind, now_ns: u64) {

@@ -40,6 +40,11 @@ pub(crate) trait Endpoint {
     fn subflow_views(&self) -> Vec<SubflowView>;
     /// Payload bytes sent again at the connection level (reinjection and redundancy).
     fn redundant_bytes(&self) -> u64;
+    /// The scheduler's actions the connection refused: (action kind, reason, count), non-zero
+    /// counts only (data senders; empty otherwise).
+    fn rejected_actions(&self) -> Vec<(&'static str, &'static str, u64)> {
+        Vec::new()
+    }
 
     /// Bytes delivered in order to the application (data receivers).
     fn delivered_bytes(&self) -> u64;
@@ -177,6 +182,9 @@ impl Endpoint for SenderEp {
     fn redundant_bytes(&self) -> u64 {
         let r = self.0.resent();
         r.reinject_bytes + r.opportunistic_bytes + r.redundant_bytes
+    }
+    fn rejected_actions(&self) -> Vec<(&'static str, &'static str, u64)> {
+        self.0.rejected_actions().map(|(kind, why, n)| (kind, why.name(), n)).collect()
     }
     fn delivered_bytes(&self) -> u64 {
         0

@@ -58,8 +58,8 @@ impl Table {
 /// Everything one run records.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Records {
-    /// Tables in a fixed order: flows, subflows, blocks, subflow_series, conn_series,
-    /// link_series, links.
+    /// Tables in a fixed order: flows, subflows, blocks, actions, subflow_series,
+    /// conn_series, link_series, links.
     pub tables: Vec<Table>,
     /// Simulator counters: events processed, packets sent, simulated time reached.
     pub stats: RunStats,
@@ -186,6 +186,24 @@ table_rows! {
         /// The unit has a deadline and missed it: delivered later than `sent_ns + deadline_ns`,
         /// or not delivered by the end of the run although that time had passed.
         deadline_missed: bool => Bool,
+    }
+}
+
+table_rows! {
+    /// Actions a connection refused its scheduler, per flow, action kind and reason (non-zero
+    /// counts only: a run without refusals has an empty table).
+    ActionRow => "actions" {
+        /// Flow id.
+        flow_id: u64 => U64,
+        /// Scheduler name.
+        scheduler: String => Str,
+        /// Kind of action: "new", "resend" or "penalize".
+        action: String => Str,
+        /// Why it was refused: "unknown_subflow", "subflow_not_usable", "nothing_to_send",
+        /// "receive_window_full" or "subflow_queue_full".
+        reason: String => Str,
+        /// Actions of this kind refused for this reason.
+        rejected_count: u64 => U64,
     }
 }
 

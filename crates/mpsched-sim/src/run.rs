@@ -7,18 +7,18 @@
 //! `poll_timeout` (one pending timer event per endpoint; stale ones are ignored).
 
 use crate::app::App;
-use crate::config::{ConfigError, Direction, Protocol, SimConfig};
+use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint, Segment};
-use crate::records::{
-    BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, RunStats, SubflowRow, SubflowSample,
-};
+use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_engine::rng::Rng;
+use rows::FlowRecords;
 use slab::Slab;
 
 mod path_events;
+mod rows;
 
 /// Component-id bases of the random streams (stable: adding a component of one kind never
 /// shifts the streams of another).
@@ -131,7 +131,7 @@ pub struct Simulation<'a> {
     /// Flow indices by start time, and the position of the next one to schedule.
     start_order: Vec<u32>,
     next_start: usize,
-    finished_rows: Vec<(FlowRow, Vec<SubflowRow>, Vec<BlockRow>)>,
+    finished_rows: Vec<FlowRecords>,
     active_flows: usize,
     pending_flows: usize,
     stats: RunStats,
@@ -140,6 +140,18 @@ pub struct Simulation<'a> {
     link_samples: Vec<LinkSample>,
 }
 
+/// Told the simulated time of a running simulation, for a progress display (a long run shows
+/// how far it is). It sees times only: nothing it does changes the run's records.
+pub trait Progress {
+    /// The run has reached `now_ns` of at most `duration_ns`: every [`PROGRESS_EVENTS`]
+    /// events, with times that never decrease, and once at the end with the run's end time.
+    fn simulated(&self, now_ns: u64, duration_ns: u64);
+}
+
+/// Events between two [`Progress`] reports (a power of two: the loop tests a mask; at several
+/// million events per second, some hundred reports a second).
+pub const PROGRESS_EVENTS: u64 = 1 << 15;
+
 /// Runs a configuration to the end and returns its records.
 pub fn run(cfg: &SimConfig) -> Result<Records, ConfigError> {
     run_with(cfg, None)
@@ -147,6 +159,15 @@ pub fn run(cfg: &SimConfig) -> Result<Records, ConfigError> {
 
 /// Like [`run`], with schedulers the registry does not know (see [`CustomSchedulers`]).
 pub fn run_with(cfg: &SimConfig, custom: Option<&dyn CustomSchedulers>) -> Result<Records, ConfigError> {
+    run_with_progress(cfg, custom, None)
+}
+
+/// Like [`run_with`], reporting the simulated time to `progress` as the run goes.
+pub fn run_with_progress(
+    cfg: &SimConfig,
+    custom: Option<&dyn CustomSchedulers>,
+    progress: Option<&dyn Progress>,
+) -> Result<Records, ConfigError> {
     cfg.validate()?;
     // Build every connection once up front so a bad scheduler or CC name is a config error
     // before any time passes, not a failure in the middle of the run.
@@ -155,7 +176,7 @@ pub fn run_with(cfg: &SimConfig, custom: Option<&dyn CustomSchedulers>) -> Resul
             .map_err(|message| ConfigError { field: format!("transports[{i}]"), message })?;
     }
     let mut sim = Simulation::new(cfg, custom);
-    sim.run_to_end();
+    sim.run_to_end(progress);
     Ok(sim.into_records())
 }
 
@@ -220,13 +241,18 @@ impl<'a> Simulation<'a> {
             && self.cfg.cross_traffic.iter().all(|c| c.stop_ns <= self.now_ns)
     }
 
-    fn run_to_end(&mut self) {
+    fn run_to_end(&mut self, progress: Option<&dyn Progress>) {
         while let Some((at_ns, ev)) = self.queue.pop() {
             if at_ns > self.cfg.duration_ns {
                 break;
             }
             self.now_ns = at_ns;
             self.stats.events += 1;
+            if self.stats.events & (PROGRESS_EVENTS - 1) == 0 {
+                if let Some(p) = progress {
+                    p.simulated(at_ns, self.cfg.duration_ns);
+                }
+            }
             match ev {
                 Event::Net(ne) => self.on_net(ne),
                 Event::FlowStart(f) => self.start_flow(f as usize),
@@ -247,6 +273,9 @@ impl<'a> Simulation<'a> {
             }
         }
         self.stats.end_ns = self.now_ns.min(self.cfg.duration_ns);
+        if let Some(p) = progress {
+            p.simulated(self.stats.end_ns, self.cfg.duration_ns);
+        }
     }
 
     fn on_net(&mut self, ne: NetEvent) {
@@ -398,85 +427,6 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    fn finish_flow(&mut self, fi: usize, end_ns: Option<u64>) {
-        let Some(f) = self.flows[fi].take() else { return };
-        self.active_flows -= 1;
-        let row = self.flow_rows(fi, &f, end_ns);
-        self.finished_rows.push(row);
-    }
-
-    fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> (FlowRow, Vec<SubflowRow>, Vec<BlockRow>) {
-        let fc = &self.cfg.flows[fi];
-        let (sender, receiver) = f.roles(fc.direction);
-        let views = sender.ep.subflow_views();
-        let subflows: Vec<SubflowRow> = views
-            .iter()
-            .map(|v| SubflowRow {
-                flow_id: fc.id,
-                subflow: v.id as u64,
-                path: self.cfg.flow_paths(fi)[v.id] as u64,
-                bytes_sent: v.bytes_sent,
-                bytes_acked: v.bytes_acked,
-                bytes_retransmitted: v.bytes_retransmitted,
-                rto_count: v.rto_count,
-            })
-            .collect();
-        let row = FlowRow {
-            end_ns,
-            fct_ns: end_ns.map(|e| e.saturating_sub(fc.start_ns)),
-            completed: App::completed(&fc.app, fc.start_ns, receiver.ep.as_ref(), end_ns),
-            bytes_delivered: receiver.ep.delivered_bytes(),
-            bytes_sent: subflows.iter().map(|s| s.bytes_sent).sum(),
-            bytes_retransmitted: subflows.iter().map(|s| s.bytes_retransmitted).sum(),
-            bytes_redundant: sender.ep.redundant_bytes(),
-            ..self.base_row(fi)
-        };
-        let now = self.now_ns.min(self.cfg.duration_ns);
-        let blocks = f
-            .app
-            .unit_records()
-            .into_iter()
-            .map(|u| BlockRow {
-                flow_id: fc.id,
-                block: u.unit,
-                size_bytes: u.size_bytes,
-                sent_ns: u.sent_ns,
-                delivered_ns: u.delivered_ns,
-                delay_ns: u.delivered_ns.map(|d| d.saturating_sub(u.sent_ns)),
-                deadline_ns: u.deadline_ns,
-                deadline_missed: u.deadline_ns.is_some_and(|dl| {
-                    let due = u.sent_ns.saturating_add(dl);
-                    u.delivered_ns.map_or(due <= now, |d| d > due)
-                }),
-            })
-            .collect();
-        (row, subflows, blocks)
-    }
-
-    /// The row of a flow that has moved no byte: its identity and zero counters.
-    fn base_row(&self, fi: usize) -> FlowRow {
-        let fc = &self.cfg.flows[fi];
-        let t = &self.cfg.transports[fc.transport];
-        FlowRow {
-            flow_id: fc.id,
-            protocol: format!("{:?}", t.protocol).to_lowercase(),
-            scheduler: if t.protocol == Protocol::Tcp { String::new() } else { t.scheduler.clone() },
-            cc: t.cc.clone(),
-            direction: format!("{:?}", fc.direction).to_lowercase(),
-            app: App::kind(&fc.app).into(),
-            size_bytes: App::size_bytes(&fc.app, fc.start_ns),
-            units: App::units(&fc.app, fc.start_ns),
-            start_ns: fc.start_ns,
-            end_ns: None,
-            fct_ns: None,
-            completed: false,
-            bytes_delivered: 0,
-            bytes_sent: 0,
-            bytes_retransmitted: 0,
-            bytes_redundant: 0,
-        }
-    }
-
     fn cross_send(&mut self, ci: usize) {
         let c = &self.cfg.cross_traffic[ci];
         let now = self.now_ns;
@@ -528,54 +478,6 @@ impl<'a> Simulation<'a> {
                 queue_packets: qp,
                 dropped_packets: self.net.link_stats(l).packets_dropped_queue,
             });
-        }
-    }
-
-    fn into_records(mut self) -> Records {
-        // Flows still running at the end are recorded as incomplete.
-        for fi in 0..self.flows.len() {
-            if let Some(f) = self.flows[fi].take() {
-                let row = self.flow_rows(fi, &f, f.completed_ns);
-                self.finished_rows.push(row);
-            }
-        }
-        self.finished_rows.sort_by_key(|(r, _, _)| r.flow_id);
-        let mut flows = Vec::new();
-        let mut subflows = Vec::new();
-        let mut blocks = Vec::new();
-        for (r, s, b) in std::mem::take(&mut self.finished_rows) {
-            flows.push(r);
-            subflows.extend(s);
-            blocks.extend(b);
-        }
-        // Flows that never started (their start lies after the end of the run).
-        for fi in (0..self.cfg.flows.len()).filter(|&fi| !self.started[fi]) {
-            flows.push(self.base_row(fi));
-        }
-        flows.sort_by_key(|r| r.flow_id);
-        let links = (0..self.net.link_count() as LinkId)
-            .map(|l| {
-                let s = self.net.link_stats(l);
-                LinkRow {
-                    link: self.net.link_name(l).to_string(),
-                    bytes_forwarded: s.bytes_forwarded,
-                    packets_forwarded: s.packets_forwarded,
-                    packets_dropped: s.packets_dropped_queue,
-                    packets_lost: s.packets_lost_random + s.packets_lost_down + s.packets_lost_impairment,
-                }
-            })
-            .collect();
-        Records {
-            tables: vec![
-                FlowRow::into_table(flows),
-                SubflowRow::into_table(subflows),
-                BlockRow::into_table(blocks),
-                SubflowSample::into_table(self.subflow_samples),
-                ConnSample::into_table(self.conn_samples),
-                LinkSample::into_table(self.link_samples),
-                LinkRow::into_table(links),
-            ],
-            stats: self.stats,
         }
     }
 }

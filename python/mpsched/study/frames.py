@@ -10,8 +10,10 @@ import polars as pl
 
 __all__ = ["TABLES", "RunRecord", "batch_frames", "concat", "to_frame"]
 
-#: The record tables every engine returns.
-TABLES = ("flows", "subflows", "blocks", "subflow_series", "conn_series", "link_series", "links", "path_events")
+#: The record tables every engine returns (`actions`: what the connections refused the
+#: scheduler, per flow, kind and reason; the simulator's only, empty when nothing was refused).
+TABLES = ("flows", "subflows", "blocks", "actions", "subflow_series", "conn_series", "link_series", "links",
+          "path_events")
 
 _STRING_COLUMNS = {"protocol", "scheduler", "cc", "direction", "app", "path", "link", "run_id"}
 _BOOL_COLUMNS = {"completed", "deadline_missed"}

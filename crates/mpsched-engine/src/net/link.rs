@@ -370,7 +370,8 @@ impl<P> Link<P> {
                 self.stats.packets_lost_impairment += 1;
                 return Accepted::Dropped(pkt);
             }
-            arrive_ns += self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
+            arrive_ns +=
+                self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
             if self.reorders() {
                 return Accepted::Arrives(arrive_ns, Some(pkt));
             }

@@ -39,7 +39,8 @@ pub struct DataSender {
     /// An input happened since the scheduler last ran.
     need_schedule: bool,
     joins_started: bool,
-    rejections: [u64; 5],
+    /// Refused actions, by action kind ([`Action::kind_index`]) and reason.
+    rejections: [[u64; Rejection::ALL.len()]; Action::KINDS.len()],
     schedule_calls: u64,
     /// Per subflow: the largest congestion window so far, segments (send-buffer autotuning).
     max_cwnd_segments: Vec<u64>,
@@ -90,7 +91,7 @@ impl DataSender {
             wnd_end: 0,
             need_schedule: false,
             joins_started: false,
-            rejections: [0; 5],
+            rejections: Default::default(),
             schedule_calls: 0,
             max_cwnd_segments: vec![0; n],
             writer_blocked: false,
@@ -320,7 +321,7 @@ impl DataSender {
                 match self.apply(a) {
                     Ok(()) => applied += 1,
                     Err(why) => {
-                        self.rejections[rejection_index(why)] += 1;
+                        self.rejections[a.kind_index()][why.index()] += 1;
                         sched.on_rejected(a, why, now_ns);
                     }
                 }
@@ -541,7 +542,22 @@ impl DataSender {
 
     /// Rejected actions so far for reason `why`.
     pub fn rejections(&self, why: Rejection) -> u64 {
-        self.rejections[rejection_index(why)]
+        self.rejections.iter().map(|r| r[why.index()]).sum()
+    }
+
+    /// Refused actions so far, `(action kind, reason, count)` for every non-zero count, in
+    /// kind then reason order ([`Action::KINDS`], [`Rejection::ALL`]).
+    pub fn rejected_actions(&self) -> impl Iterator<Item = (&'static str, Rejection, u64)> + '_ {
+        Action::KINDS
+            .iter()
+            .zip(&self.rejections)
+            .flat_map(|(kind, row)| {
+                Rejection::ALL
+                    .iter()
+                    .zip(row)
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(&why, &n)| (*kind, why, n))
+            })
     }
 
     /// Bytes sent again at the connection level (transmitted, summed over the subflows).
@@ -576,15 +592,5 @@ impl DataSender {
     /// Name of the scheduler (`"tcp"` in TCP mode).
     pub fn scheduler_name(&self) -> &'static str {
         self.sched.as_ref().map_or("tcp", |s| s.name())
-    }
-}
-
-fn rejection_index(r: Rejection) -> usize {
-    match r {
-        Rejection::UnknownSubflow => 0,
-        Rejection::SubflowNotUsable => 1,
-        Rejection::NothingToSend => 2,
-        Rejection::ReceiveWindowFull => 3,
-        Rejection::SubflowQueueFull => 4,
     }
 }

@@ -164,7 +164,9 @@ impl Blest {
             let w = cwnd.max((f.ssthresh_bytes / f.mss_bytes.max(1)) as u128 + 1);
             (w + (rounds - 1) / 2) * rounds
         };
-        pkts * mss * self.lambda_milli as u128 / 1000
+        pkts.saturating_mul(mss)
+            .saturating_mul(self.lambda_milli as u128)
+            / 1000
     }
 }
 

@@ -155,7 +155,7 @@ impl Daps {
                 // KAU `mptcp_daps_round_to_multiple_of`: nearest multiple, halves up; a
                 // delay that rounds to 0 counts as 1 slot.
                 let rounded = if rd > 1 {
-                    (owd_ms + rd / 2) / rd * rd
+                    owd_ms.saturating_add(rd / 2) / rd * rd
                 } else {
                     owd_ms
                 };

@@ -94,15 +94,18 @@ impl Ecf {
         let k = view.unsent_bytes as u128;
         let (cwnd_f, cwnd_s) = (f.cwnd_bytes as u128, s.cwnd_bytes as u128);
         let (rtt_f, rtt_s) = (f.srtt_ns as u128, s.srtt_ns as u128);
-        let delta = (self.cfg.rttvar_factor as u128 * f.rttvar_ns.max(s.rttvar_ns) as u128)
+        // Saturating: the factors are user parameters (u64), the rest RTTs and windows.
+        let delta = (self.cfg.rttvar_factor as u128)
+            .saturating_mul(f.rttvar_ns.max(s.rttvar_ns) as u128)
             .max(self.cfg.delta_floor_ns as u128);
         let r_beta = self.cfg.r_beta as u128;
         let x_f = k.max(cwnd_f);
         let lhs = rtt_f * (x_f + cwnd_f);
-        let rhs = cwnd_f * (rtt_s + delta);
-        if r_beta * lhs < r_beta * rhs + u128::from(self.waiting) * rhs {
+        let rhs = cwnd_f.saturating_mul(rtt_s.saturating_add(delta));
+        let waiting_rhs = if self.waiting { rhs } else { 0 };
+        if r_beta.saturating_mul(lhs) < r_beta.saturating_mul(rhs).saturating_add(waiting_rhs) {
             let x_s = k.max(cwnd_s);
-            if rtt_s * x_s >= cwnd_s * (2 * rtt_f + delta) {
+            if rtt_s * x_s >= cwnd_s.saturating_mul((2 * rtt_f).saturating_add(delta)) {
                 self.waiting = true;
                 return None;
             }

@@ -152,7 +152,7 @@ impl Linux {
             (WRITE_QUEUE_SKB_BYTES / mss).max(MIN_TSO_SEGMENTS),
         ) * mss;
         let skbs = sent.div_ceil(sent_skb_bytes) + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
-        payload + skbs * self.cfg.skb_overhead_bytes
+        payload.saturating_add(skbs.saturating_mul(self.cfg.skb_overhead_bytes))
     }
 
     /// `mptcp_subflow_get_retrans`: the first idle (nothing unacked or queued) subflow that
@@ -223,7 +223,9 @@ impl Linux {
             return None; // the chosen subflow has no send-buffer room: wait
         }
         // Pushed a frag at a time until the frag that fills the send buffer.
-        let sndbuf_room = (sndbuf - wmem).div_ceil(PAGE_FRAG_BYTES) * PAGE_FRAG_BYTES;
+        let sndbuf_room = (sndbuf - wmem)
+            .div_ceil(PAGE_FRAG_BYTES)
+            .saturating_mul(PAGE_FRAG_BYTES);
         let burst = self
             .cfg
             .burst_bytes

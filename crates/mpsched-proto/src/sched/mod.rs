@@ -235,6 +235,21 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// The kinds of action, in the order of [`Action::kind_index`], as the `actions` table
+    /// spells them.
+    pub const KINDS: [&'static str; 3] = ["new", "resend", "penalize"];
+
+    /// Position of this action's kind in [`Action::KINDS`].
+    pub fn kind_index(&self) -> usize {
+        match self {
+            Action::SendNew { .. } => 0,
+            Action::Resend { .. } => 1,
+            Action::Penalize { .. } => 2,
+        }
+    }
+}
+
 /// Why data is sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ResendKind {
@@ -290,6 +305,33 @@ pub enum Rejection {
     ReceiveWindowFull,
     /// The subflow's send queue is at its limit.
     SubflowQueueFull,
+}
+
+impl Rejection {
+    /// Every reason, in the order of [`Rejection::index`].
+    pub const ALL: [Rejection; 5] = [
+        Rejection::UnknownSubflow,
+        Rejection::SubflowNotUsable,
+        Rejection::NothingToSend,
+        Rejection::ReceiveWindowFull,
+        Rejection::SubflowQueueFull,
+    ];
+
+    /// Position in [`Rejection::ALL`] (for per-reason counters).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The reason as the `actions` table spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rejection::UnknownSubflow => "unknown_subflow",
+            Rejection::SubflowNotUsable => "subflow_not_usable",
+            Rejection::NothingToSend => "nothing_to_send",
+            Rejection::ReceiveWindowFull => "receive_window_full",
+            Rejection::SubflowQueueFull => "subflow_queue_full",
+        }
+    }
 }
 
 /// Kind of loss signal reported to [`Scheduler::on_loss`].

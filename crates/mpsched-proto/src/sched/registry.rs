@@ -69,8 +69,48 @@ fn defaults_of<T: Serialize + Default>() -> Value {
     serde_json::to_value(T::default()).unwrap_or(Value::Object(Map::new()))
 }
 
+/// Largest value of a numeric scheduler parameter (segments, bytes, factors, milli-units):
+/// parameters are multiplied with segment sizes, windows and times, and below this bound those
+/// products stay far from `u64::MAX` (a `num_segments` of 2^62 wrapped to nothing sent).
+pub const MAX_PARAM_INT: u64 = u32::MAX as u64;
+/// Largest value of a parameter in nanoseconds (`*_ns`): 2^48 ns, about 78 hours.
+pub const MAX_PARAM_NS: u64 = 1 << 48;
+
+/// The bound of parameter `key`: [`MAX_PARAM_NS`] for `*_ns`, else [`MAX_PARAM_INT`].
+pub fn param_bound(key: &str) -> u64 {
+    if key.ends_with("_ns") {
+        MAX_PARAM_NS
+    } else {
+        MAX_PARAM_INT
+    }
+}
+
+/// Every number of a component's share finite, non-negative and within [`param_bound`]; the
+/// error names the parameter.
+fn check_bounds(p: &Params) -> Result<(), String> {
+    for (k, v) in p {
+        let Value::Number(n) = v else { continue };
+        let top = param_bound(k);
+        let ok = if let Some(u) = n.as_u64() {
+            u <= top
+        } else if n.as_i64().is_some() {
+            false // a negative integer
+        } else {
+            n.as_f64()
+                .is_some_and(|f| f.is_finite() && (0.0..=top as f64).contains(&f))
+        };
+        if !ok {
+            return Err(format!(
+                "parameter {k:?} must be a finite number in [0, {top}], got {n}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Deserializes a component's config from its share of the parameters and checks its ranges.
 fn parse<T: DeserializeOwned + CheckConfig>(p: &Params) -> Result<T, String> {
+    check_bounds(p)?;
     match serde_json::from_value::<T>(Value::Object(p.clone())) {
         Ok(c) => c.check().map(|()| c),
         Err(e) => {
@@ -456,6 +496,30 @@ mod tests {
             .0;
         assert!(e.contains("bm_lambda"), "{e}");
         assert!(build("roundrobin", &json!({"num_segments": 0})).is_err());
+    }
+
+    #[test]
+    fn numbers_beyond_the_bounds_are_refused_naming_the_parameter() {
+        for (name, key, v) in [
+            ("roundrobin", "num_segments", json!(1u64 << 62)),
+            ("linux", "sndbuf_factor", json!(u64::MAX)),
+            ("freeze", "probe_interval_ns", json!(MAX_PARAM_NS + 1)),
+            ("minrtt+bm", "bm_lambda", json!(1e300)),
+            ("ecf", "r_beta", json!(-1)),
+        ] {
+            let e = build(name, &json!({ key: v })).unwrap_err().0;
+            assert!(
+                e.contains(&format!("{key:?}")) && e.contains("[0, "),
+                "{name}: {e}"
+            );
+        }
+        // The bounds themselves are accepted.
+        assert!(build("roundrobin", &json!({"num_segments": MAX_PARAM_INT})).is_ok());
+        assert!(build(
+            "freeze",
+            &json!({"probe_interval_ns": MAX_PARAM_NS, "threshold_ns": MAX_PARAM_NS})
+        )
+        .is_ok());
     }
 
     #[test]

@@ -156,14 +156,15 @@ impl Scheduler for RoundRobin {
         if !Self::rr_available(sf, true) {
             return; // strict turn: wait for this subflow's window
         }
-        let bytes = (split * sf.mss_bytes)
+        let bytes = split
+            .saturating_mul(sf.mss_bytes)
             .min(sf.free_cwnd_bytes())
             .min(view.unsent_bytes)
             .min(view.rwnd_room_bytes());
         if bytes == 0 {
             return;
         }
-        self.quota[id] += bytes.div_ceil(sf.mss_bytes.max(1)).max(1);
+        self.quota[id] = self.quota[id].saturating_add(bytes.div_ceil(sf.mss_bytes.max(1)).max(1));
         out.push(Action::SendNew {
             subflow: id,
             max_bytes: bytes,

@@ -145,7 +145,12 @@ impl<S: Scheduler> Rp<S> {
             if other.id == id || !head.sent_on(other.id) {
                 continue;
             }
-            if other.cwnd_bytes <= self.cfg.rp_stuck_cwnd_segments * other.mss_bytes {
+            if other.cwnd_bytes
+                <= self
+                    .cfg
+                    .rp_stuck_cwnd_segments
+                    .saturating_mul(other.mss_bytes)
+            {
                 retrans = true;
                 break;
             }

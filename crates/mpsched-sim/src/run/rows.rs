@@ -1,0 +1,158 @@
+//! The records of a finished (or unfinished) flow, and the run's tables at its end.
+
+use super::{Flow, Simulation};
+use crate::app::App;
+use crate::config::Protocol;
+use crate::records::{
+    ActionRow, BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, SubflowRow, SubflowSample,
+};
+use mpsched_engine::net::LinkId;
+
+/// Everything one flow records.
+pub(crate) struct FlowRecords {
+    flow: FlowRow,
+    subflows: Vec<SubflowRow>,
+    blocks: Vec<BlockRow>,
+    actions: Vec<ActionRow>,
+}
+
+impl Simulation<'_> {
+    pub(super) fn finish_flow(&mut self, fi: usize, end_ns: Option<u64>) {
+        let Some(f) = self.flows[fi].take() else { return };
+        self.active_flows -= 1;
+        let row = self.flow_rows(fi, &f, end_ns);
+        self.finished_rows.push(row);
+    }
+
+    fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> FlowRecords {
+        let fc = &self.cfg.flows[fi];
+        let (sender, receiver) = f.roles(fc.direction);
+        let views = sender.ep.subflow_views();
+        let subflows: Vec<SubflowRow> = views
+            .iter()
+            .map(|v| SubflowRow {
+                flow_id: fc.id,
+                subflow: v.id as u64,
+                path: self.cfg.flow_paths(fi)[v.id] as u64,
+                bytes_sent: v.bytes_sent,
+                bytes_acked: v.bytes_acked,
+                bytes_retransmitted: v.bytes_retransmitted,
+                rto_count: v.rto_count,
+            })
+            .collect();
+        let row = FlowRow {
+            end_ns,
+            fct_ns: end_ns.map(|e| e.saturating_sub(fc.start_ns)),
+            completed: App::completed(&fc.app, fc.start_ns, receiver.ep.as_ref(), end_ns),
+            bytes_delivered: receiver.ep.delivered_bytes(),
+            bytes_sent: subflows.iter().map(|s| s.bytes_sent).sum(),
+            bytes_retransmitted: subflows.iter().map(|s| s.bytes_retransmitted).sum(),
+            bytes_redundant: sender.ep.redundant_bytes(),
+            ..self.base_row(fi)
+        };
+        let now = self.now_ns.min(self.cfg.duration_ns);
+        let blocks = f
+            .app
+            .unit_records()
+            .into_iter()
+            .map(|u| BlockRow {
+                flow_id: fc.id,
+                block: u.unit,
+                size_bytes: u.size_bytes,
+                sent_ns: u.sent_ns,
+                delivered_ns: u.delivered_ns,
+                delay_ns: u.delivered_ns.map(|d| d.saturating_sub(u.sent_ns)),
+                deadline_ns: u.deadline_ns,
+                deadline_missed: u.deadline_ns.is_some_and(|dl| {
+                    let due = u.sent_ns.saturating_add(dl);
+                    u.delivered_ns.map_or(due <= now, |d| d > due)
+                }),
+            })
+            .collect();
+        let actions = sender
+            .ep
+            .rejected_actions()
+            .into_iter()
+            .map(|(action, reason, n)| ActionRow {
+                flow_id: fc.id,
+                scheduler: row.scheduler.clone(),
+                action: action.into(),
+                reason: reason.into(),
+                rejected_count: n,
+            })
+            .collect();
+        FlowRecords { flow: row, subflows, blocks, actions }
+    }
+
+    /// The row of a flow that has moved no byte: its identity and zero counters.
+    fn base_row(&self, fi: usize) -> FlowRow {
+        let fc = &self.cfg.flows[fi];
+        let t = &self.cfg.transports[fc.transport];
+        FlowRow {
+            flow_id: fc.id,
+            protocol: format!("{:?}", t.protocol).to_lowercase(),
+            scheduler: if t.protocol == Protocol::Tcp { String::new() } else { t.scheduler.clone() },
+            cc: t.cc.clone(),
+            direction: format!("{:?}", fc.direction).to_lowercase(),
+            app: App::kind(&fc.app).into(),
+            size_bytes: App::size_bytes(&fc.app, fc.start_ns),
+            units: App::units(&fc.app, fc.start_ns),
+            start_ns: fc.start_ns,
+            end_ns: None,
+            fct_ns: None,
+            completed: false,
+            bytes_delivered: 0,
+            bytes_sent: 0,
+            bytes_retransmitted: 0,
+            bytes_redundant: 0,
+        }
+    }
+
+    pub(super) fn into_records(mut self) -> Records {
+        // Flows still running at the end are recorded as incomplete.
+        for fi in 0..self.flows.len() {
+            if let Some(f) = self.flows[fi].take() {
+                let row = self.flow_rows(fi, &f, f.completed_ns);
+                self.finished_rows.push(row);
+            }
+        }
+        self.finished_rows.sort_by_key(|r| r.flow.flow_id);
+        let (mut flows, mut subflows, mut blocks, mut actions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for r in std::mem::take(&mut self.finished_rows) {
+            flows.push(r.flow);
+            subflows.extend(r.subflows);
+            blocks.extend(r.blocks);
+            actions.extend(r.actions);
+        }
+        // Flows that never started (their start lies after the end of the run).
+        for fi in (0..self.cfg.flows.len()).filter(|&fi| !self.started[fi]) {
+            flows.push(self.base_row(fi));
+        }
+        flows.sort_by_key(|r| r.flow_id);
+        let links = (0..self.net.link_count() as LinkId)
+            .map(|l| {
+                let s = self.net.link_stats(l);
+                LinkRow {
+                    link: self.net.link_name(l).to_string(),
+                    bytes_forwarded: s.bytes_forwarded,
+                    packets_forwarded: s.packets_forwarded,
+                    packets_dropped: s.packets_dropped_queue,
+                    packets_lost: s.packets_lost_random + s.packets_lost_down + s.packets_lost_impairment,
+                }
+            })
+            .collect();
+        Records {
+            tables: vec![
+                FlowRow::into_table(flows),
+                SubflowRow::into_table(subflows),
+                BlockRow::into_table(blocks),
+                ActionRow::into_table(actions),
+                SubflowSample::into_table(self.subflow_samples),
+                ConnSample::into_table(self.conn_samples),
+                LinkSample::into_table(self.link_samples),
+                LinkRow::into_table(links),
+            ],
+            stats: self.stats,
+        }
+    }
+}
