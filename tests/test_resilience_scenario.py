@@ -188,10 +188,10 @@ rate = "1Mbit"
 """)))
     s = 1_000_000_000
     acts = [(a[0], a[1]) for a in actions_for(plan)]
-    assert acts == [(s, "path 0 uplink down"), (2 * s, "lte.down rate 1000000"), (2 * s, "path 0 uplink up"),
-                    (5 * s, "lte.down rate 10000000")]
+    assert acts == [(s, "path 0 uplink blackhole on"), (2 * s, "lte.down rate 1000000"),
+                    (2 * s, "path 0 uplink blackhole off"), (5 * s, "lte.down rate 10000000")]
     drop = actions_for(plan)[0][2]
-    assert drop == [["iptables", "-t", "mangle", "-I", "FORWARD", "1", "-i", "rp0", "-o", "rsrv", "-j", "DROP"]]
+    assert drop == [("router", ["iptables", "-t", "mangle", "-I", "FORWARD", "1", "-i", "rp0", "-o", "rsrv", "-j", "DROP"])]
     for kind, extra in (("loss_ramp", 'to_loss = "10%"'), ("rtt_spike", 'extra_delay = "50ms"')):
         cfg = to_config(_scenario(bulk + f'[[path_events]]\nkind = "{kind}"\npath = "wlan"\nat = "1s"\n{extra}\n'))
         with pytest.raises(TestbedConfigError) as e:

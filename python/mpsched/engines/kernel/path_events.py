@@ -1,9 +1,10 @@
 """Path events on the kernel testbed: which a run can play and how (`make_plan` calls these).
 
-A path down / up (the original shape) and a blackhole of both directions are DROP rules in the
-router's FORWARD chain both ways; a blackhole of one direction drops that direction only; a
-rate collapse is two steps of the affected links' htb rate. Loss ramps and RTT spikes are
-refused. `net.mptcp.stale_loss_cnt` is one value per host.
+A path down / up (the original shape, or `kind = "down"`) takes the client's interface down and
+back (`ip link set DEV down`, the routes through it re-added on the way up, as a host's network
+manager does); a blackhole is DROP rules in the router's FORWARD chain, both ways or one; a rate
+collapse is two steps of the affected links' htb rate. Loss ramps and RTT spikes are refused.
+`net.mptcp.stale_loss_cnt` is one value per host.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ PLAYED = ("blackhole", "rate_collapse")
 
 
 def path_events(entries: list[dict[str, Any]], n_paths: int) -> tuple[list, list, list]:
-    """(down / up events as (at_ns, path, up), one-direction drops as (at_ns, path, up,
+    """(interface down / up events as (at_ns, path, up), blackholes as (at_ns, path, up,
     direction), rate collapses as (index, entry)) of the configuration's `path_events`."""
     events: list[tuple[int, int, bool]] = []
     drops: list[tuple[int, int, bool, str]] = []
@@ -35,12 +36,9 @@ def path_events(entries: list[dict[str, Any]], n_paths: int) -> tuple[list, list
                                      f"rate_collapse, not a {kind} yet; run it on the simulator")
         elif kind == "rate_collapse":
             collapses.append((e_i, e))
-        else:  # the same DROP rules as a path down: the hosts see nothing
+        else:  # DROP rules in the router: the hosts see nothing
             at, end, path, d = int(e["at_ns"]), e.get("duration_ns"), int(e["path"]), e.get("direction", "both")
-            if d == "both":
-                events += [(at, path, False)] + ([(at + int(end), path, True)] if end is not None else [])
-            else:
-                drops += [(at, path, False, d)] + ([(at + int(end), path, True, d)] if end is not None else [])
+            drops += [(at, path, False, d)] + ([(at + int(end), path, True, d)] if end is not None else [])
     return events, drops, collapses
 
 

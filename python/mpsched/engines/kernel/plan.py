@@ -162,7 +162,7 @@ class Plan:
     links: list[LinkPlan]
     flows: list[FlowPlan]
     cross: list[CrossPlan]
-    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up): DROP rules both ways
+    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up): the client's interface
     mptcp_paths: tuple[int, ...]     # paths with an MPTCP subflow endpoint on the client
     backup_paths: tuple[int, ...]
     duration_ns: int
@@ -172,7 +172,7 @@ class Plan:
     snd_buf_bytes: int
     init_cwnd_segments: int
     stale_loss_cnt: int = 4          # net.mptcp.stale_loss_cnt, per namespace
-    #: (at_ns, path, up, direction): a blackhole of one direction ("down" or "up") of a path
+    #: (at_ns, path, up, direction): a blackhole of a path, both directions or one ("down", "up")
     drops: list[tuple[int, int, bool, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
