@@ -11,7 +11,8 @@ the testbed lock):
 
 WLAN 20 Mbit/s 20 ms + LTE 10 Mbit/s 60 ms, one BDP of queue each, `linux` with the kernel's
 autotuning and join timing, a bulk download for 9 s; at 3 s WLAN goes down (the client's
-interface), is blackholed or collapses to 500 kbit/s, lifted at 6 s. Each run appends one JSON
+interface), is blackholed, collapses to 500 kbit/s, loses 0 to 30 % of its packets on a 1 s
+ramp, or takes 150 ms more each way; lifted at 6 s. Each run appends one JSON
 line (kind, engine, repetition, failover / to 90 % / failback / longest stall in ms from
 `mpsched.metrics`, RTOs, MB delivered); `--table` prints per kind and engine the median and
 range of each, and whether the medians agree within 20 %. The simulator's repetitions use
@@ -58,7 +59,8 @@ duration = "3s"
 interval = "10ms"
 """
 
-KINDS = {"down": "", "blackhole": "", "rate_collapse": 'rate = "500kbit"'}
+KINDS = {"down": "", "blackhole": "", "rate_collapse": 'rate = "500kbit"',
+         "loss_ramp": 'to_loss = "30%"\nramp = "1s"', "rtt_spike": 'extra_delay = "150ms"'}
 MEASURES = ("failover_ms", "failover90_ms", "failback_ms", "longest_stall_ms")
 
 

@@ -240,8 +240,10 @@ class Testbed:
         return self.workdir / "epoch"
 
     def set_epoch(self, epoch_ns: int) -> None:
-        """Tell the delayer the run's epoch: trace bottlenecks start their trace there."""
-        if self.delayer is None or not any(lk.trace is not None for lk in self.plan.links):
+        """Tell the delayer the run's epoch: trace bottlenecks start their trace there, loss
+        ramps and RTT spikes are timed from it."""
+        timed = (lk.trace is not None or lk.loss_ramp is not None or lk.rtt_spike is not None for lk in self.plan.links)
+        if self.delayer is None or not any(timed):
             return
         self.epoch_file.write_text(f"{epoch_ns}\n")
         self.delayer.send_signal(signal.SIGUSR1)
