@@ -1,13 +1,27 @@
-"""Failover of one bulk download, simulator beside the kernel testbed, per path event kind.
+"""Failover and failback of one bulk download, simulator beside the kernel testbed, per path
+event kind, repeated.
 
-Run (root; the kernel engine needs the testbed): `.venv/bin/python benches/failover_kernel_vs_sim.py`
-(helpers sharing a machine wrap it in `flock /tmp/helpers-kernel.lock`). WLAN 20 Mbit/s 20 ms
-+ LTE 10 Mbit/s 60 ms, one BDP of queue each, `linux` with the kernel's autotuning and join
-timing, a bulk download for 9 s; at 3 s WLAN is blackholed or collapses to 500 kbit/s, lifted
-at 6 s. Prints per kind and engine: failover (first byte again / to 90 %), failback and the
-longest stall (ms, `mpsched.metrics`), the RTOs and the bytes delivered. docs/testbed.md
-("Failover") has the numbers.
+Run (root; the kernel engine needs the testbed; keep each kernel command short and wrap it in
+the testbed lock):
+
+    flock /tmp/mpsched-testbed-queue.lock .venv/bin/python benches/failover_kernel_vs_sim.py \\
+        --engine kernel --kind down --reps 5 --out /tmp/failover.jsonl
+    .venv/bin/python benches/failover_kernel_vs_sim.py --engine sim --reps 5 --out /tmp/failover.jsonl
+    .venv/bin/python benches/failover_kernel_vs_sim.py --table /tmp/failover.jsonl
+
+WLAN 20 Mbit/s 20 ms + LTE 10 Mbit/s 60 ms, one BDP of queue each, `linux` with the kernel's
+autotuning and join timing, a bulk download for 9 s; at 3 s WLAN goes down (the client's
+interface), is blackholed, collapses to 500 kbit/s, loses 0 to 30 % of its packets on a 1 s
+ramp, or takes 150 ms more each way; lifted at 6 s. Each run appends one JSON
+line (kind, engine, repetition, failover / to 90 % / failback / longest stall in ms from
+`mpsched.metrics`, RTOs, MB delivered); `--table` prints per kind and engine the median and
+range of each, and whether the medians agree within 20 %. The simulator's repetitions use
+seeds 1..reps; the kernel's are repeated runs. docs/testbed.md ("Failover") has the numbers.
 """
+
+import argparse
+import json
+import statistics
 
 import polars as pl
 
@@ -17,6 +31,7 @@ from mpsched.scenario.normalize import to_config
 
 TOML = """
 duration = "10s"
+seed = {seed}
 [[paths]]
 name = "wlan"
 rate = "20Mbit"
@@ -44,23 +59,76 @@ duration = "3s"
 interval = "10ms"
 """
 
+KINDS = {"down": "", "blackhole": "", "rate_collapse": 'rate = "500kbit"',
+         "loss_ramp": 'to_loss = "30%"\nramp = "1s"', "rtt_spike": 'extra_delay = "150ms"'}
+MEASURES = ("failover_ms", "failover90_ms", "failback_ms", "longest_stall_ms")
+
+
+def one_run(kind: str, engine: str, seed: int) -> dict:
+    cfg = to_config(mpsched.loads_scenario(TOML.format(kind=kind, extra=KINDS[kind], seed=seed)))
+    t = engines.run_config(cfg, engine)
+    flows, conn = pl.DataFrame(t["flows"]), pl.DataFrame(t["conn_series"])
+    events = pl.DataFrame(t["path_events"], schema_overrides={"end_ns": pl.Int64})
+    stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
+    fo = metrics.failover(events, stalls, conn, pl.DataFrame(t["subflow_series"])).row(0, named=True)
+    return {"kind": kind, "engine": engine, "seed": seed, **{m: fo.get(m) for m in MEASURES[:3]},
+            "longest_stall_ms": metrics.longest_stall(stalls)["longest_stall_ms"][0],
+            "rtos": sum(t["subflows"]["rto_count"]), "mb_delivered": flows["bytes_delivered"][0] / 1e6}
+
+
+def _cell(values: list) -> str:
+    v = [x for x in values if x is not None]
+    if not v:
+        return "–"
+    missing = f" ({len(values) - len(v)} none)" if len(v) < len(values) else ""
+    return f"{statistics.median(v):.0f} [{min(v):.0f}–{max(v):.0f}]{missing}"
+
+
+def table(path: str) -> None:
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in KINDS:
+        for eng in ("sim", "kernel"):
+            rs = [r for r in rows if r["kind"] == kind and r["engine"] == eng]
+            if rs:
+                cells = " | ".join(_cell([r[m] for r in rs]) for m in MEASURES)
+                print(f"| {kind} | {eng} | {len(rs)} | {cells} | {_cell([r['rtos'] for r in rs])} |")
+    print("\nmedian simulator / kernel, within 20 %?")
+    for kind in KINDS:
+        out = []
+        for m in ("failover_ms", "failback_ms"):
+            med = {}
+            for eng in ("sim", "kernel"):
+                v = [r[m] for r in rows if r["kind"] == kind and r["engine"] == eng and r[m] is not None]
+                med[eng] = statistics.median(v) if v else None
+            if None in med.values():
+                out.append(f"{m}: n/a")
+                continue
+            rel = (med["sim"] - med["kernel"]) / med["kernel"] if med["kernel"] else float("inf")
+            out.append(f"{m}: {med['sim']:.0f} / {med['kernel']:.0f} ({rel:+.0%}, {'yes' if abs(rel) <= 0.2 else 'no'})")
+        print(f"- {kind}: " + "; ".join(out))
+
 
 def main() -> None:
-    print("| event | engine | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs | MB delivered |")
-    print("|---|---|---|---|---|---|---|---|")
-    for kind, extra in (("blackhole", ""), ("rate_collapse", 'rate = "500kbit"')):
-        cfg = to_config(mpsched.loads_scenario(TOML.format(kind=kind, extra=extra)))
-        for eng in ("sim", "kernel"):
-            t = engines.run_config(cfg, eng)
-            flows, conn = pl.DataFrame(t["flows"]), pl.DataFrame(t["conn_series"])
-            events = pl.DataFrame(t["path_events"], schema_overrides={"end_ns": pl.Int64})
-            stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
-            fo = metrics.failover(events, stalls, conn, pl.DataFrame(t["subflow_series"])).row(0, named=True)
-            cells = [fo["failover_ms"], fo["failover90_ms"], fo["failback_ms"],
-                     metrics.longest_stall(stalls)["longest_stall_ms"][0]]
-            text = " | ".join("–" if c is None else f"{c:.0f}" for c in cells)
-            print(f"| {kind} | {eng} | {text} | {sum(t['subflows']['rto_count'])} | "
-                  f"{flows['bytes_delivered'][0] / 1e6:.1f} |", flush=True)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--engine", choices=("sim", "kernel"))
+    ap.add_argument("--kind", choices=tuple(KINDS), action="append")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out")
+    ap.add_argument("--table")
+    a = ap.parse_args()
+    if a.table:
+        table(a.table)
+        return
+    for kind in a.kind or KINDS:
+        for rep in range(1, a.reps + 1):
+            r = one_run(kind, a.engine or "sim", rep)
+            line = json.dumps(r)
+            print(line, flush=True)
+            if a.out:
+                with open(a.out, "a") as f:
+                    f.write(line + "\n")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 // Usage: nfqdelay [-g] [-s SEED] [-o STATS.json] [-e EPOCH_FILE] -q SPEC [-q SPEC ...]
 //   SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]
 //          [,dist=uniform|normal][,loss=PROB][,ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD][,gso=0|1]
+//          [,ramp=AT_US:LEN_US:END_US:P0:P1][,spike=AT_US:END_US:EXTRA_US]
 //          [,trace=FILE[,tpkt=BYTES][,tperiod_us=P][,qlimit=BYTES]]
 // trace= puts a Mahimahi trace-driven bottleneck with a drop-tail limit of qlimit bytes in front
 // of the delay (nfqdelay_trace.c); SIGUSR1 re-reads the epoch from -e, the trace's offset 0.
@@ -66,14 +67,17 @@ static void on_signal(int sig) {
 }
 
 // SIGUSR1: the harness wrote the run's epoch (CLOCK_MONOTONIC ns) into the -e file; trace
-// bottlenecks put their offset 0 there, as the simulator starts its traces at time 0.
+// bottlenecks put their offset 0 there, as the simulator starts its traces at time 0, and path
+// events (ramp=, spike=) are timed from it.
 static void apply_epoch(struct dq_queue *qs, int n, const char *path) {
     FILE *f = path ? fopen(path, "r") : NULL;
     unsigned long long epoch = 0;
     if (!f) return;
     if (fscanf(f, "%llu", &epoch) == 1)
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             if (qs[i].trace) dq_trace_set_origin(qs[i].trace, (uint64_t)epoch);
+            qs[i].ev_origin_ns = (uint64_t)epoch; // path events are timed from it too
+        }
     fclose(f);
 }
 
@@ -247,6 +251,7 @@ static void usage(void) {
             "usage: nfqdelay [-g] [-s SEED] [-o STATS.json] [-e EPOCH_FILE] -q SPEC [-q SPEC ...]\n"
             "  SPEC = QNUM,delay_us=D[,jitter_us=J][,period_us=P][,mode=fifo|smooth|reorder]"
             "[,dist=uniform|normal][,loss=PROB][,ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD][,gso=0|1]"
+            "[,ramp=AT_US:LEN_US:END_US:P0:P1][,spike=AT_US:END_US:EXTRA_US]"
             "[,trace=FILE[,tpkt=BYTES][,tperiod_us=P][,qlimit=BYTES]]\n");
 }
 

@@ -71,7 +71,8 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
     int mode = -1, gso = -1, have_ge = 0;
     const char *trace_path = NULL;
     double tpkt = 1500, tperiod_us = 0, qlimit = 1e18;
-    double ge[4] = {0};
+    double ge[4] = {0}, ramp[5] = {0}, spike[3] = {0};
+    int have_ramp = 0, have_spike = 0;
     enum dq_dist dist = DQ_UNIFORM;
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
@@ -97,6 +98,32 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
         else if (!strcmp(k, "tpkt") && numeric && x >= 1) tpkt = x;
         else if (!strcmp(k, "tperiod_us") && numeric && x >= 0) tperiod_us = x;
         else if (!strcmp(k, "qlimit") && numeric && x >= 0) qlimit = x;
+        else if (!strcmp(k, "ramp") || !strcmp(k, "spike")) {
+            // ramp=AT_US:LEN_US:END_US:P0:P1, spike=AT_US:END_US:EXTRA_US (times from the epoch)
+            int n = !strcmp(k, "ramp") ? 5 : 3;
+            double g[5];
+            char *p = (char *)v;
+            int ok = 1;
+            for (int i = 0; i < n && ok; i++) {
+                g[i] = strtod(p, &end);
+                ok = end != p && g[i] >= 0 && (i == n - 1 ? *end == 0 : *end == ':');
+                p = end + 1;
+            }
+            if (n == 5) ok = ok && g[3] <= 1 && g[4] <= 1 && g[0] + g[1] <= g[2];
+            else ok = ok && g[0] <= g[1];
+            if (!ok) {
+                snprintf(err, errlen, n == 5 ? "ramp needs AT_US:LEN_US:END_US:P0:P1 (AT + LEN <= END, P in [0, 1])"
+                                             : "spike needs AT_US:END_US:EXTRA_US (AT <= END)");
+                return -1;
+            }
+            if (n == 5) {
+                have_ramp = 1;
+                memcpy(ramp, g, sizeof ramp);
+            } else {
+                have_spike = 1;
+                memcpy(spike, g, sizeof spike);
+            }
+        }
         else if (!strcmp(k, "ge")) {
             // ge=P_GB:P_BG:LOSS_GOOD:LOSS_BAD
             double g[4];
@@ -142,6 +169,20 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
             return -1;
         }
     }
+    if (have_ramp) {
+        q->has_ramp = 1;
+        q->ramp_at_ns = (uint64_t)llround(ramp[0] * 1e3);
+        q->ramp_len_ns = (uint64_t)llround(ramp[1] * 1e3);
+        q->ramp_end_ns = (uint64_t)llround(ramp[2] * 1e3);
+        q->ramp_p0 = ramp[3];
+        q->ramp_p1 = ramp[4];
+    }
+    if (have_spike) {
+        q->has_spike = 1;
+        q->spike_at_ns = (uint64_t)llround(spike[0] * 1e3);
+        q->spike_end_ns = (uint64_t)llround(spike[1] * 1e3);
+        q->spike_extra_ns = (uint64_t)llround(spike[2] * 1e3);
+    }
     if (have_ge) {
         q->ge = 1;
         q->ge_p_gb = ge[0];
@@ -158,7 +199,32 @@ static double jitter_sample(struct dq_queue *q) {
     return (2.0 * uniform01(&q->rng) - 1.0) * j;
 }
 
+// Time since the epoch, or -1 before it is known (or before it).
+static int64_t since_epoch(const struct dq_queue *q, uint64_t now_ns) {
+    return q->ev_origin_ns && now_ns >= q->ev_origin_ns ? (int64_t)(now_ns - q->ev_origin_ns) : -1;
+}
+
+double dq_event_loss(const struct dq_queue *q, uint64_t now_ns) {
+    int64_t t = since_epoch(q, now_ns);
+    if (!q->has_ramp || t < 0 || (uint64_t)t < q->ramp_at_ns || (uint64_t)t >= q->ramp_end_ns) return 0;
+    uint64_t in = (uint64_t)t - q->ramp_at_ns;
+    if (in >= q->ramp_len_ns) return q->ramp_p1;
+    return q->ramp_p0 + (q->ramp_p1 - q->ramp_p0) * (double)in / (double)q->ramp_len_ns;
+}
+
+uint64_t dq_event_delay_ns(const struct dq_queue *q, uint64_t now_ns) {
+    int64_t t = since_epoch(q, now_ns);
+    if (!q->has_spike || t < 0 || (uint64_t)t < q->spike_at_ns || (uint64_t)t >= q->spike_end_ns) return 0;
+    return q->spike_extra_ns;
+}
+
+static uint64_t jittered_delay(struct dq_queue *q, uint64_t now_ns);
+
 uint64_t dq_delay_at(struct dq_queue *q, uint64_t now_ns) {
+    return jittered_delay(q, now_ns) + dq_event_delay_ns(q, now_ns);
+}
+
+static uint64_t jittered_delay(struct dq_queue *q, uint64_t now_ns) {
     if (q->jitter_ns == 0 || q->mode == DQ_FIFO) return q->delay_ns;
     double j;
     if (q->mode == DQ_REORDER) {
@@ -216,20 +282,23 @@ static void push_fifo(struct dq_queue *q, struct dq_pkt p) {
     q->len++;
 }
 
-static int lose(struct dq_queue *q) {
+static int lose(struct dq_queue *q, uint64_t now_ns) {
     double p = q->loss_prob;
     if (q->ge) {
         double u = uniform01(&q->rng);
         if (q->ge_bad ? u < q->ge_p_bg : u < q->ge_p_gb) q->ge_bad = !q->ge_bad;
         p = q->ge_bad ? q->ge_loss_bad : q->ge_loss_good;
     }
-    return p > 0 && uniform01(&q->rng) < p;
+    if (p > 0 && uniform01(&q->rng) < p) return 1;
+    // A loss ramp draws after the loss model, and only while it is in force (as the simulator).
+    double e = dq_event_loss(q, now_ns);
+    return e > 0 && uniform01(&q->rng) < e;
 }
 
 enum dq_verdict dq_arrive(struct dq_queue *q, uint32_t id, uint32_t len_bytes, uint64_t now_ns) {
     q->packets++;
     q->bytes += len_bytes;
-    if (lose(q)) {
+    if (lose(q, now_ns)) {
         q->lost++;
         q->lost_bytes += len_bytes;
         return DQ_DROP;

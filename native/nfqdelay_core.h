@@ -51,6 +51,16 @@ struct dq_queue {
     uint64_t origin_ns;
     uint64_t last_target_ns;
     uint64_t next_seq;
+    // Path events, timed from the run's epoch (ev_origin_ns; 0 until the harness gives it, and
+    // no event acts before): a loss ramp (extra loss drawn after the loss model, rising from
+    // ramp_p0 at ramp_at_ns to ramp_p1 at ramp_at_ns + ramp_len_ns, held until ramp_end_ns)
+    // and an RTT spike (spike_extra_ns more delay for packets arriving from spike_at_ns until
+    // spike_end_ns); as the simulator's impairments (crates/mpsched-engine/src/net/impairment.rs).
+    uint64_t ev_origin_ns;
+    int has_ramp, has_spike;
+    uint64_t ramp_at_ns, ramp_len_ns, ramp_end_ns;
+    double ramp_p0, ramp_p1;
+    uint64_t spike_at_ns, spike_end_ns, spike_extra_ns;
     // trace-driven bottleneck in front of the delay (NULL: none; the htb qdisc shapes instead)
     struct dq_trace *trace;
     // FIFO ring (fifo, smooth) or binary min-heap on (target, seq) (reorder)
@@ -66,6 +76,9 @@ int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err
 void dq_init(struct dq_queue *q, uint16_t qnum, enum dq_mode mode, uint64_t delay_ns,
              uint64_t jitter_ns, uint64_t period_ns, double loss_prob, uint64_t seed);
 void dq_free(struct dq_queue *q);
+// Extra loss probability and extra delay of the path events at now_ns (0 outside them).
+double dq_event_loss(const struct dq_queue *q, uint64_t now_ns);
+uint64_t dq_event_delay_ns(const struct dq_queue *q, uint64_t now_ns);
 // The delay a packet arriving at now_ns would get (before the no-overtaking rule).
 uint64_t dq_delay_at(struct dq_queue *q, uint64_t now_ns);
 // A packet arrived: decides loss, computes its release time and holds it.

@@ -235,6 +235,39 @@ static void parse_specs(void) {
     CHECK(dq_parse_spec(&q, "1,colour=blue", 1, err, sizeof err) < 0, "unknown key");
 }
 
+// Path events (loss ramp, RTT spike) act only from the epoch on, at their times from it: the
+// ramp interpolates and holds, the spike adds its delay to the packets arriving in it, a packet
+// after the spike never overtakes one delayed by it, and the ramp's losses follow its level.
+static void path_events_from_the_epoch(void) {
+    struct dq_queue q;
+    char err[256];
+    CHECK(dq_parse_spec(&q, "1,delay_us=10000,ramp=1000000:1000000:3000000:0:0.5,spike=500000:700000:50000", 7, err,
+                        sizeof err) == 0, "%s", err);
+    uint64_t o = 100 * MS;
+    CHECK(dq_event_loss(&q, o + 2500 * MS) == 0 && dq_event_delay_ns(&q, o + 600 * MS) == 0, "no epoch: no event");
+    q.ev_origin_ns = o;
+    CHECK(dq_delay_at(&q, o + 499 * MS) == 10 * MS, "before the spike");
+    CHECK(dq_delay_at(&q, o + 600 * MS) == 60 * MS, "in the spike: %llu",
+          (unsigned long long)dq_delay_at(&q, o + 600 * MS));
+    CHECK(dq_delay_at(&q, o + 700 * MS) == 10 * MS, "after the spike");
+    CHECK(dq_event_loss(&q, o + 999 * MS) == 0, "before the ramp");
+    CHECK(fabs(dq_event_loss(&q, o + 1500 * MS) - 0.25) < 1e-9, "mid-ramp %g", dq_event_loss(&q, o + 1500 * MS));
+    CHECK(dq_event_loss(&q, o + 2500 * MS) == 0.5 && dq_event_loss(&q, o + 3000 * MS) == 0, "held, then lifted");
+    // FIFO: a packet arriving just after the spike leaves behind the last one delayed by it.
+    dq_arrive(&q, 1, 1500, o + 699 * MS);
+    dq_arrive(&q, 2, 1500, o + 700 * MS);
+    struct dq_pkt p;
+    CHECK(dq_pop_due(&q, o + 800 * MS, &p) && p.id == 1 && p.target_ns == o + 759 * MS, "spiked packet");
+    CHECK(dq_pop_due(&q, o + 800 * MS, &p) && p.id == 2 && p.target_ns == o + 759 * MS, "not before it");
+    uint64_t lost = 0, n = 20000;
+    for (uint32_t i = 0; i < n; i++) lost += dq_arrive(&q, 10 + i, 1500, o + 2500 * MS + i) == DQ_DROP;
+    CHECK(fabs((double)lost / (double)n - 0.5) < 0.02, "held ramp loses %llu of %llu", (unsigned long long)lost,
+          (unsigned long long)n);
+    dq_free(&q);
+    CHECK(dq_parse_spec(&q, "1,delay_us=1,ramp=2000000:2000000:3000000:0:1", 1, err, sizeof err) < 0, "ramp past end");
+    CHECK(dq_parse_spec(&q, "1,delay_us=1,spike=1:2", 1, err, sizeof err) < 0, "spike needs three fields");
+}
+
 int main(void) {
     fifo_constant_delay();
     smooth_bounds_mean_order();
@@ -244,6 +277,7 @@ int main(void) {
     trace_bottleneck();
     histogram_edges();
     parse_specs();
+    path_events_from_the_epoch();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;

@@ -116,22 +116,31 @@ def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
     assert words in str(e.value)
 
 
-def test_events_become_router_commands_in_time_order():
+def test_events_become_testbed_commands_in_time_order():
     from mpsched.engines.kernel.events import actions_for
 
     cfg = base_config()
     cfg["links"][2]["capacity"] = {"kind": "schedule", "steps": [{"at_ns": 2 * MS, "rate_bps": 0},
                                                                  {"at_ns": 9 * MS, "rate_bps": 5_000_000}]}
-    cfg["path_events"] = [{"at_ns": 7 * MS, "path": 0, "up": True}, {"at_ns": 3 * MS, "path": 0, "up": False}]
+    cfg["path_events"] = [{"at_ns": 7 * MS, "path": 0, "up": True}, {"at_ns": 3 * MS, "path": 0, "up": False},
+                          {"kind": "blackhole", "at_ns": 4 * MS, "duration_ns": 2 * MS, "path": 1}]
     acts = actions_for(make_plan(cfg))
-    assert [a[0] for a in acts] == [2 * MS, 3 * MS, 7 * MS, 9 * MS]
-    rate0 = acts[0][2][0]
+    assert [a[0] for a in acts] == [2 * MS, 3 * MS, 4 * MS, 6 * MS, 7 * MS, 9 * MS]
+    where, rate0 = acts[0][2][0]
+    assert where == "router"
     assert rate0[:4] == ["tc", "class", "change", "dev"] and rate0[4] == "rp1" and "8bit" in rate0  # never 0
-    down, up = acts[1][2], acts[2][2]
-    assert all(c[:4] == ["iptables", "-t", "mangle", "-I"] and "DROP" in c for c in down)
-    assert [c[3:5] for c in up] == [["-D", "FORWARD"]] * 2
-    assert [c[5:] for c in up] == [c[6:] for c in down]  # up deletes exactly the rules down inserted
-    assert {c[c.index("-o") + 1] for c in down} == {"rp0", "rsrv"}
+    # A path down is the client's interface going; coming back, its routes are added again.
+    assert acts[1][2] == [("client", ["ip", "link", "set", "p0", "down"])]
+    up = acts[4][2]
+    assert up[0] == ("client", ["ip", "link", "set", "p0", "up"])
+    assert all(w == "client" and c[:3] == ["ip", "route", "replace"] and "p0" in c for w, c in up[1:])
+    assert any("table" in c and "100" in c for _, c in up[1:])
+    # A blackhole is DROP rules in the router, deleted exactly as inserted.
+    on, off = [c for _, c in acts[2][2]], [c for _, c in acts[3][2]]
+    assert all(c[:4] == ["iptables", "-t", "mangle", "-I"] and "DROP" in c for c in on)
+    assert [c[3:5] for c in off] == [["-D", "FORWARD"]] * 2
+    assert [c[5:] for c in off] == [c[6:] for c in on]
+    assert {c[c.index("-o") + 1] for c in on} == {"rp1", "rsrv"}
 
 
 def _tables(fcts_by_size, acked_by_path):

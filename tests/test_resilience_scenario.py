@@ -166,7 +166,7 @@ def test_deadline_belongs_to_messages_and_stale_loss_cnt_is_a_byte():
     assert e.field == "connection[0].stale_loss_cnt"
 
 
-def test_the_kernel_engine_plays_blackholes_and_rate_collapses_and_refuses_the_rest():
+def test_the_kernel_engine_plays_every_event_kind():
     from mpsched.engines.kernel.events import actions_for
     from mpsched.engines.kernel.plan import TestbedConfigError, make_plan
 
@@ -188,15 +188,23 @@ rate = "1Mbit"
 """)))
     s = 1_000_000_000
     acts = [(a[0], a[1]) for a in actions_for(plan)]
-    assert acts == [(s, "path 0 uplink down"), (2 * s, "lte.down rate 1000000"), (2 * s, "path 0 uplink up"),
-                    (5 * s, "lte.down rate 10000000")]
+    assert acts == [(s, "path 0 uplink blackhole on"), (2 * s, "lte.down rate 1000000"),
+                    (2 * s, "path 0 uplink blackhole off"), (5 * s, "lte.down rate 10000000")]
     drop = actions_for(plan)[0][2]
-    assert drop == [["iptables", "-t", "mangle", "-I", "FORWARD", "1", "-i", "rp0", "-o", "rsrv", "-j", "DROP"]]
-    for kind, extra in (("loss_ramp", 'to_loss = "10%"'), ("rtt_spike", 'extra_delay = "50ms"')):
-        cfg = to_config(_scenario(bulk + f'[[path_events]]\nkind = "{kind}"\npath = "wlan"\nat = "1s"\n{extra}\n'))
-        with pytest.raises(TestbedConfigError) as e:
-            make_plan(cfg)
-        assert e.value.field == "path_events[0].kind"
+    assert drop == [("router", ["iptables", "-t", "mangle", "-I", "FORWARD", "1", "-i", "rp0", "-o", "rsrv", "-j", "DROP"])]
+    # A loss ramp and an RTT spike are the affected links' delayer schedules, timed from the
+    # run's epoch (native/nfqdelay ramp= and spike=, in microseconds); one of each per link.
+    ramp = '[[path_events]]\nkind = "loss_ramp"\npath = "wlan"\nat = "1s"\nduration = "2s"\nramp = "1s"\nto_loss = "10%"\n'
+    spike = '[[path_events]]\nkind = "rtt_spike"\npath = "lte"\nat = "1s"\ndirection = "up"\nextra_delay = "50ms"\n'
+    plan = make_plan(to_config(_scenario(bulk + ramp + spike)))
+    specs = {(lk.path, lk.direction): lk.delayer_spec() for lk in plan.links}
+    assert specs[(0, "down")].endswith(",ramp=1000000.000:1000000.000:3000000.000:0.0:0.1,gso=0")
+    assert "ramp=" in specs[(0, "up")] and "spike=" not in specs[(0, "up")]
+    assert ",spike=1000000.000:" in specs[(1, "up")] and specs[(1, "up")].endswith(":50000.000")
+    assert "spike=" not in specs[(1, "down")] and "ramp=" not in specs[(1, "down")]
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(to_config(_scenario(bulk + ramp + ramp)))
+    assert e.value.field == "path_events[1].kind"
 
 
 def test_the_kernel_engine_sets_stale_loss_cnt_per_host_and_refuses_two_values():

@@ -29,8 +29,18 @@ impl App {
             AppConfig::Web { objects_bytes, request_bytes, request_retry_ns } => App::Units(UnitApp::new(
                 start_ns,
                 objects_bytes.clone(),
-                Trigger::Request { request_bytes: *request_bytes, retry_ns: *request_retry_ns },
+                Trigger::Request { request_bytes: *request_bytes, retry_ns: *request_retry_ns, interval_ns: None, window: 1 },
             )),
+            &AppConfig::Rpc {
+                requests, request_bytes, response_bytes, interval_ns, concurrency, deadline_ns, request_retry_ns,
+            } => {
+                // An open loop has no limit on the requests outstanding.
+                let window = if interval_ns.is_some() { usize::MAX } else { concurrency.unwrap_or(1) as usize };
+                let trigger = Trigger::Request { request_bytes, retry_ns: request_retry_ns, interval_ns, window };
+                App::Units(
+                    UnitApp::new(start_ns, vec![response_bytes; requests as usize], trigger).with_deadline(deadline_ns),
+                )
+            }
             &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
                 let n = cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps) as usize;
                 App::Units(UnitApp::new(start_ns, vec![block_bytes; n], Trigger::Periodic { block_bytes, rate_bps }))
@@ -151,12 +161,13 @@ impl App {
         }
     }
 
-    /// Short name for records ("sized", "bulk", "web", "cbr", "messages", "transfers").
+    /// Short name for records ("sized", "bulk", "web", "rpc", "cbr", "messages", "transfers").
     pub(crate) fn kind(cfg: &AppConfig) -> &'static str {
         match cfg {
             AppConfig::Sized { .. } => "sized",
             AppConfig::Bulk { .. } => "bulk",
             AppConfig::Web { .. } => "web",
+            AppConfig::Rpc { .. } => "rpc",
             AppConfig::Cbr { .. } => "cbr",
             AppConfig::Messages { .. } => "messages",
             AppConfig::Transfers { .. } => "transfers",
@@ -171,6 +182,7 @@ impl App {
             AppConfig::Web { objects_bytes: s, .. } | AppConfig::Transfers { sizes_bytes: s, .. } => {
                 Some(s.iter().fold(0u64, |a, &b| a.saturating_add(b)))
             }
+            &AppConfig::Rpc { requests, response_bytes, .. } => Some(requests.saturating_mul(response_bytes)),
             &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
                 Some(cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps).saturating_mul(block_bytes))
             }
@@ -187,6 +199,7 @@ impl App {
             AppConfig::Sized { .. } => 1,
             AppConfig::Bulk { .. } => 0,
             AppConfig::Web { objects_bytes: s, .. } | AppConfig::Transfers { sizes_bytes: s, .. } => s.len() as u64,
+            &AppConfig::Rpc { requests, .. } => requests,
             &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => cbr_blocks(start_ns, stop_ns, block_bytes, rate_bps),
             &AppConfig::Messages { interval_ns, stop_ns, .. } => interval_units(start_ns, stop_ns, interval_ns),
         }

@@ -252,6 +252,35 @@ pub enum AppConfig {
         /// No message is issued at or after this time, ns.
         stop_ns: u64,
     },
+    /// Request / response (RPC) on one connection, as the web fetch does it: each request is
+    /// one packet of `request_bytes` up the flow's first path (it queues and can be lost, and is
+    /// sent again after `request_retry_ns`), the server writes the `response_bytes` response on
+    /// the connection when the request arrives (requests served in order), and the `blocks`
+    /// table records each request's issue time and its response's completion (its latency).
+    /// Open loop with `interval_ns` (request `k` at `start + k * interval_ns`), else closed
+    /// loop with `concurrency` requests outstanding (the next leaves when a response is
+    /// complete). Download only.
+    Rpc {
+        /// Number of requests.
+        requests: u64,
+        /// Size of one request on the wire, bytes.
+        #[serde(default = "default_request_bytes")]
+        request_bytes: u64,
+        /// Size of one response, bytes.
+        response_bytes: u64,
+        /// Open loop: time between requests, ns.
+        #[serde(default)]
+        interval_ns: Option<u64>,
+        /// Closed loop: requests outstanding at once (1 without `interval_ns`).
+        #[serde(default)]
+        concurrency: Option<u64>,
+        /// A response completed more than this after its request left misses its deadline, ns.
+        #[serde(default)]
+        deadline_ns: Option<u64>,
+        /// A request not received by then is sent again, ns.
+        #[serde(default = "default_request_retry_ns")]
+        request_retry_ns: u64,
+    },
     /// Several transfers on one long-lived connection. Without `offsets_ns` they run back to
     /// back: the next is written once the previous one is DATA_ACKed. With `offsets_ns`,
     /// transfer `k` is written at `start_ns + offsets_ns[k]` (queued behind unfinished ones).

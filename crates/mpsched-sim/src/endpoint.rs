@@ -52,6 +52,11 @@ pub(crate) trait Endpoint {
     fn last_delivery_ns(&self) -> Option<u64>;
     /// (out-of-order bytes, receive-buffer bytes in use) at the connection level.
     fn receive_buffer(&self) -> (u64, u64);
+    /// The connection runs on the upstream kernel's machinery, whose TCP and in-kernel path
+    /// manager take no notice of an interface going down (see `run/path_events.rs`).
+    fn upstream_kernel(&self) -> bool {
+        false
+    }
 }
 
 /// Checks that a transport can be built (scheduler and congestion-control names and
@@ -194,6 +199,9 @@ impl Endpoint for SenderEp {
     }
     fn receive_buffer(&self) -> (u64, u64) {
         (0, 0)
+    }
+    fn upstream_kernel(&self) -> bool {
+        self.0.upstream_stale_detection()
     }
 }
 

@@ -6,7 +6,9 @@
 //!
 //! The sending and receiving applications of a flow share this one struct (the simulator sees
 //! both ends); what crosses the network between them is data on the connection and, for web
-//! fetches, request packets the event loop carries (see [`UnitApp::poll_message`]).
+//! fetches and RPCs, request packets the event loop carries (see [`UnitApp::poll_message`]).
+
+use std::collections::VecDeque;
 
 use crate::endpoint::Endpoint;
 
@@ -21,9 +23,11 @@ pub(crate) enum Trigger {
     Offsets(Vec<u64>),
     /// Unit `k` is issued once unit `k - 1` is DATA_ACKed at the sender (unit 0 at the start).
     AfterAck,
-    /// The receiving client requests unit `k` once unit `k - 1` is complete; the server
-    /// writes it when the request arrives. A request not arrived after `retry_ns` is resent.
-    Request { request_bytes: u64, retry_ns: u64 },
+    /// The receiving client requests unit `k` (open loop: at `start + k * interval_ns`; closed
+    /// loop: once fewer than `window` units are requested and not complete; a web page is the
+    /// closed loop with a window of 1); the server writes the units in order, each once its
+    /// request and every earlier one arrived. A request not arrived after `retry_ns` is resent.
+    Request { request_bytes: u64, retry_ns: u64, interval_ns: Option<u64>, window: usize },
 }
 
 /// One unit of a flow, for the `blocks` table.
@@ -58,12 +62,16 @@ pub(crate) struct UnitApp {
     /// Bytes written into the send buffer.
     written_bytes: u64,
     closed: bool,
-    /// Web: requests that reached the server (in order; duplicates ignored).
+    /// Requests: how many reached the server with every earlier one (the server's next).
     requests_arrived: usize,
-    /// Web: last (re)transmission time of the outstanding request.
-    request_sent_ns: Option<u64>,
-    /// Web: a request waiting for the event loop to carry it.
-    outgoing: Option<u32>,
+    /// Requests: which reached the server.
+    arrived: Vec<bool>,
+    /// Requests: last (re)transmission time of each issued one.
+    request_sent_ns: Vec<u64>,
+    /// Requests waiting for the event loop to carry them.
+    outgoing: VecDeque<u32>,
+    /// Requests: the connection was seen established (an open loop issues from then on).
+    established: bool,
     /// Deadline of every unit (application delay), ns.
     deadline_ns: Option<u64>,
 }
@@ -90,8 +98,10 @@ impl UnitApp {
             written_bytes: 0,
             closed: false,
             requests_arrived: 0,
-            request_sent_ns: None,
-            outgoing: None,
+            arrived: Vec::new(),
+            request_sent_ns: Vec::new(),
+            outgoing: VecDeque::new(),
+            established: false,
             deadline_ns: None,
         }
     }
@@ -123,6 +133,9 @@ impl UnitApp {
                 Some(self.start_ns.saturating_add((k as u64).saturating_mul(*interval_ns)))
             }
             Trigger::Offsets(o) => Some(self.start_ns.saturating_add(o[k])),
+            Trigger::Request { interval_ns: Some(i), .. } => {
+                Some(self.start_ns.saturating_add((k as u64).saturating_mul(*i)))
+            }
             _ => None,
         }
     }
@@ -175,13 +188,27 @@ impl UnitApp {
         while self.delivered_ns.len() < self.issued && delivered >= self.ends[self.delivered_ns.len()] {
             self.delivered_ns.push(at);
         }
-        if let Trigger::Request { .. } = self.trigger {
-            // One request outstanding at a time (HTTP/1.1 without pipelining, as wget and curl).
-            let previous_done = self.delivered_ns.len() == self.issued;
-            if previous_done && self.issued < self.units() && receiver.is_established() {
-                self.outgoing = Some(self.issued as u32);
-                self.request_sent_ns = Some(now_ns);
-                self.issue(now_ns);
+        if let Trigger::Request { interval_ns, window, .. } = self.trigger {
+            self.established |= receiver.is_established();
+            if !self.established {
+                return;
+            }
+            // Closed loop: at most `window` requests not yet answered (a web page: one at a
+            // time, HTTP/1.1 without pipelining, as wget and curl). Open loop: each at its
+            // time, stamped with it (a wait for the handshake counts in its latency).
+            while self.issued < self.units() {
+                let at_ns = match interval_ns {
+                    Some(_) => match self.due_ns(self.issued) {
+                        Some(t) if t <= now_ns => t,
+                        _ => break,
+                    },
+                    None if self.issued - self.delivered_ns.len() < window => now_ns,
+                    None => break,
+                };
+                self.outgoing.push_back(self.issued as u32);
+                self.request_sent_ns.push(now_ns);
+                self.arrived.push(false);
+                self.issue(at_ns);
             }
         }
     }
@@ -189,24 +216,29 @@ impl UnitApp {
     /// A message the receiving application sends back to the sender now: (unit, bytes).
     pub(crate) fn poll_message(&mut self) -> Option<(u32, u64)> {
         let Trigger::Request { request_bytes, .. } = self.trigger else { return None };
-        self.outgoing.take().map(|k| (k, request_bytes))
+        self.outgoing.pop_front().map(|k| (k, request_bytes))
     }
 
-    /// The request for unit `unit` reached the server.
+    /// The request for unit `unit` reached the server: it writes every unit whose request
+    /// arrived with all earlier ones (in order, as requests on one connection are read).
     pub(crate) fn on_message(&mut self, unit: u32) {
-        if unit as usize == self.requests_arrived && self.requests_arrived < self.units() {
+        if let Some(a) = self.arrived.get_mut(unit as usize) {
+            *a = true;
+        }
+        while self.requests_arrived < self.arrived.len() && self.arrived[self.requests_arrived] {
             self.writable_bytes = self.ends[self.requests_arrived];
             self.requests_arrived += 1;
         }
     }
 
-    /// The application's own timer fired: a web client resends a request not yet arrived.
+    /// The application's own timer fired: the client resends each request not yet arrived
+    /// `retry_ns` after its last transmission.
     pub(crate) fn on_wakeup(&mut self, now_ns: u64) {
         if let Trigger::Request { retry_ns, .. } = self.trigger {
-            if let Some(t) = self.request_sent_ns {
-                if self.requests_arrived < self.issued && t.saturating_add(retry_ns) <= now_ns {
-                    self.outgoing = Some((self.issued - 1) as u32);
-                    self.request_sent_ns = Some(now_ns);
+            for k in self.requests_arrived..self.arrived.len() {
+                if !self.arrived[k] && self.request_sent_ns[k].saturating_add(retry_ns) <= now_ns {
+                    self.outgoing.push_back(k as u32);
+                    self.request_sent_ns[k] = now_ns;
                 }
             }
         }
@@ -219,12 +251,16 @@ impl UnitApp {
                 (self.issued < self.units()).then(|| self.due_ns(self.issued)).flatten()
             }
             Trigger::AfterAck => None,
-            Trigger::Request { retry_ns, .. } => {
-                if self.requests_arrived < self.issued {
-                    self.request_sent_ns.map(|t| t.saturating_add(retry_ns))
-                } else {
-                    None
-                }
+            Trigger::Request { retry_ns, interval_ns, .. } => {
+                let retry = (self.requests_arrived..self.arrived.len())
+                    .filter(|&k| !self.arrived[k])
+                    .map(|k| self.request_sent_ns[k].saturating_add(retry_ns))
+                    .min();
+                // An open loop's next request, once the connection is up to carry it.
+                let next = (interval_ns.is_some() && self.established && self.issued < self.units())
+                    .then(|| self.due_ns(self.issued))
+                    .flatten();
+                retry.into_iter().chain(next).min()
             }
         }
     }

@@ -182,6 +182,34 @@ impl SimConfig {
                         return Err(err(f("app.request_retry_ns"), "must be positive"));
                     }
                 }
+                &AppConfig::Rpc {
+                    requests, request_bytes, response_bytes, interval_ns, concurrency, request_retry_ns, ..
+                } => {
+                    if fl.direction != Direction::Download {
+                        return Err(err(f("direction"), "an RPC is a download (requests go up, responses come down)"));
+                    }
+                    if requests == 0 || requests > MAX_UNITS as u64 {
+                        return Err(err(f("app.requests"), format!("must be from 1 to {MAX_UNITS}")));
+                    }
+                    if !(1..=65_535).contains(&request_bytes) {
+                        return Err(err(f("app.request_bytes"), "must be between 1 and 65535 (one packet)"));
+                    }
+                    if response_bytes == 0 || requests.checked_mul(response_bytes).is_none() {
+                        return Err(err(f("app.response_bytes"), "must be positive (and all responses fit in u64)"));
+                    }
+                    if interval_ns == Some(0) {
+                        return Err(err(f("app.interval_ns"), "must be positive"));
+                    }
+                    if concurrency == Some(0) || (interval_ns.is_some() && concurrency.is_some()) {
+                        return Err(err(
+                            f("app.concurrency"),
+                            "a closed loop takes a positive concurrency; an open loop (interval_ns) none",
+                        ));
+                    }
+                    if request_retry_ns == 0 {
+                        return Err(err(f("app.request_retry_ns"), "must be positive"));
+                    }
+                }
                 &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {
                     if rate_bps == 0 || block_bytes == 0 {
                         return Err(err(f("app"), "rate_bps and block_bytes must be positive"));

@@ -12,7 +12,9 @@ from mpsched.analysis.summary import (
     fct_summary,
     group_keys,
     has_resilience,
+    has_rpc,
     resilience_summary,
+    rpc_summary,
     is_datacenter,
     labelled_flows,
     link_utilisation,
@@ -22,4 +24,4 @@ from mpsched.analysis.summary import (
 
 __all__ = ["metrics", "group_keys", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
            "link_utilisation", "datacenter_summary", "class_fct_summary", "Comparison", "compare",
-           "has_resilience", "resilience_summary"]
+           "has_rpc", "rpc_summary", "has_resilience", "resilience_summary"]

@@ -16,7 +16,7 @@ works on one run as well as on a whole study.
 * `aggregation_benefit`: Kaspar's normalisation (`004_` slide 19).
 * `jain_index`: Jain's fairness index.
 * Failover, failback and real-time traffic (`mpsched.analysis.resilience`): `message_delay`,
-  `delivery_stalls`, `longest_stall`, `failover`, `sent_per_delivered`.
+  `request_latency` (RPC), `delivery_stalls`, `longest_stall`, `failover`, `sent_per_delivered`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from mpsched.analysis.resilience import delivery_stalls, failover, longest_stall, message_delay, sent_per_delivered
+from mpsched.analysis.resilience import (delivery_stalls, failover, longest_stall, message_delay, request_latency,
+                                        sent_per_delivered)
 
 __all__ = [
     "goodput",
@@ -41,6 +42,7 @@ __all__ = [
     "aggregation_benefit",
     "jain_index",
     "message_delay",
+    "request_latency",
     "delivery_stalls",
     "longest_stall",
     "failover",

@@ -9,6 +9,8 @@
   the event in force) and the failback time (from the event's end to the first bytes the
   recovered path carries again).
 * `sent_per_delivered`: bytes sent over bytes delivered (redundancy overhead; 1 is none).
+* `request_latency`: per RPC flow, the latency of its requests (issue to the last byte of the
+  response: p50 / p99 / p99.9, ms) and the share that missed their deadline.
 
 A stall of a flow of units (messages, CBR blocks: the `blocks` table) is exact: unit `k`,
 sent at `s_k` and delivered in order at `d_k`, kept the application waiting from
@@ -24,7 +26,7 @@ import math
 
 import polars as pl
 
-__all__ = ["message_delay", "delivery_stalls", "longest_stall", "failover", "sent_per_delivered"]
+__all__ = ["message_delay", "request_latency", "delivery_stalls", "longest_stall", "failover", "sent_per_delivered"]
 
 #: Applications whose units are timed one by one in `blocks`.
 UNIT_APPS = ("messages", "cbr")
@@ -51,6 +53,20 @@ def message_delay(blocks: pl.DataFrame) -> pl.DataFrame:
         pl.when(has_deadline.sum() > 0).then((missed & has_deadline).sum() / has_deadline.sum())
         .otherwise(None).alias("deadline_miss_rate"),
     )
+
+
+def request_latency(flows: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
+    """Per RPC flow (`app` "rpc"): `requests` (issued), `answered`, latency p50 / p99 / p99.9 in
+    ms over the answered ones (from the request's issue to its response's last byte delivered
+    in order; linear interpolation) and `deadline_miss_rate` (null without deadlines)."""
+    keys = _keys(flows, "flow_id")
+    rpc = flows.filter(pl.col("app") == "rpc").select(keys)
+    cols = {"messages": "requests", "delivered": "answered", "delay_p50_ms": "latency_p50_ms",
+            "delay_p99_ms": "latency_p99_ms", "delay_p999_ms": "latency_p999_ms"}
+    if rpc.is_empty() or blocks.is_empty():
+        return pl.DataFrame(schema={**{k: flows.schema[k] for k in keys}, "requests": pl.UInt32, "answered": pl.UInt32,
+                                    **{c: pl.Float64 for c in list(cols.values())[2:]}, "deadline_miss_rate": pl.Float64})
+    return message_delay(blocks.join(rpc, on=keys)).rename(cols)
 
 
 def delivery_stalls(flows: pl.DataFrame, blocks: pl.DataFrame, conn_series: pl.DataFrame) -> pl.DataFrame:

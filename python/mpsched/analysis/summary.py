@@ -274,13 +274,36 @@ def resilience_summary(res: Results) -> pl.DataFrame:
     if not blocks.is_empty() and "deadline_missed" in blocks.columns:
         b = blocks.select(*fk, "delay_ns", "deadline_ns", "deadline_missed").join(
             flows.filter(pl.col("app") == "messages").select(*fk, *keys), on=fk)
-        d = pl.col("delay_ns").cast(pl.Float64) / 1e6
-        with_deadline = pl.col("deadline_ns").is_not_null()
-        msg = b.group_by(keys, maintain_order=True).agg(
-            d.quantile(0.5, interpolation="linear").alias("delay_p50_ms"),
-            d.quantile(0.99, interpolation="linear").alias("delay_p99_ms"),
-            d.quantile(0.999, interpolation="linear").alias("delay_p999_ms"),
-            pl.when(with_deadline.sum() > 0).then((pl.col("deadline_missed") & with_deadline).sum() / with_deadline.sum())
-            .alias("deadline_miss_rate"))
+        msg = b.group_by(keys, maintain_order=True).agg(*_unit_delay_aggs("delay"))
         out = out.join(msg, on=keys, how="left", maintain_order="left")
     return out
+
+
+def _unit_delay_aggs(name: str) -> list[pl.Expr]:
+    """`{name}_p50_ms`, `_p99_ms`, `_p999_ms` of the units' `delay_ns` (pooled, linear
+    interpolation) and `deadline_miss_rate` over the units with a deadline."""
+    d = pl.col("delay_ns").cast(pl.Float64) / 1e6
+    with_deadline = pl.col("deadline_ns").is_not_null()
+    return [d.quantile(q, interpolation="linear").alias(f"{name}_{tag}_ms")
+            for q, tag in ((0.5, "p50"), (0.99, "p99"), (0.999, "p999"))] + [
+        pl.when(with_deadline.sum() > 0).then((pl.col("deadline_missed") & with_deadline).sum() / with_deadline.sum())
+        .alias("deadline_miss_rate")]
+
+
+def has_rpc(res: Results) -> bool:
+    """Whether the study has request / response (RPC) flows."""
+    return "app" in res.flows.columns and bool((res.flows["app"] == "rpc").any())
+
+
+def rpc_summary(res: Results) -> pl.DataFrame:
+    """Per scheduler x swept setting (seeds pooled) for the RPC flows: requests, answered,
+    request latency p50 / p99 / p99.9 (ms, pooled over the requests) and the deadline-miss
+    rate. Empty without RPC flows."""
+    if res.flows.is_empty() or not has_rpc(res) or res.blocks.is_empty():
+        return pl.DataFrame()
+    flows = labelled_flows(res).filter(pl.col("app") == "rpc")
+    keys = group_keys(res, flows)
+    fk = ["run_id", "flow_id"]
+    b = res.blocks.select(*fk, "delay_ns", "deadline_ns", "deadline_missed").join(flows.select(*fk, *keys), on=fk)
+    return b.group_by(keys, maintain_order=True).agg(
+        pl.len().alias("requests"), pl.col("delay_ns").is_not_null().sum().alias("answered"), *_unit_delay_aggs("latency"))

@@ -38,10 +38,12 @@ def _print_summary(res, baseline: str | None = None, by: list[str] | None = None
     except ValueError as e:
         _fail(_escape(str(e)), EXIT_BAD_INPUT)
     print_comparison(cmp, _c.out)
-    from mpsched.analysis import has_resilience, resilience_summary
+    from mpsched.analysis import has_resilience, has_rpc, resilience_summary, rpc_summary
 
     if has_resilience(res):
         _print_table(resilience_summary(res), "Failover and real-time traffic (ms; seeds pooled)")
+    if has_rpc(res):
+        _print_table(rpc_summary(res), "Request / response latency (ms; seeds pooled)")
 
 
 def _open(path: Path):

@@ -1,5 +1,5 @@
 """The flows of a two-host scenario: each `[[workload]]` becomes flows with a start time and an
-application (sized transfers, web pages, bulk, CBR), or a chain of back-to-back flows whose
+application (sized transfers, web pages, bulk, CBR, messages, RPCs), or a chain of back-to-back flows whose
 starts depend on earlier flows' ends (resolved by `mpsched.engines.run_chained`).
 """
 
@@ -60,6 +60,22 @@ def _messages_app(w: Any, where: str, start_ns: int, duration_ns: int) -> dict[s
     return app
 
 
+def _rpc_app(w: Any, where: str) -> dict[str, Any]:
+    """The core's `rpc` application."""
+    app: dict[str, Any] = {"kind": "rpc", "requests": int(w.requests), "response_bytes": parse_size_bytes(w.response)}
+    if w.request is not None:
+        app["request_bytes"] = parse_size_bytes(w.request)
+    if w.interval is not None or w.rate_hz is not None:
+        app["interval_ns"] = parse_time_ns(w.interval) if w.interval is not None else round(1e9 / float(w.rate_hz))
+        if app["interval_ns"] <= 0:
+            raise ScenarioError(f"{where}.rate_hz", "more than one request a nanosecond; lower rate_hz")
+    else:
+        app["concurrency"] = int(w.concurrency) if w.concurrency is not None else 1
+    if w.deadline is not None:
+        app["deadline_ns"] = parse_time_ns(w.deadline)
+    return app
+
+
 def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int | None, dict[str, Any]]]:
     """(start, app) of each flow of workload `wi`; a start of None means "when the previous
     flow ends" (back to back)."""
@@ -79,6 +95,10 @@ def _workload_flows(s: Scenario, wi: int, duration_ns: int) -> list[tuple[int | 
 
     if w.kind == "messages":
         return [(start_ns, _messages_app(w, where, start_ns, duration_ns)) for _ in range(int(w.count))]
+    if w.kind == "rpc":
+        if start_ns >= duration_ns:
+            raise ScenarioError(f"{where}.start", "the rpc flow starts at or after the end of the run")
+        return [(start_ns, _rpc_app(w, where)) for _ in range(int(w.count))]
     if w.kind == "web":
         if w.page is not None:
             objects = page_objects(w.page)

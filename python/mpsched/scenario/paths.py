@@ -155,7 +155,8 @@ class PathEventSpec(_Model):
     """Something happening to a path at time `at`, undone `duration` later (recovery; without
     it the event lasts to the end of the run). Events compose: several may overlap on a path.
 
-    * ``kind = "down"``: the interface goes away (the hosts see it) and comes back.
+    * ``kind = "down"``: the client's interface goes away and comes back (hosts on the
+      out-of-tree kernel's schedulers see it; upstream ``linux`` does not).
     * ``kind = "blackhole"``: every packet is silently lost; the hosts see no change.
     * ``kind = "loss_ramp"``: extra random loss rising linearly from `from_loss` (default 0) to
       `to_loss` over `ramp` (default 0: at once), then held.

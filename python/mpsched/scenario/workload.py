@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 from pydantic import model_validator
 
+from mpsched.scenario.units import parse_size_bytes
 from mpsched.scenario.fields import (
     SWEEP_OTHER, Count, FixedSize, FixedTime, Fraction, Name, PositiveTime, Rate, Size, Time, _count, _FieldError,
     _given, _Model, _sweepable,
@@ -49,6 +50,12 @@ class WorkloadSpec(_Model):
       `stop` (default: the duration) or for `messages` messages; a message delivered more than
       `deadline` after it was sent misses it (the `blocks` table: `deadline_ns`,
       `deadline_missed`).
+    * ``kind = "rpc"``: `count` request / response streams, each on one connection: `requests`
+      requests of `request` bytes (one packet up, as a web fetch sends its request; 300 B by
+      default) each answered by `response` bytes down, open loop (one every `interval`, or
+      `rate_hz` a second) or closed loop (`concurrency` outstanding, 1 by default: the next
+      leaves when a response is complete); each request's latency (issue to the last byte of
+      its response) is in `blocks`, with `deadline` as for messages.
 
     On a `[topology]` (see `mpsched.scenario.datacenter`): ``"query"`` (2-20 KB), ``"short_message"``
     (50 KB-1 MB) and ``"background"`` (1-50 MB) flows of `003_` §3.3 from `senders` to
@@ -59,7 +66,7 @@ class WorkloadSpec(_Model):
     the `pairs` listed (default all) send without end through the bottleneck.
     """
 
-    kind: Literal["sized", "bulk", "web", "cbr", "messages", "query", "short_message", "background", "empirical", "permutation"] = "sized"
+    kind: Literal["sized", "bulk", "web", "cbr", "messages", "rpc", "query", "short_message", "background", "empirical", "permutation"] = "sized"
     connection: Name | None = None
     direction: Literal["download", "upload"] = "download"
     size: Size | None = None
@@ -85,6 +92,10 @@ class WorkloadSpec(_Model):
     rate_hz: Annotated[Any, BeforeValidator(_sweepable(_hz)), SWEEP_OTHER] | None = None
     deadline: PositiveTime | None = None
     messages: Annotated[Any, BeforeValidator(_count)] | None = None
+    request: FixedSize | None = None
+    response: Size | None = None
+    requests: Annotated[Any, BeforeValidator(_count)] | None = None
+    concurrency: Annotated[Any, BeforeValidator(_count)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
@@ -96,9 +107,11 @@ class WorkloadSpec(_Model):
                                   f"data-center kinds: {', '.join(DATACENTER_KINDS)})")
         if self.kind == "messages":
             return self._messages()
-        for f in ("rate_hz", "deadline", "messages"):
+        if self.kind == "rpc":
+            return self._rpc()
+        for f in ("rate_hz", "deadline", "messages", "request", "response", "requests", "concurrency"):
             if getattr(self, f) is not None:
-                raise _FieldError(f, "only a messages workload takes this field")
+                raise _FieldError(f, "only a messages or rpc workload takes this field")
         if self.kind in ("web", "cbr"):
             return self._web_or_cbr()
         for f in ("page", "objects", "rate", "block"):
@@ -166,6 +179,29 @@ class WorkloadSpec(_Model):
             raise _FieldError("interval", "give exactly one of interval (e.g. \"20ms\") or rate_hz (e.g. 50)")
         if self.messages is not None and self.stop is not None:
             raise _FieldError("messages", "give either messages (how many) or stop (until when), not both")
+        return self
+
+    def _rpc(self) -> WorkloadSpec:
+        """Requests and responses: `requests` of them, open loop (`interval` / `rate_hz`) or
+        closed loop (`concurrency`)."""
+        allowed = {"kind", "connection", "direction", "request", "response", "requests", "interval", "rate_hz",
+                   "concurrency", "deadline", "start", "count"}
+        for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
+            raise _FieldError(f, f"an rpc workload does not take this field; it takes "
+                              f"{', '.join(sorted(allowed - {'kind'}))}")
+        if self.response is None:
+            raise _FieldError("response", "an rpc workload needs the size of one response, e.g. response = \"4KB\"")
+        if self.requests is None:
+            raise _FieldError("requests", "an rpc workload needs how many requests it sends, e.g. requests = 1000")
+        if self.interval is not None and self.rate_hz is not None:
+            raise _FieldError("interval", "give at most one of interval (e.g. \"20ms\") or rate_hz (e.g. 50)")
+        if self.concurrency is not None and (self.interval is not None or self.rate_hz is not None):
+            raise _FieldError("concurrency", "concurrency is for a closed loop; an open loop (interval or rate_hz) "
+                              "sends each request at its time")
+        if self.request is not None and parse_size_bytes(self.request) > 65535:
+            raise _FieldError("request", "a request travels as one packet: at most 65535 bytes")
+        if self.direction != "download":
+            raise _FieldError("direction", "an rpc is a download: requests go up, responses come down")
         return self
 
     def _web_or_cbr(self) -> WorkloadSpec:

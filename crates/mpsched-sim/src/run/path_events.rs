@@ -35,9 +35,18 @@ impl Simulation<'_> {
         for &l in p.down.iter().chain(&p.up) {
             self.net.set_link_up(now, l as LinkId, up);
         }
-        // The hosts see their interface change at once (the kernel marks the subflow failed).
+        // The hosts see their interface change at once (the out-of-tree kernel's path manager
+        // closes the subflow). The upstream kernel does not: neither TCP nor the in-kernel path
+        // manager watches interfaces (pm_kernel.c registers no netdevice notifier), the
+        // subflow's sends fail at the route lookup (`__ip_queue_xmit` -> -EHOSTUNREACH) and it
+        // stays `__mptcp_subflow_active` (TCP state only), so it is found stale by
+        // `mptcp_pm_subflow_chk_stale` and recovers on its next backed-off RTO, as through a
+        // blackhole. Its packets are lost on the links here instead of before them.
         for fi in 0..self.flows.len() {
             let Some(f) = self.flows[fi].as_mut() else { continue };
+            if f.client.ep.upstream_kernel() || f.server.ep.upstream_kernel() {
+                continue;
+            }
             for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
                 if fp == path {
                     f.client.ep.set_path_up(sf, up, now);

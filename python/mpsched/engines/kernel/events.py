@@ -1,10 +1,9 @@
 """Changes during a run: capacity steps and rate collapses (`tc class change` on the link's htb
-class) and paths failing and recovering or blackholed, both ways or one (DROP rules in the
-router's FORWARD chain, ahead of the delayer's rules, so packets on a failed path are lost as in
-the simulator; the hosts see no interface go, so a path "down" here is what the simulator calls
-a blackhole). Played by a thread against the run's
-epoch; each change takes effect a few ms after its time (one `ip netns exec` command), which
-the `events` diagnostics record.
+class), paths blackholed, both ways or one (DROP rules in the router's FORWARD chain, ahead of
+the delayer's rules, so packets on a blackholed path are lost as in the simulator), and a path
+going down and back (the client's interface: `ip link set p<i> down`, then up with its routes
+added again). Played by a thread against the run's epoch; each change takes effect a few ms
+after its time (one `ip netns exec` command each), which the `events` diagnostics record.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import threading
 import time
 
 from mpsched.engines.kernel.host import ns_sh
-from mpsched.engines.kernel.network import HTB_QUANTUM_BYTES, Testbed
+from mpsched.engines.kernel.network import HTB_QUANTUM_BYTES, Testbed, client_routes
 from mpsched.engines.kernel.plan import Plan
 
 __all__ = ["EventPlayer", "actions_for"]
@@ -29,22 +28,26 @@ def _drop_rules(path: int, direction: str = "both") -> list[list[str]]:
     return {"both": [down, up], "down": [down], "up": [up]}[direction]
 
 
-def actions_for(plan: Plan) -> list[tuple[int, str, list[list[str]]]]:
-    """(at_ns, label, commands run in the router namespace), in time order."""
+def actions_for(plan: Plan) -> list[tuple[int, str, list[tuple[str, list[str]]]]]:
+    """(at_ns, label, [(where, command)]), in time order; `where` is "router" or "client"."""
     out = []
     for lk in plan.links:
         for at_ns, rate_bps in lk.rate_steps:
             rate = f"{max(rate_bps, MIN_RATE_BPS)}bit"
             cmd = ["tc", "class", "change", "dev", lk.out_dev, "parent", "1:", "classid", f"1:{lk.path + 1:x}",
                    "htb", "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM_BYTES)]
-            out.append((at_ns, f"{lk.name} rate {rate_bps}", [cmd]))
-    for at_ns, path, up, direction in [(*e, "both") for e in plan.path_events] + list(plan.drops):
+            out.append((at_ns, f"{lk.name} rate {rate_bps}", [("router", cmd)]))
+    for at_ns, path, up in plan.path_events:
+        link = [("client", ["ip", "link", "set", f"p{path}", "up" if up else "down"])]
+        out.append((at_ns, f"path {path} {'up' if up else 'down'}",
+                    link + ([("client", c) for c in client_routes(plan, path)] if up else [])))
+    for at_ns, path, up, direction in plan.drops:
         if up:
             cmds = [["iptables", "-t", "mangle", "-D", *r] for r in _drop_rules(path, direction)]
         else:
             cmds = [["iptables", "-t", "mangle", "-I", r[0], "1", *r[1:]] for r in _drop_rules(path, direction)]
         which = "" if direction == "both" else f" {direction}link"
-        out.append((at_ns, f"path {path}{which} {'up' if up else 'down'}", cmds))
+        out.append((at_ns, f"path {path}{which} blackhole {'off' if up else 'on'}", [("router", c) for c in cmds]))
     return sorted(out, key=lambda a: a[0])
 
 
@@ -65,8 +68,9 @@ class EventPlayer(threading.Thread):
             if wait_s > 0 and self._stop_evt.wait(wait_s):
                 return
             ok = True
-            for cmd in cmds:
-                ok &= ns_sh(self.tb.rtr, *cmd, check=False).returncode == 0
+            for where, cmd in cmds:
+                ns = self.tb.rtr if where == "router" else self.tb.cli
+                ok &= ns_sh(ns, *cmd, check=False).returncode == 0
             self.log.append({"at_ns": at_ns, "done_ns": time.monotonic_ns() - self.epoch_ns, "what": label, "ok": ok})
 
     def stop(self) -> None:

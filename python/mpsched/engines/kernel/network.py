@@ -92,6 +92,17 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def client_routes(plan: Plan, path: int) -> list[list[str]]:
+    """The client's routes through p<path>: its table's default, and the main table's when the
+    first flow starts on it. The kernel deletes them when the interface goes down
+    (`fib_sync_down_dev`); a path coming back has them added again."""
+    icw = str(plan.init_cwnd_segments)
+    first = plan.flows[0].paths[0] if plan.flows else 0
+    via = ["default", "via", router_addr(path), "dev", f"p{path}"]
+    out = [["ip", "route", "replace", *via, "table", str(100 + path), "initcwnd", icw]]
+    return out + ([["ip", "route", "replace", *via, "initcwnd", icw]] if path == first else [])
+
+
 class Testbed:
     """One instance: `build()`, then `start_delayer()`; `close()` always undoes everything."""
 
@@ -146,14 +157,11 @@ class Testbed:
         p = self.plan
         icw = str(p.init_cwnd_segments)
         ns_sh(self.rtr, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        first = p.flows[0].paths[0] if p.flows else 0
         for i in range(p.n_paths):
             # Source policy routing: a subflow bound to path i's address leaves on p<i>.
             ns_sh(self.cli, "ip", "rule", "add", "from", client_addr(i), "table", str(100 + i))
-            ns_sh(self.cli, "ip", "route", "add", "default", "via", router_addr(i), "dev", f"p{i}",
-                  "table", str(100 + i), "initcwnd", icw)
-        ns_sh(self.cli, "ip", "route", "add", "default", "via", router_addr(first), "dev", f"p{first}",
-              "initcwnd", icw)
+            for cmd in client_routes(p, i):
+                ns_sh(self.cli, *cmd)
         ns_sh(self.srv, "ip", "route", "add", "default", "via", ROUTER_SERVER_ADDR, "dev", "srv0",
               "initcwnd", icw)
 
@@ -232,8 +240,10 @@ class Testbed:
         return self.workdir / "epoch"
 
     def set_epoch(self, epoch_ns: int) -> None:
-        """Tell the delayer the run's epoch: trace bottlenecks start their trace there."""
-        if self.delayer is None or not any(lk.trace is not None for lk in self.plan.links):
+        """Tell the delayer the run's epoch: trace bottlenecks start their trace there, loss
+        ramps and RTT spikes are timed from it."""
+        timed = (lk.trace is not None or lk.loss_ramp is not None or lk.rtt_spike is not None for lk in self.plan.links)
+        if self.delayer is None or not any(timed):
             return
         self.epoch_file.write_text(f"{epoch_ns}\n")
         self.delayer.send_signal(signal.SIGUSR1)

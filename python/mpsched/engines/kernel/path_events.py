@@ -1,9 +1,11 @@
 """Path events on the kernel testbed: which a run can play and how (`make_plan` calls these).
 
-A path down / up (the original shape) and a blackhole of both directions are DROP rules in the
-router's FORWARD chain both ways; a blackhole of one direction drops that direction only; a
-rate collapse is two steps of the affected links' htb rate. Loss ramps and RTT spikes are
-refused. `net.mptcp.stale_loss_cnt` is one value per host.
+A path down / up (the original shape, or `kind = "down"`) takes the client's interface down and
+back (`ip link set DEV down`, the routes through it re-added on the way up, as a host's network
+manager does); a blackhole is DROP rules in the router's FORWARD chain, both ways or one; a rate
+collapse is two steps of the affected links' htb rate; a loss ramp and an RTT spike are played by
+the affected links' delayer queues (native/nfqdelay: `ramp=`, `spike=`, timed from the run's
+epoch). `net.mptcp.stale_loss_cnt` is one value per host.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
 
-__all__ = ["path_events", "collapse", "stale_loss_cnt"]
+__all__ = ["path_events", "collapse", "delayer_events", "stale_loss_cnt"]
 
-PLAYED = ("blackhole", "rate_collapse")
+PLAYED = ("blackhole", "rate_collapse", "loss_ramp", "rtt_spike")
+#: End of an event without a recovery (it lasts to the end of the run), ns.
+FOREVER_NS = 1 << 60
 
 
 def path_events(entries: list[dict[str, Any]], n_paths: int) -> tuple[list, list, list]:
-    """(down / up events as (at_ns, path, up), one-direction drops as (at_ns, path, up,
-    direction), rate collapses as (index, entry)) of the configuration's `path_events`."""
+    """(interface down / up events as (at_ns, path, up), blackholes as (at_ns, path, up,
+    direction), rate collapses, loss ramps and RTT spikes as (index, entry)) of the
+    configuration's `path_events`."""
     events: list[tuple[int, int, bool]] = []
     drops: list[tuple[int, int, bool, str]] = []
     collapses: list[tuple[int, dict[str, Any]]] = []
@@ -31,16 +36,13 @@ def path_events(entries: list[dict[str, Any]], n_paths: int) -> tuple[list, list
         if kind is None:
             events.append((int(e["at_ns"]), int(e["path"]), bool(e["up"])))
         elif kind not in PLAYED:  # a down / up comes in the original shape
-            raise TestbedConfigError(f"path_events[{e_i}].kind", f"the kernel engine plays down, blackhole and "
-                                     f"rate_collapse, not a {kind} yet; run it on the simulator")
-        elif kind == "rate_collapse":
+            raise TestbedConfigError(f"path_events[{e_i}].kind", f"the kernel engine plays down, blackhole, "
+                                     f"rate_collapse, loss_ramp and rtt_spike, not a {kind}")
+        elif kind in ("rate_collapse", "loss_ramp", "rtt_spike"):
             collapses.append((e_i, e))
-        else:  # the same DROP rules as a path down: the hosts see nothing
+        else:  # DROP rules in the router: the hosts see nothing
             at, end, path, d = int(e["at_ns"]), e.get("duration_ns"), int(e["path"]), e.get("direction", "both")
-            if d == "both":
-                events += [(at, path, False)] + ([(at + int(end), path, True)] if end is not None else [])
-            else:
-                drops += [(at, path, False, d)] + ([(at + int(end), path, True, d)] if end is not None else [])
+            drops += [(at, path, False, d)] + ([(at + int(end), path, True, d)] if end is not None else [])
     return events, drops, collapses
 
 
@@ -51,6 +53,8 @@ def collapse(links: list, collapses: list[tuple[int, dict[str, Any]]]) -> list:
     depend on both)."""
     links = list(links)
     for e_i, e in collapses:
+        if e["kind"] != "rate_collapse":
+            continue
         at, end, d = int(e["at_ns"]), e.get("duration_ns"), e.get("direction", "both")
         for k, lk in enumerate(links):
             if lk.path != int(e["path"]) or d not in ("both", lk.direction):
@@ -61,6 +65,34 @@ def collapse(links: list, collapses: list[tuple[int, dict[str, Any]]]) -> list:
                                          "constant-rate link once")
             steps = [(at, int(e["rate_bps"]))] + ([(at + int(end), lk.rate_bps)] if end is not None else [])
             links[k] = dataclasses.replace(lk, rate_steps=tuple(sorted(steps)))
+    return links
+
+
+def delayer_events(links: list, events: list[tuple[int, dict[str, Any]]]) -> list:
+    """The plan's links (`LinkPlan`) with each loss ramp and RTT spike given to the affected
+    links' delayer queue (`loss_ramp` = (at_ns, ramp_ns, end_ns, from_p, to_p), `rtt_spike` =
+    (at_ns, end_ns, extra_delay_ns)). One of each kind per link: a second is refused (the
+    delayer holds one schedule of each)."""
+    links = list(links)
+    for e_i, e in events:
+        if e["kind"] not in ("loss_ramp", "rtt_spike"):
+            continue
+        at, d = int(e["at_ns"]), e.get("direction", "both")
+        end = at + int(e["duration_ns"]) if e.get("duration_ns") is not None else FOREVER_NS
+        for k, lk in enumerate(links):
+            if lk.path != int(e["path"]) or d not in ("both", lk.direction):
+                continue
+            if e["kind"] == "loss_ramp":
+                if lk.loss_ramp is not None:
+                    raise TestbedConfigError(f"path_events[{e_i}].kind", f"link {lk.name} has a loss ramp already; "
+                                             "the kernel engine plays one per link")
+                ev = (at, int(e.get("ramp_ns", 0)), end, float(e.get("from_p", 0.0)), float(e["to_p"]))
+                links[k] = dataclasses.replace(lk, loss_ramp=ev)
+            else:
+                if lk.rtt_spike is not None:
+                    raise TestbedConfigError(f"path_events[{e_i}].kind", f"link {lk.name} has an RTT spike already; "
+                                             "the kernel engine plays one per link")
+                links[k] = dataclasses.replace(lk, rtt_spike=(at, end, int(e["extra_delay_ns"])))
     return links
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
-from mpsched.engines.kernel.path_events import collapse, path_events, stale_loss_cnt
+from mpsched.engines.kernel.path_events import collapse, delayer_events, path_events, stale_loss_cnt
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
            "client_addr", "SERVER_ADDR", "MAX_PATHS"]
@@ -69,12 +69,14 @@ class LinkPlan:
     # bottleneck (native/nfqdelay_trace.c) and holds the queue; the htb class does not shape.
     trace: tuple[tuple[int, ...], int, int | None] | None = None
     burst_bytes: int | None = None    # tbf bucket depth (downlink) / htb burst (uplink); None: htb
+    loss_ramp: tuple[int, int, int, float, float] | None = None  # (at, ramp, end ns, from_p, to_p)
+    rtt_spike: tuple[int, int, int] | None = None  # (at, end, extra delay ns), from the epoch
     overhead_bytes: int = 0           # 14: the limit is already in frame bytes (what qdiscs count)
 
     @property
     def needs_delayer(self) -> bool:
         return (self.delay_ns > 0 or self.jitter_ns > 0 or self.loss > 0 or self.gilbert_elliott is not None
-                or self.trace is not None)
+                or self.trace is not None or self.loss_ramp is not None or self.rtt_spike is not None)
 
     @property
     def queue_limit_bytes(self) -> int:
@@ -119,7 +121,13 @@ class LinkPlan:
             spec += f",trace={trace_file},tpkt={packet_bytes},qlimit={self.queue_limit_bytes}"
             if period_ms:
                 spec += f",tperiod_us={int(period_ms) * 1000}"
-        if self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None:
+        if self.loss_ramp is not None:
+            at, ramp, end, p0, p1 = self.loss_ramp
+            spec += f",ramp={at / 1e3:.3f}:{ramp / 1e3:.3f}:{end / 1e3:.3f}:{p0!r}:{p1!r}"
+        if self.rtt_spike is not None:
+            at, end, extra = self.rtt_spike
+            spec += f",spike={at / 1e3:.3f}:{end / 1e3:.3f}:{extra / 1e3:.3f}"
+        if self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None or self.loss_ramp is not None:
             # Let the kernel segment GSO super-packets before they reach this queue, so that
             # loss hits single packets and a trace serves single packets, as in the simulator.
             spec += ",gso=0"
@@ -162,7 +170,7 @@ class Plan:
     links: list[LinkPlan]
     flows: list[FlowPlan]
     cross: list[CrossPlan]
-    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up): DROP rules both ways
+    path_events: list[tuple[int, int, bool]]   # (at_ns, path, up): the client's interface
     mptcp_paths: tuple[int, ...]     # paths with an MPTCP subflow endpoint on the client
     backup_paths: tuple[int, ...]
     duration_ns: int
@@ -172,7 +180,7 @@ class Plan:
     snd_buf_bytes: int
     init_cwnd_segments: int
     stale_loss_cnt: int = 4          # net.mptcp.stale_loss_cnt, per namespace
-    #: (at_ns, path, up, direction): a blackhole of one direction ("down" or "up") of a path
+    #: (at_ns, path, up, direction): a blackhole of a path, both directions or one ("down", "up")
     drops: list[tuple[int, int, bool, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -272,7 +280,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         raise TestbedConfigError("paths", "at least one path is needed")
     if len(paths) > MAX_PATHS:
         raise TestbedConfigError("paths", f"the testbed builds at most {MAX_PATHS} paths")
-    events, drops, collapses = path_events(cfg.get("path_events") or [], len(paths))
+    events, drops, link_events = path_events(cfg.get("path_events") or [], len(paths))
     links: list[LinkPlan] = []
     used: dict[int, str] = {}
     for i, p in enumerate(paths):
@@ -362,7 +370,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                packet_bytes=int(c.get("packet_bytes", 1500)), start_ns=int(c["start_ns"]),
                                stop_ns=int(c["stop_ns"])))
 
-    links = collapse(links, collapses)
+    links = delayer_events(collapse(links, link_events), link_events)
     record = cfg.get("record") or {}
     notes = []
     # The kernel always autotunes its receive buffer (net.ipv4.tcp_moderate_rcvbuf = 1 and no

@@ -49,6 +49,11 @@ impl DataSender {
         self.need_schedule = true;
     }
 
+    /// The connection runs the upstream kernel's MPTCP retransmit timer and stale detection.
+    pub fn upstream_stale_detection(&self) -> bool {
+        self.stale.is_some()
+    }
+
     /// Subflows marked stale so far (upstream stale detection; 0 when it is off).
     pub fn stale_marks(&self) -> u64 {
         self.stale.as_ref().map_or(0, |st| st.marked)
