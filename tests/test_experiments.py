@@ -185,3 +185,26 @@ def test_malformed_magnitudes_and_setup_rows_are_refused():
     assert ex.check_published({**base, "claim": [claim], "setup": [row]}) == []
     assert any("setup[0]: missing ours" in e
                for e in ex.check_published({**base, "claim": [claim], "setup": [{**row, "ours": None}]}))
+
+
+def test_paasch_full_designs_are_slide_20s_size_with_every_extension():
+    """004_ slides 14-22: ~400 experiments per design (low- and high-BDP), RR and LowRTT each
+    without and with RP and BM; the TCP baselines run the same points. Counted from the
+    scenarios (nothing runs); --quick stays small."""
+    from mpsched.scenario.sweep import design_points
+    from mpsched.study import describe
+
+    study = ex.STUDIES["paasch_aggregation"]
+    full, quick = ex.scenarios_of(study), ex.scenarios_of(study, quick=True)
+    variants = {f"{s}{e}" for s in ("minrtt", "roundrobin") for e in ("", "+rp", "+bm", "+rp+bm")}
+    for cls in ("low", "high"):
+        mp, tcp = full[f"sweep_{cls}.toml"], full[f"sweep_{cls}_tcp.toml"]
+        d = describe(mp)
+        assert d["design"]["samples"] == 400 and d["design"]["kind"] == "wsp"
+        assert set(d["axes"]["scheduler"]) == variants and d["runs"] == 400 * len(variants)
+        assert describe(tcp)["runs"] == 400
+        points = [[(c, v) for _, _, c, v in p] for p in design_points(mp)]
+        assert len(points) == 400 and len({tuple(p) for p in points}) == 400
+        assert points == [[(c, v) for _, _, c, v in p] for p in design_points(tcp)]  # the same network conditions
+    assert "sweep_high.toml" not in quick
+    assert describe(quick["sweep_low.toml"])["runs"] == 4 * len(variants)

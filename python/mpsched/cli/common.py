@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -91,3 +92,29 @@ def _escape(s: str) -> str:
 
 
 _FORCE_HELP = "Run even when the estimated work or memory is above the limits."
+
+
+_CLUSTER_HELP = ("Run on Dask: 'local' (a LocalCluster of --jobs workers) or a running scheduler's address "
+                 "(tcp://host:8786). See docs/cluster.md.")
+
+
+@contextmanager
+def _cluster_client(cluster: Optional[str], jobs: int) -> Iterator:
+    """The Dask client of `--cluster` (None without it), its dashboard link printed; exit 1 with
+    the reason when the cluster cannot be reached."""
+    if not cluster:
+        yield None
+        return
+    from mpsched.study.cluster import ClusterUnavailable, connect, dashboard
+
+    try:
+        cm = connect(cluster, jobs)
+        client = cm.__enter__()
+    except ClusterUnavailable as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
+    if link := dashboard(client):
+        _c.err.print(f"Dask dashboard: {link}", highlight=False, markup=False)
+    try:
+        yield client
+    finally:
+        cm.__exit__(None, None, None)

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from mpsched.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, _FORCE_HELP, _c, _escape, _fail, _load, _with_source, app
+from mpsched.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, _CLUSTER_HELP, _FORCE_HELP, _c, _cluster_client, _escape, _fail, _load, _with_source, app
 from mpsched.cli.results import _print_table
 
 
@@ -23,6 +23,7 @@ def reproduce(
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Results and report directory (default: results/experiments/<study>[-quick], with --all results/report[-quick])."),
     quick: bool = typer.Option(False, "--quick", help="A reduced version (fewer seeds, repeats, sizes) that runs in seconds."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
 ) -> None:
     """Run reproduction studies of experiments/: the published figures beside ours, each claim of
     the papers judged on all repetitions (holds / magnitude off / tie / fails, with a 95 %
@@ -54,15 +55,17 @@ def reproduce(
     base = base if out_dir else base.with_name(base.name + ("-quick" if quick else ""))
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     reps = []
-    for name in names:
-        target = base / name if all_ else base
-        try:
-            reps.append(run_one(name, target, quick=quick, jobs=jobs, on_file=lambda f, n, name=name, t=target: _c.err.print(
-                f"{name}/{f}: {n} run(s) -> {t / Path(f).stem}", highlight=False, markup=False)))
-        except ScenarioError as e:
-            _fail(_escape(str(e)), EXIT_BAD_INPUT)
-        except RunFailed as e:
-            _fail(_escape(str(e)), EXIT_FAILED)
+    with _cluster_client(cluster, jobs) as client:
+        for name in names:
+            target = base / name if all_ else base
+            try:
+                reps.append(run_one(name, target, quick=quick, jobs=jobs, client=client,
+                                    on_file=lambda f, n, name=name, t=target: _c.err.print(
+                                        f"{name}/{f}: {n} run(s) -> {t / Path(f).stem}", highlight=False, markup=False)))
+            except ScenarioError as e:
+                _fail(_escape(str(e)), EXIT_BAD_INPUT)
+            except RunFailed as e:
+                _fail(_escape(str(e)), EXIT_FAILED)
     if not all_:
         _print_reproduction(reps[0])
     html, _ = write_report(reps, base, version=mpsched.__version__)

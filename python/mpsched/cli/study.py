@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from mpsched.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, _FORCE_HELP, _c, _escape, _fail, _load, _with_source, app
+from mpsched.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, _CLUSTER_HELP, _FORCE_HELP, _c, _cluster_client, _escape, _fail, _load, _with_source, app
 from mpsched.cli.results import _print_summary, _print_table
 
 
@@ -55,19 +55,16 @@ def run(
                                           help="Study directory or fsspec URL (default: results/<scenario name>)."),
     engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
-    cluster: Optional[str] = typer.Option(None, "--cluster",
-                                          help="Run on Dask: 'local' (a LocalCluster of --jobs processes) or a "
-                                               "scheduler's address (tcp://host:8786). See docs/cluster.md."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
     sched: Optional[list[str]] = typer.Option(None, "--scheduler", "-s", help="Run these schedulers instead of the file's (repeatable; a name or package.module:Class)."),
     force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
 ) -> None:
     """Run every combination of a scenario and store the results (resumes an interrupted study)."""
     import warnings
-    from contextlib import nullcontext
 
     from mpsched import engines
     from mpsched.study.progress import run_progress
-    from mpsched.study import RunFailed, check_topology_engine, plan
+    from mpsched.study import RunFailed, check_topology_engine, plan_stream
     from mpsched.study import run as run_study
     from mpsched.study.execute import stored_count
     from mpsched.scenario import Scenario, ScenarioError
@@ -81,33 +78,23 @@ def run(
             s = Scenario.from_dict(d, base_dir=scenario.parent, source=str(scenario))
         check_topology_engine(s, engine)
         engines.check_engine(engine)
-        tasks = plan(s, engine, force=force)  # planned once, here; the study runs these
+        tasks = plan_stream(s, engine, force=force)  # checked once, here; the study runs these
     except ScenarioError as e:
         _fail(_escape(_with_source(e, scenario)), EXIT_BAD_INPUT)
     except engines.EngineUnavailable as e:
         _fail(_escape(str(e)), EXIT_FAILED)
     target = out_dir or str(Path("results") / s.name)
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-    stored = stored_count(target, [t.run_id for t in tasks])
+    stored = stored_count(target, tasks.run_ids)
     resumed = f"; {stored} of {len(tasks)} already stored, {len(tasks) - stored} to run" if stored else ""
     where = f" on Dask ({cluster})" if cluster else ""
     _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}{resumed}", highlight=False,
                  markup=False)
-    client, client_cm = None, nullcontext()
-    if cluster:
-        from mpsched.study.cluster import ClusterUnavailable, connect, dashboard
-
-        try:
-            client_cm = connect(cluster, jobs)
-            client = client_cm.__enter__()
-        except ClusterUnavailable as e:
-            _fail(_escape(str(e)), EXIT_FAILED)
-        if link := dashboard(client):
-            _c.err.print(f"Dask dashboard: {link}", highlight=False, markup=False)
     from mpsched.study.interrupt import exit_interrupted, terminate_as_interrupt
 
     try:
-        with terminate_as_interrupt(), run_progress(len(tasks), _c.err) as update, warnings.catch_warnings():
+        with _cluster_client(cluster, jobs) as client, terminate_as_interrupt(), \
+                run_progress(len(tasks), _c.err) as update, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # printed below, once, as "warning: ..."
             res = run_study(s, target, engine=engine, jobs=jobs, on_progress=update, client=client, tasks=tasks,
                             force=force)
@@ -117,8 +104,6 @@ def run(
         _fail(_escape(str(e)), EXIT_BAD_INPUT)
     except KeyboardInterrupt as e:
         exit_interrupted(e, ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
-    finally:
-        client_cm.__exit__(None, None, None)
     _print_summary(res)
     for w in res.warnings():
         _c.err.print(f"warning: {w}", highlight=False, markup=False)

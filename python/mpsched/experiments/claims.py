@@ -211,5 +211,11 @@ def judge_claim(claim: dict[str, Any], samples: pl.DataFrame, variant: str,
 
 
 def judge_claims(published: dict[str, Any], samples: pl.DataFrame, variants: list[str]) -> list[ClaimResult]:
-    """Every claim of a study on each variant (claim-major order)."""
-    return [judge_claim(c, samples, v, published) for c in published.get("claim", []) for v in variants]
+    """Every claim of a study on each variant that has samples of its metric (claim-major
+    order; on every variant, each "no data", when none has)."""
+    out = []
+    for c in published.get("claim", []):
+        held = set() if samples.is_empty() else set(
+            samples.filter(pl.col("metric") == c["metric"]).get_column("variant").unique().to_list())
+        out += [judge_claim(c, samples, v, published) for v in ([v for v in variants if v in held] or variants)]
+    return out

@@ -140,22 +140,41 @@ def paasch_aggregation(results: dict[str, Any]) -> pl.DataFrame:
     out.append(_rows(g, pl.col("variant"), "goodput_mbps", setting, pl.col("goodput_mbps")))
     out.append(_rows(g, pl.col("variant"), "aggregation_benefit", setting, pl.col("ab")))
     for cls in ("low", "high"):
-        if f"sweep_{cls}" not in results:
+        j = sweep_benefit(results, cls)
+        if j is None:
             continue
-        mp, sp = _goodput_mbps(results[f"sweep_{cls}"]), _goodput_mbps(results[f"sweep_{cls}_tcp"])
-        keys = [c for c in ("p1.rate_bps", "p2.rate_bps", "p1.rtt_ns", "p2.rtt_ns", "p1.queue_ns", "p2.queue_ns")
-                if c in mp.columns]
-        single = sp.group_by(keys).agg(pl.col("goodput_mbps").filter(pl.col("path") == "p1").first().alias("c1"),
-                                       pl.col("goodput_mbps").filter(pl.col("path") == "p2").first().alias("c2"))
-        j = mp.join(single, on=keys, how="inner").with_columns(
-            pl.struct("goodput_mbps", "c1", "c2").map_elements(
-                lambda r: aggregation_benefit(r["goodput_mbps"], [r["c1"], r["c2"]]), return_dtype=pl.Float64).alias("ab"))
-        s = j.with_columns(pl.lit(f"{cls}-BDP design, {j.height // j['scheduler'].n_unique()} points").alias("setting")) \
+        s = j.with_columns(pl.lit(sweep_setting(cls, j)).alias("setting")) \
             .group_by("setting", "scheduler", maintain_order=True).agg(
                 pl.col("ab").median().alias("median"), (pl.col("ab") >= -0.05).mean().alias("share"))
         out.append(_rows(s, "", "aggregation_benefit_median", pl.col("setting"), pl.col("median")))
         out.append(_rows(s, "", "share_not_below_best_path", pl.col("setting"), pl.col("share")))
     return pl.concat(out)
+
+
+#: the design parameters that identify a point of the Paasch sweeps (the MPTCP and TCP runs share them)
+SWEEP_KEYS = ("p1.rate_bps", "p2.rate_bps", "p1.rtt_ns", "p2.rtt_ns", "p1.queue_ns", "p2.queue_ns")
+
+
+def sweep_benefit(results: dict[str, Any], cls: str) -> pl.DataFrame | None:
+    """One row per scheduler and point of the `cls` ("low" / "high") BDP design: the MPTCP
+    goodput, the TCP goodputs on each path alone at the same point (`c1`, `c2`), the aggregation
+    benefit `ab` and `point` (the design parameters as text, what pairs schedulers); None when
+    the design did not run."""
+    if f"sweep_{cls}" not in results:
+        return None
+    mp, sp = _goodput_mbps(results[f"sweep_{cls}"]), _goodput_mbps(results[f"sweep_{cls}_tcp"])
+    keys = [c for c in SWEEP_KEYS if c in mp.columns]
+    single = sp.group_by(keys).agg(pl.col("goodput_mbps").filter(pl.col("path") == "p1").first().alias("c1"),
+                                   pl.col("goodput_mbps").filter(pl.col("path") == "p2").first().alias("c2"))
+    return mp.join(single, on=keys, how="inner").with_columns(
+        pl.struct("goodput_mbps", "c1", "c2").map_elements(
+            lambda r: aggregation_benefit(r["goodput_mbps"], [r["c1"], r["c2"]]), return_dtype=pl.Float64).alias("ab"),
+        pl.concat_str([pl.col(k).cast(pl.String) for k in keys], separator="/").alias("point"))
+
+
+def sweep_setting(cls: str, j: pl.DataFrame) -> str:
+    """The setting label of a design: "low-BDP design, 400 points"."""
+    return f"{cls}-BDP design, {j.height // max(j['scheduler'].n_unique(), 1)} points"
 
 
 def app_delay(results: dict[str, Any]) -> pl.DataFrame:

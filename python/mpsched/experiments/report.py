@@ -67,12 +67,12 @@ class Reproduction:
 
 
 def reproduce(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
-              on_file: Callable[[str, int], None] | None = None, figures: bool = True) -> Reproduction:
-    """Run study `name` into `out/<file stem>/` (stored runs of the same code are reused), judge
-    its claims on the samples and draw its figures."""
+              on_file: Callable[[str, int], None] | None = None, figures: bool = True, client: Any = None) -> Reproduction:
+    """Run study `name` into `out/<file stem>/` (stored runs of the same code are reused; on a
+    Dask `client` when given), judge its claims on the samples and draw its figures."""
     published = load_published(name)
     start = time.monotonic()
-    results = run_files(name, out, quick=quick, jobs=jobs, on_file=on_file)
+    results = run_files(name, out, quick=quick, jobs=jobs, on_file=on_file, client=client)
     ours = ours_of(name, results)
     samples = STUDIES[name].samples(results)
     seconds = time.monotonic() - start
@@ -141,6 +141,30 @@ def _bars(title: str, metric: str, unit: str, settings: list[str], schedulers: l
     return fig
 
 
+def _cdfs(metric: str, dist: pl.DataFrame) -> Figure:
+    """Empirical CDFs of `metric`'s samples, one panel per setting (a design), one line per
+    scheduler (LowRTT and its extensions solid, the others dashed)."""
+    import numpy as np
+
+    settings = dist.get_column("setting").unique(maintain_order=True).to_list()
+    fig = Figure(figsize=(min(5.2 * len(settings), 12.0), 4.0), layout="constrained")
+    axes = fig.subplots(1, len(settings), squeeze=False, sharey=True).ravel()
+    for ax, setting in zip(axes, settings):
+        rows = dist.filter(pl.col("setting") == setting)
+        for j, sched in enumerate(rows.get_column("scheduler").unique(maintain_order=True).to_list()):
+            xs = np.sort(rows.filter(pl.col("scheduler") == sched).get_column("value").to_numpy())
+            ax.step(xs, np.arange(1, xs.size + 1) / xs.size, where="post", color=f"C{j % 10}",
+                    linestyle="-" if sched.startswith("minrtt") else "--", label=sched)
+        ax.axhline(0.5, color="grey", linestyle=":", linewidth=0.8)
+        ax.axvline(0.0, color="grey", linewidth=0.8)  # the best path alone
+        ax.set_xlabel(metric.removesuffix("_median").replace("_", " "), fontsize=8)
+        ax.set_title(setting, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("share of points", fontsize=8)
+    axes[0].legend(fontsize=7, loc="upper left")
+    return fig
+
+
 def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame) -> list[StudyFigure]:
     """One figure per published table (ours against the paper's, per setting), then one per
     claimed metric no table prints (ours only)."""
@@ -155,6 +179,12 @@ def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.Dat
     tabled = {t["metric"] for t in published.get("table", [])}
     for metric in dict.fromkeys(c["metric"] for c in published.get("claim", []) if c["metric"] not in tabled):
         claims = [c for c in published["claim"] if c["metric"] == metric]
+        dist = samples.filter((pl.col("metric") == metric) & (pl.col("statistic") == "median")) \
+            if not samples.is_empty() else samples
+        if not dist.is_empty():  # a median over many points (a sweep): their whole distribution
+            figs.append(StudyFigure(metric, f"{metric}: distribution over each design's points per scheduler "
+                                            "(empirical CDF; the dotted line is the median)", _png(_cdfs(metric, dist))))
+            continue
         scheds = list(dict.fromkeys(n for c in claims for n in (c.get("order") or c.get("similar") or c.get("among"))))
         rows = ours.filter(pl.col("metric") == metric)
         settings = rows.get_column("setting").unique(maintain_order=True).to_list()

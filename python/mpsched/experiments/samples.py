@@ -96,10 +96,12 @@ def datacenter(results: dict[str, Any]) -> pl.DataFrame:
 
 
 def paasch_aggregation(results: dict[str, Any]) -> pl.DataFrame:
-    """004_ slides 18-19: per run on slide 18's paths (one connection per seed) the goodput
+    """004_ slides 18-22: per run on slide 18's paths (one connection per seed) the goodput
     (Mbit/s) and its aggregation benefit against plain TCP on each path alone (the single-path
-    goodputs averaged over the seeds, as in our numbers)."""
-    from mpsched.experiments.metrics import _goodput_mbps
+    goodputs averaged over the seeds, as in our numbers); per point of each sweep design its
+    aggregation benefit (`aggregation_benefit_median`: the samples are the design's points,
+    paired across schedulers by the point)."""
+    from mpsched.experiments.metrics import _goodput_mbps, sweep_benefit, sweep_setting
 
     fixed, base = _goodput_mbps(results["fixed"]), _goodput_mbps(results["fixed_tcp"])
     q = [c for c in ("slow.queue",) if c in fixed.columns]
@@ -111,8 +113,14 @@ def paasch_aggregation(results: dict[str, Any]) -> pl.DataFrame:
     g = g.with_columns(pl.struct("goodput_mbps", "c1", "c2").map_elements(
         lambda r: aggregation_benefit(r["goodput_mbps"], [r["c1"], r["c2"]]), return_dtype=pl.Float64).alias("ab"))
     setting, key = "47+1 Mbit/s, 250 ms", pl.format("s{}", pl.col("seed"))
-    return pl.concat([_rows(g, variant, "goodput_mbps", setting, key, pl.col("goodput_mbps")),
-                      _rows(g, variant, "aggregation_benefit", setting, key, pl.col("ab"))])
+    out = [_rows(g, variant, "goodput_mbps", setting, key, pl.col("goodput_mbps")),
+           _rows(g, variant, "aggregation_benefit", setting, key, pl.col("ab"))]
+    for cls in ("low", "high"):
+        j = sweep_benefit(results, cls)
+        if j is not None:
+            out.append(_rows(j, "", "aggregation_benefit_median", sweep_setting(cls, j), pl.col("point"), pl.col("ab"),
+                             statistic="median"))
+    return pl.concat(out)
 
 
 def app_delay(results: dict[str, Any]) -> pl.DataFrame:

@@ -194,15 +194,17 @@ def run_study(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
 
 
 def run_files(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
-              on_file: Callable[[str, int], None] | None = None) -> dict[str, Any]:
-    """Run every scenario of study `name` into `out/<file stem>/`: its `Results` by file stem."""
-    from mpsched.study import plan, run
+              on_file: Callable[[str, int], None] | None = None, client: Any = None) -> dict[str, Any]:
+    """Run every scenario of study `name` into `out/<file stem>/` (on a Dask `client` when
+    given): its `Results` by file stem."""
+    from mpsched.study import plan_stream, run
 
     results = {}
     for f, scenario in scenarios_of(STUDIES[name], quick).items():
+        tasks = plan_stream(scenario)
         if on_file:
-            on_file(f, len(plan(scenario)))
-        results[Path(f).stem] = run(scenario, Path(out) / Path(f).stem, jobs=jobs)
+            on_file(f, len(tasks))
+        results[Path(f).stem] = run(scenario, Path(out) / Path(f).stem, jobs=jobs, tasks=tasks, client=client)
     return results
 
 

@@ -20,7 +20,7 @@ import itertools
 import math
 import typing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, Literal
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, Field
@@ -32,7 +32,7 @@ from mpsched.scenario.units import parse_fraction, parse_queue, parse_rate_bps, 
 if TYPE_CHECKING:
     from mpsched.scenario.model import Scenario
 
-__all__ = ["DesignSpec", "Axis", "RunSpec", "axes", "expand", "check_design", "design_points", "sweepable_fields"]
+__all__ = ["DesignSpec", "Axis", "RunSpec", "axes", "expand", "iter_expand", "check_design", "design_points", "sweepable_fields"]
 
 
 class DesignSpec(_Model):
@@ -260,12 +260,16 @@ def _set(data: Any, path: tuple, value: Any) -> None:
 def expand(scenario: Scenario) -> list[RunSpec]:
     """One `RunSpec` per combination of the list values and design points (a scenario with
     neither gives one)."""
+    return list(iter_expand(scenario))
+
+
+def iter_expand(scenario: Scenario) -> Iterator[RunSpec]:
+    """`expand`, one run at a time (a study of many runs never holds them all)."""
     ax = axes(scenario)
     grid, seeds = [a for a in ax if a.path != ("seed",)], [a for a in ax if a.path == ("seed",)]
     points = design_points(scenario)
     base = scenario.model_dump(mode="python")
     base["design"] = None
-    runs = []
     combos = itertools.product(*(a.values for a in grid), range(len(points)), *(a.values for a in seeds))
     for index, combo in enumerate(combos):
         values = list(combo)
@@ -283,8 +287,7 @@ def expand(scenario: Scenario) -> list[RunSpec]:
         params.setdefault("seed", concrete.seed)
         if "seed" in params:  # keep the seed last, as in the grid order
             params["seed"] = params.pop("seed")
-        runs.append(RunSpec(index, params, concrete))
-    return runs
+        yield RunSpec(index, params, concrete)
 
 
 def _deep_copy(x: Any) -> Any:

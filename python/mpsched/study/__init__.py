@@ -4,7 +4,8 @@ the store (`store`: batches of runs, atomic, content-addressed ids, resume; a lo
 fsspec URL) and reading results back (`results`: `Results`, `load`)."""
 
 from mpsched.study.execute import Interrupted, RunFailed, code_version, run
-from mpsched.study.plan import Task, check_topology_engine, describe, plan
+from mpsched.study.plan import StudyPlan, Task, check_topology_engine, describe, plan, plan_stream
 from mpsched.study.results import Results, load
 
-__all__ = ["Interrupted", "Results", "RunFailed", "Task", "check_topology_engine", "code_version", "describe", "load", "plan", "run"]
+__all__ = ["Interrupted", "Results", "RunFailed", "Task", "check_topology_engine", "code_version", "describe", "load", "plan", "plan_stream", "run",
+           "StudyPlan"]

@@ -5,8 +5,9 @@ writing the batch's files, about ten) is paid once per batch, so batches are siz
 runs' measured time: the first tasks carry one run each (nothing is known yet), then each task
 carries about `TARGET_TASK_S` of runs, so that cost stays near a tenth of the work or less;
 never more than a share of what is left (every worker keeps two tasks to do, so none idles at
-the end) nor more than `MAX_BATCH` runs (a lost worker costs one batch; the client holds only
-the tasks in flight, so its memory stays flat however long the study).
+the end) nor more than `MAX_BATCH` runs (a lost worker costs one batch). The tasks come from an
+iterator (`StudyPlan.tasks`: each run's configuration made as its batch is handed out) and the
+client holds only the tasks in flight, so its memory stays flat however long the study.
 
 A local pool's workers take about a second to start (spawn, then import the package), about
 what the client itself spent starting. So the client runs the first batches itself and starts
@@ -28,7 +29,8 @@ from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, w
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator
 
 import polars as pl
 
@@ -88,13 +90,30 @@ def batch_size(remaining: int, workers: int, mean_run_s: float | None) -> int:
     return max(1, min(share, want, MAX_BATCH))
 
 
-def drive(todo: list[Task], total: int, out: str, engine: str, version: str, schedulers: bytes | None, *,
-          jobs: int, executor: Executor | None, client: Any, on_progress: Callable | None,
-          work: Callable, store: Store, write_on_client: bool = False) -> Report:
-    """Run `todo` in batches on the chosen backend; returns the `Report` (failed runs included,
-    never raised: one bad run does not stop the others)."""
+class _Queue:
+    """The tasks left to hand out: an iterator and how many it still holds."""
+
+    def __init__(self, tasks: Iterable[Task], count: int):
+        self._it: Iterator[Task] = iter(tasks)
+        self._left = count
+
+    def __len__(self) -> int:
+        return self._left
+
+    def take(self, n: int) -> list[Task]:
+        batch = list(islice(self._it, n))
+        self._left = 0 if len(batch) < n else self._left - len(batch)
+        return batch
+
+
+def drive(todo: Iterable[Task], n_todo: int, total: int, out: str, engine: str, version: str,
+          schedulers: bytes | None, *, jobs: int, executor: Executor | None, client: Any,
+          on_progress: Callable | None, work: Callable, store: Store, write_on_client: bool = False) -> Report:
+    """Run the `n_todo` tasks of `todo` (of a study of `total` runs) in batches on the chosen
+    backend; returns the `Report` (failed runs included, never raised: one bad run does not
+    stop the others)."""
     report = Report()
-    done, failed, running = total - len(todo), 0, 0
+    done, failed, running = total - n_todo, 0, 0
     ran, run_s = 0, 0.0
     frames: dict[str, list[pl.DataFrame]] = {}
 
@@ -128,7 +147,7 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
         failed += len(result["failures"])
 
     notify()
-    queue = list(todo)
+    queue = _Queue(todo, n_todo)
     target = None if write_on_client else out
     here: list[float] = []  # CPU seconds per run of each batch run in this process
 
@@ -147,10 +166,10 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
         last batch, once there are two: the first pays for first-use costs). With `patience_s`,
         a batch still running after that long (runs too long to wait for before starting the
         pool) is left running in its thread, in `slow`, and the pool starts."""
-        nonlocal queue, running
+        nonlocal running
         while queue and not stop(here[-1] if len(here) >= 2 else None):
             n = batch_size(len(queue), jobs, run_s / ran if ran else None)
-            batch, queue = queue[:n], queue[n:]
+            batch = queue.take(n)
             running = len(batch)
             notify()
             cpu = time.process_time()
@@ -168,7 +187,7 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             notify()
 
     if executor is None and client is None:
-        if jobs <= 1 or len(todo) <= 1:
+        if jobs <= 1 or n_todo <= 1:
             run_here(lambda per_run: False)
             return _finish(report, frames)
         # a worker costs about what this process spent starting (the interpreter and the
@@ -198,7 +217,7 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
         while queue or pending:
             while queue and len(pending) < (workers if warming else 2 * workers):
                 n = 1 if warming else batch_size(len(queue), workers, run_s / ran if ran else None)
-                batch, queue = queue[:n], queue[n:]
+                batch = queue.take(n)
                 with quiet_spawn() if own is not None else nullcontext():  # workers start with SIGINT ignored
                     pending[pool.submit(work, batch, target, engine, version, schedulers)] = batch
             running = sum(len(b) for b in pending.values())
@@ -206,7 +225,7 @@ def drive(todo: list[Task], total: int, out: str, engine: str, version: str, sch
             warming = warming and not any(f.done() for f in pending)
             if warming and queue:
                 n = batch_size(len(queue), workers, run_s / ran if ran else None)
-                batch, queue = queue[:n], queue[n:]
+                batch = queue.take(n)
                 take(batch, work_here(batch), None)
                 continue
             finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mpsched import engines
-from mpsched.engines import python_schedulers_of
 from mpsched.scenario import Scenario, load_scenario
 from mpsched.sched import register
 from mpsched.study import store as st
 from mpsched.study.batching import RunFailed, drive
 from mpsched.study.interrupt import Interrupted
-from mpsched.study.plan import Task, check_topology_engine, plan
+from mpsched.study.plan import StudyPlan, Task, check_topology_engine, plan_stream
 from mpsched.study.results import Results, from_store
 
 __all__ = ["Interrupted", "RunFailed", "code_version", "execute_batch", "run"]
@@ -47,7 +46,7 @@ def run(
     progress: bool = False,
     executor: Executor | None = None,
     client: Any = None,
-    tasks: list[Task] | None = None,
+    tasks: list[Task] | StudyPlan | None = None,
     workers_write: bool = True,
     force: bool = False,
 ) -> Results:
@@ -65,7 +64,9 @@ def run(
     workers must see `out` (a shared file system or an object store), unless
     `workers_write=False`: then each task returns its runs' tables and this process writes the
     batches (more traffic through the client; for workers that share no storage with it).
-    `tasks`: the study already planned (`mpsched.study.plan`), so it is not planned twice.
+    `tasks`: the study already planned (`mpsched.study.plan_stream`, or the tasks of
+    `mpsched.study.plan`), so it is not planned twice. Every run is checked before the first
+    starts, and the runs' configurations are made as they are handed out, not held.
 
     A scenario whose estimated work or memory is above `mpsched.scenario.budget.LIMITS` is
     refused unless `force`. Ctrl-C (KeyboardInterrupt) stops it at once and raises `Interrupted`
@@ -76,7 +77,7 @@ def run(
     if tasks is None:
         check_topology_engine(scenario, engine)
         engines.check_engine(engine)
-        tasks = plan(scenario, engine, force=force)
+        tasks = plan_stream(scenario, engine, force=force)
     if progress and on_progress is None:
         from mpsched.study.progress import run_progress
 
@@ -95,9 +96,10 @@ def run(
     return run_tasks(tasks, out, engine, jobs, on_progress, executor, client, workers_write)
 
 
-def run_tasks(tasks: list[Task], out: str | Path, engine: str, jobs: int, on_progress,
+def run_tasks(tasks: list[Task] | StudyPlan, out: str | Path, engine: str, jobs: int, on_progress,
               executor: Executor | None = None, client: Any = None, workers_write: bool = True) -> Results:
     """Run the tasks not yet in the store `out` and return the study's results."""
+    study = tasks if isinstance(tasks, StudyPlan) else StudyPlan.of(tasks)
     if "://" not in str(out):
         out = Path(out).resolve()  # workers may run elsewhere (another directory, another host)
     store = st.Store(out)
@@ -109,46 +111,42 @@ def run_tasks(tasks: list[Task], out: str | Path, engine: str, jobs: int, on_pro
         for name in store.damaged(version):  # a file that cannot be read: its runs are recomputed
             store.remove_batch(name)
         done = {r for r, b in store.owners(version).items() if b.code_version == version}
-        todo = [t for t in tasks if t.run_id not in done]
+        n_todo = sum(1 for r in study.run_ids if r not in done)
         try:
-            report = _execute(store, todo, tasks, out, engine, version, jobs, on_progress, executor, client,
+            report = _execute(store, study, done, n_todo, out, engine, version, jobs, on_progress, executor, client,
                               workers_write)
         except KeyboardInterrupt:
-            raise Interrupted(stored_count(out, [t.run_id for t in tasks]), len(tasks),
-                              store.root if store.local else out) from None
+            raise Interrupted(stored_count(out, study.run_ids), len(study), store.root if store.local else out) from None
         if report.changed_store:
             store.dedupe(version)
     if report.failures:
         raise RunFailed(report.failures, out)
-    res = from_store(store, [t.run_id for t in tasks], version, report.frames, report.run_ids)
-    res.study_stats = {"runs": len(tasks), "ran": len(todo), "tasks": report.tasks, "run_s": report.run_s,
+    res = from_store(store, study.run_ids, version, report.frames, report.run_ids)
+    res.study_stats = {"runs": len(study), "ran": n_todo, "tasks": report.tasks, "run_s": report.run_s,
                        "task_wall_s": report.task_wall_s, "task_cpu_s": report.task_cpu_s}
     for w in res.warnings():
         warnings.warn(w, RuntimeWarning, stacklevel=3)
     return res
 
 
-def _execute(store: st.Store, todo: list[Task], tasks: list[Task], out, engine: str, version: str, jobs: int,
-             on_progress, executor, client, workers_write: bool):
+def _execute(store: st.Store, study: StudyPlan, done: set[str], n_todo: int, out, engine: str, version: str,
+             jobs: int, on_progress, executor, client, workers_write: bool):
     if engine == "kernel":
         jobs, executor, client = 1, None, None  # one testbed per machine: its namespaces and addresses are fixed
-    schedulers = _python_schedulers(todo)
+    schedulers = _python_schedulers(study.schedulers)
     if schedulers is not None and schedulers[1] is None:
         jobs, executor = 1, None  # classes that cannot travel run in this process (jobs=1)
         if client is not None:
             raise ValueError(schedulers[2])
     payload = schedulers[1] if schedulers else None
-    return drive(todo, len(tasks), str(out), engine, version, payload, jobs=jobs, executor=executor,
+    return drive(study.tasks(skip=done), n_todo, len(study), str(out), engine, version, payload, jobs=jobs, executor=executor,
                  client=client, on_progress=on_progress, work=execute_batch, store=store,
                  write_on_client=not workers_write)
 
 
-def _python_schedulers(tasks: list[Task]) -> tuple[dict, bytes | None, str] | None:
-    """The Python scheduler classes the tasks use, with their cloudpickle (by reference when
+def _python_schedulers(classes: dict[str, type]) -> tuple[dict, bytes | None, str] | None:
+    """The Python scheduler classes of a study, with their cloudpickle (by reference when
     importable, else by value), or None and the reason when they cannot be sent to a worker."""
-    classes: dict[str, type] = {}
-    for t in tasks:
-        classes.update(python_schedulers_of(t.config))
     if not classes:
         return None
     try:

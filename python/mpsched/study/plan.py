@@ -1,11 +1,17 @@
 """Planning a study: expand the scenario's sweep and normalize every run into a `Task` (all
-checked before the first run starts, so a bad sweep fails at once, not an hour in)."""
+checked before the first run starts, so a bad sweep fails at once, not an hour in).
+
+`plan` returns the tasks as a list (a few kilobytes each: the normalized configuration).
+`plan_stream` checks every run the same way but keeps only their ids (a `StudyPlan`), and makes
+the tasks again, lazily, as the study hands them to workers: the memory of a study's client
+stays flat however many runs it has.
+"""
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
 
 from mpsched import engines
 from mpsched.engines import python_schedulers_of
@@ -13,10 +19,10 @@ from mpsched.scenario import Scenario, ScenarioError
 from mpsched.scenario import network
 from mpsched.scenario.budget import check_config_budget, check_scenario_budget
 from mpsched.scenario.normalize import normalize
-from mpsched.scenario.sweep import axes, expand
+from mpsched.scenario.sweep import axes, iter_expand
 from mpsched.study import store
 
-__all__ = ["Task", "check_topology_engine", "describe", "plan"]
+__all__ = ["StudyPlan", "Task", "check_topology_engine", "describe", "plan", "plan_stream"]
 
 
 @dataclass(frozen=True)
@@ -42,21 +48,72 @@ def plan(scenario: Scenario, engine: str = "sim", *, force: bool = False) -> lis
     memory above `mpsched.scenario.budget.LIMITS` are refused unless `force`."""
     check_topology_engine(scenario, engine)
     check_scenario_budget(scenario, force)
+    return list(_tasks(scenario, engine, force, check=True))
+
+
+@dataclass
+class StudyPlan:
+    """A study checked run by run, holding only each run's id (in run order) and the Python
+    scheduler classes its runs use; `tasks()` makes the runs' `Task`s again, one at a time.
+    Iterating it gives the tasks (it stands where a list of tasks does)."""
+
+    run_ids: list[str]
+    schedulers: dict[str, type] = field(default_factory=dict)
+    make: Callable[[], Iterator[Task]] = field(default=lambda: iter(()), repr=False)
+
+    def __len__(self) -> int:
+        return len(self.run_ids)
+
+    def __iter__(self) -> Iterator[Task]:
+        return self.tasks()
+
+    def tasks(self, skip: Iterable[str] = frozenset()) -> Iterator[Task]:
+        """The tasks in run order, those whose run id is in `skip` left out."""
+        skip = skip if isinstance(skip, (set, frozenset, dict)) else set(skip)
+        return (t for t in self.make() if t.run_id not in skip)
+
+    @classmethod
+    def of(cls, tasks: Iterable[Task]) -> "StudyPlan":
+        """A plan of tasks already made (a list from `plan`)."""
+        tasks = list(tasks)
+        schedulers: dict[str, type] = {}
+        for t in tasks:
+            schedulers.update(python_schedulers_of(t.config))
+        return cls([t.run_id for t in tasks], schedulers, lambda: iter(tasks))
+
+
+def plan_stream(scenario: Scenario, engine: str = "sim", *, force: bool = False) -> StudyPlan:
+    """`plan`, keeping only the run ids: every run is expanded, normalized and checked here (the
+    same `ScenarioError` on the first bad one), and made again when the study runs it."""
+    check_topology_engine(scenario, engine)
+    check_scenario_budget(scenario, force)
+    run_ids: list[str] = []
+    schedulers: dict[str, type] = {}
+    for task in _tasks(scenario, engine, force, check=True):
+        run_ids.append(task.run_id)
+        schedulers.update(python_schedulers_of(task.config))
+    # checked above: made again without the engine's checks (the same code, the same runs)
+    return StudyPlan(run_ids, schedulers, lambda: _tasks(scenario, engine, force, check=False))
+
+
+def _tasks(scenario: Scenario, engine: str, force: bool, *, check: bool) -> Iterator[Task]:
+    """Each run of `scenario` as a `Task`, in run order, made one at a time (`check`: refuse a
+    bad one with a `ScenarioError` naming the run)."""
     types = _param_types(scenario)
-    tasks = []
-    runs = expand(scenario)
-    for r in runs:
+    single = _run_count(scenario) == 1
+    for r in iter_expand(scenario):
         try:
             norm = normalize(r.scenario)
             config, chain = norm.config, norm.chain
-            if chain and engine != "sim":
-                raise ScenarioError("workload", f"back-to-back arrivals run on the simulator only, not on the {engine} engine")
-            if python_schedulers_of(config) and engine != "sim":
-                raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
-            check_config_budget(config, force)
-            _engine_check(config, engine)
+            if check:
+                if chain and engine != "sim":
+                    raise ScenarioError("workload", f"back-to-back arrivals run on the simulator only, not on the {engine} engine")
+                if python_schedulers_of(config) and engine != "sim":
+                    raise ScenarioError("connection", f"Python schedulers run on the simulator only, not on the {engine} engine")
+                check_config_budget(config, force)
+                _engine_check(config, engine)
         except ScenarioError as e:
-            if len(runs) == 1:
+            if single:
                 raise
             where = ", ".join(f"{k}={v}" for k, v in r.params.items())
             raise ScenarioError(e.field, f"{e.message} (in the run with {where})", e.source) from None
@@ -64,9 +121,7 @@ def plan(scenario: Scenario, engine: str = "sim", *, force: bool = False) -> lis
         custom = python_schedulers_of(config)
         digest = store.config_hash(config)
         run_id = store.run_id_for(params, config, engine, salt=_source_digest(custom), digest=digest)
-        tasks.append(Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), norm.columns or None,
-                          digest))
-    return tasks
+        yield Task(r.index, run_id, params, config, r.scenario.to_toml(), tuple(chain), norm.columns or None, digest)
 
 
 def _engine_check(config: dict[str, Any], engine: str) -> None:
@@ -113,13 +168,17 @@ def _param_types(scenario: Scenario) -> dict[str, type]:
     return out
 
 
+def _run_count(scenario: Scenario) -> int:
+    n = int(scenario.design.samples) if scenario.design is not None else 1
+    for a in axes(scenario):
+        n *= len(a.values)
+    return n
+
+
 def describe(scenario: Scenario) -> dict[str, Any]:
     """What a scenario expands to: the swept fields and the number of runs (for `mpsched check`)."""
     ax = axes(scenario)
-    n = int(scenario.design.samples) if scenario.design is not None else 1
-    for a in ax:
-        n *= len(a.values)
-    out: dict[str, Any] = {"runs": n, "axes": {a.label: list(a.values) for a in ax}}
+    out: dict[str, Any] = {"runs": _run_count(scenario), "axes": {a.label: list(a.values) for a in ax}}
     if scenario.design is not None:
         d = scenario.design
         out["design"] = {"kind": d.kind, "samples": int(d.samples), "ranges": dict(d.ranges), "log": list(d.log)}
