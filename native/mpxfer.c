@@ -241,6 +241,10 @@ static int run_server(int argc, char **argv) {
         fprintf(stderr, "mpxfer: listen on %d: %s\n", port, strerror(errno));
         return 1;
     }
+    // Accepted sockets (and MPTCP join subflows) inherit the listener's congestion control;
+    // without it they are born with the namespace default (the host's, e.g. bbr), whose init
+    // leaves TCP pacing on after the per-connection switch (docs/testbed.md, HyStart).
+    set_cc(ls, arg(argc, argv, "--cc", ""));
     printf("{\"type\": \"ready\"}\n");
     while (!g_stop) {
         if (!(wait_fd(ls, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;

@@ -128,6 +128,9 @@ def measure(todo: list[Cell], on_cell: Callable[[Cell, list[dict[str, Any]]], No
         tables = run_kernel(cell.config, repetitions=1)
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         seg = "segmented" if os.environ.get("MPSCHED_TESTBED_SEGMENT") == "1" else "gso"
+        # Since issue 11's HyStart analysis the server's listener carries the flows' cc (sockets
+        # born with it); "inherited cc" marks runs whose sockets were born with the host's bbr.
+        seg += "; inherited cc" if os.environ.get("MPSCHED_TESTBED_INHERIT_CC") == "1" else "; listener cc"
         mine = [{"cell": cell.id, "scenario": cell.scenario, "size_bytes": cell.size_bytes, "shaper": cell.shaper,
                  "repetition": k, "fct_s": round(r["fct_s"], 6),
                  "path2_share": None if r["path2_share"] is None else round(r["path2_share"], 4),

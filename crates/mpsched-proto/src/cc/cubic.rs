@@ -8,8 +8,8 @@
 //! at least 2, at most 20 before the first loss. All arithmetic is integer (the cube root by
 //! bisection), so runs are bit-reproducible on every machine.
 //!
-//! HyStart (Ha & Rhee 2011, Linux defaults `hystart=1`, `hystart_detect=3`) ends slow start
-//! early once cwnd >= 16 segments: ACK-train detection (ACKs spaced <= 2 ms apart spanning
+//! HyStart (Ha & Rhee 2011, Linux defaults `hystart=1`, `hystart_detect=3`) tracks rounds
+//! from the first ACK and ends slow start early once cwnd >= 16 segments: ACK-train detection (ACKs spaced <= 2 ms apart spanning
 //! more than half the minimum RTT) or delay increase (minimum of the first 8 RTT samples of a
 //! round above delay_min + clamp(delay_min / 8, 4 ms, 16 ms)). Detection sets ssthresh = cwnd.
 
@@ -82,8 +82,15 @@ impl Cubic {
     }
 
     fn hystart_update(&mut self, tcb: &mut CcState, ack: &AckSample, delay_ns: u64) {
+        // Rounds are tracked from the first ACK, whatever cwnd (Linux resets the round before
+        // its `hystart_low_window` test), so they stay aligned with the ACK-clocked flights
+        // of slow start; starting them at cwnd 16 would start one mid-flight, and its ACK
+        // train would end at the flight's tail.
         if !self.round_started || ack.snd_una > self.end_seq {
             self.hystart_reset(ack.now_ns, ack.snd_nxt);
+        }
+        if tcb.cwnd_bytes < HYSTART_LOW_WINDOW_SEGMENTS * tcb.mss_bytes {
+            return;
         }
         let now = ack.now_ns;
         // ACK train.
@@ -197,10 +204,7 @@ impl CongestionControl for Cubic {
                 if self.delay_min_ns == 0 || self.delay_min_ns > delay {
                     self.delay_min_ns = delay;
                 }
-                if !self.found
-                    && tcb.in_slow_start()
-                    && tcb.cwnd_bytes >= HYSTART_LOW_WINDOW_SEGMENTS * tcb.mss_bytes
-                {
+                if !self.found && tcb.in_slow_start() {
                     self.hystart_update(tcb, ack, delay);
                 }
             }

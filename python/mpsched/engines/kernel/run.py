@@ -88,6 +88,22 @@ def _path_of(caddr: str, n_paths: int) -> int | None:
     return None
 
 
+#: Set to 1 to leave the server's listener on the namespace's default congestion control (the
+#: testbed before issue 11's HyStart analysis, to reproduce its measurements: sockets born with
+#: the host's bbr and switched to the flow's cc after the handshake keep TCP pacing on).
+INHERIT_CC_ENV = "MPSCHED_TESTBED_INHERIT_CC"
+
+
+def _listener_cc(plan: Plan) -> list[str]:
+    """mpxfer server arguments that give its listener the flows' congestion control, so every
+    accepted socket and MPTCP join subflow is born with it (a new namespace's default is the
+    host's, and setting another default there is refused unless the host allows that cc)."""
+    ccs = {f.cc for f in plan.flows}
+    if len(ccs) != 1 or os.environ.get(INHERIT_CC_ENV) == "1":
+        return []
+    return ["--cc", ccs.pop()]
+
+
 def _warm_up(tb: Testbed, mpxfer: str, workdir: Path) -> None:
     """One small TCP transfer per path: resolves neighbours and wakes the delayer, so the first
     timed packet does not pay for it (docs/testbed.md, pitfall 6)."""
@@ -130,7 +146,7 @@ def _run_once(cfg: dict[str, Any], plan: Plan, workdir: Path | None) -> tuple[Ta
             tb.start_delayer()
             server_out = work / "server.jsonl"
             tb.spawn(tb.srv, [mpxfer, "server", "--port", str(SERVER_PORT),
-                              "--sample-ns", str(plan.sample_interval_ns)], server_out)
+                              "--sample-ns", str(plan.sample_interval_ns), *_listener_cc(plan)], server_out)
             sinks = set()
             for c in plan.cross:
                 sinks.add(tb.cli if c.direction == "down" else tb.srv)

@@ -1,0 +1,123 @@
+"""The kernel's HyStart on the testbed (issue 11): run one grid cell on the kernel (root) while a
+watcher in the server namespace reads the HyStart counters (`nstat`) and the senders' `ss -ti`
+(cwnd, ssthresh, rtt) every few ms; prints the counters at the end of the run and, per
+connection and subflow, where slow start ended (the first sample with a finite ssthresh).
+
+    sudo .venv/bin/python benches/probe_hystart.py equal/htb/1MiB [--out DIR]
+
+Wrap it in the testbed's flock (one kernel run per machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from mpsched.engines.kernel.host import PREFIX
+from mpsched.engines.kernel.run import run_kernel
+from mpsched.study.grid import cells
+
+GRID = Path(__file__).resolve().parent.parent / "scenarios" / "validation" / "grid"
+WATCH = ("while :; do echo \"@ $(date +%s%N)\"; nstat -asz 'TcpExtTCPHystart*' | tail -n +2; "
+         "ss -tinH state established; sleep 0.003; done")
+
+
+def _server_ns(pid: int) -> str | None:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if name.startswith(f"{PREFIX}-{pid}-s"):
+            return name
+    return None
+
+
+def watch(stop: threading.Event, out: Path, pcap: bool) -> None:
+    import os
+
+    ns = None
+    while ns is None and not stop.is_set():
+        ns = _server_ns(os.getpid())
+        time.sleep(0.01)
+    if ns is None:
+        return
+    time.sleep(0.3)  # the testbed's sysctls and routes first
+    with open(out, "w") as fh:
+        procs = [subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", WATCH], stdout=fh,
+                                  stderr=subprocess.DEVNULL)]
+        if pcap:
+            # The sender's view: data skbs as TCP hands them to srv0 (GSO, before any
+            # segmentation) and the ACKs as they reach it.
+            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-Z", "root", "-i", "srv0", "-s", "128", "-U",
+                                           "-w", str(out.with_suffix(".pcap"))], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        stop.wait()
+        for proc in procs:
+            proc.terminate()
+            proc.wait()
+
+
+def summarize(log: Path) -> None:
+    text = log.read_text()
+    counters: dict[str, int] = {}
+    for m in re.finditer(r"^(TcpExtTCPHystart\w+)\s+(\d+)", text, re.M):
+        counters[m.group(1)] = int(m.group(2))
+    print("counters at the end:", counters or "none (all zero)")
+    # One line per socket: 'ESTAB ... local peer \n\t cubic ... cwnd:N ssthresh:M ...'
+    first_ss: dict[str, tuple[int, str]] = {}
+    max_cwnd: dict[str, int] = {}
+    last: dict[str, str] = {}
+    now = 0
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("@ "):
+            now = int(line[2:])
+            continue
+        if "cwnd:" not in line or i == 0:
+            continue
+        key = " ".join(lines[i - 1].split()[2:4])
+        cwnd = int(re.search(r"cwnd:(\d+)", line).group(1))
+        max_cwnd[key] = max(max_cwnd.get(key, 0), cwnd)
+        last[key] = line
+        m = re.search(r" ssthresh:(\d+)", line)
+        if m and key not in first_ss:
+            retr = re.search(r"retrans:\d+/(\d+)", line)
+            first_ss[key] = (now, f"ssthresh {m.group(1)} cwnd {cwnd} retrans {retr.group(1) if retr else 0} "
+                                  f"rtt {re.search(r'rtt:([0-9.]+)', line).group(1)}")
+    def field(line: str, name: str) -> str:
+        m = re.search(rf"\b{name}[: ]([^ ]+)", line)
+        return m.group(1) if m else "-"
+
+    for key in max_cwnd:
+        end = last[key]
+        print(f"{key}: max cwnd {max_cwnd[key]}; slow start ended: {first_ss.get(key, (0, 'never seen'))[1]}; "
+              f"last sample: bytes_sent {field(end, 'bytes_sent')} bytes_retrans {field(end, 'bytes_retrans')} "
+              f"sndbuf_limited {field(end, 'sndbuf_limited')} {'join' if 'flags:J' in end else ''}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cell")
+    ap.add_argument("--out", default="/tmp/probe_hystart")
+    ap.add_argument("--pcap", action="store_true", help="also capture srv0 with tcpdump (LOG.pcap)")
+    a = ap.parse_args()
+    cell = next(c for c in cells(GRID) if c.id == a.cell)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / (a.cell.replace("/", "_") + ".log")
+    stop = threading.Event()
+    t = threading.Thread(target=watch, args=(stop, log, a.pcap), daemon=True)
+    t.start()
+    try:
+        run_kernel(cell.config, repetitions=1)
+    finally:
+        stop.set()
+        t.join()
+    summarize(log)
+
+
+if __name__ == "__main__":
+    main()
