@@ -12,6 +12,7 @@ interrupted study already stored.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import tempfile
 import time
@@ -30,6 +31,7 @@ from mpsched.study.batching import RunFailed, drive
 from mpsched.study.interrupt import Interrupted
 from mpsched.study.plan import Task, check_topology_engine, plan
 from mpsched.study.results import Results, from_store
+from mpsched.study.simclock import SIM_CLOCK
 
 __all__ = ["Interrupted", "RunFailed", "code_version", "execute_batch", "run"]
 
@@ -196,10 +198,11 @@ def execute_batch(tasks: list[Task], out: str | None, engine: str, version: str,
 
 
 def _run_one(task: Task, engine: str, version: str, started: float) -> st.RunRecord:
-    if task.chain:
-        tables = engines.run_chained(task.config, list(task.chain), engine, run_one=engines.run_config)
-    else:
-        tables = engines.run_config(task.config, engine)
+    one = functools.partial(engines.run_config, progress=SIM_CLOCK.report)
+    try:
+        tables = engines.run_chained(task.config, list(task.chain), engine, run_one=one) if task.chain else one(task.config, engine)
+    finally:
+        SIM_CLOCK.clear()
     engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
     _name_paths(tables, task.config)
     _add_columns(tables, task.extra_columns or {})
