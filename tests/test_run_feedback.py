@@ -57,6 +57,17 @@ def test_the_bar_shows_the_clock_the_core_updates():
     assert any(s.startswith("sim ") and s.endswith("/ 3 s") and s != "sim 0 s / 3 s" for s in shown), shown
 
 
+def test_a_study_run_feeds_the_clock_the_bar_reads(monkeypatch):
+    from mpsched.study.simclock import SIM_CLOCK
+
+    seen: list[int] = []
+    report = SIM_CLOCK.report
+    monkeypatch.setattr(SIM_CLOCK, "report", lambda now_ns, duration_ns: (seen.append(now_ns), report(now_ns, duration_ns)))
+    mpsched.run(_scenario("minrtt"))
+    assert any(0 < t < 3_000_000_000 for t in seen), seen
+    assert SIM_CLOCK.text() == ""  # cleared once the run is over
+
+
 def test_a_built_in_schedulers_refused_actions_are_in_the_actions_table():
     # redundant sends every byte on every subflow and asks for new data beyond what a small
     # receive window allows: the connection refuses it, and says so per flow, kind and reason

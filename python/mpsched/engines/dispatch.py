@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from mpsched.engines import sim
 from mpsched.engines.base import ENGINES, ConfigRefused, EngineError, EngineUnavailable, Tables
@@ -40,16 +40,14 @@ def check_engine(engine: str) -> None:
         preflight()  # raises an EngineUnavailable naming what the machine lacks
 
 
-def run_config(config: dict[str, Any], engine: str = "sim",
-               progress: Callable[[int, int], None] | None = None) -> Tables:
-    """Run one normalized configuration on `engine` and return its record tables. The simulator
-    tells `progress(now_ns, duration_ns)` the simulated time as it goes (the kernel nothing)."""
+def run_config(config: dict[str, Any], engine: str = "sim") -> Tables:
+    """Run one normalized configuration on `engine` and return its record tables."""
     check_engine(engine)
     custom = sim.python_schedulers_of(config)
     if custom and engine != "sim":
         raise EngineError(f"Python schedulers ({', '.join(custom)}) run in the simulator only")
     if engine == "sim":
-        tables = sim.run(config, progress)
+        tables = sim.run(config)
     else:
         from mpsched.engines.kernel import run_kernel  # needs root to run, not to import
 

@@ -12,7 +12,6 @@ interrupted study already stored.
 
 from __future__ import annotations
 
-import functools
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,7 @@ from typing import Any, Callable
 
 from mpsched import engines
 from mpsched.engines import python_schedulers_of
+from mpsched.engines import sim as sim_engine
 from mpsched.scenario import Scenario, load_scenario
 from mpsched.sched import register
 from mpsched.study import store as st
@@ -198,9 +198,12 @@ def execute_batch(tasks: list[Task], out: str | None, engine: str, version: str,
 
 
 def _run_one(task: Task, engine: str, version: str, started: float) -> st.RunRecord:
-    one = functools.partial(engines.run_config, progress=SIM_CLOCK.report)
+    sim_engine.default_progress = SIM_CLOCK.report  # the bar shows how far a long run is
     try:
-        tables = engines.run_chained(task.config, list(task.chain), engine, run_one=one) if task.chain else one(task.config, engine)
+        if task.chain:
+            tables = engines.run_chained(task.config, list(task.chain), engine, run_one=engines.run_config)
+        else:
+            tables = engines.run_config(task.config, engine)
     finally:
         SIM_CLOCK.clear()
     engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
