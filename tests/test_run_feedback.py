@@ -57,6 +57,21 @@ def test_the_bar_shows_the_clock_the_core_updates():
     assert any(s.startswith("sim ") and s.endswith("/ 3 s") and s != "sim 0 s / 3 s" for s in shown), shown
 
 
+def test_a_pool_workers_clock_is_read_by_the_client_through_shared_memory():
+    from multiprocessing import get_context
+
+    client, worker = SimClock(), SimClock()
+    slots = client.pool_slots(get_context("spawn"), 2)
+    worker.share(slots)  # what `worker_init` does in each worker
+    worker.report(7_000_000_000, 100_000_000_000)
+    assert client.text() == "sim 7 s / 100 s"
+    worker.clear()
+    assert client.text() == ""
+    client.unwatch()
+    worker.report(1, 2)
+    assert client.text() == ""
+
+
 def test_a_study_run_feeds_the_clock_the_bar_reads(monkeypatch):
     from mpsched.study.simclock import SIM_CLOCK
 
