@@ -184,3 +184,25 @@ def test_every_shipped_scenario_and_study_is_within_the_limits():
         for r in runs[:: max(1, len(runs) // 3)]:
             check_config_budget(normalize(r.scenario).config)
     assert LIMITS["runs"] >= 10_000
+
+
+def test_the_core_refuses_out_of_range_scheduler_parameters_itself_with_the_bounds_python_checks():
+    """Python checks the bounds the core exports; with the Python check bypassed, the core's
+    registry refuses the same values, naming the parameter (no wrapped arithmetic behind it)."""
+    import json
+
+    from mpsched import _core, registry
+    from mpsched.engines import ConfigRefused, sim
+    from mpsched.scenario.normalize import to_config
+
+    core = json.loads(_core.schedulers_json())
+    registry.schedulers()
+    assert (registry.MAX_PARAM_INT, registry.MAX_PARAM_NS) == (core["max_param_int"], core["max_param_ns"])
+    config = to_config(Scenario.from_dict(copy.deepcopy(BASE)).expand()[0])
+    for name, key, value in [("roundrobin", "num_segments", 2**62), ("linux", "sndbuf_factor", registry.MAX_PARAM_INT + 1),
+                             ("freeze", "probe_interval_ns", registry.MAX_PARAM_NS + 1)]:
+        config["transports"][0].update(scheduler=name, scheduler_params={key: value})
+        with pytest.raises(ConfigRefused, match=key):
+            sim.check_config(config)
+        with pytest.raises(ValueError, match=key):
+            registry.check_scheduler_params(name, {key: value})

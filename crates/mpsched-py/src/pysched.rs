@@ -10,7 +10,7 @@
 //! An exception in Python stops that scheduler (it answers "wait" from then on) and is kept,
 //! so the run raises it at the end instead of producing a silently wrong result.
 
-use mpsched_proto::sched::{Action, ConnView, LossKind, Rejection, ResendKind, Scheduler, SubflowId, SubflowView};
+use mpsched_proto::sched::{Action, ConnView, LossKind, ResendKind, Scheduler, SubflowId, SubflowView};
 use mpsched_sim::run::CustomSchedulers;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};

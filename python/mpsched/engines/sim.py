@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from mpsched import _core
 from mpsched.engines.base import ConfigRefused, EngineError, EngineUnavailable, Tables
@@ -84,13 +84,21 @@ def _scheduler_error(e: BaseException) -> str:
     return f"the Python scheduler raised {type(e).__name__}: {e}{where}"
 
 
-def run(config: dict[str, Any]) -> Tables:
-    """Run one normalized configuration in the core and return its record tables."""
+#: Told `(now_ns, duration_ns)` by the runs of this process given no `progress` of their own
+#: (a study sets it to the clock its progress bar reads: `study.simclock`).
+default_progress: Callable[[int, int], None] | None = None
+
+
+def run(config: dict[str, Any], progress: Callable[[int, int], None] | None = None) -> Tables:
+    """Run one normalized configuration in the core and return its record tables.
+    `progress(now_ns, duration_ns)` (else `default_progress`) is told the simulated time as the
+    run goes (the core calls it every few ten thousand events and at the end)."""
+    progress = progress or default_progress
     custom = {k: sched.guarded(v) for k, v in python_schedulers_of(config).items()}
     text = _json(config)
     sched._RUNNING.append(1) if custom else None
     try:
-        return _core.run_json(text, custom) if custom else _core.run_json(text)
+        return _core.run_json(text, custom or None, progress)
     except KeyboardInterrupt:
         raise
     except sched.Stopped:

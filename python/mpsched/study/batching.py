@@ -36,6 +36,7 @@ import polars as pl
 
 from mpsched.study.interrupt import call_interruptibly, kill_workers, quiet_spawn, start_in_thread, worker_init
 from mpsched.study.plan import Task
+from mpsched.study.simclock import SIM_CLOCK
 from mpsched.study.store import Store, concat
 
 __all__ = ["RunFailed", "Report", "batch_size", "drive"]
@@ -203,9 +204,11 @@ def drive(todo: Iterable[Task], n_todo: int, total: int, out: str, engine: str, 
     elif executor is not None:
         pool, workers = executor, getattr(executor, "_max_workers", 2)
     else:
-        # workers ignore SIGINT (this process decides and kills them) and die with it
-        own = pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=worker_init,
-                                         initargs=(os.getpid(),))
+        # workers ignore SIGINT (this process decides and kills them) and die with it, and share
+        # the simulated time of their runs with the progress bar
+        ctx = get_context("spawn")
+        own = pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=worker_init,
+                                         initargs=(os.getpid(), SIM_CLOCK.pool_slots(ctx, jobs)))
         workers = jobs
     pending: dict[Any, list[Task]] = dict(slow)
     try:
@@ -246,6 +249,8 @@ def drive(todo: Iterable[Task], n_todo: int, total: int, out: str, engine: str, 
             for f in pending:
                 f.cancel()
         raise
+    finally:
+        SIM_CLOCK.unwatch()
     if own is not None:
         own.shutdown(wait=True, cancel_futures=True)
     return _finish(report, frames)

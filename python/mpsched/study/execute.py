@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mpsched import engines
+from mpsched.engines import sim as sim_engine
 from mpsched.scenario import Scenario, load_scenario
 from mpsched.sched import register
 from mpsched.study import store as st
@@ -29,6 +30,7 @@ from mpsched.study.batching import RunFailed, drive
 from mpsched.study.interrupt import Interrupted
 from mpsched.study.plan import StudyPlan, Task, check_topology_engine, plan_stream
 from mpsched.study.results import Results, from_store
+from mpsched.study.simclock import SIM_CLOCK
 
 __all__ = ["Interrupted", "RunFailed", "code_version", "execute_batch", "run"]
 
@@ -194,10 +196,14 @@ def execute_batch(tasks: list[Task], out: str | None, engine: str, version: str,
 
 
 def _run_one(task: Task, engine: str, version: str, started: float) -> st.RunRecord:
-    if task.chain:
-        tables = engines.run_chained(task.config, list(task.chain), engine, run_one=engines.run_config)
-    else:
-        tables = engines.run_config(task.config, engine)
+    sim_engine.default_progress = SIM_CLOCK.report  # the bar shows how far a long run is
+    try:
+        if task.chain:
+            tables = engines.run_chained(task.config, list(task.chain), engine, run_one=engines.run_config)
+        else:
+            tables = engines.run_config(task.config, engine)
+    finally:
+        SIM_CLOCK.clear()
     engine_stats = tables.pop("_stats", None)  # counters about the run itself, not a table
     _name_paths(tables, task.config)
     _add_columns(tables, task.extra_columns or {})

@@ -49,12 +49,17 @@ def set_pdeathsig(sig: int = signal.SIGKILL) -> bool:
         return False
 
 
-def worker_init(parent_pid: int | None = None) -> None:
-    """A pool worker: Ctrl-C is the parent's business; die with the parent."""
+def worker_init(parent_pid: int | None = None, clock_slots: tuple[Any, Any] | None = None) -> None:
+    """A pool worker: Ctrl-C is the parent's business; die with the parent; report the simulated
+    time of its runs into the parent's `clock_slots` (`SimClock.pool_slots`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     set_pdeathsig(signal.SIGKILL)
     if parent_pid is not None and os.getppid() != parent_pid:  # the parent died before prctl
         os._exit(1)
+    if clock_slots is not None:
+        from mpsched.study.simclock import SIM_CLOCK
+
+        SIM_CLOCK.share(clock_slots)
 
 
 @contextmanager

@@ -1,5 +1,6 @@
 """A rich progress bar for a study's runs, shared by the CLI and `mpsched.run(progress=True)`:
-runs done of all, failed, running, runs per second and the time left."""
+runs done of all, failed, running, runs per second, the simulated time of the run going on in
+this process (a long run shows how far it is) and the time left."""
 
 from __future__ import annotations
 
@@ -9,9 +10,25 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.text import Text
 
-__all__ = ["StudyProgress", "run_progress"]
+from mpsched.study.simclock import SIM_CLOCK, SimClock
+
+__all__ = ["SimTimeColumn", "StudyProgress", "run_progress"]
+
+
+class SimTimeColumn(ProgressColumn):
+    """The simulated time of the run going on in this process (`sim 12.5 s / 100 s`), read from
+    the clock the core updates each time the bar redraws (rich redraws ten times a second)."""
+
+    def __init__(self, clock: SimClock = SIM_CLOCK):
+        super().__init__()
+        self.clock = clock
+
+    def render(self, task) -> Text:
+        return Text(self.clock.text(), style="cyan")
 
 
 class StudyProgress:
@@ -48,6 +65,6 @@ def run_progress(total: int, console: Console | None = None) -> Iterator[StudyPr
         return
     bar = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("[red]{task.fields[failed]} failed[/] {task.fields[running]} running {task.fields[rate]}"),
-                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console)
+                   SimTimeColumn(), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console)
     with bar:
         yield StudyProgress(bar, total)

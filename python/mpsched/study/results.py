@@ -115,7 +115,8 @@ class Results:
     def warnings(self) -> list[str]:
         """What a user must be told about these results: runs in which no sized flow completed
         (the duration is too short, or every action of a scheduler was refused: the `actions`
-        table counts what the connections refused a Python scheduler, by reason)."""
+        table counts what the connections refused their scheduler, Rust or Python, per flow,
+        kind and reason)."""
         f = self.flows
         if not f.height or not {"completed", "run_id", "size_bytes"} <= set(f.columns):
             return []
