@@ -15,7 +15,7 @@ from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
 
-__all__ = ["path_events", "collapse", "delayer_events", "stale_loss_cnt"]
+__all__ = ["path_events", "collapse", "delayer_events", "delayer_event_keys", "stale_loss_cnt"]
 
 PLAYED = ("blackhole", "rate_collapse", "loss_ramp", "rtt_spike")
 #: End of an event without a recovery (it lasts to the end of the run), ns.
@@ -94,6 +94,18 @@ def delayer_events(links: list, events: list[tuple[int, dict[str, Any]]]) -> lis
                                              "the kernel engine plays one per link")
                 links[k] = dataclasses.replace(lk, rtt_spike=(at, end, int(e["extra_delay_ns"])))
     return links
+
+
+def delayer_event_keys(loss_ramp: tuple | None, rtt_spike: tuple | None) -> str:
+    """A link's `ramp=` and `spike=` keys of its nfqdelay `-q` spec (microseconds)."""
+    out = ""
+    if loss_ramp is not None:
+        at, ramp, end, p0, p1 = loss_ramp
+        out += f",ramp={at / 1e3:.3f}:{ramp / 1e3:.3f}:{end / 1e3:.3f}:{p0!r}:{p1!r}"
+    if rtt_spike is not None:
+        at, end, extra = rtt_spike
+        out += f",spike={at / 1e3:.3f}:{end / 1e3:.3f}:{extra / 1e3:.3f}"
+    return out
 
 
 def stale_loss_cnt(transports: list[dict[str, Any]]) -> int:

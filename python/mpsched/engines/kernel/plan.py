@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
-from mpsched.engines.kernel.path_events import collapse, delayer_events, path_events, stale_loss_cnt
+from mpsched.engines.kernel.path_events import (collapse, delayer_event_keys, delayer_events, path_events,
+                                                stale_loss_cnt)
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
            "client_addr", "SERVER_ADDR", "MAX_PATHS"]
@@ -121,12 +122,7 @@ class LinkPlan:
             spec += f",trace={trace_file},tpkt={packet_bytes},qlimit={self.queue_limit_bytes}"
             if period_ms:
                 spec += f",tperiod_us={int(period_ms) * 1000}"
-        if self.loss_ramp is not None:
-            at, ramp, end, p0, p1 = self.loss_ramp
-            spec += f",ramp={at / 1e3:.3f}:{ramp / 1e3:.3f}:{end / 1e3:.3f}:{p0!r}:{p1!r}"
-        if self.rtt_spike is not None:
-            at, end, extra = self.rtt_spike
-            spec += f",spike={at / 1e3:.3f}:{end / 1e3:.3f}:{extra / 1e3:.3f}"
+        spec += delayer_event_keys(self.loss_ramp, self.rtt_spike)
         if self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None or self.loss_ramp is not None:
             # Let the kernel segment GSO super-packets before they reach this queue, so that
             # loss hits single packets and a trace serves single packets, as in the simulator.
