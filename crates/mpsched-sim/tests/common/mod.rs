@@ -80,6 +80,7 @@ pub fn scenario(links: Vec<LinkConfig>, paths: Vec<PathConfig>, duration_ns: u64
         cross_traffic: vec![],
         path_events: vec![],
         record: RecordConfig { sample_interval_ns: 0 },
+        host_delay: None,
     }
 }
 
