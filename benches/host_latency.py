@@ -33,9 +33,9 @@ from mpsched.scenario.normalize import to_config
 PROBE_FRAME_BYTES = 16 + 8 + 20  # mpxfer's probe payload, UDP and IPv4 headers
 
 
-def excess_ns(config: dict, count: int, interval_ns: int) -> np.ndarray:
+def excess_ns(config: dict, count: int, interval_ns: int, realtime: bool) -> np.ndarray:
     plan = make_plan(config)
-    rtts = ping_paths(config, count=count, interval_ns=interval_ns)
+    rtts = ping_paths(config, count=count, interval_ns=interval_ns, realtime=realtime)
     out = []
     for path, samples in rtts.items():
         links = [lk for lk in plan.links if lk.path == path]
@@ -63,12 +63,13 @@ def main() -> None:
     ap.add_argument("scenario")
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--interval-ms", type=float, default=1.0)
+    ap.add_argument("--realtime", action="store_true", help="ping and echo at the delayer's real-time priority")
     a = ap.parse_args()
     config = to_config(next(iter(Scenario.load(a.scenario).expand())))
     load1 = os.getloadavg()[0]
-    ex = excess_ns(config, a.count, int(a.interval_ms * 1e6))
+    ex = excess_ns(config, a.count, int(a.interval_ms * 1e6), a.realtime)
     q = {p: float(np.quantile(ex, p / 100)) for p in (1, 10, 50, 90, 99, 99.9)}
-    print(f"{len(ex)} round trips, load1 {load1:.1f} at the start, {os.uname().release}")
+    print(f"{len(ex)} round trips{' (ping and echo real-time)' if a.realtime else ''}, load1 {load1:.1f} at the start, {os.uname().release}")
     print("excess per round trip (us): min {:.1f} ".format(ex.min() / 1e3)
           + " ".join(f"p{p:g} {v / 1e3:.1f}" for p, v in q.items()) + f" max {ex.max() / 1e3:.1f}")
     med, p99 = fit_per_packet(q[50], q[99])
