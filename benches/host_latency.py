@@ -58,20 +58,30 @@ def fit_per_packet(median_rt_ns: float, p99_rt_ns: float, seed: int = 1) -> tupl
     return best[1], best[2]
 
 
+def summary(ex: np.ndarray) -> str:
+    q = {p: float(np.quantile(ex, p / 100)) for p in (1, 10, 50, 90, 99, 99.9)}
+    return ("excess per round trip (us): min {:.1f} ".format(ex.min() / 1e3)
+            + " ".join(f"p{p:g} {v / 1e3:.1f}" for p, v in q.items()) + f" max {ex.max() / 1e3:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario")
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--interval-ms", type=float, default=1.0)
+    ap.add_argument("--runs", type=int, default=1, help="testbeds built one after the other, pooled")
     ap.add_argument("--realtime", action="store_true", help="ping and echo at the delayer's real-time priority")
     a = ap.parse_args()
     config = to_config(next(iter(Scenario.load(a.scenario).expand())))
-    load1 = os.getloadavg()[0]
-    ex = excess_ns(config, a.count, int(a.interval_ms * 1e6), a.realtime)
-    q = {p: float(np.quantile(ex, p / 100)) for p in (1, 10, 50, 90, 99, 99.9)}
-    print(f"{len(ex)} round trips{' (ping and echo real-time)' if a.realtime else ''}, load1 {load1:.1f} at the start, {os.uname().release}")
-    print("excess per round trip (us): min {:.1f} ".format(ex.min() / 1e3)
-          + " ".join(f"p{p:g} {v / 1e3:.1f}" for p, v in q.items()) + f" max {ex.max() / 1e3:.1f}")
+    runs = []
+    for _ in range(a.runs):
+        load1 = os.getloadavg()[0]
+        runs.append(excess_ns(config, a.count, int(a.interval_ms * 1e6), a.realtime))
+        print(f"run {len(runs)}: load1 {load1:.1f} at the start: " + summary(runs[-1]))
+    ex = np.concatenate(runs)
+    q = {p: float(np.quantile(ex, p / 100)) for p in (50, 99)}
+    print(f"{len(ex)} round trips{' (ping and echo real-time)' if a.realtime else ''}, {os.uname().release}, pooled: "
+          + summary(ex))
     med, p99 = fit_per_packet(q[50], q[99])
     print(f"per-packet log-normal: median {med / 1e3:.1f} us, p99 {p99 / 1e3:.1f} us")
 
