@@ -9,10 +9,13 @@ mechanism; they are strict xfails, so a fix shows up as a failure here too (move
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from mpsched.engines.kernel import make_plan
-from mpsched.study.grid import CSV_NAME, cells, judge, read_csv, shaper_of, sim_flows
+from mpsched.study.grid import (CSV_NAME, RETRANS_FACTOR, SIM_SEEDS, cells, judge, read_csv, retrans_agree,
+                                shaper_of, sim_flows)
 
 from conftest import REPO, has_core_runner
 
@@ -24,43 +27,89 @@ if (GRID / CSV_NAME).exists():
         MEASURED.setdefault(_r["cell"], []).append(_r)
 
 #: cell id -> why the simulator misses the kernel there (measured error; suspected mechanism).
-#: Measured with kernel.csv of 2026-11-25 (1-minute load 3.1-11.5 from other
-#: helpers when each cell started: the settings column).
+#: Kernel side: kernel.csv of 2026-11-25 (1-minute load 3.1-11.5 from other helpers when each
+#: cell started: the settings column). Simulator side: the endpoint timing model on
+#: ([host_delay], measured on the testbed), SIM_SEEDS seeds pooled (21 flows).
+#: The timing model brought five cells inside their tolerance (cross_udp htb 256 KiB and 1 MiB,
+#: cross_udp/tbf32k/1MiB, equal/tbf32k/1MiB and 4MiB: with constant delays every flow repeated one
+#: loss pattern, e.g. equal/tbf32k/4MiB +32 %, now +2 %) and took one out
+#: (cross_udp/tbf32k/256KiB: its path-2 share fell from within 0.05 to 0.19 vs 0.28).
 KNOWN_MISSES: dict[str, str] = {
-    # Two misses that appeared when the upstream-Linux changes of issue 15 reached `linux`
-    # (its send-queue estimate counts every unacknowledged byte, stale subflows): the same
-    # merge brought asym_wlan_lte 4 MiB (htb, tbf) and loss/htb/1MiB inside their tolerance.
-    "equal/tbf32k/4MiB": "sim 1303 ms vs kernel 986 ms (+32%), kernel p10-p90 980-1028 ms, path-2 share 0.49 vs 0.49: appeared with issue 15's linux changes (was +3 %); not analysed yet",
-    "cross_udp/tbf32k/1MiB": "sim 342 ms vs kernel 380 ms (-10%), kernel p10-p90 369-415 ms, path-2 share 0.41 vs 0.34: appeared with issue 15's linux changes; not analysed yet",
-    "cross_udp/htb/256KiB": "sim 161 ms vs kernel 179 ms (-10%), path-2 share 0.21 vs 0.23: no loss on either side; suspected per-flow host costs of the kernel (connect/accept, wakeups on 2 loaded cores), not modelled",
-    "cross_udp/htb/1MiB": "sim 427 ms vs kernel 406 ms (+5%), path-2 share 0.39 vs 0.33: the second subflow gets more next to the UDP stream in the simulator; suspected how fast its window opens against the CBR-filled queue",
-    "equal/tbf32k/256KiB": "sim 160 ms vs kernel 154 ms (+4%), path-2 share 0.23 vs 0.30: the second subflow joins one RTT late and carries less in the simulator; suspected the bucket's first flight on the joining subflow",
-    "equal/tbf32k/1MiB": "sim 350 ms vs kernel 414 ms (-15%), path-2 share 0.35 vs 0.42: heavy-tailed kernel (p10-p90 335-561 ms); the second subflow carries less in the simulator; suspected as the 256 KiB cell",
-    "fast_slow/htb/4MiB": "sim 3098 ms vs kernel 2184 ms (+42%), path-2 share 0.08 vs 0.06: the simulator puts more on the 2 Mbit/s path and retransmits 75 kB there; the slow subflow's last segments set the FCT; suspected the linux scheduler's use of the slow subflow near the end of the transfer",
-    "fast_slow/tbf32k/64KiB": "sim 40 ms vs kernel 46 ms (-14%), path-2 share 0.00 vs 0.00: a 6 ms difference at 46 ms (p10-p90 44-49); suspected per-flow host costs of the kernel, not modelled",
-    "fast_slow/tbf32k/256KiB": "sim 157 ms vs kernel 101 ms (+55%), path-2 share 0.00 vs 0.00: the simulator's fast-path queue drops 12 packets per flow behind the bucket's bursts (htb: 2) and repairs them ~55 ms slower than the kernel (which resends 25.6 kB per flow); mechanism not found",
-    "fast_slow/tbf32k/4MiB": "sim 1840 ms vs kernel 1302 ms (+41%), path-2 share 0.10 vs 0.07: as the htb cell: more on the 2 Mbit/s path, whose tail sets the FCT",
-    "loss/htb/256KiB": "sim 161 ms vs kernel 175 ms (-8%), path-2 share 0.23 vs 0.30: the 1 % lossy second subflow carries less in the simulator; suspected its loss recovery/cwnd after early losses in a short flow",
-    "loss/tbf32k/256KiB": "sim 160 ms vs kernel 151 ms (+6%), path-2 share 0.23 vs 0.32: as the htb cell: the lossy second subflow carries less in the simulator",
-    "loss/tbf32k/1MiB": "sim 350 ms vs kernel 392 ms (-11%), path-2 share 0.35 vs 0.24: the lossy subflow carries more in the simulator (0.35 vs 0.24); suspected loss recovery on the lossy subflow",
+    "cross_udp/tbf32k/256KiB": "sim 148 ms vs kernel 154 ms (-3%), path-2 share 0.19 vs 0.28: out since the endpoint timing model (share was within 0.05 with constant host timing); the second subflow carries less in the simulator, as in equal/tbf32k/256KiB",
+    "equal/tbf32k/256KiB": "sim 148 ms vs kernel 154 ms (-4%), path-2 share 0.19 vs 0.30: the second subflow joins one RTT late and carries less in the simulator; suspected the bucket's first flight on the joining subflow",
+    "fast_slow/htb/4MiB": "sim 3104 ms vs kernel 2184 ms (+42%), kernel p10-p90 2181-2190 ms, path-2 share 0.08 vs 0.06: the simulator puts more on the 2 Mbit/s path; the slow subflow's last segments set the FCT; suspected the linux scheduler's use of the slow subflow near the end of the transfer",
+    "fast_slow/tbf32k/64KiB": "sim 41 ms vs kernel 46 ms (-11%), kernel p10-p90 44-49 ms, path-2 share 0.00 vs 0.00: a 5 ms difference; the measured per-packet host delay (median 68 us) accounts for about 1 ms of it; suspected per-flow costs of the kernel (connect/accept, application wake-ups on 2 loaded cores), not modelled",
+    "fast_slow/tbf32k/256KiB": "sim 151 ms vs kernel 101 ms (+49%), kernel p10-p90 101-103 ms, path-2 share 0.00 vs 0.00: the simulator's fast-path queue drops more packets behind the bucket's bursts than with htb and repairs them slower than the kernel (which resends 25.6 kB per flow); mechanism not found",
+    "fast_slow/tbf32k/4MiB": "sim 1696 ms vs kernel 1302 ms (+30%), kernel p10-p90 1213-1391 ms, path-2 share 0.08 vs 0.07: as the htb cell: more on the 2 Mbit/s path, whose tail sets the FCT",
+    "loss/htb/256KiB": "sim 162 ms vs kernel 175 ms (-7%), path-2 share 0.23 vs 0.30: the 1 % lossy second subflow carries less in the simulator; suspected its loss recovery/cwnd after early losses in a short flow",
+    "loss/tbf32k/256KiB": "sim 149 ms vs kernel 151 ms (-1%), path-2 share 0.18 vs 0.32: as the htb cell: the lossy second subflow carries less in the simulator",
+    "loss/tbf32k/1MiB": "sim 347 ms vs kernel 392 ms (-11%, inside the kernel's p10-p90 329-445 ms), path-2 share 0.36 vs 0.24: the lossy subflow carries more in the simulator; suspected loss recovery on the lossy subflow",
 }
 
 
-def _param(cell_id: str):
-    if cell_id in KNOWN_MISSES:
-        return pytest.param(cell_id, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[cell_id]))
+#: cell id -> the median retransmitted bytes per transfer, kernel and simulator, where they are
+#: not within RETRANS_FACTOR (1.5x) of each other (measured as KNOWN_MISSES). Not part of the
+#: cell's verdict yet: the retransmission goal of issue 11 is reported, and enforced only where
+#: the two agree today. Most misses are the kernel retransmitting 2-8x more on 1-BDP queues
+#: (htb, tcp_single under tbf) than the simulator drops; the slow-start / HyStart mechanisms
+#: behind them are another branch's work (grid11b).
+RETRANS_MISSES: dict[str, str] = {
+    "asym_wlan_lte/htb/256KiB": "kernel 42.6 kB, sim 17.0 kB per transfer (0.40x)",
+    "asym_wlan_lte/htb/1MiB": "kernel 106.3 kB, sim 19.9 kB per transfer (0.19x)",
+    "asym_wlan_lte_16mib/tbf32k/16MiB": "kernel 332.4 kB, sim 511.2 kB per transfer (1.54x)",
+    "cross_udp/tbf32k/256KiB": "kernel 0.0 kB, sim 11.4 kB per transfer (no retransmission on the kernel)",
+    "cross_udp/tbf32k/4MiB": "kernel 285.5 kB, sim 430.3 kB per transfer (1.51x)",
+    "equal/htb/256KiB": "kernel 7.1 kB, sim 18.5 kB per transfer (2.60x)",
+    "equal/tbf32k/256KiB": "kernel 0.0 kB, sim 11.4 kB per transfer (no retransmission on the kernel)",
+    "fast_slow/htb/256KiB": "kernel 26.7 kB, sim 2.8 kB per transfer (0.11x)",
+    "fast_slow/htb/1MiB": "kernel 107.9 kB, sim 7.1 kB per transfer (0.07x)",
+    "fast_slow/htb/4MiB": "kernel 191.7 kB, sim 116.4 kB per transfer (0.61x)",
+    "fast_slow/tbf32k/256KiB": "kernel 25.6 kB, sim 10.8 kB per transfer (0.42x)",
+    "jitter/htb/256KiB": "kernel 45.3 kB, sim 17.0 kB per transfer (0.38x)",
+    "jitter/htb/1MiB": "kernel 129.2 kB, sim 19.9 kB per transfer (0.15x)",
+    "jitter/htb/4MiB": "kernel 129.2 kB, sim 21.3 kB per transfer (0.16x)",
+    "jitter_16mib/htb/16MiB": "kernel 174.5 kB, sim 39.8 kB per transfer (0.23x)",
+    "loss/htb/256KiB": "kernel 8.5 kB, sim 19.9 kB per transfer (2.33x)",
+    "loss/htb/4MiB": "kernel 78.9 kB, sim 125.0 kB per transfer (1.58x)",
+    "loss/tbf32k/256KiB": "kernel 1.4 kB, sim 11.4 kB per transfer (8.00x)",
+    "tcp_single/htb/1MiB": "kernel 39.1 kB, sim 24.6 kB per transfer (0.63x)",
+    "tcp_single/htb/4MiB": "kernel 44.9 kB, sim 24.6 kB per transfer (0.55x)",
+    "tcp_single/tbf32k/1MiB": "kernel 214.3 kB, sim 26.1 kB per transfer (0.12x)",
+    "tcp_single/tbf32k/4MiB": "kernel 214.3 kB, sim 27.5 kB per transfer (0.13x)",
+    "tcp_single_16mib/htb/16MiB": "kernel 44.9 kB, sim 27.5 kB per transfer (0.61x)",
+    "tcp_single_16mib/tbf32k/16MiB": "kernel 218.6 kB, sim 29.0 kB per transfer (0.13x)",
+}
+
+
+def _param(cell_id: str, misses: dict[str, str] = KNOWN_MISSES):
+    if cell_id in misses:
+        return pytest.param(cell_id, marks=pytest.mark.xfail(strict=True, reason=misses[cell_id]))
     return cell_id
+
+
+@functools.cache
+def _sim(cell_id: str) -> list[dict]:
+    return sim_flows(CELLS[cell_id])
 
 
 @pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
 @pytest.mark.parametrize("cell_id", [_param(c) for c in CELLS if c in MEASURED])
 def test_the_simulator_agrees_with_the_kernel(cell_id):
-    verdict = judge(MEASURED[cell_id], sim_flows(CELLS[cell_id]))
+    verdict = judge(MEASURED[cell_id], _sim(cell_id))
     assert verdict["ok"], f"{cell_id}: {verdict['why']} ({verdict})"
 
 
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+@pytest.mark.parametrize("cell_id", [_param(c, RETRANS_MISSES) for c in CELLS if c in MEASURED])
+def test_retransmissions_per_transfer_agree_within_the_factor(cell_id):
+    v = judge(MEASURED[cell_id], _sim(cell_id))
+    assert v["retrans_ok"], (f"{cell_id}: kernel {v['kernel_retrans_bytes']} B, simulator "
+                             f"{v['sim_retrans_bytes']} B per transfer (median), not within {RETRANS_FACTOR}x")
+
+
 def test_known_misses_are_measured_cells():
-    assert set(KNOWN_MISSES) <= set(MEASURED), sorted(set(KNOWN_MISSES) - set(MEASURED))
+    for misses in (KNOWN_MISSES, RETRANS_MISSES):
+        assert set(misses) <= set(MEASURED), sorted(set(misses) - set(MEASURED))
 
 
 def test_the_csv_holds_grid_cells_with_enough_repetitions():
@@ -106,6 +155,16 @@ def test_judge_takes_the_median_band_and_the_p10_p90_band():
     assert not judge(kernel, [])["ok"]
 
 
+def test_judge_reports_retransmissions_beside_the_verdict():
+    kernel = [{"fct_s": 1.0, "path2_share": 0.3, "retrans_bytes": b} for b in (0, 10_000, 20_000, 30_000, 90_000)]
+    sim = lambda b: [{"fct_s": 1.0, "path2_share": 0.3, "retrans_bytes": b}]  # noqa: E731
+    assert judge(kernel, sim(30_000))["retrans_ok"]                      # 1.5x the kernel's median 20 kB
+    v = judge(kernel, sim(31_000))
+    assert v["ok"] and v["retrans_ok"] is False                          # reported, not in the verdict
+    assert judge(kernel, sim(13_334))["retrans_ok"] and not judge(kernel, sim(13_000))["retrans_ok"]
+    assert retrans_agree(0, 0) and not retrans_agree(0, 1448) and retrans_agree(None, 5) is None
+
+
 @pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
 @pytest.mark.parametrize("cell_id", list(CELLS))
 def test_each_transfer_starts_on_idle_links(cell_id):
@@ -113,8 +172,8 @@ def test_each_transfer_starts_on_idle_links(cell_id):
     cell = CELLS[cell_id]
     starts = sorted(f["start_ns"] for f in cell.config["flows"])
     gap_s = min(b - a for a, b in zip(starts, starts[1:])) / 1e9
-    sim = sim_flows(cell)
-    assert len(sim) == len(starts) and max(r["fct_s"] for r in sim) < gap_s, (cell_id, gap_s)
+    sim = _sim(cell_id)
+    assert len(sim) == SIM_SEEDS * len(starts) and max(r["fct_s"] for r in sim) < gap_s, (cell_id, gap_s)
     assert all(r["fct_s"] < gap_s for r in MEASURED.get(cell_id, [])), (cell_id, gap_s)
 
 

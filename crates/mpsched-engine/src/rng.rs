@@ -51,6 +51,14 @@ impl Rng {
         -mean * (1.0 - self.unit()).ln()
     }
 
+    /// Standard normal variate (Box-Muller; one of the pair is discarded to keep the stream simple).
+    #[inline]
+    pub fn standard_normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit(); // (0, 1]
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
     /// Uniform integer in [0, n); `n` must be positive.
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {

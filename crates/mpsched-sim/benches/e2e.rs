@@ -62,6 +62,7 @@ fn base(flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
         cross_traffic: vec![],
         path_events: vec![],
         record: RecordConfig { sample_interval_ns: 0 },
+        host_delay: None,
     }
 }
 

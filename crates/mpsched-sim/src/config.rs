@@ -44,6 +44,23 @@ pub struct SimConfig {
     /// What to record.
     #[serde(default)]
     pub record: RecordConfig,
+    /// Endpoint timing model: a per-packet host processing delay at the receiving endpoint
+    /// (absent: segments are handled the instant they arrive, as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_delay: Option<HostDelayConfig>,
+}
+
+/// Per-packet host processing delay: every segment that reaches an endpoint is handled a
+/// log-normal time later (the host's softirq / wake-up latency), in arrival order per endpoint
+/// (a host never reorders one connection's packets). Each endpoint draws from its own stream.
+/// `p99_ns == median_ns` gives a constant delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostDelayConfig {
+    /// Median of the delay, ns (positive).
+    pub median_ns: u64,
+    /// 99th percentile of the delay, ns (at least `median_ns`).
+    pub p99_ns: u64,
 }
 
 /// A path between client and server: a chain of links each way.

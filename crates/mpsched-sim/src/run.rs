@@ -11,12 +11,14 @@ use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint, Segment};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
+use host::HostRx;
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_engine::rng::Rng;
 use rows::FlowRecords;
 use slab::Slab;
 
+mod host;
 mod path_events;
 mod rows;
 
@@ -86,12 +88,16 @@ enum Event {
     Path(u32),
     /// End (recovery) of path event `i`.
     PathEnd(u32),
+    /// Segment `idx` arrived earlier; its endpoint's host handles it now (`host_delay`).
+    HostRx(u32),
 }
 
 /// Side of a connection.
 struct Side {
     ep: Box<dyn Endpoint>,
     timer_at_ns: Option<u64>,
+    /// The endpoint timing model (None without `host_delay`).
+    host: Option<Box<HostRx>>,
 }
 
 struct Flow {
@@ -270,6 +276,7 @@ impl<'a> Simulation<'a> {
                 Event::CrossSend(c) => self.cross_send(c as usize),
                 Event::Path(e) => self.path_event(self.cfg.path_events[e as usize], true),
                 Event::PathEnd(e) => self.path_event(self.cfg.path_events[e as usize], false),
+                Event::HostRx(idx) => self.deliver(idx, false),
             }
         }
         self.stats.end_ns = self.now_ns.min(self.cfg.duration_ns);
@@ -293,19 +300,29 @@ impl<'a> Simulation<'a> {
             return;
         }
         if let Payload::Segment(idx) = pkt.payload {
-            // Handled in place, then freed: the segment is not copied out of the slab.
-            let ifs = &self.segments[idx as usize];
-            let (fi, to_client) = (ifs.flow as usize, ifs.to_client);
-            let now = self.now_ns;
-            let Some(f) = self.flows[fi].as_mut() else {
-                self.segments.remove(idx as usize);
-                return;
-            };
-            let side = if to_client { &mut f.client } else { &mut f.server };
-            side.ep.handle_segment(now, ifs.subflow as usize, &ifs.seg);
-            self.segments.remove(idx as usize);
-            self.after_activity(fi, to_client);
+            self.deliver(idx, true);
         }
+    }
+
+    /// Hands segment `idx` to its endpoint, which then frees it; one that has just arrived
+    /// (`arrived`) at an endpoint with a host delay is handed over later instead.
+    fn deliver(&mut self, idx: u32, arrived: bool) {
+        // Handled in place, then freed: the segment is not copied out of the slab.
+        let ifs = &self.segments[idx as usize];
+        let (fi, to_client) = (ifs.flow as usize, ifs.to_client);
+        let now = self.now_ns;
+        let Some(f) = self.flows[fi].as_mut() else {
+            self.segments.remove(idx as usize);
+            return;
+        };
+        let side = if to_client { &mut f.client } else { &mut f.server };
+        if let (true, Some(h)) = (arrived, side.host.as_mut()) {
+            self.queue.push(h.handle_at(now), Event::HostRx(idx));
+            return;
+        }
+        side.ep.handle_segment(now, ifs.subflow as usize, &ifs.seg);
+        self.segments.remove(idx as usize);
+        self.after_activity(fi, to_client);
     }
 
     fn start_flow(&mut self, fi: usize) {
@@ -318,9 +335,10 @@ impl<'a> Simulation<'a> {
         let (client, server) =
             build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom);
         self.started[fi] = true;
+        let side = |ep, client| Side { ep, timer_at_ns: None, host: HostRx::new(self.cfg, fi, client) };
         self.flows[fi] = Some(Flow {
-            client: Side { ep: client, timer_at_ns: None },
-            server: Side { ep: server, timer_at_ns: None },
+            client: side(client, true),
+            server: side(server, false),
             app: App::new(&fc.app, fc.start_ns),
             app_wakeup_ns: None,
             completed_ns: None,

@@ -11,6 +11,10 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
 /// Largest number of subflows a connection may open (path masks are 64-bit).
 pub const MAX_SUBFLOWS: usize = 32;
 
+/// Largest host-delay percentile: far above any host's processing time, and small enough that
+/// the log-normal's draws stay far from overflowing time arithmetic.
+const MAX_HOST_DELAY_NS: u64 = 1_000_000_000;
+
 /// Largest number of application units (blocks, objects, transfers) of one flow: unit tags
 /// travel as 32-bit numbers, and ten million 8 KB blocks are 80 GB, beyond any study here.
 pub const MAX_UNITS: usize = 10_000_000;
@@ -264,6 +268,17 @@ impl SimConfig {
             }
         }
         self.check_buckets()?;
+        if let Some(h) = &self.host_delay {
+            if h.median_ns == 0 {
+                return Err(err("host_delay.median_ns", "must be positive (omit host_delay for no host delay)"));
+            }
+            if h.p99_ns < h.median_ns {
+                return Err(err("host_delay.p99_ns", "must be at least the median"));
+            }
+            if h.p99_ns > MAX_HOST_DELAY_NS {
+                return Err(err("host_delay.p99_ns", "at most 1 s (a host delay is a processing time)"));
+            }
+        }
         for (i, e) in self.path_events.iter().enumerate() {
             if e.path() >= n_paths {
                 return Err(err(format!("path_events[{i}].path"), format!("path index {} does not exist", e.path())));

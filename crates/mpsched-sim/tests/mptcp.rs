@@ -145,7 +145,7 @@ proptest! {
 
     /// Whatever the network and the scheduler, the application receives every byte once, in
     /// order: the receiver's in-order byte count reaches the flow size and never exceeds it;
-    /// with either loss detection.
+    /// with either loss detection, with or without the endpoint timing model.
     #[test]
     fn every_byte_arrives_once_for_every_scheduler_and_cc(
         pairs in proptest::collection::vec((arb_link("d"), arb_link("u")), 1..=3),
@@ -156,11 +156,13 @@ proptest! {
         tcp in any::<bool>(),
         rfc6675 in any::<bool>(),
         events in proptest::collection::vec((0u8..5, 0usize..3, 0u64..3_000, 1u64..3_000, 0u64..1000), 0..3),
+        host_delay in arb_host_delay(),
     ) {
         let n = pairs.len();
         let (links, paths) = paths_of(pairs);
         let mut cfg = scenario(links, paths, 1800 * S);
         cfg.seed = seed;
+        cfg.host_delay = host_delay;
         let protocol = if tcp { Protocol::Tcp } else { Protocol::Mptcp };
         let used = if tcp { vec![0] } else { (0..n).collect() };
         let mut t = transport(protocol, &scheduler, cc, used);
@@ -177,8 +179,9 @@ proptest! {
         let delivered = u64s(&rec, "flows", "bytes_delivered")[0];
         prop_assert_eq!(delivered, size_kb * 1000, "{} over {} paths", scheduler, n);
         prop_assert_eq!(bools(&rec, "flows", "completed"), vec![true]);
-        if !cfg.path_events.is_empty() {
-            // Deterministic with events too: the same configuration gives the same records.
+        if !cfg.path_events.is_empty() || cfg.host_delay.is_some() {
+            // Deterministic with events and host delays too: the same configuration gives the
+            // same records.
             prop_assert_eq!(run(&cfg).unwrap(), rec);
         }
     }

@@ -78,12 +78,14 @@ fn arb_config() -> impl Strategy<Value = SimConfig> {
         any::<bool>(),
         1u64..64,
         any::<bool>(),
+        arb_host_delay(),
     )
-        .prop_map(|(pairs, scheduler, cc, flows, events, tcp, rcv_kb, rfc6675)| {
+        .prop_map(|(pairs, scheduler, cc, flows, events, tcp, rcv_kb, rfc6675, host_delay)| {
             let n = pairs.len();
             let (links, paths) = paths_of(pairs);
             let mut cfg = scenario(links, paths, 4 * S);
             cfg.record.sample_interval_ns = 50 * MS;
+            cfg.host_delay = host_delay;
             let protocol = if tcp { Protocol::Tcp } else { Protocol::Mptcp };
             let mut t = transport(protocol, &scheduler, cc, if tcp { vec![0] } else { (0..n).collect() });
             t.rcv_buf_bytes = rcv_kb * 3000;

@@ -300,6 +300,7 @@ CcName = Annotated[Any, BeforeValidator(_sweepable(_cc)), SWEEP_OTHER]
 Count = Annotated[Any, BeforeValidator(_sweepable(_count)), SWEEP_COUNT]
 # Not sweepable: a single value of the same kinds.
 FixedTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns))]
+FixedPositiveTime = Annotated[Any, BeforeValidator(_checked(parse_time_ns, positive=True))]
 FixedRate = Annotated[Any, BeforeValidator(_rate_with_unit(_checked(parse_rate_bps)))]
 FixedSize = Annotated[Any, BeforeValidator(_checked(parse_size_bytes, positive=True))]
 Name = Annotated[str, BeforeValidator(_name)]

@@ -29,6 +29,7 @@ from pydantic import model_validator
 
 from mpsched.scenario.connection import ConnectionSpec
 from mpsched.scenario.fields import PositiveTime, ScenarioError, Seed, Slug, _FieldError, _Model
+from mpsched.scenario.host import HostDelaySpec
 from mpsched.scenario.paths import CrossTrafficSpec, LinkOverride, PathEventSpec, PathSpec, RateStepSpec
 from mpsched.scenario.record import RecordSpec
 from mpsched.scenario.sweep import DesignSpec, check_design, expand
@@ -83,6 +84,7 @@ class Scenario(_Model):
     cross_traffic: list[CrossTrafficSpec] = Field(default_factory=list)
     path_events: list[PathEventSpec] = Field(default_factory=list)
     record: RecordSpec = Field(default_factory=RecordSpec)
+    host_delay: HostDelaySpec | None = None
     design: DesignSpec | None = None
 
     @model_validator(mode="after")

@@ -87,6 +87,8 @@ def normalize(scenario: Scenario) -> RunConfig:
         "path_events": events,
         "record": {"sample_interval_ns": parse_time_ns(s.record.interval)},
     }
+    if s.host_delay is not None:
+        config["host_delay"] = s.host_delay.to_config()
     return RunConfig(config, net.chain, net.columns, engines_for(s))
 
 

@@ -77,7 +77,7 @@ impl JitterState {
                 let j = jitter_ns as f64;
                 match distribution {
                     JitterDistribution::Uniform => rng.uniform(-j, j),
-                    JitterDistribution::Normal => j * standard_normal(rng),
+                    JitterDistribution::Normal => j * rng.standard_normal(),
                 }
             }
             JitterConfig::Smooth { jitter_ns, period_ns } => {
@@ -100,13 +100,6 @@ impl JitterState {
         };
         (delay_ns as f64 + extra).max(0.0).round() as u64
     }
-}
-
-/// Standard normal variate (Box-Muller; one of the pair is discarded to keep the stream simple).
-fn standard_normal(rng: &mut Rng) -> f64 {
-    let u1 = 1.0 - rng.unit(); // (0, 1]
-    let u2 = rng.unit();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 #[cfg(test)]

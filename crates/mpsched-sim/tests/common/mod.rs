@@ -80,6 +80,7 @@ pub fn scenario(links: Vec<LinkConfig>, paths: Vec<PathConfig>, duration_ns: u64
         cross_traffic: vec![],
         path_events: vec![],
         record: RecordConfig { sample_interval_ns: 0 },
+        host_delay: None,
     }
 }
 
@@ -133,4 +134,17 @@ pub fn impairment(kind: u8, path: usize, at_ns: u64, duration_ns: u64, x: u64) -
         4 => PathImpairment::RateCollapse { at_ns, path, duration_ns, direction, rate_bps: 10_000 + x * 10_000 },
         _ => return PathEvent::up_down(at_ns, path, x % 2 == 0),
     })
+}
+
+/// The endpoint timing model, off half of the time, otherwise a median of 1 us to 2 ms with a
+/// p99 from equal (a constant delay) to 8x the median.
+pub fn arb_host_delay() -> impl proptest::strategy::Strategy<Value = Option<HostDelayConfig>> {
+    use proptest::prelude::*;
+    prop_oneof![
+        1 => Just(None),
+        1 => (1u64..=2_000, 1u64..=8).prop_map(|(median_us, k)| Some(HostDelayConfig {
+            median_ns: median_us * 1_000,
+            p99_ns: median_us * 1_000 * k,
+        })),
+    ]
 }

@@ -1,0 +1,98 @@
+//! The endpoint timing model (`SimConfig::host_delay`): a segment that reaches an endpoint is
+//! handled a random time later, as a Linux host handles a packet after its softirq / NAPI poll
+//! and wake-ups, not the instant it leaves the wire. docs/testbed.md ("Host timing") has the
+//! measurement the parameters come from.
+//!
+//! Kept out of the loop's hot path: without `host_delay` no endpoint has a `HostRx` and the loop
+//! hands segments over at once, as before (records byte-identical).
+
+use crate::config::{HostDelayConfig, SimConfig};
+use mpsched_engine::rng::Rng;
+
+/// Component-id base of the endpoints' random streams (links use `1 << 32`): endpoint `side`
+/// (0 server, 1 client) of flow `f` draws from `RNG_HOST_BASE + 2 f + side`, so adding a flow
+/// never shifts another flow's draws.
+const RNG_HOST_BASE: u64 = 2 << 32;
+
+/// z of the 99th percentile of the standard normal.
+const Z99: f64 = 2.326_347_874_040_841;
+
+/// Ceiling of one draw (the validated p99 ceiling): keeps time arithmetic far from overflow
+/// whatever the distribution's tail.
+const MAX_DRAW_NS: f64 = 1e9;
+
+/// One endpoint's receive side: its random stream and when it is busy until.
+#[derive(Debug)]
+pub(crate) struct HostRx {
+    rng: Rng,
+    /// ln(median), and the log-normal's sigma.
+    mu: f64,
+    sigma: f64,
+    /// The last segment handed to this endpoint is handled at this time; a later one is never
+    /// handled before it (the host processes one connection's packets in order).
+    busy_until_ns: u64,
+}
+
+impl HostRx {
+    /// The model of endpoint `client` of flow `flow`, or `None` when the run has no host delay.
+    #[cold]
+    pub(crate) fn new(cfg: &SimConfig, flow: usize, client: bool) -> Option<Box<Self>> {
+        cfg.host_delay.as_ref().map(|h| Self::with(h, cfg.seed, flow, client))
+    }
+
+    fn with(h: &HostDelayConfig, seed: u64, flow: usize, client: bool) -> Box<Self> {
+        let median = h.median_ns as f64;
+        Box::new(Self {
+            rng: Rng::stream(seed, RNG_HOST_BASE + 2 * flow as u64 + client as u64),
+            mu: median.ln(),
+            sigma: (h.p99_ns as f64 / median).ln() / Z99,
+            busy_until_ns: 0,
+        })
+    }
+
+    /// When a segment that arrived at `now_ns` is handled.
+    #[inline(never)]
+    pub(crate) fn handle_at(&mut self, now_ns: u64) -> u64 {
+        let z = self.rng.standard_normal();
+        let draw_ns = (self.mu + self.sigma * z).exp().min(MAX_DRAW_NS).round() as u64;
+        self.busy_until_ns = self.busy_until_ns.max(now_ns + draw_ns);
+        self.busy_until_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(median_ns: u64, p99_ns: u64, seed: u64) -> Box<HostRx> {
+        HostRx::with(&HostDelayConfig { median_ns, p99_ns }, seed, 0, true)
+    }
+
+    #[test]
+    fn draws_have_the_configured_median_and_p99() {
+        let mut h = model(30_000, 120_000, 7);
+        // Arrivals far apart, so the in-order rule never binds: each delay is one draw.
+        let mut d: Vec<u64> = (0..100_000u64).map(|i| h.handle_at(i * 10_000_000) - i * 10_000_000).collect();
+        d.sort_unstable();
+        let (med, p99) = (d[d.len() / 2] as f64, d[d.len() * 99 / 100] as f64);
+        assert!((med / 30_000.0 - 1.0).abs() < 0.02, "median {med}");
+        assert!((p99 / 120_000.0 - 1.0).abs() < 0.05, "p99 {p99}");
+    }
+
+    #[test]
+    fn a_later_arrival_is_never_handled_first() {
+        let mut h = model(30_000, 500_000, 3);
+        let mut last = 0;
+        for i in 0..10_000u64 {
+            let at = h.handle_at(i * 1_000); // arrivals 1 us apart, delays up to ~1 ms
+            assert!(at >= last && at >= i * 1_000);
+            last = at;
+        }
+    }
+
+    #[test]
+    fn equal_percentiles_give_a_constant_delay() {
+        let mut h = model(25_000, 25_000, 1);
+        assert!((0..100u64).all(|i| h.handle_at(i * 1_000_000) == i * 1_000_000 + 25_000));
+    }
+}
