@@ -88,3 +88,18 @@ def test_a_running_study_holds_only_the_batches_in_flight(tmp_path, monkeypatch)
     live.clear()
     again = mpsched.run(_scenario(), tmp_path / "study", jobs=1)
     assert live == [] and again.runs.sort("run_id").equals(res.runs.sort("run_id"))
+
+
+def test_a_study_of_100_000_runs_is_made_one_run_at_a_time(monkeypatch):
+    """The runs are made from the expansion one at a time, and from any index on without
+    building the ones before (what a resumed or streamed study asks for): counted in calls of
+    the normalizer, with nothing run."""
+    s = _scenario(seeds=100_000)
+    calls = []
+    real = plan_module.normalize
+    monkeypatch.setattr(plan_module, "normalize", lambda sc: calls.append(1) or real(sc))
+    first = plan_module._tasks(s, "sim", True, check=False)
+    assert [next(first).params["seed"] for _ in range(3)] == [1, 2, 3] and len(calls) == 3
+    tail = list(plan_module._tasks(s, "sim", True, check=False, start=99_997))
+    assert [t.params["seed"] for t in tail] == [99_998, 99_999, 100_000] and len(calls) == 6
+    assert [t.index for t in tail] == [99_997, 99_998, 99_999]
