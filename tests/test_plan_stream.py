@@ -5,6 +5,7 @@ number of runs. Every run is still checked before the first starts."""
 from __future__ import annotations
 
 import gc
+import importlib
 import tracemalloc
 
 import pytest
@@ -14,6 +15,7 @@ from mpsched.scenario import Scenario, ScenarioError
 from mpsched.study import Task, plan, plan_stream
 from mpsched.study import execute as ex
 
+plan_module = importlib.import_module("mpsched.study.plan")  # the module (the package exports the function `plan`)
 N_SEEDS = 400
 
 
@@ -27,7 +29,8 @@ def _scenario(seeds: int = N_SEEDS, **more) -> Scenario:
     } | more)
 
 
-def test_plan_stream_checks_every_run_but_keeps_only_their_ids():
+def test_plan_stream_checks_every_run_but_keeps_only_their_ids(monkeypatch):
+    monkeypatch.setattr(plan_module, "HEAD_TASKS", 0)  # none kept for the first pass: only the ids
     s = _scenario()
     tracemalloc.start()
     try:
@@ -66,7 +69,10 @@ def test_a_bad_run_late_in_a_sweep_is_refused_before_any_runs(tmp_path):
 
 def test_a_running_study_holds_only_the_batches_in_flight(tmp_path, monkeypatch):
     """Counted where the runs happen: the tasks alive in the client while a batch runs are that
-    batch's, never the whole study's (they are made as batches are handed out)."""
+    batch's (and those of the first pass kept from the check), never the whole study's: they
+    are made as batches are handed out."""
+    head = 16
+    monkeypatch.setattr(plan_module, "HEAD_TASKS", head)
     live: list[int] = []  # tasks alive beyond the batch running, at each batch
     real = ex.execute_batch
 
@@ -77,8 +83,23 @@ def test_a_running_study_holds_only_the_batches_in_flight(tmp_path, monkeypatch)
     monkeypatch.setattr(ex, "execute_batch", counting)
     res = mpsched.run(_scenario(), tmp_path / "study", jobs=1)
     assert res.runs.height == N_SEEDS and res.flows.height == N_SEEDS
-    assert len(live) > 2 and max(live) <= 1, live  # at most the next one in the making
+    assert len(live) > 2 and max(live) <= head + 1, live  # the kept ones not yet handed out, the next one in the making
     # resumed: nothing is made again but the runs that are missing
     live.clear()
     again = mpsched.run(_scenario(), tmp_path / "study", jobs=1)
     assert live == [] and again.runs.sort("run_id").equals(res.runs.sort("run_id"))
+
+
+def test_a_study_of_100_000_runs_is_made_one_run_at_a_time(monkeypatch):
+    """The runs are made from the expansion one at a time, and from any index on without
+    building the ones before (what a resumed or streamed study asks for): counted in calls of
+    the normalizer, with nothing run."""
+    s = _scenario(seeds=100_000)
+    calls = []
+    real = plan_module.normalize
+    monkeypatch.setattr(plan_module, "normalize", lambda sc: calls.append(1) or real(sc))
+    first = plan_module._tasks(s, "sim", True, check=False)
+    assert [next(first).params["seed"] for _ in range(3)] == [1, 2, 3] and len(calls) == 3
+    tail = list(plan_module._tasks(s, "sim", True, check=False, start=99_997))
+    assert [t.params["seed"] for t in tail] == [99_998, 99_999, 100_000] and len(calls) == 6
+    assert [t.index for t in tail] == [99_997, 99_998, 99_999]

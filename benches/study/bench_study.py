@@ -27,7 +27,7 @@ import time
 
 t_start = time.perf_counter()
 import mpsched  # noqa: E402
-from mpsched.study import plan  # noqa: E402
+from mpsched.study import plan_stream  # noqa: E402
 
 IMPORT_S = time.perf_counter() - t_start
 
@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cluster", action="store_true", help="a Dask LocalCluster of --jobs processes")
     ap.add_argument("--out", default=None, help="study directory (default: a fresh temporary one)")
+    ap.add_argument("--force", action="store_true", help="above the run-count limit (the 40 000-run study)")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="mpsched-bench-")
     shutil.rmtree(out, ignore_errors=True)
@@ -55,8 +56,8 @@ def main() -> None:
         cluster_s = time.perf_counter() - t
     s = mpsched.load_scenario(a.scenario)
     t = time.perf_counter()
-    tasks = plan(s)
-    res = mpsched.run(s, out, jobs=a.jobs, client=client, tasks=tasks)
+    tasks = plan_stream(s, force=a.force)  # every run checked, only their ids kept
+    res = mpsched.run(s, out, jobs=a.jobs, client=client, tasks=tasks, force=a.force)
     wall = time.perf_counter() - t
     client_cpu = time.process_time() - cpu0
     if client is not None:

@@ -263,15 +263,16 @@ def expand(scenario: Scenario) -> list[RunSpec]:
     return list(iter_expand(scenario))
 
 
-def iter_expand(scenario: Scenario) -> Iterator[RunSpec]:
-    """`expand`, one run at a time (a study of many runs never holds them all)."""
+def iter_expand(scenario: Scenario, start: int = 0) -> Iterator[RunSpec]:
+    """`expand`, one run at a time (a study of many runs never holds them all), from run
+    `start` on (the runs before it are not built)."""
     ax = axes(scenario)
     grid, seeds = [a for a in ax if a.path != ("seed",)], [a for a in ax if a.path == ("seed",)]
     points = design_points(scenario)
     base = scenario.model_dump(mode="python")
     base["design"] = None
     combos = itertools.product(*(a.values for a in grid), range(len(points)), *(a.values for a in seeds))
-    for index, combo in enumerate(combos):
+    for index, combo in enumerate(itertools.islice(combos, start, None), start):
         values = list(combo)
         point = points[values.pop(len(grid))]
         data = _deep_copy(base)
