@@ -83,7 +83,9 @@ def reproduce(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
     rep = Reproduction(name, quick, published, ours, samples, figures_table, claims, seconds, Path(out),
                        sum(float(m.get("wall_time_s", 0.0)) for m in metas), len(metas))
     if figures:
-        rep.figures = study_figures(published, ours, samples)
+        study = STUDIES[name]
+        rep.figures = study_figures(published, ours, samples, skip=set(study.figure_metrics))
+        rep.figures += [StudyFigure(t, c, _png(f)) for t, c, f in (study.figures(published, samples) if study.figures else [])]
     return rep
 
 
@@ -141,9 +143,10 @@ def _bars(title: str, metric: str, unit: str, settings: list[str], schedulers: l
     return fig
 
 
-def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame) -> list[StudyFigure]:
+def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame,
+                  skip: set[str] = frozenset()) -> list[StudyFigure]:
     """One figure per published table (ours against the paper's, per setting), then one per
-    claimed metric no table prints (ours only)."""
+    claimed metric no table prints (ours only) and the study's own figures do not draw (`skip`)."""
     figs = []
     for t in published.get("table", []):
         scheds = list(t["values"])
@@ -152,7 +155,7 @@ def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.Dat
         figs.append(StudyFigure(t["source"], f"{t['what']} ({t['unit']}); bars: ours (95 % interval of the mean "
                                              f"where it varies); diamonds: the paper's" +
                                 ("; the paper's values are approximate" if t.get("approximate") else ""), _png(fig)))
-    tabled = {t["metric"] for t in published.get("table", [])}
+    tabled = {t["metric"] for t in published.get("table", [])} | set(skip)
     for metric in dict.fromkeys(c["metric"] for c in published.get("claim", []) if c["metric"] not in tabled):
         claims = [c for c in published["claim"] if c["metric"] == metric]
         scheds = list(dict.fromkeys(n for c in claims for n in (c.get("order") or c.get("similar") or c.get("among"))))
