@@ -178,7 +178,7 @@ def _cdf(samples: pl.DataFrame, published: dict[str, Any]) -> Figure:
 def _classes(samples: pl.DataFrame) -> Figure:
     """Table 3: share of the short flows in each FCT class, and of those the share that lost a
     packet (the paper: none in the first two classes, all in the last two)."""
-    fig, variants, axes = _panels(samples, "fct_mean_ms", width=4.2)
+    fig, variants, axes = _panels(samples, "fct_mean_ms", width=4.6)
     for ax, variant in zip(axes[0], variants):
         for j, proto in enumerate(("tcp", "mptcp")):
             fct = _values(samples, variant, "fct_mean_ms", "short flows", proto)
@@ -196,7 +196,7 @@ def _classes(samples: pl.DataFrame) -> Figure:
         ax.set_ylabel("share of short flows (%)", fontsize=8)
         ax.set_title(variant, fontsize=9)
     axes[0][0].legend(fontsize=6, loc="upper right")
-    fig.suptitle("003_ Table 3: the short flows' FCT classes (ms) and the share of each that retransmitted", fontsize=9)
+    fig.suptitle("003_ Table 3: the short flows' FCT classes (ms)\nand the share of each that retransmitted", fontsize=9)
     return fig
 
 
