@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from mpsched.analysis.stats import STATISTICS
 from mpsched.experiments import load_published
 from mpsched.experiments import datacenter as dc
 from mpsched.experiments.claims import judge_claim
@@ -110,11 +111,10 @@ def main() -> None:
                     continue
                 r = judge_claim(claim, samples, "", published)
                 c = r.deciding
-                stat = {"fct_mean_ms": "mean", "fct_p95_ms": "p95", "slow_pct": "mean"}.get(claim["metric"], "mean")
-                vals = samples.filter(pl.col("metric") == claim["metric"]).group_by("scheduler").agg(
-                    getattr(pl.col("value"), "mean" if stat == "mean" else "quantile")(
-                        *(() if stat == "mean" else (0.95,))).alias("v"))
-                v = dict(vals.iter_rows())
+                rows = samples.filter(pl.col("metric") == claim["metric"])
+                stat = STATISTICS[rows.get_column("statistic")[0]]  # the claim's statistic (mean, p95)
+                v = {p: float(stat(rows.filter(pl.col("scheduler") == p).get_column("value").to_numpy()))
+                     for p in ("tcp", "mptcp")}
                 iv = c.interval.percent() if c else "–"
                 print(f"| {name} | {claim['text'][:48]} | {v.get('tcp', float('nan')):.1f} | "
                       f"{v.get('mptcp', float('nan')):.1f} | {iv} | {r.verdict} | {drops} | {rtos} |")
