@@ -15,7 +15,7 @@ import polars as pl
 from mpsched.analysis.summary import labelled_flows
 from mpsched.analysis.metrics import aggregation_benefit, block_delay_summary, rtt_max
 
-__all__ = ["cfs_fct", "bwm_bufferbloat", "datacenter", "paasch_aggregation", "app_delay"]
+__all__ = ["cfs_fct", "bwm_bufferbloat", "paasch_aggregation", "app_delay"]  # datacenter: experiments.datacenter
 
 
 def _rows(df: pl.DataFrame, variant: pl.Expr | str, metric: str, setting: pl.Expr | str, value: pl.Expr) -> pl.DataFrame:
@@ -83,27 +83,6 @@ def bwm_bufferbloat(results: dict[str, Any]) -> pl.DataFrame:
         out += [_rows(g, variant, "total_traffic_MB", "50 s run", pl.col("mb")),
                 _rows(g, variant, "throughput_mbps", "50 s run", pl.col("mbps")),
                 _rows(g, variant, "rtt_max_ms", "50 s run", pl.col("rtt"))]
-    return pl.concat(out)
-
-
-_DC_SETTINGS = {"table2": ("short flows", "query"), "query_nobg": ("query, no background", "query"),
-                "query": ("query, background", "query"), "short_message": ("short message, background", "short_message")}
-
-
-def datacenter(results: dict[str, Any]) -> pl.DataFrame:
-    """003_ Table 2 and §5.2: FCT mean / standard deviation / 95th percentile (ms) of the short
-    flows, by the protocol swept in the run (Table 2: the background's protocol; §5.2: every
-    flow's) and, as the variant, the host interfaces, seeds pooled."""
-    out = []
-    for stem, res in results.items():
-        setting, cls = _DC_SETTINGS[stem]
-        variant = pl.format("{} interface(s)", pl.col("interfaces")) if "interfaces" in res.runs.columns else pl.lit("")
-        proto = res.runs.select("run_id", pl.col("protocol").alias("scheduler"), variant.alias("variant"))
-        f = res.flows.drop("scheduler").filter((pl.col("class") == cls) & pl.col("completed")).join(proto, on="run_id")
-        ms = pl.col("fct_ns").cast(pl.Float64) / 1e6
-        g = f.group_by("variant", "scheduler", maintain_order=True).agg(
-            ms.mean().alias("mean"), ms.std().alias("std"), ms.quantile(0.95, interpolation="linear").alias("p95"))
-        out += [_rows(g, pl.col("variant"), f"fct_{m}_ms", setting, pl.col(m)) for m in ("mean", "std", "p95")]
     return pl.concat(out)
 
 

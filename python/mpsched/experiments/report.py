@@ -83,7 +83,9 @@ def reproduce(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
     rep = Reproduction(name, quick, published, ours, samples, figures_table, claims, seconds, Path(out),
                        sum(float(m.get("wall_time_s", 0.0)) for m in metas), len(metas))
     if figures:
-        rep.figures = study_figures(published, ours, samples)
+        study = STUDIES[name]
+        rep.figures = study_figures(published, ours, samples, skip=set(study.figure_metrics))
+        rep.figures += [StudyFigure(t, c, _png(f)) for t, c, f in (study.figures(published, samples) if study.figures else [])]
     return rep
 
 
@@ -165,9 +167,10 @@ def _cdfs(metric: str, dist: pl.DataFrame) -> Figure:
     return fig
 
 
-def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame) -> list[StudyFigure]:
+def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame,
+                  skip: set[str] = frozenset()) -> list[StudyFigure]:
     """One figure per published table (ours against the paper's, per setting), then one per
-    claimed metric no table prints (ours only)."""
+    claimed metric no table prints (ours only) and the study's own figures do not draw (`skip`)."""
     figs = []
     for t in published.get("table", []):
         scheds = list(t["values"])
@@ -176,7 +179,7 @@ def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.Dat
         figs.append(StudyFigure(t["source"], f"{t['what']} ({t['unit']}); bars: ours (95 % interval of the mean "
                                              f"where it varies); diamonds: the paper's" +
                                 ("; the paper's values are approximate" if t.get("approximate") else ""), _png(fig)))
-    tabled = {t["metric"] for t in published.get("table", [])}
+    tabled = {t["metric"] for t in published.get("table", [])} | set(skip)
     for metric in dict.fromkeys(c["metric"] for c in published.get("claim", []) if c["metric"] not in tabled):
         claims = [c for c in published["claim"] if c["metric"] == metric]
         dist = samples.filter((pl.col("metric") == metric) & (pl.col("statistic") == "median")) \

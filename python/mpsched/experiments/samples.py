@@ -19,7 +19,7 @@ import polars as pl
 from mpsched.analysis.metrics import aggregation_benefit, block_delay, rtt_max
 from mpsched.analysis.summary import labelled_flows
 
-__all__ = ["SAMPLE_COLUMNS", "cfs_fct", "bwm_bufferbloat", "datacenter", "paasch_aggregation", "app_delay"]
+__all__ = ["SAMPLE_COLUMNS", "cfs_fct", "bwm_bufferbloat", "paasch_aggregation", "app_delay"]  # datacenter: experiments.datacenter
 
 SAMPLE_COLUMNS = ("variant", "metric", "setting", "scheduler", "key", "value", "statistic")
 
@@ -75,23 +75,6 @@ def bwm_bufferbloat(results: dict[str, Any]) -> pl.DataFrame:
                 _rows(per_run, variant, "throughput_mbps", "50 s run", key,
                       pl.col("bytes_delivered") * 8 / pl.col("dur_s") / 1e6),
                 _rows(per_run, variant, "rtt_max_ms", "50 s run", key, pl.col("srtt_max_ms"))]
-    return pl.concat(out)
-
-
-def datacenter(results: dict[str, Any]) -> pl.DataFrame:
-    """003_ Table 2, §5.2: each completed short flow's FCT (ms); the numbers are their mean,
-    standard deviation and 95th percentile."""
-    from mpsched.experiments.metrics import _DC_SETTINGS
-
-    out = []
-    for stem, res in results.items():
-        setting, cls = _DC_SETTINGS[stem]
-        variant = pl.format("{} interface(s)", pl.col("interfaces")) if "interfaces" in res.runs.columns else pl.lit("")
-        proto = res.runs.select("run_id", pl.col("protocol").alias("scheduler"), variant.alias("variant"))
-        f = res.flows.drop("scheduler").filter((pl.col("class") == cls) & pl.col("completed")).join(proto, on="run_id")
-        ms = pl.col("fct_ns").cast(pl.Float64) / 1e6
-        out += [_rows(f, pl.col("variant"), f"fct_{m}_ms", setting, _seed_flow(), ms, m)
-                for m in ("mean", "std", "p95")]
     return pl.concat(out)
 
 

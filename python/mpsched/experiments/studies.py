@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 import polars as pl
 
+from mpsched.experiments import datacenter as dc
 from mpsched.experiments import metrics as em
 from mpsched.experiments import samples as es
 
@@ -57,6 +58,10 @@ class Study:
     extract: Callable[[dict[str, Any]], pl.DataFrame]
     quick: dict[str, dict[str, Any]] = field(default_factory=dict)
     quick_files: tuple[str, ...] | None = None  # the files --quick runs (default: all)
+    # the study's own figures from (published, samples): (title, caption, matplotlib Figure)s,
+    # and the metrics they draw (the report's generic bars leave those out)
+    figures: Callable[[dict[str, Any], pl.DataFrame], list[tuple[str, str, Any]]] | None = None
+    figure_metrics: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -68,7 +73,7 @@ class Study:
         return _SAMPLES[self.extract]
 
 
-_SAMPLES = {em.cfs_fct: es.cfs_fct, em.bwm_bufferbloat: es.bwm_bufferbloat, em.datacenter: es.datacenter,
+_SAMPLES = {em.cfs_fct: es.cfs_fct, em.bwm_bufferbloat: es.bwm_bufferbloat, dc.ours: dc.samples,
             em.paasch_aggregation: es.paasch_aggregation, em.app_delay: es.app_delay}
 _CFS_QUICK = {"seed": [1], "paths.0.rate": ["20Mbit"], "workload.repeat": 4}
 _DC_FILES = ("table2.toml", "query_nobg.toml", "query.toml", "short_message.toml")
@@ -84,9 +89,10 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
                              "workload.2.repeat": 3, "workload.3.repeat": 3}}, quick_files=("scenario.toml",)),
     Study("bwm_bufferbloat", ("scenario.toml", "queue_10mb.toml", "bwm_common_rtt.toml"), em.bwm_bufferbloat,
           {"scenario.toml": {"seed": [1]}}, quick_files=("scenario.toml",)),
-    Study("datacenter_short_flows", _DC_FILES, em.datacenter,
-          {f: {"seed": [1], "duration": "3s", "topology.interfaces": 4, "workload.0.stop": "2.5s"}
-           | ({} if f == "query_nobg.toml" else {"workload.1.stop": "2.5s"}) for f in _DC_FILES}),
+    Study("datacenter_short_flows", _DC_FILES, dc.ours,
+          {f: {"seed": [1], "duration": "3s", "topology.interfaces": [4], "workload.0.stop": "2.5s"}
+           | ({} if f == "query_nobg.toml" else {"workload.1.stop": "2.5s"}) for f in _DC_FILES},
+          figures=dc.figures, figure_metrics=dc.FIGURE_METRICS),
     Study("paasch_aggregation", ("fixed.toml", "fixed_tcp.toml", "sweep_low.toml", "sweep_low_tcp.toml",
                                  "sweep_high.toml", "sweep_high_tcp.toml"), em.paasch_aggregation,
           {"fixed.toml": {"seed": [1], "duration": "20s"}, "fixed_tcp.toml": {"seed": [1], "duration": "20s"},

@@ -48,7 +48,7 @@ from mpsched.scenario.units import parse_fraction, parse_rate_bps, parse_size_by
 if TYPE_CHECKING:
     from mpsched.scenario.model import Scenario
 
-__all__ = ["CLASSES", "DATA_DIR", "flow_size_cdf", "sample_sizes", "host_count", "flows", "build",
+__all__ = ["CLASSES", "DATA_DIR", "flow_size_cdf", "sample_sizes", "host_count", "partners", "flows", "build",
            "link_columns"]
 
 #: The vendored flow-size distributions.
@@ -56,6 +56,9 @@ DATA_DIR = Path(__file__).resolve().parents[3] / "scenarios" / "data" / "datacen
 #: Flow-size ranges of the traffic classes of `003_` §3.3, bytes (KB = 1000 bytes).
 CLASSES = {"query": (2_000, 20_000), "short_message": (50_000, 1_000_000), "background": (1_000_000, 50_000_000)}
 _CDF_FILES = {"dctcp": "DCTCP_CDF", "vl2": "VL2_CDF", "fb": "FB_CDF"}
+#: The random stream of ``pairing = "permutation"`` (beside the workloads' streams, which are
+#: numbered by workload index, so adding a workload never moves the permutation).
+_PAIRING_STREAM = 0x7A1F
 #: Default subflows of an MPTCP flow on a topology: Raiciu et al. §4.1 find 8 enough to fill a
 #: FatTree.
 DEFAULT_SUBFLOWS = 8
@@ -120,12 +123,50 @@ def _hosts(w, wi: int, s: Scenario) -> tuple[list[int], list[int]]:
     return senders, receivers
 
 
+def partners(s: Scenario) -> dict[int, int]:
+    """Each host's one receiver under ``pairing = "permutation"``: a permutation of every host
+    without fixed points, drawn from the run seed alone so all the run's paired workloads
+    share it (no host receives from two senders)."""
+    perm = _derangement(np.random.default_rng([int(s.seed), _PAIRING_STREAM]), host_count(s))
+    return dict(enumerate(perm))
+
+
+def _paired_senders(s: Scenario) -> None:
+    """The paired workloads split the hosts: a host sends one of them only (003_ §4.1: a third
+    of the hosts run the background, the others the short flows)."""
+    seen: dict[int, int] = {}
+    n = host_count(s)
+    for wi, w in enumerate(s.workload):
+        if w.pairing is None:
+            continue
+        for h in w.senders:
+            if h >= n:
+                raise _error(f"workload[{wi}].senders", f"host {h} does not exist; the topology has {n} hosts (0 to {n - 1})")
+            if h in seen and seen[h] != wi:
+                raise _error(f"workload[{wi}].senders", f"host {h} already sends workload[{seen[h]}]; with "
+                             "pairing = \"permutation\" each host sends one workload to its partner, so the "
+                             "paired workloads' senders must be disjoint")
+            seen[h] = wi
+
+
+def _size(w, rng: np.random.Generator, size_class: str | None) -> int:
+    """One flow's size: `size`, uniform in `size_range`, or drawn from the class / distribution."""
+    if w.size is not None:  # one size for every flow (003_ Table 2: 70 KB)
+        return parse_size_bytes(w.size)
+    if w.size_range is not None:  # 003_ §5.2.1: queries of 1-16 KB
+        lo, hi = (parse_size_bytes(x) for x in w.size_range)
+        return int(rng.integers(lo, hi + 1))
+    return int(sample_sizes(rng, 1, size_class=size_class, cdf=w.distribution)[0])
+
+
 def flows(s: Scenario) -> list[dict[str, Any]]:
     """Every flow of a concrete topology scenario, in start order: sender and receiver host,
     connection index, workload index, class, start and application."""
     duration_ns = parse_time_ns(s.duration)
     conn_index = {c.name: i for i, c in enumerate(s.connection)}
     out: list[dict[str, Any]] = []
+    _paired_senders(s)
+    pair = partners(s) if any(w.pairing is not None for w in s.workload) else {}
     for wi, w in enumerate(s.workload):
         rng = np.random.default_rng([int(s.seed), wi])
         start_ns = parse_time_ns(w.start)
@@ -145,6 +186,20 @@ def flows(s: Scenario) -> list[dict[str, Any]]:
         elif w.kind == "permutation":
             out += [{**base, "sender": src, "receiver": dst, "start_ns": start_ns, "app": dict(endless)}
                     for src, dst in enumerate(_derangement(rng, host_count(s)))]
+        elif w.pairing is not None and w.kind == "background" and w.mean_gap is None:
+            out += [{**base, "sender": h, "receiver": pair[h], "start_ns": start_ns, "app": dict(endless)}
+                    for h in sorted(w.senders)]
+        elif w.pairing is not None:  # Poisson arrivals per sender, each to its partner
+            gap_ns = parse_time_ns(w.mean_gap)
+            size_class = None if w.kind == "empirical" else w.kind
+            for h in sorted(w.senders):
+                at = start_ns
+                while True:
+                    at += int(rng.exponential(gap_ns))
+                    if at >= stop_ns:
+                        break
+                    out.append({**base, "sender": h, "receiver": pair[h], "start_ns": at,
+                                "app": {"kind": "sized", "size_bytes": _size(w, rng, size_class)}})
         elif w.kind == "background" and w.mean_gap is None:
             senders, receivers = _hosts(w, wi, s)
             fraction = parse_fraction(w.fraction) if w.fraction is not None else DEFAULT_BACKGROUND_FRACTION
@@ -164,10 +219,7 @@ def flows(s: Scenario) -> list[dict[str, Any]]:
                     at += int(rng.exponential(gap_ns))
                     if at >= stop_ns:
                         break
-                    if w.size is not None:  # one size for every flow (003_ Table 2: 70 KB)
-                        size = parse_size_bytes(w.size)
-                    else:
-                        size = int(sample_sizes(rng, 1, size_class=size_class, cdf=w.distribution)[0])
+                    size = _size(w, rng, size_class)  # the size is drawn before the sender
                     out.append({**base, "sender": others[int(rng.integers(len(others)))], "receiver": r,
                                 "start_ns": at, "app": {"kind": "sized", "size_bytes": size}})
     out.sort(key=lambda f: f["start_ns"])  # stable: equal starts keep workload order

@@ -64,6 +64,12 @@ class WorkloadSpec(_Model):
     ``"empirical"``: the same with sizes from `distribution` (``"dctcp"``, ``"vl2"``, ``"fb"``);
     ``"permutation"``: every host sends without end to one other host; ``"bulk"`` on a dumbbell:
     the `pairs` listed (default all) send without end through the bottleneck.
+    `size_range = [low, high]` draws the sizes uniformly in that range instead of the class's
+    (`003_` §5.2.1 runs its queries at 1-16 KB). ``pairing = "permutation"``: each of `senders`
+    sends only to its partner in one permutation of all the hosts, shared by the run's
+    workloads (Raiciu et al.'s one-to-one traffic matrix, `003_` §4.1): one workload's senders
+    run the background, another's the short flows; the paired workloads' senders must not
+    overlap.
     """
 
     kind: Literal["sized", "bulk", "web", "cbr", "messages", "rpc", "query", "short_message", "background", "empirical", "permutation"] = "sized"
@@ -89,6 +95,8 @@ class WorkloadSpec(_Model):
     senders: list[Annotated[int, Field(ge=0)]] | None = None
     receivers: list[Annotated[int, Field(ge=0)]] | None = None
     pairs: list[Annotated[int, Field(ge=0)]] | None = None
+    pairing: Literal["permutation"] | None = None
+    size_range: list[FixedSize] | None = None
     rate_hz: Annotated[Any, BeforeValidator(_sweepable(_hz)), SWEEP_OTHER] | None = None
     deadline: PositiveTime | None = None
     messages: Annotated[Any, BeforeValidator(_count)] | None = None
@@ -101,7 +109,8 @@ class WorkloadSpec(_Model):
     def _consistent(self) -> WorkloadSpec:
         if self.kind in DATACENTER_KINDS:
             return self._datacenter()
-        for f in ("distribution", "fraction", "senders", "receivers") + (("pairs",) if self.kind != "bulk" else ()):
+        for f in ("distribution", "fraction", "senders", "receivers", "pairing", "size_range") + (
+                ("pairs",) if self.kind != "bulk" else ()):
             if getattr(self, f) is not None:
                 raise _FieldError(f, f"a {self.kind} workload does not take this field (it belongs to the "
                                   f"data-center kinds: {', '.join(DATACENTER_KINDS)})")
@@ -143,7 +152,9 @@ class WorkloadSpec(_Model):
         allowed = {"kind", "connection", "start", "stop", "mean_gap", "senders", "receivers", "direction"}
         allowed |= {"empirical": {"distribution"}, "background": {"fraction"}}.get(self.kind, set())
         if self.kind in ("query", "short_message", "background"):
-            allowed |= {"size"}  # every flow of this size instead of the class's range
+            allowed |= {"size", "size_range"}  # every flow of this size, or uniform in this range
+        if self.kind != "permutation":
+            allowed |= {"pairing"}
         if self.kind == "permutation":
             allowed -= {"mean_gap", "senders", "receivers"}
         for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
@@ -163,6 +174,24 @@ class WorkloadSpec(_Model):
         if self.kind == "background" and self.mean_gap is not None and self.fraction is not None:
             raise _FieldError("fraction", "background flows are either Poisson (mean_gap) or one endless flow to a "
                               "fraction of the receivers, not both")
+        if self.size is not None and self.size_range is not None:
+            raise _FieldError("size_range", "give either size (every flow) or size_range (uniform in [low, high]), not both")
+        if self.size_range is not None:
+            if self.kind == "background" and self.mean_gap is None:
+                raise _FieldError("size_range", "endless background flows have no size; give mean_gap for Poisson "
+                                  "background flows with sizes in this range")
+            if len(self.size_range) != 2 or parse_size_bytes(self.size_range[0]) > parse_size_bytes(self.size_range[1]):
+                raise _FieldError("size_range", "give [low, high] with low <= high, e.g. size_range = [\"1KB\", \"16KB\"]")
+        if self.pairing is not None:
+            # one fixed partner per sender (a permutation of every host, shared by the run's
+            # workloads): Raiciu et al.'s one-to-one traffic matrix, as 003_ §4.1 runs it
+            for f in ("receivers", "fraction"):
+                if getattr(self, f) is not None:
+                    raise _FieldError(f, "with pairing = \"permutation\" each sender sends to its one partner in the "
+                                      "run's permutation of the hosts; leave out receivers and fraction")
+            if self.senders is None:
+                raise _FieldError("senders", "pairing = \"permutation\" needs the hosts that send this workload, "
+                                  "e.g. senders = [0, 3, 6, 9, 12]")
         return self
 
     def _messages(self) -> WorkloadSpec:
