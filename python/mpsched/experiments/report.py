@@ -83,7 +83,8 @@ def reproduce(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
     rep = Reproduction(name, quick, published, ours, samples, figures_table, claims, seconds, Path(out),
                        sum(float(m.get("wall_time_s", 0.0)) for m in metas), len(metas))
     if figures:
-        rep.figures = study_figures(published, ours, samples)
+        series = STUDIES[name].series(results) if STUDIES[name].series and published.get("series") else None
+        rep.figures = study_figures(published, ours, samples, series)
     return rep
 
 
@@ -141,9 +142,77 @@ def _bars(title: str, metric: str, unit: str, settings: list[str], schedulers: l
     return fig
 
 
-def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame) -> list[StudyFigure]:
-    """One figure per published table (ours against the paper's, per setting), then one per
-    claimed metric no table prints (ours only)."""
+def _series(spec: dict[str, Any], series: pl.DataFrame) -> Figure:
+    """One panel per scheduler: our time series of `spec["quantity"]` per path, the levels the
+    paper states (`[[series.mark]]`) as black dashed segments over their time spans."""
+    rows = series.filter(pl.col("quantity") == spec["quantity"])
+    scheds = [x for x in spec.get("schedulers") or rows.get_column("scheduler").unique(maintain_order=True).to_list()
+              if x in set(rows.get_column("scheduler").to_list())] or ["(none)"]
+    fig = Figure(figsize=(12.0, 3.4), layout="constrained")
+    axes = fig.subplots(1, len(scheds), squeeze=False, sharey=True).ravel()
+    for ax, sched in zip(axes, scheds):
+        r = rows.filter(pl.col("scheduler") == sched)
+        for j, path in enumerate(r.get_column("path").unique(maintain_order=True).to_list()):
+            p = r.filter(pl.col("path") == path)
+            ax.plot(p.get_column("time_s").to_list(), p.get_column("value").to_list(), color=f"C{j}", lw=1,
+                    label=f"{path} (ours)")
+        seen: set[str] = set()
+        for m in (x for x in spec.get("mark", []) if x.get("scheduler") == sched):
+            ax.hlines(m["value"], m["from_s"], m["to_s"], colors="black", linestyles="--", lw=1.6,
+                      label=None if m["text"] in seen else f"paper: {m['text']}")
+            seen.add(m["text"])
+        ax.set_title(spec.get("labels", {}).get(sched, sched), fontsize=9)
+        ax.set_xlabel("time (s)", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="best", framealpha=0.6)
+    axes[0].set_ylabel(f"{spec['quantity']} ({spec['unit']})", fontsize=8)
+    fig.suptitle(f"{spec['source']}: {spec['what']}", fontsize=9)
+    return fig
+
+
+def _distribution(spec: dict[str, Any], published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame) -> Figure:
+    """Box plots of a metric's samples per setting and scheduler (one panel per variant), the
+    paper's mean of each (the table `spec["table"]`) as a black diamond, ours as a white dot."""
+    table = next((t for t in published.get("table", []) if t["source"] == spec.get("table")), None)
+    rows = samples.filter(pl.col("metric") == spec["metric"]) if not samples.is_empty() else samples
+    variants = _variants(ours, {spec["metric"]})[:3]
+    fig = Figure(figsize=(12.0, 3.6), layout="constrained")
+    axes = fig.subplots(1, len(variants), squeeze=False).ravel()
+    for ax, variant in zip(axes, variants):
+        r = rows.filter(pl.col("variant") == variant) if not rows.is_empty() else rows
+        settings = list(table["settings"]) if table else r.get_column("setting").unique(maintain_order=True).to_list()
+        scheds = list(table["values"]) if table else r.get_column("scheduler").unique(maintain_order=True).to_list()
+        width = 0.8 / max(len(scheds), 1)
+        for j, sched in enumerate(scheds):
+            for i, setting in enumerate(settings):
+                x = i + (j - (len(scheds) - 1) / 2) * width
+                vals = r.filter((pl.col("setting") == setting) & (pl.col("scheduler") == sched)).get_column("value") \
+                    .to_list() if not r.is_empty() else []
+                if vals:
+                    ax.boxplot([vals], positions=[x], widths=width * 0.85, patch_artist=True, showfliers=True,
+                               boxprops={"facecolor": f"C{j}", "alpha": 0.6}, medianprops={"color": "black"},
+                               flierprops={"markersize": 2})
+                    ax.plot([x], [sum(vals) / len(vals)], "o", color="white", mec="black", ms=3)
+                if table:
+                    ax.plot([x], [table["values"][sched][i]], "D", color="black", ms=5)
+            ax.plot([], [], "s", color=f"C{j}", label=f"{(table or {}).get('labels', {}).get(sched, sched)} (ours)")
+        if table:
+            ax.plot([], [], "D", color="black", label=f"paper's mean ({table['source']})")
+        ax.set_xticks(range(len(settings)), settings, fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"each flow's value ({spec['unit']})", fontsize=8)
+        ax.set_title(variant or "ours", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=6, loc="upper left")
+    fig.suptitle(f"{spec['source']}: {spec['what']}", fontsize=9)
+    return fig
+
+
+def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame,
+                  series: pl.DataFrame | None = None) -> list[StudyFigure]:
+    """One figure per published table (ours against the paper's, per setting), one per claimed
+    metric no table prints (ours only), then the `[[distribution]]` box plots and, when the
+    study has `series`, the `[[series]]` time series."""
     figs = []
     for t in published.get("table", []):
         scheds = list(t["values"])
@@ -162,4 +231,13 @@ def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.Dat
             continue
         fig = _bars(f"{metric}: ours (the paper prints no number)", metric, "", settings, scheds, {}, ours, samples, None)
         figs.append(StudyFigure(metric, f"our {metric} per scheduler; the paper states the claim in words only", _png(fig)))
+    for d in published.get("distribution", []):
+        if samples.is_empty() or samples.filter(pl.col("metric") == d["metric"]).is_empty():
+            continue
+        figs.append(StudyFigure(d["source"], f"{d['what']} ({d['unit']}, log scale); boxes: our samples (quartiles, "
+                                             f"whiskers 1.5 IQR), white dots: our means; diamonds: the paper's means "
+                                             f"({d.get('table', 'none printed')})", _png(_distribution(d, published, ours, samples))))
+    for f in published.get("series", []) if series is not None else []:
+        figs.append(StudyFigure(f["source"], f"{f['what']} ({f['unit']}), first seed; lines: ours per path; dashed "
+                                             f"black: the levels the paper states", _png(_series(f, series))))
     return figs
