@@ -22,8 +22,9 @@ metric that changes sign by difference. `evaluate_claim` here judges a claim on 
 numbers; `mpsched.experiments.claims` judges it on every repetition with an interval (what
 `mpsched reproduce` reports).
 
-``[[setup]]`` (``parameter``, ``paper``, ``source``, ``ours``, ``why``) lists the setup beside
-the paper's, for the report.
+``[[setup]]`` (``parameter``, ``paper``, ``source``, ``ours``, ``why``; optional
+``sensitivity``: what the result does when it changes, from `mpsched.experiments.sensitivity`)
+lists the setup beside the paper's, for the report.
 
 Figures beyond one per table: ``[[series]]`` (``source``, ``what``, ``quantity``: a column of the
 study's `series`, ``unit``, ``schedulers``, ``labels``) draws our time series per scheduler and
@@ -178,6 +179,8 @@ def check_published(data: dict[str, Any]) -> list[str]:
         missing = [k for k in ("parameter", "paper", "source", "ours", "why") if not isinstance(s.get(k), str)]
         if missing:
             errors.append(f"setup[{i}]: missing {', '.join(missing)} (text; `why` may be empty)")
+        if not isinstance(s.get("sensitivity", ""), str):
+            errors.append(f"setup[{i}].sensitivity: text (what the result does when the parameter changes)")
     return errors
 
 
