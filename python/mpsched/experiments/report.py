@@ -148,7 +148,7 @@ def _series(spec: dict[str, Any], series: pl.DataFrame) -> Figure:
     rows = series.filter(pl.col("quantity") == spec["quantity"])
     scheds = [x for x in spec.get("schedulers") or rows.get_column("scheduler").unique(maintain_order=True).to_list()
               if x in set(rows.get_column("scheduler").to_list())] or ["(none)"]
-    fig = Figure(figsize=(12.0, 3.4), layout="constrained")
+    fig = Figure(figsize=(12.0, 3.9), layout="constrained")
     axes = fig.subplots(1, len(scheds), squeeze=False, sharey=True).ravel()
     for ax, sched in zip(axes, scheds):
         r = rows.filter(pl.col("scheduler") == sched)
@@ -164,7 +164,8 @@ def _series(spec: dict[str, Any], series: pl.DataFrame) -> Figure:
         ax.set_title(spec.get("labels", {}).get(sched, sched), fontsize=9)
         ax.set_xlabel("time (s)", fontsize=8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="upper right", framealpha=0.6)  # "best" scans every point: slow
+        # below the panel, so it hides neither our lines nor the paper's levels ("best" is slow)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     axes[0].set_ylabel(f"{spec['quantity']} ({spec['unit']})", fontsize=8)
     fig.suptitle(f"{spec['source']}: {spec['what']}", fontsize=9)
     return fig
