@@ -52,3 +52,23 @@ def test_a_sensitivity_run_gives_the_headline_per_swept_value_and_scheduler(tmp_
 def test_a_study_without_sensitivity_runs_is_refused_with_the_list():
     r = CliRunner().invoke(app, ["reproduce", "datacenter_short_flows", "--sensitivity"])
     assert r.exit_code == 2 and "paasch_app_delay" in r.output
+
+
+def test_reproduce_sensitivity_prints_each_files_headline(tmp_path, monkeypatch):
+    """`mpsched reproduce STUDY --sensitivity -o DIR`: each file runs into DIR/sensitivity/<stem>/
+    and its table names the swept values and the metrics (one file here, cut to 3 s)."""
+    import tomli_w
+
+    from mpsched.experiments import sensitivity as sens
+
+    data = tomllib.loads((ex.ROOT / "paasch_app_delay" / "sensitivity" / "cc.toml").read_text())
+    data.update(duration="3s")
+    data["workload"]["stop"] = "2.5s"
+    f = tmp_path / "cc.toml"
+    f.write_text(tomli_w.dumps(data))
+    monkeypatch.setattr(sens, "sensitivity_files", lambda name: [f])
+    r = CliRunner().invoke(app, ["reproduce", "paasch_app_delay", "--sensitivity", "-o", str(tmp_path / "out"), "-j", "1"],
+                           env={"COLUMNS": "160"})
+    assert r.exit_code == 0, r.output
+    assert "cc=reno" in r.output and "cc=lia" in r.output and "delay_mean_ms" in r.output
+    assert (tmp_path / "out" / "sensitivity" / "cc").is_dir()
