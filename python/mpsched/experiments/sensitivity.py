@@ -17,7 +17,7 @@ import polars as pl
 
 from mpsched.analysis.metrics import block_delay_summary, rtt_max
 from mpsched.analysis.summary import labelled_flows
-from mpsched.experiments.metrics import _goodput_mbps, _run_seconds
+from mpsched.experiments.metrics import _goodput_mbps
 from mpsched.experiments.studies import ROOT
 
 __all__ = ["HEADLINES", "sensitivity_files", "run_sensitivity", "headline"]
