@@ -24,6 +24,7 @@ def reproduce(
     quick: bool = typer.Option(False, "--quick", help="A reduced version (fewer seeds, repeats, sizes) that runs in seconds."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
+    sensitivity: bool = typer.Option(False, "--sensitivity", help="Instead: the study's sensitivity runs (experiments/<study>/sensitivity/: one unstated assumption changed per file), its headline numbers per value (runs in <out>/sensitivity/)."),
 ) -> None:
     """Run reproduction studies of experiments/: the published figures beside ours, each claim of
     the papers judged on all repetitions (holds / magnitude off / tie / fails, with a 95 %
@@ -45,6 +46,9 @@ def reproduce(
         _fail("give a study name or --all, not both", EXIT_BAD_INPUT)
     if study is not None and study not in ex.STUDIES:
         _fail(f"unknown study {_escape(study)!r}; `mpsched reproduce --list` lists them", EXIT_BAD_INPUT)
+    if sensitivity:
+        _sensitivity(list(ex.STUDIES) if all_ else [study], out_dir, jobs)
+        return
     names = list(ex.STUDIES) if all_ else [study]
     for name in names:
         try:
@@ -72,6 +76,28 @@ def reproduce(
     if all_:
         typer.echo(claims_text(reps))
     typer.echo(f"report: {html}")
+
+
+def _sensitivity(names: list[str], out_dir: Optional[Path], jobs: int) -> None:
+    from mpsched.experiments.sensitivity import HEADLINES, run_sensitivity
+    from mpsched.scenario import ScenarioError
+    from mpsched.study import RunFailed
+
+    names = [n for n in names if n in HEADLINES]
+    if not names:
+        _fail("this study has no sensitivity runs; studies with them: " + ", ".join(HEADLINES), EXIT_BAD_INPUT)
+    for name in names:
+        out = (out_dir / name if out_dir and len(names) > 1 else out_dir) or Path("results") / "experiments" / name
+        try:
+            done = run_sensitivity(name, out / "sensitivity", jobs=jobs if jobs > 0 else (os.cpu_count() or 1),
+                                   on_file=lambda f, n, name=name: _c.err.print(f"{name}/sensitivity/{f}: {n} run(s)",
+                                                                                 highlight=False, markup=False))
+        except ScenarioError as e:
+            _fail(_escape(str(e)), EXIT_BAD_INPUT)
+        except RunFailed as e:
+            _fail(_escape(str(e)), EXIT_FAILED)
+        for stem, what, table in done:
+            _print_table(table, f"{name}, sensitivity/{stem}.toml: {what}")
 
 
 def _print_reproduction(rep) -> None:

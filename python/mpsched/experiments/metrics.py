@@ -15,7 +15,7 @@ import polars as pl
 from mpsched.analysis.summary import labelled_flows
 from mpsched.analysis.metrics import aggregation_benefit, block_delay_summary, rtt_max
 
-__all__ = ["cfs_fct", "bwm_bufferbloat", "paasch_aggregation", "app_delay"]  # datacenter: experiments.datacenter
+__all__ = ["cfs_fct", "bwm_bufferbloat", "burst_split", "bwm_series", "paasch_aggregation", "app_delay"]  # datacenter: experiments.datacenter
 
 
 def _rows(df: pl.DataFrame, variant: pl.Expr | str, metric: str, setting: pl.Expr | str, value: pl.Expr) -> pl.DataFrame:
@@ -83,7 +83,69 @@ def bwm_bufferbloat(results: dict[str, Any]) -> pl.DataFrame:
         out += [_rows(g, variant, "total_traffic_MB", "50 s run", pl.col("mb")),
                 _rows(g, variant, "throughput_mbps", "50 s run", pl.col("mbps")),
                 _rows(g, variant, "rtt_max_ms", "50 s run", pl.col("rtt"))]
+        split = burst_split(res).join(f.select("run_id", "scheduler").unique("run_id"), on="run_id")
+        if stem == "bwm_common_rtt":
+            split = split.with_columns(pl.format("{} ({})", pl.col("scheduler"), pl.lit(stem)).alias("scheduler"))
+        g = split.group_by("scheduler", maintain_order=True).agg(pl.col("congested_share").mean(), pl.col("free_mbps").mean())
+        out += [_rows(g, variant, "burst_congested_share", "UDP bursts", pl.col("congested_share")),
+                _rows(g, variant, "burst_free_path_mbps", "UDP bursts", pl.col("free_mbps"))]
     return pl.concat(out)
+
+
+def _bursts(res, run_id: str) -> list[tuple[str, float, float]]:
+    """(path, start s, stop s) of each cross-traffic source of a run, from its stored scenario."""
+    import tomllib
+
+    from mpsched.scenario.units import parse_time_ns
+
+    scenario = tomllib.loads(res.scenario_toml(run_id))
+    return [(c["path"], parse_time_ns(c["start"]) / 1e9, parse_time_ns(c["stop"]) / 1e9)
+            for c in scenario.get("cross_traffic", [])]
+
+
+def burst_split(res) -> pl.DataFrame:
+    """002_ Fig. 7 and §4.2: how a connection splits its data while cross traffic loads one
+    path. Per run (`run_id`): `congested_share`, the share of the bytes acknowledged during the
+    bursts that went over the loaded path (the paper: BWM about 2 in 12, 20 of 120 Mbit/s;
+    round-robin half), and `free_mbps`, the rate the other paths carried meanwhile (the paper:
+    BWM keeps them at 100 Mbit/s). Bytes acknowledged per subflow are read from the series at
+    the burst's start and stop (the samples nearest below them)."""
+    s = res.subflow_series
+    rows = []
+    for run_id in res.runs.get_column("run_id").to_list():
+        r = s.filter(pl.col("run_id") == run_id)
+        congested = free = 0.0
+        free_s = 0.0
+        for path, start, stop in _bursts(res, run_id):
+            at = lambda t: r.filter(pl.col("time_ns") <= int(t * 1e9)).group_by("path").agg(  # noqa: E731
+                pl.col("bytes_acked").sort_by("time_ns").last())
+            moved = at(stop).join(at(start), on="path", how="left", suffix="_0").with_columns(
+                (pl.col("bytes_acked") - pl.col("bytes_acked_0").fill_null(0)).cast(pl.Float64).alias("b"))
+            congested += moved.filter(pl.col("path") == path).get_column("b").sum()
+            free += moved.filter(pl.col("path") != path).get_column("b").sum()
+            free_s += stop - start
+        total = congested + free
+        rows.append({"run_id": run_id, "congested_share": congested / total if total else float("nan"),
+                     "free_mbps": free * 8 / free_s / 1e6 if free_s else float("nan")})
+    return pl.DataFrame(rows, schema={"run_id": pl.String, "congested_share": pl.Float64, "free_mbps": pl.Float64})
+
+
+def bwm_series(results: dict[str, Any]) -> pl.DataFrame:
+    """002_ Figs. 7-8 as time series of the first seed of `scenario.toml`: per scheduler and
+    path, every sample's smoothed RTT (`srtt_ms`) and the rate acknowledged since the sample
+    before (`throughput_mbps`), long: `scheduler`, `path`, `time_s`, `quantity`, `value`."""
+    from mpsched.analysis.metrics import subflow_throughput
+
+    res = results["scenario"]
+    first = res.runs.filter(pl.col("seed") == res.runs.get_column("seed").min()) if "seed" in res.runs.columns else res.runs
+    runs = first.select("run_id").join(labelled_flows(res).select("run_id", "scheduler").unique("run_id"), on="run_id")
+    s = subflow_throughput(res.subflow_series.join(runs, on="run_id"))
+    s = s.group_by("scheduler", "path", "time_ns", maintain_order=True).agg(
+        (pl.col("srtt_ns").max().cast(pl.Float64) / 1e6).alias("srtt_ms"),
+        (pl.col("throughput_bps").sum() / 1e6).alias("throughput_mbps"))
+    return s.with_columns((pl.col("time_ns").cast(pl.Float64) / 1e9).alias("time_s")).unpivot(
+        ["srtt_ms", "throughput_mbps"], index=["scheduler", "path", "time_s"], variable_name="quantity").sort(
+        "scheduler", "path", "quantity", "time_s")
 
 
 def _run_seconds(res) -> pl.DataFrame:

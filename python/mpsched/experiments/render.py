@@ -62,8 +62,8 @@ Each claim is judged on every repetition (seeds &times; flows) with a 95 % boots
 <p class="meta">{{ r.published.study.papers|join("; ") }} &middot; {{ r.published.study.setup }} &middot;
 runs in <code>{{ r.out }}</code> &middot; run time {{ "%.1f"|format(r.seconds) }} s, of which the {{ r.n_runs }} runs took {{ "%.1f"|format(r.run_seconds) }} s when they ran (stored runs are reused){% if r.quick %} (--quick){% endif %}</p>
 {% if r.published.setup %}<h3>Setup</h3>
-<table><tr><th>parameter</th><th>paper</th><th>where</th><th>ours</th><th>why</th></tr>
-{% for s in r.published.setup %}<tr><td>{{ s.parameter }}</td><td>{{ s.paper }}</td><td>{{ s.source }}</td><td>{{ s.ours }}</td><td>{{ s.why }}</td></tr>
+<table><tr><th>parameter</th><th>paper</th><th>where</th><th>ours</th><th>why</th><th>when it changes (sensitivity run)</th></tr>
+{% for s in r.published.setup %}<tr><td>{{ s.parameter }}</td><td>{{ s.paper }}</td><td>{{ s.source }}</td><td>{{ s.ours }}</td><td>{{ s.why }}</td><td>{{ s.sensitivity or "" }}</td></tr>
 {% endfor %}</table>{% endif %}
 <h3>Claims</h3>
 <table><tr><th>claim</th><th>source</th><th>variant</th><th>verdict</th><th>difference [95 % interval], deciding comparison</th></tr>
@@ -100,9 +100,9 @@ size outside the tolerance of the paper's), tie (the 95 % bootstrap interval con
 {% if r.published.setup %}
 ### Setup
 
-| parameter | paper | where | ours | why |
-|---|---|---|---|---|
-{% for s in r.published.setup %}| {{ md(s.parameter) }} | {{ md(s.paper) }} | {{ md(s.source) }} | {{ md(s.ours) }} | {{ md(s.why) }} |
+| parameter | paper | where | ours | why | when it changes |
+|---|---|---|---|---|---|
+{% for s in r.published.setup %}| {{ md(s.parameter) }} | {{ md(s.paper) }} | {{ md(s.source) }} | {{ md(s.ours) }} | {{ md(s.why) }} | {{ md(s.sensitivity or "") }} |
 {% endfor %}{% endif %}
 ### Claims
 

@@ -84,7 +84,8 @@ def reproduce(name: str, out: str | Path, *, quick: bool = False, jobs: int = 1,
                        sum(float(m.get("wall_time_s", 0.0)) for m in metas), len(metas))
     if figures:
         study = STUDIES[name]
-        rep.figures = study_figures(published, ours, samples, skip=set(study.figure_metrics))
+        series = study.series(results) if study.series and published.get("series") else None
+        rep.figures = study_figures(published, ours, samples, series, skip=set(study.figure_metrics))
         rep.figures += [StudyFigure(t, c, _png(f)) for t, c, f in (study.figures(published, samples) if study.figures else [])]
     return rep
 
@@ -167,10 +168,78 @@ def _cdfs(metric: str, dist: pl.DataFrame) -> Figure:
     return fig
 
 
+def _series(spec: dict[str, Any], series: pl.DataFrame) -> Figure:
+    """One panel per scheduler: our time series of `spec["quantity"]` per path, the levels the
+    paper states (`[[series.mark]]`) as black dashed segments over their time spans."""
+    rows = series.filter(pl.col("quantity") == spec["quantity"])
+    scheds = [x for x in spec.get("schedulers") or rows.get_column("scheduler").unique(maintain_order=True).to_list()
+              if x in set(rows.get_column("scheduler").to_list())] or ["(none)"]
+    fig = Figure(figsize=(12.0, 3.9), layout="constrained")
+    axes = fig.subplots(1, len(scheds), squeeze=False, sharey=True).ravel()
+    for ax, sched in zip(axes, scheds):
+        r = rows.filter(pl.col("scheduler") == sched)
+        for j, path in enumerate(r.get_column("path").unique(maintain_order=True).to_list()):
+            p = r.filter(pl.col("path") == path)
+            ax.plot(p.get_column("time_s").to_list(), p.get_column("value").to_list(), color=f"C{j}", lw=1,
+                    label=f"{path} (ours)")
+        seen: set[str] = set()
+        for m in (x for x in spec.get("mark", []) if x.get("scheduler") == sched):
+            ax.hlines(m["value"], m["from_s"], m["to_s"], colors="black", linestyles="--", lw=1.6,
+                      label=None if m["text"] in seen else f"paper: {m['text']}")
+            seen.add(m["text"])
+        ax.set_title(spec.get("labels", {}).get(sched, sched), fontsize=9)
+        ax.set_xlabel("time (s)", fontsize=8)
+        ax.grid(alpha=0.3)
+        # below the panel, so it hides neither our lines nor the paper's levels ("best" is slow)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    axes[0].set_ylabel(f"{spec['quantity']} ({spec['unit']})", fontsize=8)
+    fig.suptitle(f"{spec['source']}: {spec['what']}", fontsize=9)
+    return fig
+
+
+def _distribution(spec: dict[str, Any], published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame) -> Figure:
+    """Box plots of a metric's samples per setting and scheduler (one panel per variant), the
+    paper's mean of each (the table `spec["table"]`) as a black diamond, ours as a white dot."""
+    table = next((t for t in published.get("table", []) if t["source"] == spec.get("table")), None)
+    rows = samples.filter(pl.col("metric") == spec["metric"]) if not samples.is_empty() else samples
+    variants = _variants(ours, {spec["metric"]})[:3]
+    fig = Figure(figsize=(12.0, 3.6), layout="constrained")
+    axes = fig.subplots(1, len(variants), squeeze=False).ravel()
+    for ax, variant in zip(axes, variants):
+        r = rows.filter(pl.col("variant") == variant) if not rows.is_empty() else rows
+        settings = list(table["settings"]) if table else r.get_column("setting").unique(maintain_order=True).to_list()
+        scheds = list(table["values"]) if table else r.get_column("scheduler").unique(maintain_order=True).to_list()
+        width = 0.8 / max(len(scheds), 1)
+        for j, sched in enumerate(scheds):
+            xs = [i + (j - (len(scheds) - 1) / 2) * width for i in range(len(settings))]
+            groups = r.filter(pl.col("scheduler") == sched).group_by("setting").agg("value") if not r.is_empty() else r
+            by = dict(groups.iter_rows()) if not groups.is_empty() else {}
+            have = [(x, by[s]) for x, s in zip(xs, settings) if by.get(s)]
+            if have:  # one call per scheduler: matplotlib's boxplot is slow per call
+                ax.boxplot([v for _, v in have], positions=[x for x, _ in have], widths=width * 0.85, patch_artist=True,
+                           boxprops={"facecolor": f"C{j}", "alpha": 0.6}, medianprops={"color": "black"},
+                           flierprops={"markersize": 2}, manage_ticks=False)
+                ax.plot([x for x, _ in have], [sum(v) / len(v) for _, v in have], "o", color="white", mec="black", ms=3)
+            if table:
+                ax.plot(xs, table["values"][sched], "D", color="black", ms=5)
+            ax.plot([], [], "s", color=f"C{j}", label=f"{(table or {}).get('labels', {}).get(sched, sched)} (ours)")
+        if table:
+            ax.plot([], [], "D", color="black", label=f"paper's mean ({table['source']})")
+        ax.set_xticks(range(len(settings)), settings, fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"each flow's value ({spec['unit']})", fontsize=8)
+        ax.set_title(variant or "ours", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=6, loc="upper left")
+    fig.suptitle(f"{spec['source']}: {spec['what']}", fontsize=9)
+    return fig
+
+
 def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.DataFrame,
-                  skip: set[str] = frozenset()) -> list[StudyFigure]:
-    """One figure per published table (ours against the paper's, per setting), then one per
-    claimed metric no table prints (ours only) and the study's own figures do not draw (`skip`)."""
+                  series: pl.DataFrame | None = None, skip: set[str] = frozenset()) -> list[StudyFigure]:
+    """One figure per published table (ours against the paper's, per setting), one per claimed
+    metric no table prints (ours only) and the study's own figures do not draw (`skip`), then the
+    `[[distribution]]` box plots and, when the study has `series`, the `[[series]]` time series."""
     figs = []
     for t in published.get("table", []):
         scheds = list(t["values"])
@@ -195,4 +264,13 @@ def study_figures(published: dict[str, Any], ours: pl.DataFrame, samples: pl.Dat
             continue
         fig = _bars(f"{metric}: ours (the paper prints no number)", metric, "", settings, scheds, {}, ours, samples, None)
         figs.append(StudyFigure(metric, f"our {metric} per scheduler; the paper states the claim in words only", _png(fig)))
+    for d in published.get("distribution", []):
+        if samples.is_empty() or samples.filter(pl.col("metric") == d["metric"]).is_empty():
+            continue
+        figs.append(StudyFigure(d["source"], f"{d['what']} ({d['unit']}, log scale); boxes: our samples (quartiles, "
+                                             f"whiskers 1.5 IQR), white dots: our means; diamonds: the paper's means "
+                                             f"({d.get('table', 'none printed')})", _png(_distribution(d, published, ours, samples))))
+    for f in published.get("series", []) if series is not None else []:
+        figs.append(StudyFigure(f["source"], f"{f['what']} ({f['unit']}), first seed; lines: ours per path; dashed "
+                                             f"black: the levels the paper states", _png(_series(f, series))))
     return figs

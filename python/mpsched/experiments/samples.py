@@ -59,8 +59,11 @@ def cfs_fct(results: dict[str, Any]) -> pl.DataFrame:
 
 
 def bwm_bufferbloat(results: dict[str, Any]) -> pl.DataFrame:
-    """002_ Table 1: per run (one connection per seed) the MB delivered, the average rate and the
-    largest smoothed RTT; the table's numbers are their means over the seeds."""
+    """002_ Table 1 and Fig. 7: per run (one connection per seed) the MB delivered, the average
+    rate, the largest smoothed RTT and the split during the UDP bursts (`metrics.burst_split`);
+    the table's numbers are their means over the seeds."""
+    from mpsched.experiments.metrics import burst_split
+
     out = []
     for stem, res in results.items():
         f = labelled_flows(res)
@@ -75,6 +78,9 @@ def bwm_bufferbloat(results: dict[str, Any]) -> pl.DataFrame:
                 _rows(per_run, variant, "throughput_mbps", "50 s run", key,
                       pl.col("bytes_delivered") * 8 / pl.col("dur_s") / 1e6),
                 _rows(per_run, variant, "rtt_max_ms", "50 s run", key, pl.col("srtt_max_ms"))]
+        split = per_run.join(burst_split(res), on="run_id")
+        out += [_rows(split, variant, "burst_congested_share", "UDP bursts", key, pl.col("congested_share")),
+                _rows(split, variant, "burst_free_path_mbps", "UDP bursts", key, pl.col("free_mbps"))]
     return pl.concat(out)
 
 

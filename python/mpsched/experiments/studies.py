@@ -22,8 +22,16 @@ metric that changes sign by difference. `evaluate_claim` here judges a claim on 
 numbers; `mpsched.experiments.claims` judges it on every repetition with an interval (what
 `mpsched reproduce` reports).
 
-``[[setup]]`` (``parameter``, ``paper``, ``source``, ``ours``, ``why``) lists the setup beside
-the paper's, for the report.
+``[[setup]]`` (``parameter``, ``paper``, ``source``, ``ours``, ``why``; optional
+``sensitivity``: what the result does when it changes, from `mpsched.experiments.sensitivity`)
+lists the setup beside the paper's, for the report.
+
+Figures beyond one per table: ``[[series]]`` (``source``, ``what``, ``quantity``: a column of the
+study's `series`, ``unit``, ``schedulers``, ``labels``) draws our time series per scheduler and
+path, with the values the paper states as ``[[series.mark]]`` (``scheduler``, ``from_s``,
+``to_s``, ``value``, ``text``: a level over a time span); ``[[distribution]]`` (``source``,
+``what``, ``metric``, ``unit``, ``table``: the source of the table whose means are drawn on it)
+draws the samples of a metric as box plots per setting and scheduler.
 """
 
 from __future__ import annotations
@@ -62,6 +70,8 @@ class Study:
     # and the metrics they draw (the report's generic bars leave those out)
     figures: Callable[[dict[str, Any], pl.DataFrame], list[tuple[str, str, Any]]] | None = None
     figure_metrics: tuple[str, ...] = ()
+    # time series for the `[[series]]` figures of published.toml (`metrics.bwm_series`'s columns)
+    series: Callable[[dict[str, Any]], pl.DataFrame] | None = None
 
     @property
     def folder(self) -> Path:
@@ -88,7 +98,7 @@ STUDIES: dict[str, Study] = {s.name: s for s in (
           {"scenario.toml": {"seed": [1], "paths.0.rate": ["20Mbit"], "workload.0.repeat": 3, "workload.1.repeat": 3,
                              "workload.2.repeat": 3, "workload.3.repeat": 3}}, quick_files=("scenario.toml",)),
     Study("bwm_bufferbloat", ("scenario.toml", "queue_10mb.toml", "bwm_common_rtt.toml"), em.bwm_bufferbloat,
-          {"scenario.toml": {"seed": [1]}}, quick_files=("scenario.toml",)),
+          {"scenario.toml": {"seed": [1]}}, quick_files=("scenario.toml",), series=em.bwm_series),
     Study("datacenter_short_flows", _DC_FILES, dc.ours,
           {f: {"seed": [1], "duration": "3s", "topology.interfaces": [4], "workload.0.stop": "2.5s"}
            | ({} if f == "query_nobg.toml" else {"workload.1.stop": "2.5s"}) for f in _DC_FILES},
@@ -157,10 +167,26 @@ def check_published(data: dict[str, Any]) -> list[str]:
             errors.append(f"{where}.magnitude_tolerance: a positive number (0.5: within half the paper's size)")
         if c.get("scale", "ratio") not in ("ratio", "difference"):
             errors.append(f"{where}.scale: \"ratio\" or \"difference\"")
+    tables = {t.get("source") for t in data.get("table", [])}
+    for i, f in enumerate(data.get("series", [])):
+        for key in ("source", "what", "quantity", "unit"):
+            if not f.get(key):
+                errors.append(f"series[{i}]: missing {key}")
+        for j, m in enumerate(f.get("mark", [])):
+            if not all(isinstance(m.get(k), (int, float)) for k in ("from_s", "to_s", "value")) or not m.get("text"):
+                errors.append(f"series[{i}].mark[{j}]: needs from_s, to_s, value (numbers) and text")
+    for i, d in enumerate(data.get("distribution", [])):
+        for key in ("source", "what", "metric", "unit"):
+            if not d.get(key):
+                errors.append(f"distribution[{i}]: missing {key}")
+        if d.get("table") and d["table"] not in tables:
+            errors.append(f"distribution[{i}].table: no [[table]] with source {d['table']!r}")
     for i, s in enumerate(data.get("setup", [])):
         missing = [k for k in ("parameter", "paper", "source", "ours", "why") if not isinstance(s.get(k), str)]
         if missing:
             errors.append(f"setup[{i}]: missing {', '.join(missing)} (text; `why` may be empty)")
+        if not isinstance(s.get("sensitivity", ""), str):
+            errors.append(f"setup[{i}].sensitivity: text (what the result does when the parameter changes)")
     return errors
 
 
