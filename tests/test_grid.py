@@ -27,8 +27,7 @@ if (GRID / CSV_NAME).exists():
 #: Measured with kernel.csv of 2026-11-28 (issue 11, grid11b): the testbed's server sockets born
 #: with the flows' cubic (before: born with the host's bbr, which left TCP pacing on and
 #: doubled HyStart's ACK-train threshold; docs/testbed.md "The kernel's HyStart"), at a
-#: 1-minute load of 10-24 from other helpers' builds (the settings column). jitter_16mib's rows
-#: are still from the earlier pass ("inherited cc").
+#: 1-minute load of 10-24 from other helpers' builds (the settings column).
 KNOWN_MISSES: dict[str, str] = {
     "asym_wlan_lte/htb/64KiB": "sim 67 ms vs kernel 85 ms (-21%), kernel p10-p90 77-110 ms, path-2 share 0.00 vs 0.00: the kernel is slower, measured at load 19.4; 67 ms in the earlier pass at lower load: per-flow host costs on 2 loaded cores, not modelled (timing11)",
     "asym_wlan_lte/htb/256KiB": "sim 123 ms vs kernel 156 ms (-21%), kernel p10-p90 136-171 ms, path-2 share 0.00 vs 0.00: the kernel is slower, measured at load 19.8; 143 ms in the earlier pass at lower load: per-flow host costs on 2 loaded cores, not modelled (timing11)",
