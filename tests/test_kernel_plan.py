@@ -271,3 +271,19 @@ def test_impairments_placement_is_noted_or_accepted():
     cfg = base_config()
     cfg["links"][2]["impairments"] = "after_queue"
     assert make_plan(cfg).links[2].delay_ns == 100 * MS
+
+
+def test_the_server_listener_gets_the_flows_congestion_control(monkeypatch):
+    """Server sockets must be born with the flows' cc: one born with the namespace default (the
+    host's, e.g. bbr) and switched after the handshake stays paced (docs/testbed.md, HyStart)."""
+    from mpsched.engines.kernel.run import INHERIT_CC_ENV, _listener_cc
+
+    monkeypatch.delenv(INHERIT_CC_ENV, raising=False)
+    cfg = base_config()
+    assert _listener_cc(make_plan(cfg)) == ["--cc", cfg["transports"][0]["cc"]]
+    mixed = copy.deepcopy(cfg)
+    mixed["transports"].append({**mixed["transports"][0], "cc": "reno"})
+    mixed["flows"].append({**mixed["flows"][0], "id": 99, "transport": 1})
+    assert _listener_cc(make_plan(mixed)) == []  # no single cc: each socket switches itself
+    monkeypatch.setenv(INHERIT_CC_ENV, "1")
+    assert _listener_cc(make_plan(cfg)) == []

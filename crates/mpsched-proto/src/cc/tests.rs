@@ -144,6 +144,35 @@ fn hystart_delay_increase_ends_slow_start() {
     assert_eq!(t.ssthresh_bytes, t.cwnd_bytes);
 }
 
+#[test]
+fn hystart_rounds_start_at_the_first_ack_below_the_low_window() {
+    // Slow start from 10 segments, 30 ms RTT, ACKs of 2 segments 1.2 ms apart, each releasing
+    // 4 segments (no pacing rate: train threshold 30 ms / 2 = 15 ms). Rounds: 5, 10 and 20
+    // ACKs (the initial 10 segments, then the 20 and 40 they released); round 3's train
+    // spans 22.8 ms. Linux resets rounds before its cwnd >= 16 test, so round 3 starts at
+    // its first ACK and its train passes 15 ms; rounds first started when cwnd reached 16
+    // (mid round 1) stay misaligned and see at most 8.4 ms of round 3.
+    let mut t = tcb(10, u64::MAX);
+    let mut c = Cubic::default();
+    let (mut una, mut nxt) = (1, 1 + 10 * MSS);
+    let mut feed = |c: &mut Cubic, t: &mut CcState, now: u64| {
+        let mut a = ack_rtt(now, 2 * MSS, 30_000_000);
+        una += 2 * MSS;
+        a.snd_una = una;
+        a.snd_nxt = nxt;
+        c.on_ack(t, &a, &CoupledView::SINGLE);
+        nxt += 4 * MSS;
+    };
+    for (round, acks) in [(1u64, 5u64), (2, 10), (3, 20)] {
+        for k in 0..acks {
+            feed(&mut c, &mut t, round * 30_000_000 + k * 1_200_000);
+        }
+        assert_eq!(c.hystart_found(), round == 3, "round {round}");
+    }
+    // Found at round 3's 14th ACK (15.6 ms into the round): cwnd 40 + 2 * 13.
+    assert_eq!(t.ssthresh_bytes, 66 * MSS);
+}
+
 fn two(cwnd0: u64, rtt0: u64, cwnd1: u64, rtt1: u64) -> [CoupledSubflow; 2] {
     [
         CoupledSubflow {
