@@ -29,10 +29,21 @@ impl App {
             AppConfig::Web { objects_bytes, request_bytes, request_retry_ns } => App::Units(UnitApp::new(
                 start_ns,
                 objects_bytes.clone(),
-                Trigger::Request { request_bytes: *request_bytes, retry_ns: *request_retry_ns, interval_ns: None, window: 1 },
+                Trigger::Request {
+                    request_bytes: *request_bytes,
+                    retry_ns: *request_retry_ns,
+                    interval_ns: None,
+                    window: 1,
+                },
             )),
             &AppConfig::Rpc {
-                requests, request_bytes, response_bytes, interval_ns, concurrency, deadline_ns, request_retry_ns,
+                requests,
+                request_bytes,
+                response_bytes,
+                interval_ns,
+                concurrency,
+                deadline_ns,
+                request_retry_ns,
             } => {
                 // An open loop has no limit on the requests outstanding.
                 let window = if interval_ns.is_some() { usize::MAX } else { concurrency.unwrap_or(1) as usize };

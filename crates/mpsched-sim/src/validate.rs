@@ -187,7 +187,13 @@ impl SimConfig {
                     }
                 }
                 &AppConfig::Rpc {
-                    requests, request_bytes, response_bytes, interval_ns, concurrency, request_retry_ns, ..
+                    requests,
+                    request_bytes,
+                    response_bytes,
+                    interval_ns,
+                    concurrency,
+                    request_retry_ns,
+                    ..
                 } => {
                     if fl.direction != Direction::Download {
                         return Err(err(f("direction"), "an RPC is a download (requests go up, responses come down)"));

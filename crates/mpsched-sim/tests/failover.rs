@@ -201,7 +201,11 @@ fn a_path_that_comes_back_carries_traffic_again() {
             // one backed-off RTO of the recovery.
             let rec = run(&game_cfg(sched, 8 * S, vec![impairment(0, 0, 2 * S, 3 * S, 0)], 4)).unwrap();
             let back = first_on_path0_ns(&rec, 5 * S).unwrap_or(u64::MAX);
-            assert!((5_500 * MS..=7_100 * MS).contains(&back), "linux: back on path 0 at {} ms after down/up", back / MS);
+            assert!(
+                (5_500 * MS..=7_100 * MS).contains(&back),
+                "linux: back on path 0 at {} ms after down/up",
+                back / MS
+            );
         }
         // Blackhole from 2 s to 5 s: the hosts notice nothing; the next retransmission of
         // the backed-off RTO on path 0 (RTO about 260 ms, doubled at 2.26, 2.78, 3.82 s:

@@ -132,7 +132,7 @@ fn options_default_to_todays_behaviour_and_parse_from_json() {
 /// path (30 Mbit/s, RTT 15 ms) beside an LTE-like one (10 Mbit/s, RTT 60 ms, ±20 ms smooth
 /// jitter), 1-BDP queues, ten 256 KiB downloads, as the kernel runs them (autotuning, joins
 /// once fully established). Returns (FCT per flow, RTOs of path 0 per flow).
-fn wifi_lte(protocol: Protocol, loss_recovery: LossRecoveryConfig) -> (Vec<u64>, Vec<u64>) {
+fn wifi_lte(protocol: Protocol, loss_recovery: LossRecoveryConfig, cc: &str) -> (Vec<u64>, Vec<u64>) {
     let wifi =
         |n: &str| LinkConfig { queue_packets: None, queue_bytes: Some(56_250), ..link(n, 30_000_000, 7_500_000, 0) };
     let lte = |n: &str| LinkConfig {
@@ -148,7 +148,7 @@ fn wifi_lte(protocol: Protocol, loss_recovery: LossRecoveryConfig) -> (Vec<u64>,
         rcv_buf_autotuning: true,
         join_timing: JoinTimingConfig::FullyEstablished,
         loss_recovery,
-        ..transport(protocol, "minrtt", "cubic", used)
+        ..transport(protocol, "minrtt", cc, used)
     });
     for i in 0..10 {
         cfg.flows.push(sized(i, 0, i * S, 256 * 1024));
@@ -170,18 +170,21 @@ fn rack_tlp_removes_the_rto_plateau_of_short_mptcp_flows() {
     // ACK): 0.36 s instead of ~0.13 s. Plain TCP loses in the body of its flight and recovers
     // by SACK. RACK-TLP (Linux's default, what the kernel testbed runs: no RTO in 60 such
     // flows, median 0.147 s) repairs the tail with a probe 2 SRTT after the last ACK.
+    // The MPTCP flows run reno: cubic's HyStart (rounds tracked as Linux 6.18 does) now ends
+    // slow start before this queue overflows, so the tail loss under test needs a slow start
+    // without HyStart. Plain TCP keeps cubic, as before.
     let median = |mut v: Vec<u64>| {
         v.sort();
         v[v.len() / 2]
     };
-    let (fct, rto) = wifi_lte(Protocol::Mptcp, LossRecoveryConfig::Rfc6675);
+    let (fct, rto) = wifi_lte(Protocol::Mptcp, LossRecoveryConfig::Rfc6675, "reno");
     assert!(rto.iter().filter(|&&r| r > 0).count() >= 8, "RTOs {rto:?}");
     assert!(median(fct.clone()) > 300 * MS, "{fct:?}");
-    let (fct, rto) = wifi_lte(Protocol::Mptcp, LossRecoveryConfig::RackTlp);
+    let (fct, rto) = wifi_lte(Protocol::Mptcp, LossRecoveryConfig::RackTlp, "reno");
     assert_eq!(rto, vec![0; 10]);
     assert!(fct.iter().all(|&f| f < 200 * MS), "{fct:?}");
     for lr in [LossRecoveryConfig::Rfc6675, LossRecoveryConfig::RackTlp] {
-        let (fct, rto) = wifi_lte(Protocol::Tcp, lr);
+        let (fct, rto) = wifi_lte(Protocol::Tcp, lr, "cubic");
         assert_eq!(rto, vec![0; 10], "{lr:?}");
         assert!(fct.iter().all(|&f| f < 200 * MS), "{lr:?}: {fct:?}");
     }
