@@ -14,84 +14,12 @@
 //! Run: `cargo bench -p mpsched-sim --bench e2e` (or `make bench`, which appends to
 //! benches/RESULTS.md).
 
-use mpsched_engine::rng::Rng;
+mod common;
+
+use common::{e2e_dumbbells, e2e_fattrees, fattree_permutation, thread_cpu_secs};
 use mpsched_engine::time::NS_PER_MS;
 use mpsched_sim::config::*;
-use mpsched_sim::topology::{permutation, FatTree, FatTreeConfig, PathChoice, PathTable};
 use std::time::Instant;
-
-fn link(name: &str) -> LinkConfig {
-    LinkConfig {
-        name: name.into(),
-        rate_bps: 100_000_000,
-        delay_ns: 20 * NS_PER_MS,
-        queue_bytes: None,
-        queue_packets: Some(333),
-        loss: LossConfig::None,
-        jitter: JitterConfig::None,
-        capacity: CapacityConfig::Constant,
-        burst_bytes: None,
-        overhead_bytes: 0,
-        impairments: Impairments::AfterQueue,
-    }
-}
-
-fn base(flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
-    SimConfig {
-        seed: 1,
-        duration_ns,
-        links: vec![link("down"), link("up")],
-        paths: vec![PathConfig { name: "p".into(), down: vec![0], up: vec![1] }],
-        transports: vec![TransportConfig {
-            protocol: Protocol::Tcp,
-            scheduler: "minrtt".into(),
-            scheduler_params: serde_json::json!({}),
-            cc: "cubic".into(),
-            paths: vec![0],
-            backup_paths: vec![],
-            rcv_buf_bytes: 6 << 20,
-            snd_buf_bytes: 4 << 20,
-            mss_bytes: 1448,
-            init_cwnd_segments: 10,
-            rcv_buf_autotuning: false,
-            join_timing: JoinTimingConfig::Oot,
-            loss_recovery: LossRecoveryConfig::RackTlp,
-            stale_loss_cnt: 4,
-        }],
-        flows,
-        cross_traffic: vec![],
-        path_events: vec![],
-        record: RecordConfig { sample_interval_ns: 0 },
-        host_delay: None,
-    }
-}
-
-fn poisson_flows(n: usize, mean_gap_ns: f64, size_bytes: u64) -> Vec<FlowConfig> {
-    let mut rng = Rng::stream(42, 0);
-    let mut t = 0.0;
-    (0..n)
-        .map(|i| {
-            t += rng.exponential(mean_gap_ns);
-            FlowConfig {
-                id: i as u64,
-                transport: 0,
-                start_ns: t as u64,
-                direction: Direction::Download,
-                paths: None,
-                app: AppConfig::Sized { size_bytes },
-            }
-        })
-        .collect()
-}
-
-/// CPU time of the calling thread, seconds: unlike wall time, it does not count the time other
-/// processes on a shared machine hold the core.
-fn thread_cpu_secs() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_THREAD_CPUTIME_ID exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
 
 /// Runs `cfg` `reps` times; reports the median and the best CPU time of the run (the machine is
 /// shared and noisy: the best of several runs is the least disturbed one, and ratios between
@@ -132,44 +60,6 @@ fn measure(name: &str, cfg: &SimConfig, reps: usize) {
         s.events as f64 / wall / 1e6,
         flows.rows(),
     );
-}
-
-/// FatTree k-ary permutation run for 3 s of simulated time, all flows bulk from 0 to 3 s.
-fn fattree_permutation(k: usize, protocol: Protocol, subflows: usize) -> SimConfig {
-    let tree = FatTree::new(FatTreeConfig {
-        k,
-        host_rate_bps: 100_000_000,
-        edge_agg_rate_bps: 100_000_000,
-        agg_core_rate_bps: 100_000_000,
-        link_delay_ns: 20_000,
-        queue_packets: 100,
-        host_interfaces: 1,
-    });
-    let how = if subflows > 1 { PathChoice::Explicit } else { PathChoice::Ecmp };
-    let mut table = PathTable::default();
-    let flows = permutation(tree.hosts(), 1)
-        .into_iter()
-        .enumerate()
-        .map(|(src, dst)| {
-            let choices = tree.choices(src, dst, src as u64, subflows, how);
-            FlowConfig {
-                id: src as u64,
-                transport: 0,
-                start_ns: 0,
-                direction: Direction::Download,
-                paths: Some(table.flow_paths(&tree, src, dst, &choices)),
-                app: AppConfig::Bulk { stop_ns: 3_000 * NS_PER_MS },
-            }
-        })
-        .collect();
-    let mut cfg = base(flows, 4_000 * NS_PER_MS);
-    cfg.links = tree.links().to_vec();
-    cfg.paths = table.paths;
-    cfg.transports[0].protocol = protocol;
-    cfg.transports[0].cc = if protocol == Protocol::Mptcp { "lia".into() } else { "reno".into() };
-    cfg.transports[0].rcv_buf_bytes = 1 << 20;
-    cfg.record.sample_interval_ns = 1_000 * NS_PER_MS;
-    cfg
 }
 
 /// Runs a FatTree permutation `reps` times: median wall time, packet-hops per second and the
@@ -213,39 +103,15 @@ fn main() {
         .map_or(5, |r| r.parse().expect("--reps=N takes a whole number"));
     println!("| scenario | CPU s, median of {reps} | CPU s, best | wall s, median | packets | M packets/s (median CPU) | M packets/s (best CPU) | ns/packet (median CPU) | M events/s (median CPU) | flows done |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    let scenarios: Vec<(&str, SimConfig)> = vec![
-        (
-            "(1) bulk 100 MB",
-            base(
-                vec![FlowConfig {
-                    id: 0,
-                    transport: 0,
-                    start_ns: 0,
-                    direction: Direction::Download,
-                    paths: None,
-                    app: AppConfig::Sized { size_bytes: 100_000_000 },
-                }],
-                60_000 * NS_PER_MS,
-            ),
-        ),
-        ("(2) 1000 x 64 KB Poisson 50 ms", base(poisson_flows(1000, 50e6, 64_000), 200_000 * NS_PER_MS)),
-        ("(3) 10000 x 64 KB Poisson 50 ms", base(poisson_flows(10_000, 50e6, 64_000), 2_000_000 * NS_PER_MS)),
-    ];
+    let scenarios = e2e_dumbbells();
     for (name, cfg) in &scenarios {
         if only.is_some_and(|o| !name.contains(o.as_str())) {
             continue;
         }
         measure(name, cfg, reps);
     }
-    let fattrees: Vec<_> = [
-        ("(4) k=4 TCP (ECMP)", 4, Protocol::Tcp, 1),
-        ("(5) k=4 MPTCP LIA 8 subflows", 4, Protocol::Mptcp, 8),
-        ("(6) k=8 TCP (ECMP)", 8, Protocol::Tcp, 1),
-        ("(7) k=8 MPTCP LIA 8 subflows", 8, Protocol::Mptcp, 8),
-    ]
-    .into_iter()
-    .filter(|(name, ..)| only.is_none_or(|o| name.contains(o.as_str())))
-    .collect();
+    let fattrees: Vec<_> =
+        e2e_fattrees().into_iter().filter(|(name, ..)| only.is_none_or(|o| name.contains(o.as_str()))).collect();
     if fattrees.is_empty() {
         return;
     }
