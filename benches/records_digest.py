@@ -13,7 +13,8 @@ table (`name seed table rows sha256`) to OUT.tables, to say which table differs.
 The digest covers every value of every table the core returns, column by column in the order
 it emits them (`json.dumps` of the column: integers exactly, floats by their shortest round-trip
 repr, None, booleans, strings), and the run counters `packets_sent`, `packet_hops` and
-`end_ns`. The event count is left out: an engine may schedule fewer events for the same packets.
+`end_ns` (the time of the last event; OUT.tables shows their values). The event count is left
+out: an engine may schedule fewer events for the same packets.
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ def _digest_tables(tables: dict) -> tuple[str, list[tuple[str, int, str]]]:
             h.update(f"{name}\0{col}\0".encode())
             h.update(json.dumps(values).encode())
             h.update(b"\n")
-        per_table.append((name, rows, h.hexdigest()))
+        # the counters are few: their values, readable in OUT.tables, stand for the digest
+        digest = ",".join(f"{k}={v}" for k, v in columns.items()) if name == "_stats" else h.hexdigest()
+        per_table.append((name, rows, digest))
     whole = hashlib.sha256("".join(f"{n} {r} {d}\n" for n, r, d in per_table).encode()).hexdigest()
     return whole, per_table
 

@@ -4,6 +4,7 @@
 # header)? Exit 0 when all are; exit 1 naming each run that differs and which of its record
 # tables do. Digests are kept in $RECORDS_OUT (default a fresh /tmp/records-identical.* dir).
 set -euo pipefail
+export LC_ALL=C  # one collation for sort and join
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -eq 2 ] || { echo "usage: $0 TREE_A TREE_B" >&2; exit 2; }
 for t in "$1" "$2"; do [ -d "$t" ] || { echo "records_identical: no checkout at $t" >&2; exit 2; }; done

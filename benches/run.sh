@@ -46,6 +46,17 @@ echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md
       echo
     done
   fi
+  echo "### Core at scale (issue 17): \`cargo bench -p mpsched-sim --bench scale\`"
+  echo
+  echo "Dumbbell of N concurrent long TCP flows (N x 1 Mbit/s, N x 4 packets of queue, 3 s) and the"
+  echo "FatTree k MPTCP permutation (1 s); each row in its own process, one after another (ratios"
+  echo "side by side; CPU time of the simulating thread). Instructions: callgrind of the row alone"
+  echo "minus its configuration building (\"–\": over ~5 min under callgrind, or no valgrind)."
+  [ -n "${SCALE_SKIP_100K:-}" ] && { echo; echo "SCALE_SKIP_100K is set: no 100 000-flow row."; }
+  echo
+  progress "core at scale (cargo bench -p mpsched-sim --bench scale; its rows below; 100 000 flows take minutes)"
+  cargo bench -q -p mpsched-sim --bench scale 2> >(grep --line-buffered '^\[scale' >&2) | grep -E '^(\||$)'
+  echo
   echo "### One scheduling decision: \`cargo bench -p mpsched-proto --bench sched_decision\`"
   echo
   echo "ns per decision (criterion median) for 2 / 4 / 8 subflows, every registered composition."
