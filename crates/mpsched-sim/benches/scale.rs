@@ -213,7 +213,7 @@ fn main() {
         };
         // Callgrind runs this kind of code ~50-80x slower than native: skip a row above ~5 min.
         let instructions = if callgrind && cpu * 80.0 < 300.0 {
-            eprintln!("[scale {}] {} under callgrind (~{:.0} s) ...", chrono_now(), row.name, cpu * 60.0);
+            eprintln!("[scale {}] {} under callgrind (~{:.0} s) ...", chrono_now(), row.name, cpu * 80.0);
             let row_arg = format!("--row={}", row.name);
             match (callgrind_instructions(&[&row_arg, "--reps=1"]), callgrind_instructions(&[&row_arg, "--build-only"]))
             {
