@@ -8,7 +8,8 @@
 //!   the 40 ms RTT, both directions 20 ms one-way), flows start evenly spread over the first
 //!   simulated second and send until the end, 3 s. 1 Mbit/s per flow (a window of a few
 //!   packets, as on a heavily shared bottleneck) keeps 100 000 flows within ~a minute of CPU
-//!   and a few GB; 3 s leaves 2 s (50 RTTs) with every flow running.
+//!   and a few GB; 3 s leaves 2 s (50 RTTs) with every flow running. `SCALE_FLOW_MBPS=M` gives
+//!   each flow M Mbit/s and 4 x M packets of queue instead (M times the packets per row).
 //! - FatTree k = 4 / 8 / 12 / 16, MPTCP permutation as in `e2e.rs` ((5), (7): 8 subflows, LIA,
 //!   100 Mbit/s links) but for 1 s of simulated time (thousands of RTTs; k = 16 has 1024 hosts).
 //!
@@ -42,8 +43,15 @@ struct Row {
     build: Box<dyn Fn() -> SimConfig>,
 }
 
+/// Each flow's share of the dumbbell, Mbit/s: 1, or `SCALE_FLOW_MBPS` (a heavier share keeps
+/// more packets in flight per flow: memory per flow grows with it).
+fn flow_share_mbps() -> u64 {
+    std::env::var("SCALE_FLOW_MBPS").ok().and_then(|v| v.parse().ok()).filter(|m| *m > 0).unwrap_or(1)
+}
+
 /// The dumbbell of N concurrent long-lived downloads described at the top.
 fn dumbbell_long_flows(n: usize) -> SimConfig {
+    let mbps = flow_share_mbps();
     let duration_ns = 3_000 * NS_PER_MS;
     let flows = (0..n)
         .map(|i| FlowConfig {
@@ -57,8 +65,8 @@ fn dumbbell_long_flows(n: usize) -> SimConfig {
         .collect();
     let mut cfg = base(flows, duration_ns);
     for link in &mut cfg.links {
-        link.rate_bps = n as u64 * 1_000_000;
-        link.queue_packets = Some(n as u64 * 4);
+        link.rate_bps = n as u64 * mbps * 1_000_000;
+        link.queue_packets = Some(n as u64 * 4 * mbps);
     }
     cfg
 }
