@@ -24,7 +24,8 @@
 #   benches/records_identical.sh TREE_A TREE_B
 #
 # runs both and compares: exit 0 when every run is identical, exit 1 naming each run (and its
-# tables) that differs. About 1-2 minutes per tree on a loaded 2-core machine, plus builds.
+# tables) that differs. About 2.5-3 minutes per tree at load 15 on 2 cores (both trees run at
+# once), plus the builds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 2 ] || { echo "usage: $0 TREE OUT [CONFIG_DIR]" >&2; exit 2; }
