@@ -47,15 +47,29 @@ struct Slot {
 }
 
 impl Slot {
-    #[inline]
+    /// The segment, which ends at `end`.
+    #[inline(always)]
+    fn unpack(self, end: u64) -> SentSeg {
+        let (seq, bits) = (self.seq(), self.bits());
+        SentSeg {
+            seq,
+            len: (end - seq) as u32,
+            dsn: self.dsn,
+            data_fin: bits & DATA_FIN != 0,
+            flags: bits & (SACKED | LOST | RETX),
+            ever_retx: bits & EVER_RETX != 0,
+            xmit_ns: self.xmit_ns,
+        }
+    }
+    #[inline(always)]
     fn seq(&self) -> u64 {
         self.seq_bits & (SEQ_LIMIT - 1)
     }
-    #[inline]
+    #[inline(always)]
     fn bits(&self) -> u8 {
         (self.seq_bits >> 56) as u8
     }
-    #[inline]
+    #[inline(always)]
     fn state(&self) -> u8 {
         self.bits() & (SACKED | LOST | RETX)
     }
@@ -157,22 +171,16 @@ impl Scoreboard {
         self.out_bytes += len as u64;
     }
 
-    /// Segment `i` (index in `segs`), its length read off where the next one starts.
-    #[inline]
+    /// End of segment `i`: where the next one starts.
+    #[inline(always)]
+    fn end_of(&self, i: usize) -> u64 {
+        self.segs.get(i + 1).map_or(self.end_seq, Slot::seq)
+    }
+
+    /// Segment `i` (index in `segs`).
+    #[inline(always)]
     fn get(&self, i: usize) -> SentSeg {
-        let slot = self.segs[i];
-        let seq = slot.seq();
-        let end = self.segs.get(i + 1).map_or(self.end_seq, Slot::seq);
-        let bits = slot.bits();
-        SentSeg {
-            seq,
-            len: (end - seq) as u32,
-            dsn: slot.dsn,
-            data_fin: bits & DATA_FIN != 0,
-            flags: bits & (SACKED | LOST | RETX),
-            ever_retx: bits & EVER_RETX != 0,
-            xmit_ns: slot.xmit_ns,
-        }
+        self.segs[i].unpack(self.end_of(i))
     }
 
     /// Stores the state, `ever_retx` and send time of `s` back into segment `i`.
@@ -189,12 +197,13 @@ impl Scoreboard {
     /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
     pub fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
         let mut acked = 0;
-        while !self.segs.is_empty() {
-            let s = self.get(0);
-            if s.seq + s.len as u64 > ack {
+        while let Some(&front) = self.segs.front() {
+            let end = self.end_of(0);
+            if end > ack {
                 break;
             }
             self.segs.pop_front();
+            let s = front.unpack(end);
             let abs = self.front_abs;
             self.front_abs += 1;
             let len = s.len as u64;

@@ -99,54 +99,39 @@ pub(crate) struct InFlight {
     wide: Pool<Segment>,
 }
 
-#[inline]
-fn narrow(seg: &Segment) -> Option<[u32; 5]> {
-    Some([
-        u32::try_from(seg.seq).ok()?,
-        u32::try_from(seg.ack).ok()?,
-        u32::try_from(seg.dsn).ok()?,
-        u32::try_from(seg.data_ack).ok()?,
-        u32::try_from(seg.window).ok()?,
-    ])
-}
-
 impl InFlight {
     /// Stores a segment sent on `subflow` of `flow`; returns its handle.
     #[inline]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
+        // Branch-free tests (this runs for every packet sent): any bit above 32 in the five
+        // narrowed fields; any non-zero byte in the SACK array (valid blocks or not).
+        let wide = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32 != 0;
+        let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e) != 0;
         let mut meta = if dest.to_client { TO_CLIENT } else { 0 };
-        let mut record = Record {
+        let mut side = 0;
+        if wide {
+            meta |= WIDE;
+            side = self.wide.insert(*seg);
+        } else if sack {
+            meta |= HAS_SACK;
+            side = self.sacks.insert(seg.sack);
+        }
+        self.records.insert(Record {
             ts_val: seg.ts_val,
             ts_ecr: seg.ts_ecr,
-            seq: 0,
-            ack: 0,
-            dsn: 0,
-            data_ack: 0,
-            window: 0,
+            seq: seg.seq as u32,
+            ack: seg.ack as u32,
+            dsn: seg.dsn as u32,
+            data_ack: seg.data_ack as u32,
+            window: seg.window as u32,
             len: seg.len,
             flow: dest.flow,
-            side: 0,
+            side,
             flags: seg.flags,
             subflow: dest.subflow,
             sack_len: seg.sack_len,
             meta,
-        };
-        match narrow(seg) {
-            Some([seq, ack, dsn, data_ack, window]) => {
-                (record.seq, record.ack, record.dsn, record.data_ack, record.window) =
-                    (seq, ack, dsn, data_ack, window);
-                if seg.sack != NO_SACK {
-                    meta |= HAS_SACK;
-                    record.side = self.sacks.insert(seg.sack);
-                }
-            }
-            None => {
-                meta |= WIDE;
-                record.side = self.wide.insert(*seg);
-            }
-        }
-        record.meta = meta;
-        self.records.insert(record)
+        })
     }
 
     /// Where segment `idx` goes.
