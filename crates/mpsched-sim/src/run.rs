@@ -9,16 +9,17 @@
 use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
-use crate::endpoint::{build_endpoints, Endpoint, Segment};
+use crate::endpoint::{build_endpoints, Endpoint};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use host::HostRx;
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_engine::rng::Rng;
+use inflight::{Destination, InFlight};
 use rows::FlowRecords;
-use slab::Slab;
 
 mod host;
+mod inflight;
 mod path_events;
 mod rows;
 
@@ -27,10 +28,24 @@ mod rows;
 const RNG_LINK_BASE: u64 = 1 << 32;
 
 /// What travels in a packet: a handle, so the engine moves a few bytes per hop while the
-/// segment itself stays put in [`Simulation::segments`] until delivery or drop.
+/// segment itself stays put in [`Simulation::segments`] until delivery or drop. Two words
+/// rather than an enum of three variants (12 bytes): a link's propagation pipe then holds
+/// 32-byte entries instead of 40. Read it with [`Payload::carried`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Payload {
-    /// Index of an [`InFlightSegment`] in the segment slab.
+pub(crate) struct Payload {
+    /// [`PAYLOAD_SEGMENT`], [`PAYLOAD_CROSS`], or the flow of an application message.
+    kind: u32,
+    /// Segment index, or the message's tag.
+    value: u32,
+}
+
+const PAYLOAD_SEGMENT: u32 = u32::MAX;
+const PAYLOAD_CROSS: u32 = u32::MAX - 1;
+
+/// What a [`Payload`] stands for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Carried {
+    /// Index of a segment in [`InFlight`].
     Segment(u32),
     /// A cross-traffic datagram (absorbed at the end of its route).
     Cross,
@@ -39,23 +54,32 @@ pub(crate) enum Payload {
     AppMsg { flow: u32, tag: u32 },
 }
 
-/// A segment on its way, with where it is going.
-#[derive(Debug, Clone)]
-pub(crate) struct InFlightSegment {
-    /// Index of the flow in the config.
-    flow: u32,
-    /// Subflow index in the connection.
-    subflow: u8,
-    /// True when travelling to the client (on a path's down route).
-    to_client: bool,
-    /// The segment.
-    seg: Segment,
+impl Payload {
+    #[inline]
+    fn segment(idx: u32) -> Self {
+        Self { kind: PAYLOAD_SEGMENT, value: idx }
+    }
+    fn cross() -> Self {
+        Self { kind: PAYLOAD_CROSS, value: 0 }
+    }
+    fn app_msg(flow: u32, tag: u32) -> Self {
+        debug_assert!(flow < PAYLOAD_CROSS);
+        Self { kind: flow, value: tag }
+    }
+    #[inline]
+    pub(crate) fn carried(self) -> Carried {
+        match self.kind {
+            PAYLOAD_SEGMENT => Carried::Segment(self.value),
+            PAYLOAD_CROSS => Carried::Cross,
+            flow => Carried::AppMsg { flow, tag: self.value },
+        }
+    }
 }
 
 /// The loop's side of the network: schedules network events and frees dropped segments.
 struct Sink<'q> {
     queue: &'q mut EventQueue<Event>,
-    segments: &'q mut Slab<InFlightSegment>,
+    segments: &'q mut InFlight,
 }
 
 impl NetSink<Payload> for Sink<'_> {
@@ -65,8 +89,8 @@ impl NetSink<Payload> for Sink<'_> {
     }
     #[inline]
     fn dropped(&mut self, pkt: Packet<Payload>) {
-        if let Payload::Segment(idx) = pkt.payload {
-            self.segments.remove(idx as usize);
+        if let Carried::Segment(idx) = pkt.payload.carried() {
+            self.segments.remove(idx);
         }
     }
 }
@@ -126,7 +150,7 @@ pub struct Simulation<'a> {
     custom: Option<&'a dyn CustomSchedulers>,
     net: Network<Payload>,
     queue: EventQueue<Event>,
-    segments: Slab<InFlightSegment>,
+    segments: InFlight,
     now_ns: u64,
     /// (down route, up route) of each path.
     path_routes: Vec<(RouteId, RouteId)>,
@@ -222,7 +246,7 @@ impl<'a> Simulation<'a> {
             custom,
             net,
             queue,
-            segments: Slab::new(),
+            segments: InFlight::default(),
             now_ns: 0,
             path_routes,
             cross_routes,
@@ -290,7 +314,8 @@ impl<'a> Simulation<'a> {
         let arrived = self.net.handle(self.now_ns, ne, &mut sink);
         self.stats.packet_hops += 1;
         let Some(pkt) = arrived else { return };
-        if let Payload::AppMsg { flow, tag } = pkt.payload {
+        let carried = pkt.payload.carried();
+        if let Carried::AppMsg { flow, tag } = carried {
             let fi = flow as usize;
             if let Some(f) = self.flows[fi].as_mut() {
                 f.app.on_message(tag);
@@ -299,7 +324,7 @@ impl<'a> Simulation<'a> {
             }
             return;
         }
-        if let Payload::Segment(idx) = pkt.payload {
+        if let Carried::Segment(idx) = carried {
             self.deliver(idx, true);
         }
     }
@@ -307,12 +332,11 @@ impl<'a> Simulation<'a> {
     /// Hands segment `idx` to its endpoint, which then frees it; one that has just arrived
     /// (`arrived`) at an endpoint with a host delay is handed over later instead.
     fn deliver(&mut self, idx: u32, arrived: bool) {
-        // Handled in place, then freed: the segment is not copied out of the slab.
-        let ifs = &self.segments[idx as usize];
-        let (fi, to_client) = (ifs.flow as usize, ifs.to_client);
+        let dest = self.segments.destination(idx);
+        let (fi, to_client) = (dest.flow as usize, dest.to_client);
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else {
-            self.segments.remove(idx as usize);
+            self.segments.remove(idx);
             return;
         };
         let side = if to_client { &mut f.client } else { &mut f.server };
@@ -320,8 +344,9 @@ impl<'a> Simulation<'a> {
             self.queue.push(h.handle_at(now), Event::HostRx(idx));
             return;
         }
-        side.ep.handle_segment(now, ifs.subflow as usize, &ifs.seg);
-        self.segments.remove(idx as usize);
+        let seg = self.segments.segment(idx);
+        self.segments.remove(idx);
+        side.ep.handle_segment(now, dest.subflow as usize, &seg);
         self.after_activity(fi, to_client);
     }
 
@@ -397,7 +422,7 @@ impl<'a> Simulation<'a> {
                     let route = if client_side { up } else { down };
                     let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
                     let size = bytes.min(u32::MAX as u64) as u32;
-                    self.net.send(now, route, size, Payload::AppMsg { flow: fi as u32, tag }, &mut sink);
+                    self.net.send(now, route, size, Payload::app_msg(fi as u32, tag), &mut sink);
                     self.stats.packets_sent += 1;
                 }
             }
@@ -408,14 +433,10 @@ impl<'a> Simulation<'a> {
             let (down, up) = self.path_routes[path];
             let route = if client_side { up } else { down };
             let size = seg.wire_bytes() as u32;
-            let idx = self.segments.insert(InFlightSegment {
-                flow: fi as u32,
-                subflow: subflow as u8,
-                to_client: !client_side,
-                seg,
-            });
+            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side };
+            let idx = self.segments.insert(dest, &seg);
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            self.net.send(now, route, size, Payload::Segment(idx as u32), &mut sink);
+            self.net.send(now, route, size, Payload::segment(idx), &mut sink);
             self.stats.packets_sent += 1;
         }
         if let Some(want) = side.ep.poll_timeout() {
@@ -449,7 +470,7 @@ impl<'a> Simulation<'a> {
         let c = &self.cfg.cross_traffic[ci];
         let now = self.now_ns;
         let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-        self.net.send(now, self.cross_routes[ci], c.packet_bytes as u32, Payload::Cross, &mut sink);
+        self.net.send(now, self.cross_routes[ci], c.packet_bytes as u32, Payload::cross(), &mut sink);
         self.stats.packets_sent += 1;
         // Integer pacing without drift: the k-th packet leaves at start + k * size * 8 / rate.
         let gap_ns = mpsched_engine::time::serialization_ns(c.packet_bytes, c.rate_bps);

@@ -5,7 +5,10 @@
 //! `pipe` uses Linux's bookkeeping (`tcp_packets_in_flight()`, in bytes):
 //! outstanding - (SACKed + lost) + retransmitted-in-flight.
 //!
-//! Cost: segments live in a `VecDeque` in sequence order (binary search by sequence number);
+//! Cost: segments live in a `VecDeque` in sequence order (binary search by sequence number),
+//! 24 bytes each: a segment's length is where the next one starts (they are contiguous), and
+//! its state bits ride in the top byte of its sequence number (a subflow never sends 2^56
+//! bytes);
 //! newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only touches the
 //! segments whose state changes. Loss marking and the retransmission candidate are two forward
 //! pointers (absolute segment indices), so each segment is visited O(1) times per episode.
@@ -28,8 +31,51 @@ const SACKED: u8 = 1;
 const LOST: u8 = 2;
 /// Retransmitted and the retransmission is presumed in flight.
 const RETX: u8 = 4;
+/// Bits of a [`Slot`]'s top byte beside the state: retransmitted at least once, DATA_FIN.
+const EVER_RETX: u8 = 8;
+const DATA_FIN: u8 = 16;
+/// Sequence numbers stay below this; the top byte of a [`Slot`]'s `seq_bits` holds its bits.
+const SEQ_LIMIT: u64 = 1 << 56;
 
-/// One transmitted segment.
+/// One transmitted segment as stored: 24 bytes.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// Sequence number (low 56 bits), state and [`EVER_RETX`] / [`DATA_FIN`] (top byte).
+    seq_bits: u64,
+    dsn: u64,
+    xmit_ns: u64,
+}
+
+impl Slot {
+    /// The segment, which ends at `end`.
+    #[inline(always)]
+    fn unpack(self, end: u64) -> SentSeg {
+        let (seq, bits) = (self.seq(), self.bits());
+        SentSeg {
+            seq,
+            len: (end - seq) as u32,
+            dsn: self.dsn,
+            data_fin: bits & DATA_FIN != 0,
+            flags: bits & (SACKED | LOST | RETX),
+            ever_retx: bits & EVER_RETX != 0,
+            xmit_ns: self.xmit_ns,
+        }
+    }
+    #[inline(always)]
+    fn seq(&self) -> u64 {
+        self.seq_bits & (SEQ_LIMIT - 1)
+    }
+    #[inline(always)]
+    fn bits(&self) -> u8 {
+        (self.seq_bits >> 56) as u8
+    }
+    #[inline(always)]
+    fn state(&self) -> u8 {
+        self.bits() & (SACKED | LOST | RETX)
+    }
+}
+
+/// One transmitted segment (a copy of the stored one, with its length).
 #[derive(Debug, Clone, Copy)]
 pub struct SentSeg {
     /// First subflow sequence number.
@@ -47,10 +93,13 @@ pub struct SentSeg {
     xmit_ns: u64,
 }
 
-/// The scoreboard. Invariant: `segs` are contiguous in sequence space starting at `snd_una`.
+/// The scoreboard. Invariant: `segs` are contiguous in sequence space starting at `snd_una`
+/// and ending at `end_seq`.
 #[derive(Debug, Clone, Default)]
 pub struct Scoreboard {
-    segs: VecDeque<SentSeg>,
+    segs: VecDeque<Slot>,
+    /// End of the last segment (the next one starts there).
+    end_seq: u64,
     /// Absolute index of `segs[0]` (segments ever popped).
     front_abs: u64,
     sacked_ranges: RangeSet,
@@ -112,34 +161,49 @@ impl Scoreboard {
 
     /// Records a first transmission (appended at the right edge).
     pub fn push(&mut self, seq: u64, len: u32, dsn: u64, data_fin: bool, now_ns: u64) {
-        debug_assert!(
-            self.segs
-                .back()
-                .map(|b| b.seq + b.len as u64)
-                .unwrap_or(seq)
-                == seq
-        );
-        self.segs.push_back(SentSeg {
-            seq,
-            len,
-            dsn,
-            data_fin,
-            flags: 0,
-            ever_retx: false,
-            xmit_ns: now_ns,
-        });
+        debug_assert!(self.segs.is_empty() || self.end_seq == seq);
+        debug_assert!(len > 0);
+        let end = seq + len as u64;
+        assert!(end < SEQ_LIMIT, "a subflow sends fewer than 2^56 bytes");
+        let bits = if data_fin { DATA_FIN } else { 0 };
+        self.segs.push_back(Slot { seq_bits: seq | (bits as u64) << 56, dsn, xmit_ns: now_ns });
+        self.end_seq = end;
         self.out_bytes += len as u64;
+    }
+
+    /// End of segment `i`: where the next one starts.
+    #[inline(always)]
+    fn end_of(&self, i: usize) -> u64 {
+        self.segs.get(i + 1).map_or(self.end_seq, Slot::seq)
+    }
+
+    /// Segment `i` (index in `segs`).
+    #[inline(always)]
+    fn get(&self, i: usize) -> SentSeg {
+        self.segs[i].unpack(self.end_of(i))
+    }
+
+    /// Stores the state, `ever_retx` and send time of `s` back into segment `i`.
+    #[inline]
+    fn put(&mut self, i: usize, s: &SentSeg) {
+        let bits = s.flags
+            | if s.ever_retx { EVER_RETX } else { 0 }
+            | if s.data_fin { DATA_FIN } else { 0 };
+        let slot = &mut self.segs[i];
+        slot.seq_bits = s.seq | (bits as u64) << 56;
+        slot.xmit_ns = s.xmit_ns;
     }
 
     /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
     pub fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
         let mut acked = 0;
-        while let Some(s) = self.segs.front() {
-            if s.seq + s.len as u64 > ack {
+        while let Some(&front) = self.segs.front() {
+            let end = self.end_of(0);
+            if end > ack {
                 break;
             }
-            let s = *s;
             self.segs.pop_front();
+            let s = front.unpack(end);
             let abs = self.front_abs;
             self.front_abs += 1;
             let len = s.len as u64;
@@ -178,10 +242,10 @@ impl Scoreboard {
 
     /// Applies SACK blocks; returns newly SACKed bytes.
     pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
-        let (lo, hi) = match (self.segs.front(), self.segs.back()) {
-            (Some(f), Some(b)) => (f.seq, b.seq + b.len as u64),
-            _ => return 0,
+        let Some(lo) = self.segs.front().map(Slot::seq) else {
+            return 0;
         };
+        let hi = self.end_seq;
         let mut newly = 0;
         let prior_fack = self.fack;
         for &(s, e) in blocks {
@@ -230,11 +294,17 @@ impl Scoreboard {
     }
 
     fn mark_sacked(&mut self, start: u64, end: u64, now_ns: u64, prior_fack: u64) -> u64 {
-        let mut i = self.segs.partition_point(|x| x.seq + x.len as u64 <= start);
+        // First segment ending after `start`: the last one starting at or before it, unless
+        // that one ends by `start` (only the last segment can: they are contiguous).
+        let starting = self.segs.partition_point(|x| x.seq() <= start);
+        let mut i = starting.saturating_sub(1);
+        if starting == self.segs.len() && self.end_seq <= start {
+            i = starting;
+        }
         let mut newly = 0;
         while i < self.segs.len() {
             let abs = self.front_abs + i as u64;
-            let s = &mut self.segs[i];
+            let mut s = self.get(i);
             if s.seq >= end {
                 break;
             }
@@ -248,7 +318,7 @@ impl Scoreboard {
                     self.retx_bytes -= len;
                 }
                 s.flags = SACKED;
-                let s = *s;
+                self.put(i, &s);
                 self.note_reordering(&s, prior_fack);
                 self.fack = self.fack.max(s.seq + len);
                 self.rack_advance(&s, now_ns);
@@ -271,9 +341,10 @@ impl Scoreboard {
         let mut newly = 0;
         loop {
             let idx = (self.loss_ptr - self.front_abs) as usize;
-            let Some(s) = self.segs.get_mut(idx) else {
+            if idx >= self.segs.len() {
                 break;
-            };
+            }
+            let mut s = self.get(idx);
             let len = s.len as u64;
             if s.flags & SACKED != 0 {
                 self.sacked_below_ptr_bytes += len;
@@ -286,6 +357,7 @@ impl Scoreboard {
             if above_bytes > (DUP_THRESH - 1) * mss_bytes || above_segs >= DUP_THRESH {
                 if s.flags & LOST == 0 {
                     s.flags |= LOST;
+                    self.put(idx, &s);
                     self.lost_bytes += len;
                     newly += len;
                 }
@@ -305,9 +377,10 @@ impl Scoreboard {
         let mut newly = 0;
         loop {
             let idx = (self.loss_ptr - self.front_abs) as usize;
-            let Some(s) = self.segs.get_mut(idx) else {
+            if idx >= self.segs.len() {
                 return (newly, None);
-            };
+            }
+            let mut s = self.get(idx);
             let len = s.len as u64;
             if s.flags & SACKED != 0 {
                 self.sacked_below_ptr_bytes += len;
@@ -323,9 +396,9 @@ impl Scoreboard {
             if now_ns < deadline {
                 return (newly, Some(deadline));
             }
-            let s = &mut self.segs[idx];
             if s.flags & LOST == 0 {
                 s.flags |= LOST;
+                self.put(idx, &s);
                 self.lost_bytes += len;
                 newly += len;
             }
@@ -372,19 +445,22 @@ impl Scoreboard {
     /// Tail-loss probe without new data: the highest outstanding segment, to be sent again.
     /// Its state is unchanged (it is not deemed lost); it only stops counting for RACK.
     pub fn probe_last(&mut self, now_ns: u64) -> Option<SentSeg> {
-        let s = self.segs.back_mut()?;
+        let last = self.segs.len().checked_sub(1)?;
+        let mut s = self.get(last);
         if s.flags & SACKED != 0 {
             return None;
         }
         s.ever_retx = true;
         s.xmit_ns = now_ns;
-        Some(*s)
+        self.put(last, &s);
+        Some(s)
     }
 
     /// RTO: every outstanding segment not SACKed is lost, retransmissions included
     /// (Linux `tcp_enter_loss()` / `tcp_timeout_mark_lost()`).
     pub fn mark_all_lost(&mut self) {
-        for s in self.segs.iter_mut() {
+        for i in 0..self.segs.len() {
+            let mut s = self.get(i);
             if s.flags & SACKED != 0 {
                 continue;
             }
@@ -392,6 +468,7 @@ impl Scoreboard {
                 self.lost_bytes += s.len as u64;
             }
             s.flags = LOST;
+            self.put(i, &s);
         }
         self.retx_bytes = 0;
         self.rtx_fifo.clear();
@@ -404,9 +481,9 @@ impl Scoreboard {
     /// RFC 6675 NextSeg rule 1: the lowest lost, un-SACKed segment not yet retransmitted.
     pub fn next_lost(&mut self) -> Option<SentSeg> {
         while self.rtx_ptr < self.loss_ptr {
-            let s = self.segs[(self.rtx_ptr - self.front_abs) as usize];
-            if s.flags == LOST {
-                return Some(s);
+            let i = (self.rtx_ptr - self.front_abs) as usize;
+            if self.segs[i].state() == LOST {
+                return Some(self.get(i));
             }
             self.rtx_ptr += 1;
         }
@@ -416,11 +493,12 @@ impl Scoreboard {
     /// Marks the segment returned by [`Scoreboard::next_lost`] as retransmitted at `now_ns`.
     pub fn mark_retransmitted(&mut self, now_ns: u64) {
         let i = (self.rtx_ptr - self.front_abs) as usize;
-        let s = &mut self.segs[i];
+        let mut s = self.get(i);
         debug_assert_eq!(s.flags, LOST);
         s.flags |= RETX;
         s.ever_retx = true;
         s.xmit_ns = now_ns;
+        self.put(i, &s);
         self.retx_bytes += s.len as u64;
         self.rtx_fifo.push_back((self.rtx_ptr, now_ns));
         self.rtx_ptr += 1;
@@ -436,7 +514,7 @@ impl Scoreboard {
                 continue;
             }
             let i = (abs - self.front_abs) as usize;
-            let s = &mut self.segs[i];
+            let mut s = self.get(i);
             if s.flags != LOST | RETX || s.xmit_ns != xmit_ns {
                 // SACKed since, or already handled.
                 self.rtx_fifo.pop_front();
@@ -446,8 +524,8 @@ impl Scoreboard {
             if !self.sent_before_rack(xmit_ns, end) {
                 break;
             }
-            let s = &mut self.segs[i];
             s.flags = LOST;
+            self.put(i, &s);
             let len = s.len as u64;
             self.retx_bytes -= len;
             newly += len;
@@ -459,120 +537,16 @@ impl Scoreboard {
 
     /// DSN ranges `(dsn, len)` of the outstanding, un-SACKed segments (for reinjection).
     pub fn unsacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.segs
-            .iter()
-            .filter(|s| s.flags & SACKED == 0)
-            .map(|s| (s.dsn, s.len as u64))
+        (0..self.segs.len())
+            .filter(|&i| self.segs[i].state() & SACKED == 0)
+            .map(|i| {
+                let s = self.get(i);
+                (s.dsn, s.len as u64)
+            })
     }
 }
+
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    const MSS: u64 = 100;
-
-    fn board(n: u64) -> Scoreboard {
-        let mut b = Scoreboard::default();
-        for i in 0..n {
-            b.push(1 + i * MSS, MSS as u32, i * MSS, false, i);
-        }
-        b
-    }
-
-    #[test]
-    fn three_sacked_segments_above_make_a_loss() {
-        let mut b = board(10);
-        // Segment 0 lost; 1 and 2 SACKed: not yet lost (RFC 6675 IsLost needs > 2 * SMSS).
-        assert_eq!(b.apply_sack(&[(101, 301)], 50), 200);
-        assert_eq!(b.update_lost(MSS), 0);
-        assert_eq!(b.pipe_bytes(), 800);
-        assert_eq!(b.apply_sack(&[(101, 401)], 50), 100);
-        assert_eq!(b.update_lost(MSS), 100);
-        assert_eq!(b.pipe_bytes(), 1000 - 300 - 100);
-        let s = b.next_lost().unwrap();
-        assert_eq!(s.seq, 1);
-        b.mark_retransmitted(100);
-        assert_eq!(b.pipe_bytes(), 700);
-        assert!(b.next_lost().is_none());
-        // The retransmission fills the hole: cumulative ACK up to 401.
-        assert_eq!(b.advance_una(401, 60), 400);
-        assert_eq!(b.pipe_bytes(), 600);
-        assert_eq!(b.sacked_bytes(), 0);
-        assert_eq!(b.lost_bytes(), 0);
-    }
-
-    #[test]
-    fn retransmission_is_lost_once_a_later_sent_segment_is_delivered() {
-        let mut b = board(10); // segment i sent at t = i
-        b.apply_sack(&[(101, 401)], 50);
-        b.update_lost(MSS);
-        assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
-        b.mark_retransmitted(100);
-        // Only segments sent before the retransmission were delivered: nothing to say.
-        assert_eq!(b.detect_lost_retransmissions(), 0);
-        assert_eq!(b.pipe_bytes(), 10 * MSS - 300 - 100 + 100);
-        // New data sent at t = 150 is SACKed: the retransmission (t = 100) must have been lost.
-        b.push(1 + 10 * MSS, MSS as u32, 10 * MSS, false, 150);
-        b.apply_sack(&[(1 + 10 * MSS, 1 + 11 * MSS)], 200);
-        assert_eq!(b.detect_lost_retransmissions(), 100);
-        assert_eq!(b.next_lost().map(|s| s.seq), Some(1), "eligible again");
-        b.mark_retransmitted(200);
-        assert_eq!(b.detect_lost_retransmissions(), 0);
-    }
-
-    #[test]
-    fn rto_marks_everything_unsacked_lost() {
-        let mut b = board(5);
-        b.apply_sack(&[(301, 401)], 50);
-        b.mark_all_lost();
-        assert_eq!(b.pipe_bytes(), 0);
-        let mut n = 0;
-        while b.next_lost().is_some() {
-            b.mark_retransmitted(100);
-            n += 1;
-        }
-        assert_eq!(n, 4);
-        assert_eq!(b.pipe_bytes(), 400);
-        assert_eq!(b.advance_una(501, 60), 500);
-        assert_eq!(b.pipe_bytes(), 0);
-    }
-
-    #[test]
-    fn rack_marks_a_hole_lost_once_rack_rtt_plus_reo_wnd_has_passed() {
-        let mut b = board(10); // segment i sent at t = i
-                               // Only segment 2 is SACKed, at t = 50: one SACK, far from DupThresh.
-        b.apply_sack(&[(201, 301)], 50);
-        assert_eq!(b.update_lost(MSS), 0, "RFC 6675 sees no loss");
-        // RACK.rtt = 48 (segment 2); reo_wnd 10: segment 0 is lost at 0 + 48 + 10 = 58,
-        // segment 1 at 59. Before that the caller gets the reordering timer.
-        assert_eq!(b.rack_mark_lost(50, 10), (0, Some(58)));
-        assert_eq!(b.rack_mark_lost(58, 10), (MSS, Some(59)));
-        assert_eq!(b.rack_mark_lost(59, 10), (MSS, None));
-        // Segments sent after segment 2 are not judged (nothing later was delivered).
-        assert_eq!(b.lost_bytes(), 2 * MSS);
-        assert_eq!(b.pipe_bytes(), 10 * MSS - MSS - 2 * MSS);
-        assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
-    }
-
-    #[test]
-    fn a_once_sent_segment_delivered_below_the_highest_sack_is_reordering() {
-        let mut b = board(10);
-        b.apply_sack(&[(301, 401)], 50);
-        assert!(!b.reord_seen(), "a hole is not reordering");
-        // Segment 1 (sent once) is SACKed after segment 3 was: it arrived out of order.
-        b.apply_sack(&[(101, 201), (301, 401)], 51);
-        assert!(b.reord_seen());
-        // A retransmitted segment filling a hole is not evidence of reordering.
-        let mut b = board(10);
-        b.apply_sack(&[(201, 401)], 50);
-        b.update_lost(MSS);
-        b.mark_all_lost();
-        assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
-        b.mark_retransmitted(60);
-        b.advance_una(101, 70);
-        assert!(!b.reord_seen());
-        // ... but a cumulative ACK of a never-retransmitted segment below the highest SACK is.
-        b.advance_una(201, 71);
-        assert!(b.reord_seen());
-    }
-}
+#[path = "scoreboard_tests.rs"]
+mod tests;

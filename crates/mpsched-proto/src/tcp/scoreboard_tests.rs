@@ -1,0 +1,123 @@
+//! Tests of the scoreboard (`scoreboard.rs`).
+
+use super::*;
+const MSS: u64 = 100;
+
+fn board(n: u64) -> Scoreboard {
+    let mut b = Scoreboard::default();
+    for i in 0..n {
+        b.push(1 + i * MSS, MSS as u32, i * MSS, false, i);
+    }
+    b
+}
+
+#[test]
+fn three_sacked_segments_above_make_a_loss() {
+    let mut b = board(10);
+    // Segment 0 lost; 1 and 2 SACKed: not yet lost (RFC 6675 IsLost needs > 2 * SMSS).
+    assert_eq!(b.apply_sack(&[(101, 301)], 50), 200);
+    assert_eq!(b.update_lost(MSS), 0);
+    assert_eq!(b.pipe_bytes(), 800);
+    assert_eq!(b.apply_sack(&[(101, 401)], 50), 100);
+    assert_eq!(b.update_lost(MSS), 100);
+    assert_eq!(b.pipe_bytes(), 1000 - 300 - 100);
+    let s = b.next_lost().unwrap();
+    assert_eq!(s.seq, 1);
+    b.mark_retransmitted(100);
+    assert_eq!(b.pipe_bytes(), 700);
+    assert!(b.next_lost().is_none());
+    // The retransmission fills the hole: cumulative ACK up to 401.
+    assert_eq!(b.advance_una(401, 60), 400);
+    assert_eq!(b.pipe_bytes(), 600);
+    assert_eq!(b.sacked_bytes(), 0);
+    assert_eq!(b.lost_bytes(), 0);
+}
+
+#[test]
+fn retransmission_is_lost_once_a_later_sent_segment_is_delivered() {
+    let mut b = board(10); // segment i sent at t = i
+    b.apply_sack(&[(101, 401)], 50);
+    b.update_lost(MSS);
+    assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
+    b.mark_retransmitted(100);
+    // Only segments sent before the retransmission were delivered: nothing to say.
+    assert_eq!(b.detect_lost_retransmissions(), 0);
+    assert_eq!(b.pipe_bytes(), 10 * MSS - 300 - 100 + 100);
+    // New data sent at t = 150 is SACKed: the retransmission (t = 100) must have been lost.
+    b.push(1 + 10 * MSS, MSS as u32, 10 * MSS, false, 150);
+    b.apply_sack(&[(1 + 10 * MSS, 1 + 11 * MSS)], 200);
+    assert_eq!(b.detect_lost_retransmissions(), 100);
+    assert_eq!(b.next_lost().map(|s| s.seq), Some(1), "eligible again");
+    b.mark_retransmitted(200);
+    assert_eq!(b.detect_lost_retransmissions(), 0);
+}
+
+#[test]
+fn rto_marks_everything_unsacked_lost() {
+    let mut b = board(5);
+    b.apply_sack(&[(301, 401)], 50);
+    b.mark_all_lost();
+    assert_eq!(b.pipe_bytes(), 0);
+    let mut n = 0;
+    while b.next_lost().is_some() {
+        b.mark_retransmitted(100);
+        n += 1;
+    }
+    assert_eq!(n, 4);
+    assert_eq!(b.pipe_bytes(), 400);
+    assert_eq!(b.advance_una(501, 60), 500);
+    assert_eq!(b.pipe_bytes(), 0);
+}
+
+#[test]
+fn rack_marks_a_hole_lost_once_rack_rtt_plus_reo_wnd_has_passed() {
+    let mut b = board(10); // segment i sent at t = i
+                           // Only segment 2 is SACKed, at t = 50: one SACK, far from DupThresh.
+    b.apply_sack(&[(201, 301)], 50);
+    assert_eq!(b.update_lost(MSS), 0, "RFC 6675 sees no loss");
+    // RACK.rtt = 48 (segment 2); reo_wnd 10: segment 0 is lost at 0 + 48 + 10 = 58,
+    // segment 1 at 59. Before that the caller gets the reordering timer.
+    assert_eq!(b.rack_mark_lost(50, 10), (0, Some(58)));
+    assert_eq!(b.rack_mark_lost(58, 10), (MSS, Some(59)));
+    assert_eq!(b.rack_mark_lost(59, 10), (MSS, None));
+    // Segments sent after segment 2 are not judged (nothing later was delivered).
+    assert_eq!(b.lost_bytes(), 2 * MSS);
+    assert_eq!(b.pipe_bytes(), 10 * MSS - MSS - 2 * MSS);
+    assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
+}
+
+#[test]
+fn a_once_sent_segment_delivered_below_the_highest_sack_is_reordering() {
+    let mut b = board(10);
+    b.apply_sack(&[(301, 401)], 50);
+    assert!(!b.reord_seen(), "a hole is not reordering");
+    // Segment 1 (sent once) is SACKed after segment 3 was: it arrived out of order.
+    b.apply_sack(&[(101, 201), (301, 401)], 51);
+    assert!(b.reord_seen());
+    // A retransmitted segment filling a hole is not evidence of reordering.
+    let mut b = board(10);
+    b.apply_sack(&[(201, 401)], 50);
+    b.update_lost(MSS);
+    b.mark_all_lost();
+    assert_eq!(b.next_lost().map(|s| s.seq), Some(1));
+    b.mark_retransmitted(60);
+    b.advance_una(101, 70);
+    assert!(!b.reord_seen());
+    // ... but a cumulative ACK of a never-retransmitted segment below the highest SACK is.
+    b.advance_una(201, 71);
+    assert!(b.reord_seen());
+}
+
+#[test]
+fn a_stored_segment_is_24_bytes_and_keeps_its_bits() {
+    assert_eq!(std::mem::size_of::<Slot>(), 24);
+    let mut b = Scoreboard::default();
+    let seq = (1 << 56) - 1000;
+    b.push(seq, 500, 7, false, 1);
+    b.push(seq + 500, 499, 507, true, 2);
+    b.probe_last(9);
+    let s = b.get(1);
+    assert_eq!((s.seq, s.len, s.dsn, s.data_fin, s.ever_retx, s.xmit_ns), (seq + 500, 499, 507, true, true, 9));
+    let s = b.get(0);
+    assert_eq!((s.seq, s.len, s.dsn, s.data_fin, s.ever_retx), (seq, 500, 7, false, false));
+}

@@ -1,0 +1,240 @@
+//! Segments on their way through the network, stored compactly.
+//!
+//! Every packet of a connection refers to one record here from the moment it is sent until
+//! it is delivered or dropped, so at scale (many flows with full windows) this store is the
+//! largest part of the simulator's memory and of its cache footprint. A [`Segment`] is 128
+//! bytes, 64 of them for four SACK blocks that only ACKs in a loss episode carry. A record is
+//! one 64-byte cache line: the timestamps in full, sequence numbers, acknowledgements and the
+//! window in 32 bits. A segment whose values do not fit (a flow past 4 GiB, a window of 4 GiB
+//! or more) is kept whole in a side pool instead, and SACK blocks, when there are any, go to
+//! another. Records are index-addressed and freed slots are reused last-in first-out, so the
+//! touched memory follows the number of segments in flight, not the number ever sent.
+//!
+//! Reading a record back gives the very `Segment` that was stored, field for field (the SACK
+//! array whole, not only its valid blocks), so nothing downstream can tell the difference.
+
+use crate::endpoint::Segment;
+use mpsched_proto::tcp::MAX_SACK_BLOCKS;
+
+type SackBlocks = [(u64, u64); MAX_SACK_BLOCKS];
+const NO_SACK: SackBlocks = [(0, 0); MAX_SACK_BLOCKS];
+
+/// Bit of [`Record::meta`]: travelling to the client (on a path's down route).
+const TO_CLIENT: u8 = 1;
+/// Bit of [`Record::meta`]: the SACK array is in the SACK pool at `Record::side`.
+const HAS_SACK: u8 = 2;
+/// Bit of [`Record::meta`]: the whole segment is in the wide pool at `Record::side`; the
+/// record keeps only where it goes.
+const WIDE: u8 = 4;
+
+/// One segment in flight with where it is going: one cache line.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct Record {
+    ts_val: u64,
+    ts_ecr: u64,
+    seq: u32,
+    ack: u32,
+    dsn: u32,
+    data_ack: u32,
+    window: u32,
+    len: u32,
+    /// Index of the flow in the config.
+    flow: u32,
+    /// Slot in the SACK pool (`HAS_SACK`) or the wide pool (`WIDE`).
+    side: u32,
+    flags: u16,
+    subflow: u8,
+    sack_len: u8,
+    meta: u8,
+}
+
+/// Where a delivered segment goes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Destination {
+    /// Index of the flow in the config.
+    pub flow: u32,
+    /// Subflow index in the connection.
+    pub subflow: u8,
+    /// True when travelling to the client.
+    pub to_client: bool,
+}
+
+/// Index-addressed slots with a free list; freed slots are reused first.
+#[derive(Debug)]
+struct Pool<T> {
+    slots: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Self { slots: Vec::new(), free: Vec::new() }
+    }
+}
+
+impl<T: Copy> Pool<T> {
+    #[inline]
+    fn insert(&mut self, v: T) -> u32 {
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = v;
+            return i;
+        }
+        self.slots.push(v);
+        (self.slots.len() - 1) as u32
+    }
+
+    #[inline]
+    fn remove(&mut self, i: u32) {
+        debug_assert!((i as usize) < self.slots.len() && !self.free.contains(&i));
+        self.free.push(i);
+    }
+}
+
+/// The segments in flight.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    records: Pool<Record>,
+    sacks: Pool<SackBlocks>,
+    wide: Pool<Segment>,
+}
+
+impl InFlight {
+    /// Stores a segment sent on `subflow` of `flow`; returns its handle.
+    #[inline]
+    pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
+        // Branch-free tests (this runs for every packet sent): any bit above 32 in the five
+        // narrowed fields; any non-zero byte in the SACK array (valid blocks or not).
+        let wide = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32 != 0;
+        let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e) != 0;
+        let mut meta = if dest.to_client { TO_CLIENT } else { 0 };
+        let mut side = 0;
+        if wide {
+            meta |= WIDE;
+            side = self.wide.insert(*seg);
+        } else if sack {
+            meta |= HAS_SACK;
+            side = self.sacks.insert(seg.sack);
+        }
+        self.records.insert(Record {
+            ts_val: seg.ts_val,
+            ts_ecr: seg.ts_ecr,
+            seq: seg.seq as u32,
+            ack: seg.ack as u32,
+            dsn: seg.dsn as u32,
+            data_ack: seg.data_ack as u32,
+            window: seg.window as u32,
+            len: seg.len,
+            flow: dest.flow,
+            side,
+            flags: seg.flags,
+            subflow: dest.subflow,
+            sack_len: seg.sack_len,
+            meta,
+        })
+    }
+
+    /// Where segment `idx` goes.
+    #[inline]
+    pub(crate) fn destination(&self, idx: u32) -> Destination {
+        let r = &self.records.slots[idx as usize];
+        Destination { flow: r.flow, subflow: r.subflow, to_client: r.meta & TO_CLIENT != 0 }
+    }
+
+    /// The segment `idx`, as it was stored.
+    #[inline]
+    pub(crate) fn segment(&self, idx: u32) -> Segment {
+        let r = &self.records.slots[idx as usize];
+        if r.meta & WIDE != 0 {
+            return self.wide.slots[r.side as usize];
+        }
+        Segment {
+            flags: r.flags,
+            seq: r.seq as u64,
+            len: r.len,
+            ack: r.ack as u64,
+            window: r.window as u64,
+            sack_len: r.sack_len,
+            sack: if r.meta & HAS_SACK != 0 { self.sacks.slots[r.side as usize] } else { NO_SACK },
+            ts_val: r.ts_val,
+            ts_ecr: r.ts_ecr,
+            dsn: r.dsn as u64,
+            data_ack: r.data_ack as u64,
+        }
+    }
+
+    /// Frees segment `idx` (delivered or dropped).
+    #[inline]
+    pub(crate) fn remove(&mut self, idx: u32) {
+        let r = self.records.slots[idx as usize];
+        if r.meta & HAS_SACK != 0 {
+            self.sacks.remove(r.side);
+        } else if r.meta & WIDE != 0 {
+            self.wide.remove(r.side);
+        }
+        self.records.remove(idx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpsched_proto::tcp::flags;
+
+    #[test]
+    fn a_record_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Record>(), 64);
+    }
+
+    #[test]
+    fn segments_come_back_as_stored_and_slots_are_reused() {
+        let mut f = InFlight::default();
+        let data = Segment { flags: flags::ACK, seq: 1 << 20, len: 1448, dsn: 7, ts_val: 3 << 40, ..Default::default() };
+        let mut ack = Segment { flags: flags::ACK | flags::DATA_ACK, ack: 99, window: 1 << 30, ..Default::default() };
+        ack.sack_len = 2;
+        ack.sack[0] = (200, 300);
+        ack.sack[1] = (400, 500);
+        // Bytes past the valid blocks are kept too.
+        ack.sack[3] = (1, 2);
+        let d = Destination { flow: 5, subflow: 2, to_client: true };
+        let a = f.insert(d, &data);
+        let b = f.insert(Destination { to_client: false, ..d }, &ack);
+        assert_eq!(f.segment(a), data);
+        assert_eq!(f.segment(b), ack);
+        assert!(f.destination(a).to_client && !f.destination(b).to_client);
+        assert_eq!((f.destination(b).flow, f.destination(b).subflow), (5, 2));
+        f.remove(b);
+        f.remove(a);
+        // Last freed, first reused; the SACK slot is freed with its record.
+        assert_eq!(f.insert(d, &data), a);
+        assert_eq!(f.insert(d, &ack), b);
+        assert_eq!(f.segment(b), ack);
+        assert_eq!(f.sacks.slots.len(), 1);
+    }
+
+    #[test]
+    fn values_past_32_bits_are_kept_whole() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 1, subflow: 0, to_client: false };
+        let mut seg = Segment { flags: flags::ACK, len: 1000, ..Default::default() };
+        seg.sack_len = 1;
+        seg.sack[0] = (1 << 33, (1 << 33) + 1000);
+        for field in 0..5 {
+            let mut s = seg;
+            let big = u32::MAX as u64 + 1 + field;
+            match field {
+                0 => s.seq = big,
+                1 => s.ack = big,
+                2 => s.dsn = big,
+                3 => s.data_ack = big,
+                _ => s.window = big,
+            }
+            let i = f.insert(d, &s);
+            assert_eq!(f.segment(i), s);
+            assert_eq!(f.destination(i).flow, 1);
+            f.remove(i);
+        }
+        assert_eq!(f.wide.slots.len(), 1);
+        assert_eq!(f.wide.free.len(), 1);
+    }
+}
