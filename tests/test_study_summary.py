@@ -102,13 +102,20 @@ def test_a_study_returns_the_rows_its_tasks_built_in_run_order(study):
     # read back, and after a resume that recomputed one batch: the same rows
     again = load(out)
     assert_frame_equal(again.flows, res.flows)
-    first = st.Store(out).batches()[0]
-    shutil.rmtree(out / first.name)
+    # the first and the last batch lost: their runs run again in one batch, which then holds runs
+    # from both ends of the study (its rows out of run order, put back in order when read)
+    batches = st.Store(out).batches()
+    assert len(batches) >= 3
+    for b in (batches[0], batches[-1]):
+        shutil.rmtree(out / b.name)
     resumed = mpsched.run(mpsched.load_scenario(out.parent / "study.toml"), out, jobs=1)
-    assert resumed.study_stats["ran"] == len(first.runs)
+    assert resumed.study_stats["ran"] == len(batches[0].runs) + len(batches[-1].runs)
     for name in ("flows", "subflows", "links"):
         assert_frame_equal(resumed.tables[name], old.tables[name])
+        assert_frame_equal(resumed.scan(name).collect(), old.tables[name])
+    assert_frame_equal(resumed.runs, old.runs)
     assert_frame_equal(resumed.summary(), res.summary())
+    assert_frame_equal(compare(resumed).table, compare(old).table)
 
 
 def test_the_client_keeps_no_run_rows_and_no_per_run_strings(tmp_path, monkeypatch):
@@ -132,3 +139,4 @@ def test_the_client_keeps_no_run_rows_and_no_per_run_strings(tmp_path, monkeypat
     res = mpsched.run(scenario, tmp_path / "out", jobs=1, tasks=tasks)
     assert returned and all("frames" not in r and r["records"] is None for r in returned)
     assert sum(len(r["runs"]) for r in returned) == 24 == len(res)
+

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mpsched.study.results import Results
+from mpsched.study.results import Results, collect_columns
 
 __all__ = ["group_keys", "table_columns", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
            "link_utilisation", "datacenter_summary", "class_fct_summary", "has_resilience", "resilience_summary"]
@@ -20,9 +20,7 @@ def labelled_flows(res: Results, columns: list[str] | None = None) -> pl.DataFra
     if columns is None:
         flows = res.flows
     else:
-        have = set(table_columns(res, "flows"))
-        want = [c for c in dict.fromkeys([*columns, "scheduler", "protocol", "backup"]) if c in have]
-        flows = res.scan("flows").select(want).collect()
+        flows = collect_columns(res.scan("flows"), [*columns, "scheduler", "protocol", "backup"])
     if {"scheduler", "protocol"} <= set(flows.columns):
         flows = flows.with_columns(
             pl.when(pl.col("scheduler").fill_null("") == "").then(pl.col("protocol")).otherwise(pl.col("scheduler")).alias("scheduler")
@@ -81,8 +79,7 @@ def path_shares(res: Results) -> pl.DataFrame:
     if not {"path", "bytes_sent"} <= set(have):
         return pl.DataFrame()
     keys = group_keys(res, table_columns(res, "flows"))
-    want = [c for c in dict.fromkeys([*keys, "path", "bytes_sent", "run_id", "flow_id"]) if c in have]
-    sub = res.scan("subflows").select(want).collect()
+    sub = collect_columns(res.scan("subflows"), [*keys, "path", "bytes_sent", "run_id", "flow_id"])
     if sub.is_empty():
         return pl.DataFrame()
     flows = labelled_flows(res, ["run_id", "flow_id", *keys])

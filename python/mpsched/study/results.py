@@ -12,7 +12,7 @@ import polars as pl
 from mpsched.study.index import holdings, ids_series, owners
 from mpsched.study.store import TABLES, Store, concat
 
-__all__ = ["Results", "load"]
+__all__ = ["Results", "collect_columns", "load"]
 
 
 class Results:
@@ -157,6 +157,13 @@ class Results:
         return f"<Results: {self.runs.height} runs{where}; params={self.params}; rows: {sizes}>"
 
 
+def collect_columns(lf: pl.LazyFrame, columns: list[str]) -> pl.DataFrame:
+    """The columns of `columns` that `lf` has (no other column read), as one chunk: what a
+    frame put in run order by sorting is, so float arithmetic on it gives the same bits."""
+    have = set(lf.collect_schema().names())
+    return lf.select([c for c in dict.fromkeys(columns) if c in have]).collect().rechunk()
+
+
 class LazyTables(Mapping):
     """Tables read from the store when first used (a study's time series can be large; the
     summary needs only `flows` and `subflows`), some given already in memory."""
@@ -261,9 +268,19 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
     runs = concat(read("run"))
     runs = runs.sort("index", "run_id") if "index" in runs.columns else runs
     order = runs.select("run_id") if runs.height else pl.DataFrame(schema={"run_id": pl.String})
+    # a study written in one go has its batches' runs already in run order (each batch's rows run
+    # by run, as its batch.json lists them): then the tables need no sorting, and a scan reads no
+    # run id it is not asked for
+    stored = (kept.join(batches.select("batch", pl.int_range(pl.len()).alias("_b")), on="batch", maintain_order="left")
+              .sort("_b", maintain_order=True).get_column("run_id"))
+    in_order = stored.equals(order.get_column("run_id"), check_names=False)
+    del stored
 
     def table(name: str) -> pl.DataFrame:
-        return order_rows(concat(read(name)), order)
+        df = concat(read(name))
+        # one chunk, as the sort gives: polars' float arithmetic can differ in the last bit
+        # between chunk layouts (x / 1e6 on a long chunk vs a one-row one)
+        return df.rechunk() if in_order else order_rows(df, order)
 
     def scan(name: str) -> pl.LazyFrame:
         if not store.local:
@@ -280,7 +297,9 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
         if not parts:
             return pl.LazyFrame()
         lf = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
-        return _in_order(lf, order) if "run_id" in lf.collect_schema().names() else lf
+        return _in_order(lf, order) if not in_order and "run_id" in lf.collect_schema().names() else lf
+
+    # a scan's collected frame is made one chunk by its readers (`collect_columns`)
 
     names = list(TABLES)
     for b in whole:  # tables beyond the standard ones (e.g. `events`), in a stable order

@@ -338,6 +338,8 @@ class Store:
         from mpsched.study.index import holdings, owners
 
         held = holdings(self)
+        if not held.get_column("run_id").is_duplicated().any() and not any(not b.runs for b in self.iter_batches()):
+            return 0  # every run in one batch, no batch of failures only: nothing to do
         own = owners(held, version)
         theirs = held.join(own.select("run_id", pl.col("batch").alias("_owner")), on="run_id", how="left")
         losing = set(theirs.filter(pl.col("batch") != pl.col("_owner")).get_column("batch").unique().to_list())
