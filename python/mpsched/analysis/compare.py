@@ -23,7 +23,7 @@ import polars as pl
 
 from mpsched.analysis.stats import relative_difference, verdict
 from mpsched.analysis.summary import labelled_flows
-from mpsched.study.results import Results, collect_columns
+from mpsched.study.results import Results
 
 __all__ = ["Comparison", "compare", "metric_values", "METRICS"]
 
@@ -77,7 +77,7 @@ def _flows(res: Results) -> pl.DataFrame:
 
 def _scan(res: Results, name: str, columns: list[str]) -> pl.DataFrame:
     """The columns of `columns` that table `name` has, scanned (no other column read)."""
-    return collect_columns(res.scan(name), columns)
+    return res.columns(name, columns)
 
 
 def metric_values(res: Results, metric: str | None = None) -> tuple[str, pl.DataFrame]:

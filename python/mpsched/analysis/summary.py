@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from mpsched.study.results import Results, collect_columns
+from mpsched.study.results import Results
 
 __all__ = ["group_keys", "table_columns", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
            "link_utilisation", "datacenter_summary", "class_fct_summary", "has_resilience", "resilience_summary"]
@@ -20,7 +20,7 @@ def labelled_flows(res: Results, columns: list[str] | None = None) -> pl.DataFra
     if columns is None:
         flows = res.flows
     else:
-        flows = collect_columns(res.scan("flows"), [*columns, "scheduler", "protocol", "backup"])
+        flows = res.columns("flows", [*columns, "scheduler", "protocol", "backup"])
     if {"scheduler", "protocol"} <= set(flows.columns):
         flows = flows.with_columns(
             pl.when(pl.col("scheduler").fill_null("") == "").then(pl.col("protocol")).otherwise(pl.col("scheduler")).alias("scheduler")
@@ -34,7 +34,7 @@ def labelled_flows(res: Results, columns: list[str] | None = None) -> pl.DataFra
 
 def table_columns(res: Results, name: str) -> list[str]:
     """The columns of one of the study's tables, read from its schema (no rows read)."""
-    return res.scan(name).collect_schema().names()
+    return res.column_names(name)
 
 
 def group_keys(res: Results, table: pl.DataFrame | list[str]) -> list[str]:
@@ -79,7 +79,7 @@ def path_shares(res: Results) -> pl.DataFrame:
     if not {"path", "bytes_sent"} <= set(have):
         return pl.DataFrame()
     keys = group_keys(res, table_columns(res, "flows"))
-    sub = collect_columns(res.scan("subflows"), [*keys, "path", "bytes_sent", "run_id", "flow_id"])
+    sub = res.columns("subflows", [*keys, "path", "bytes_sent", "run_id", "flow_id"])
     if sub.is_empty():
         return pl.DataFrame()
     flows = labelled_flows(res, ["run_id", "flow_id", *keys])

@@ -61,6 +61,23 @@ class Results:
             return tables[name].lazy() if name in tables else pl.LazyFrame()
         return scan(name) if name in tables else pl.LazyFrame()
 
+    def columns(self, name: str, columns: list[str]) -> pl.DataFrame:
+        """The columns of `columns` that table `name` has (in that order, rows in the table's
+        order, one chunk), read without the others: what a summary reads of a large study."""
+        read = self.__dict__.get("_columns")
+        tables = self.tables
+        if read is None or not isinstance(tables, LazyTables) or name in tables.loaded():
+            return collect_columns(tables[name].lazy() if name in tables else pl.LazyFrame(), columns)
+        return read(name, columns) if name in tables else pl.DataFrame()
+
+    def column_names(self, name: str) -> list[str]:
+        """The columns table `name` has (from the files' schemas: no row read)."""
+        read = self.__dict__.get("_column_names")
+        tables = self.tables
+        if read is None or not isinstance(tables, LazyTables) or name in tables.loaded():
+            return tables[name].columns if name in tables else []
+        return read(name) if name in tables else []
+
     flows = property(lambda self: self.tables["flows"], doc="One row per transfer.")
     subflows = property(lambda self: self.tables["subflows"], doc="One row per subflow.")
     blocks = property(lambda self: self.tables["blocks"], doc="One row per application unit (block, object, transfer).")
@@ -128,11 +145,8 @@ class Results:
         (the duration is too short, or every action of a scheduler was refused: the `actions`
         table counts what the connections refused their scheduler, Rust or Python, per flow,
         kind and reason)."""
-        lf = self.scan("flows")  # three columns, not the whole table
-        if not {"completed", "run_id", "size_bytes"} <= set(lf.collect_schema().names()):
-            return []
-        f = lf.select("run_id", "completed", "size_bytes").collect()
-        if not f.height:
+        f = self.columns("flows", ["run_id", "completed", "size_bytes"])  # not the whole table
+        if not f.height or not {"completed", "run_id", "size_bytes"} <= set(f.columns):
             return []
         per_run = (f.filter(pl.col("size_bytes") > 0).group_by("run_id")
                    .agg(pl.col("completed").cast(pl.Boolean).any().alias("any_done")))
@@ -299,7 +313,41 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
         lf = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
         return _in_order(lf, order) if not in_order and "run_id" in lf.collect_schema().names() else lf
 
-    # a scan's collected frame is made one chunk by its readers (`collect_columns`)
+    def columns(name: str, wanted: list[str]) -> pl.DataFrame:
+        # file by file, only the wanted columns (and the run id where rows must be picked or
+        # ordered): far less working memory than a lazy scan over many small files
+        if not store.local:
+            return collect_columns(table(name).lazy(), wanted)
+        wanted = list(dict.fromkeys(wanted))
+        frames = []
+        for b, complete in whole.items():
+            path = store.root / b / f"{name}.parquet"
+            if not path.is_file():
+                continue
+            have = pl.read_parquet_schema(path)
+            cols = [c for c in wanted if c in have]
+            if "run_id" in have and "run_id" not in cols and (not complete or not in_order):
+                cols.append("run_id")
+            if not cols:
+                continue
+            df = pl.read_parquet(path, columns=cols)
+            if not complete and "run_id" in df.columns:
+                df = df.filter(pl.col("run_id").is_in(mine(b).implode()))
+            frames.append(df)
+        df = concat(frames)
+        if not in_order and "run_id" in df.columns:
+            df = order_rows(df, order)
+        return df.select([c for c in wanted if c in df.columns]).rechunk()
+
+    def column_names(name: str) -> list[str]:
+        if not store.local:
+            return table(name).columns
+        out: dict[str, None] = {}
+        for b in whole:
+            path = store.root / b / f"{name}.parquet"
+            if path.is_file():
+                out.update(dict.fromkeys(pl.read_parquet_schema(path)))
+        return list(out)
 
     names = list(TABLES)
     for b in whole:  # tables beyond the standard ones (e.g. `events`), in a stable order
@@ -320,6 +368,8 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
                   store.root if store.local else store.url)
     res._docs = doc
     res._scan = scan
+    res._columns = columns
+    res._column_names = column_names
     return res
 
 
