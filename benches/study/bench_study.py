@@ -60,6 +60,9 @@ def main() -> None:
     res = mpsched.run(s, out, jobs=a.jobs, client=client, tasks=tasks, force=a.force)
     wall = time.perf_counter() - t
     client_cpu = time.process_time() - cpu0
+    t = time.perf_counter()
+    summary = res.summary()  # the closing summary, read from the store (only the columns it needs)
+    summary_s = time.perf_counter() - t
     if client is not None:
         client.close()
         cluster.close()
@@ -79,7 +82,8 @@ def main() -> None:
         "outside_simulator_ms_per_run": round(1000 * (total_cpu - stats["run_s"]) / n, 2),
         "task_overhead_ms_per_run": round(1000 * (stats["task_cpu_s"] - stats["run_s"]) / n, 2),
         "client_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "flows_rows": res.flows.height,
+        "summary_rows": summary.height, "summary_s": round(summary_s, 2),
+        "flows_rows": int(summary.get_column("flows").sum()) if summary.height else 0,
     }))
     if a.out is None:
         shutil.rmtree(out, ignore_errors=True)

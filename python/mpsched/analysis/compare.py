@@ -65,11 +65,26 @@ def _default_metric(res: Results, flows: pl.DataFrame) -> str:
     return "fct"
 
 
+#: The flows' columns a comparison reads (besides the swept parameters): scanned from the store,
+#: the rest of the table is never read.
+FLOW_COLUMNS = ["run_id", "flow_id", "seed", "app", "completed", "fct_ns", "start_ns", "end_ns", "bytes_delivered",
+                "bytes_retransmitted", "bytes_redundant"]
+
+
+def _flows(res: Results) -> pl.DataFrame:
+    return labelled_flows(res, [*FLOW_COLUMNS, *res.params])
+
+
+def _scan(res: Results, name: str, columns: list[str]) -> pl.DataFrame:
+    """The columns of `columns` that table `name` has, scanned (no other column read)."""
+    return res.columns(name, columns)
+
+
 def metric_values(res: Results, metric: str | None = None) -> tuple[str, pl.DataFrame]:
     """The metric and one value per unit measured (`value`: a completed flow's FCT in ms, a
     flow's goodput in Mbit/s, a block's delay in ms) with `scheduler`, the swept parameters,
     `seed`, `flow_id` (and `block`) as keys."""
-    flows = labelled_flows(res)
+    flows = _flows(res)
     metric = metric or _default_metric(res, flows)
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
@@ -98,7 +113,7 @@ def _diagnostics(res: Results, flows: pl.DataFrame, keys: list[str]) -> tuple[pl
     if "bytes_redundant" in flows.columns:
         aggs.append((pl.col("bytes_redundant").sum() / delivered).alias("reinj"))
     diag = flows.group_by(keys, maintain_order=True).agg(aggs)
-    sub = res.subflows
+    sub = _scan(res, "subflows", ["run_id", "flow_id", "rto_count", "bytes_sent", "path", *keys])
     paths: list[str] = []
     if sub.is_empty() or not {"flow_id", "bytes_sent"} <= set(sub.columns):
         return diag, paths
@@ -127,7 +142,7 @@ def _joins(res: Results, flows: pl.DataFrame, keys: list[str]) -> pl.DataFrame |
     """Per `keys`: `join_ms`, the median time from a flow's start until a second subflow had
     its first RTT sample (its MP_JOIN handshake done), over the flows where that happened
     before they ended, and `before_join`, the share of flows that ended first."""
-    s = res.tables.get("subflow_series", pl.DataFrame())
+    s = _scan(res, "subflow_series", ["run_id", "flow_id", "subflow", "srtt_ns", "time_ns"])
     if s.is_empty() or not {"subflow", "srtt_ns", "flow_id"} <= set(s.columns) or "start_ns" not in flows.columns:
         return None
     first = s.filter((pl.col("subflow") > 0) & (pl.col("srtt_ns") > 0)).group_by("run_id", "flow_id").agg(
@@ -179,7 +194,7 @@ def compare(res: Results, baseline: str | None = None, by: list[str] | None = No
     `verdict`, diagnostics (`retx`, `reinj`, `rto_per_flow`, `rto_flows`, `multi`,
     `on_<path>`, `join_ms`, `before_join`), `flows`, `completed` and `note`."""
     metric, vals = metric_values(res, metric)
-    flows = labelled_flows(res)
+    flows = _flows(res)
     if "scheduler" not in flows.columns:
         raise ValueError("these results name no scheduler: nothing to compare")
     swept = [p for p in res.group_params if p not in ("scheduler", "protocol")]
@@ -238,7 +253,7 @@ def compare(res: Results, baseline: str | None = None, by: list[str] | None = No
 
 
 def _flow_rtos(res: Results, flows: pl.DataFrame) -> pl.DataFrame | None:
-    sub = res.subflows
+    sub = _scan(res, "subflows", ["run_id", "flow_id", "rto_count"])
     if sub.is_empty() or "rto_count" not in sub.columns:
         return None
     return sub.group_by(["run_id", "flow_id"]).agg(pl.col("rto_count").sum().alias("rtos"))

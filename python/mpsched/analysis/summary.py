@@ -8,14 +8,19 @@ import polars as pl
 
 from mpsched.study.results import Results
 
-__all__ = ["group_keys", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
+__all__ = ["group_keys", "table_columns", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
            "link_utilisation", "datacenter_summary", "class_fct_summary", "has_resilience", "resilience_summary"]
 
 
-def labelled_flows(res: Results) -> pl.DataFrame:
+def labelled_flows(res: Results, columns: list[str] | None = None) -> pl.DataFrame:
     """`flows` with a readable `scheduler`: single-path TCP flows (no scheduler) say "tcp", a
-    connection with backup paths says so ("linux (backup lte)")."""
-    flows = res.flows
+    connection with backup paths says so ("linux (backup lte)"). `columns`: only these (those
+    the table has; the labels' own columns are read too), scanned from the store without
+    reading the others."""
+    if columns is None:
+        flows = res.flows
+    else:
+        flows = res.columns("flows", [*columns, "scheduler", "protocol", "backup"])
     if {"scheduler", "protocol"} <= set(flows.columns):
         flows = flows.with_columns(
             pl.when(pl.col("scheduler").fill_null("") == "").then(pl.col("protocol")).otherwise(pl.col("scheduler")).alias("scheduler")
@@ -27,21 +32,29 @@ def labelled_flows(res: Results) -> pl.DataFrame:
     return flows
 
 
-def group_keys(res: Results, table: pl.DataFrame) -> list[str]:
-    """What a summary groups by: the scheduler, then every swept parameter except the seed."""
-    keys = ["scheduler"] if "scheduler" in table.columns else []
-    keys += [p for p in res.group_params if p in table.columns and p not in keys]
+def table_columns(res: Results, name: str) -> list[str]:
+    """The columns of one of the study's tables, read from its schema (no rows read)."""
+    return res.column_names(name)
+
+
+def group_keys(res: Results, table: pl.DataFrame | list[str]) -> list[str]:
+    """What a summary groups by: the scheduler, then every swept parameter except the seed
+    (`table`: the frame, or its column names)."""
+    cols = table if isinstance(table, list) else table.columns
+    keys = ["scheduler"] if "scheduler" in cols else []
+    keys += [p for p in res.group_params if p in cols and p not in keys]
     return keys
 
 
 def fct_summary(res: Results) -> pl.DataFrame:
     """Per scheduler x swept setting (seeds pooled): flows, how many completed, FCT median /
     p95 / mean in seconds (completed flows only), the share of bytes sent redundantly, and the
-    share of bytes each path carried. Rows keep the order of the sweep."""
-    flows = labelled_flows(res)
+    share of bytes each path carried. Rows keep the order of the sweep. Reads only the columns
+    it needs from the store (a study's summary, not its whole flows table, in memory)."""
+    keys = group_keys(res, table_columns(res, "flows"))
+    flows = labelled_flows(res, [*keys, "fct_ns", "completed", "bytes_redundant", "bytes_sent"])
     if flows.is_empty():
         return pl.DataFrame()
-    keys = group_keys(res, flows)
     fct_s = pl.col("fct_ns").filter(pl.col("completed")).cast(pl.Float64) / 1e9
     aggs = [
         pl.len().alias("flows"),
@@ -62,11 +75,14 @@ def fct_summary(res: Results) -> pl.DataFrame:
 def path_shares(res: Results) -> pl.DataFrame:
     """Per scheduler x swept setting: the fraction of subflow bytes sent on each path, one
     column `share_<path>` per path."""
-    sub = res.subflows
-    if sub.is_empty() or not {"path", "bytes_sent"} <= set(sub.columns):
+    have = table_columns(res, "subflows")
+    if not {"path", "bytes_sent"} <= set(have):
         return pl.DataFrame()
-    flows = labelled_flows(res)
-    keys = group_keys(res, flows)
+    keys = group_keys(res, table_columns(res, "flows"))
+    sub = res.columns("subflows", [*keys, "path", "bytes_sent", "run_id", "flow_id"])
+    if sub.is_empty():
+        return pl.DataFrame()
+    flows = labelled_flows(res, ["run_id", "flow_id", *keys])
     # the scheduler that ran is the flow's (a swept `scheduler` column of subflows says what was
     # asked for, which differs for plain TCP)
     if "scheduler" in keys:
@@ -169,7 +185,7 @@ def _path_caps_bps(res: Results, run_ids: list[str]) -> dict[tuple[str, str, str
 
 def is_datacenter(res: Results) -> bool:
     """Whether the study ran on a `[topology]`: its flows carry hosts and a class."""
-    return {"sender", "receiver", "class"} <= set(res.flows.columns)
+    return {"sender", "receiver", "class"} <= set(table_columns(res, "flows"))
 
 
 def _dc_keys(res: Results) -> list[str]:

@@ -32,12 +32,10 @@ from pathlib import Path
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
-import polars as pl
-
 from mpsched.study.interrupt import call_interruptibly, kill_workers, quiet_spawn, start_in_thread, worker_init
 from mpsched.study.plan import Task
 from mpsched.study.simclock import SIM_CLOCK
-from mpsched.study.store import Store, concat
+from mpsched.study.store import Store
 
 __all__ = ["RunFailed", "Report", "batch_size", "drive"]
 
@@ -69,12 +67,12 @@ class RunFailed(RuntimeError):
 
 @dataclass
 class Report:
-    """What a study's tasks returned: their failures, the summary tables of the runs they ran,
-    and their costs (seconds: inside the runs, the tasks' wall time and CPU time)."""
+    """What a study's tasks returned: their failures, how many runs they stored, and their
+    costs (seconds: inside the runs, the tasks' wall time and CPU time). Neither the runs' ids
+    nor their rows are kept: the store holds them, and the closing summary reads it."""
 
     failures: dict[str, str] = field(default_factory=dict)
-    frames: dict[str, pl.DataFrame] = field(default_factory=dict)
-    run_ids: list[str] = field(default_factory=list)
+    stored: int = 0
     changed_store: bool = False
     run_s: float = 0.0
     task_wall_s: float = 0.0
@@ -116,7 +114,6 @@ def drive(todo: Iterable[Task], n_todo: int, total: int, out: str, engine: str, 
     report = Report()
     done, failed, running = total - n_todo, 0, 0
     ran, run_s = 0, 0.0
-    frames: dict[str, list[pl.DataFrame]] = {}
 
     def notify() -> None:
         if on_progress is None:
@@ -131,14 +128,12 @@ def drive(todo: Iterable[Task], n_todo: int, total: int, out: str, engine: str, 
         nonlocal done, failed, ran, run_s
         report.tasks += 1
         if error is not None:
-            result = {"runs": [], "failures": {t.run_id: error for t in batch}, "frames": {}}
+            result = {"runs": [], "failures": {t.run_id: error for t in batch}}
         if write_on_client and result.get("records") is not None:
             store.write_batch(result["records"], result["failures"], version)
         report.changed_store |= bool(result["runs"] or result["failures"])
         report.failures.update(result["failures"])
-        report.run_ids += result["runs"]
-        for k, df in result["frames"].items():
-            frames.setdefault(k, []).append(df)
+        report.stored += len(result["runs"])
         report.run_s += result.get("run_s", 0.0)
         report.task_wall_s += result.get("wall_s", 0.0)
         report.task_cpu_s += result.get("cpu_s", 0.0)
@@ -190,14 +185,14 @@ def drive(todo: Iterable[Task], n_todo: int, total: int, out: str, engine: str, 
     if executor is None and client is None:
         if jobs <= 1 or n_todo <= 1:
             run_here(lambda per_run: False)
-            return _finish(report, frames)
+            return report
         # a worker costs about what this process spent starting (the interpreter and the
         # package's imports): run here while the runs left would take less than that on the pool
         startup_s = STARTUP_CPU_S
         run_here(lambda per_run: per_run is not None and len(queue) * per_run * jobs / (jobs + 1) > startup_s,
                  patience_s=startup_s)
         if not queue and not slow:
-            return _finish(report, frames)
+            return report
     own = None
     if client is not None:
         pool, workers = client.get_executor(pure=False), _dask_workers(client)
@@ -253,14 +248,7 @@ def drive(todo: Iterable[Task], n_todo: int, total: int, out: str, engine: str, 
         SIM_CLOCK.unwatch()
     if own is not None:
         own.shutdown(wait=True, cancel_futures=True)
-    return _finish(report, frames)
-
-
-def _finish(report: Report, frames: dict[str, list[pl.DataFrame]]) -> Report:
-    report.frames = {k: concat(v) for k, v in frames.items()}
     return report
-
-
 
 
 def _dask_workers(client: Any) -> int:

@@ -5,9 +5,10 @@ stays near a tenth of its runs' time, see `study.batching`), to a local process 
 workers, "spawn" start method so no worker inherits a half-initialised thread pool from the
 parent), to any `concurrent.futures.Executor`, or to a Dask cluster (`client=`: a
 `distributed.Client`, see `study.cluster`). Each task runs its runs, writes its batch to the
-store (`study.store`) and returns what the closing summary needs (flows, subflows, links and
-the run rows), so nothing is read back from disk at the end but the runs an earlier,
-interrupted study already stored.
+store (`study.store`) and returns only its run ids, failures and costs: the client holds no
+run's rows, and the closing summary is read from the store after the runs (DuckDB / polars
+scans of the batches' files, only the columns it needs), so the client's memory stays flat
+however many runs the study has.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+import polars as pl
+
 from mpsched import engines
 from mpsched.engines import sim as sim_engine
 from mpsched.scenario import Scenario, load_scenario
 from mpsched.sched import register
 from mpsched.study import store as st
+from mpsched.study.index import holdings, ids_series
 from mpsched.study.batching import RunFailed, drive
 from mpsched.study.interrupt import Interrupted
 from mpsched.study.plan import StudyPlan, Task, check_topology_engine, plan_stream
@@ -33,10 +38,6 @@ from mpsched.study.results import Results, from_store
 from mpsched.study.simclock import SIM_CLOCK
 
 __all__ = ["Interrupted", "RunFailed", "code_version", "execute_batch", "run"]
-
-#: The tables a task returns to the client (the closing summary's); the others stay in the store.
-SUMMARY_TABLES = ("flows", "subflows", "links", "run")
-
 
 def run(
     scenario: Scenario | str | Path,
@@ -112,8 +113,8 @@ def run_tasks(tasks: list[Task] | StudyPlan, out: str | Path, engine: str, jobs:
         version = code_version()
         for name in store.damaged(version):  # a file that cannot be read: its runs are recomputed
             store.remove_batch(name)
-        done = {r for r, b in store.owners(version).items() if b.code_version == version}
-        n_todo = sum(1 for r in study.run_ids if r not in done)
+        done = _done(store, study.run_ids, version)
+        n_todo = len(done) - int(done.sum())
         try:
             report = _execute(store, study, done, n_todo, out, engine, version, jobs, on_progress, executor, client,
                               workers_write)
@@ -123,7 +124,7 @@ def run_tasks(tasks: list[Task] | StudyPlan, out: str | Path, engine: str, jobs:
             store.dedupe(version)
     if report.failures:
         raise RunFailed(report.failures, out)
-    res = from_store(store, study.run_ids, version, report.frames, report.run_ids)
+    res = from_store(store, study.run_ids, version)
     res.study_stats = {"runs": len(study), "ran": n_todo, "tasks": report.tasks, "run_s": report.run_s,
                        "task_wall_s": report.task_wall_s, "task_cpu_s": report.task_cpu_s}
     for w in res.warnings():
@@ -131,7 +132,13 @@ def run_tasks(tasks: list[Task] | StudyPlan, out: str | Path, engine: str, jobs:
     return res
 
 
-def _execute(store: st.Store, study: StudyPlan, done: set[str], n_todo: int, out, engine: str, version: str,
+def _done(store: st.Store, run_ids, version: str) -> np.ndarray:
+    """One flag per run of `run_ids`: whether a complete batch of `version` holds it."""
+    held = holdings(store).filter(pl.col("code_version") == version)
+    return ids_series(run_ids).is_in(held.get_column("run_id").implode()).to_numpy()
+
+
+def _execute(store: st.Store, study: StudyPlan, done: np.ndarray, n_todo: int, out, engine: str, version: str,
              jobs: int, on_progress, executor, client, workers_write: bool):
     if engine == "kernel":
         jobs, executor, client = 1, None, None  # one testbed per machine: its namespaces and addresses are fixed
@@ -141,7 +148,7 @@ def _execute(store: st.Store, study: StudyPlan, done: set[str], n_todo: int, out
         if client is not None:
             raise ValueError(schedulers[2])
     payload = schedulers[1] if schedulers else None
-    return drive(study.tasks(skip=done), n_todo, len(study), str(out), engine, version, payload, jobs=jobs, executor=executor,
+    return drive(study.tasks(done=done), n_todo, len(study), str(out), engine, version, payload, jobs=jobs, executor=executor,
                  client=client, on_progress=on_progress, work=execute_batch, store=store,
                  write_on_client=not workers_write)
 
@@ -190,7 +197,6 @@ def execute_batch(tasks: list[Task], out: str | None, engine: str, version: str,
             failures = {**failures, **{r.run_id: why for r in records}}
             records, frames = [], {}
     return {"batch": name, "runs": [r.run_id for r in records], "failures": failures,
-            "frames": {k: v for k, v in frames.items() if k in SUMMARY_TABLES},
             "records": None if out is not None else records,
             "run_s": run_s, "wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0}
 
@@ -263,12 +269,10 @@ def code_version() -> str:
     return f"{version}+git.{rev.stdout.strip()}" if rev.returncode == 0 and rev.stdout.strip() else version
 
 
-def stored_count(out: str | Path, run_ids: list[str]) -> int:
+def stored_count(out: str | Path, run_ids) -> int:
     """How many of `run_ids` the study at `out` already holds from this code version (what a
     resumed study reuses)."""
     store = st.Store(out)
     if not store.exists():
         return 0
-    version = code_version()
-    held = store.owners(version)
-    return sum(1 for r in run_ids if r in held and held[r].code_version == version)
+    return int(_done(store, run_ids, code_version()).sum())

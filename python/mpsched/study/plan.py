@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mpsched import engines
 from mpsched.engines import python_schedulers_of
@@ -24,6 +24,7 @@ from mpsched.scenario.budget import check_config_budget, check_scenario_budget
 from mpsched.scenario.normalize import normalize
 from mpsched.scenario.sweep import axes, iter_expand
 from mpsched.study import store
+from mpsched.study.index import RunIds
 
 #: tasks kept from the check for the study's first pass (a few KB each: a bounded ~9 MB)
 HEAD_TASKS = 512
@@ -64,7 +65,7 @@ class StudyPlan:
     `HEAD_TASKS` tasks; `tasks()` makes the others again, one at a time. Iterating it gives
     the tasks (it stands where a list of tasks does)."""
 
-    run_ids: list[str]
+    run_ids: RunIds
     schedulers: dict[str, type] = field(default_factory=dict)
     #: `make(start)`: the tasks from run `start` on, in run order
     make: Callable[[int], Iterator[Task]] = field(default=lambda start: iter(()), repr=False)
@@ -76,12 +77,14 @@ class StudyPlan:
     def __iter__(self) -> Iterator[Task]:
         return self.tasks()
 
-    def tasks(self, skip: Iterable[str] = frozenset()) -> Iterator[Task]:
-        """The tasks in run order, those whose run id is in `skip` left out."""
+    def tasks(self, skip: Iterable[str] = frozenset(), done: Sequence[bool] | None = None) -> Iterator[Task]:
+        """The tasks in run order, those whose run id is in `skip` left out, and those whose
+        position is true in `done` (one flag per run of `run_ids`: what a resumed study has)."""
         skip = skip if isinstance(skip, (set, frozenset, dict)) else set(skip)
         head, self.head = self.head, []  # handed out once, then dropped: made again if asked again
         rest = self.make(len(head))
-        return (t for t in itertools.chain(head, rest) if t.run_id not in skip)
+        return (t for i, t in enumerate(itertools.chain(head, rest))
+                if t.run_id not in skip and not (done is not None and done[i]))
 
     @classmethod
     def of(cls, tasks: Iterable[Task]) -> "StudyPlan":
@@ -90,7 +93,7 @@ class StudyPlan:
         schedulers: dict[str, type] = {}
         for t in tasks:
             schedulers.update(python_schedulers_of(t.config))
-        return cls([t.run_id for t in tasks], schedulers, lambda start: iter(tasks[start:]))
+        return cls(RunIds(t.run_id for t in tasks), schedulers, lambda start: iter(tasks[start:]))
 
 
 def plan_stream(scenario: Scenario, engine: str = "sim", *, force: bool = False) -> StudyPlan:
@@ -98,14 +101,17 @@ def plan_stream(scenario: Scenario, engine: str = "sim", *, force: bool = False)
     same `ScenarioError` on the first bad one), and made again when the study runs it."""
     check_topology_engine(scenario, engine)
     check_scenario_budget(scenario, force)
-    run_ids: list[str] = []
     schedulers: dict[str, type] = {}
     head: list[Task] = []
-    for task in _tasks(scenario, engine, force, check=True):
-        run_ids.append(task.run_id)
-        schedulers.update(python_schedulers_of(task.config))
-        if len(head) < HEAD_TASKS:
-            head.append(task)
+
+    def ids() -> Iterator[str]:
+        for task in _tasks(scenario, engine, force, check=True):
+            schedulers.update(python_schedulers_of(task.config))
+            if len(head) < HEAD_TASKS:
+                head.append(task)
+            yield task.run_id
+
+    run_ids = RunIds(ids())  # one string column, not a Python string per run
     # checked above: made again without the engine's checks (the same code, the same runs)
     return StudyPlan(run_ids, schedulers, lambda start: _tasks(scenario, engine, force, check=False, start=start),
                      head)

@@ -9,9 +9,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 import polars as pl
 
-from mpsched.study.store import TABLES, Batch, Store, concat
+from mpsched.study.index import holdings, ids_series, owners
+from mpsched.study.store import TABLES, Store, concat
 
-__all__ = ["Results", "load"]
+__all__ = ["Results", "collect_columns", "load"]
 
 
 class Results:
@@ -49,6 +50,33 @@ class Results:
             return docs(run_id).get("config")
         except KeyError:
             return None
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        """One table as a polars LazyFrame, rows in the order of `self.tables[name]`: over the
+        store's batch files when the results come from a local store and the table is not in
+        memory (a query that selects a few columns reads only those), else over the frame."""
+        scan = self.__dict__.get("_scan")
+        tables = self.tables
+        if scan is None or (isinstance(tables, LazyTables) and name in tables.loaded()) or not isinstance(tables, LazyTables):
+            return tables[name].lazy() if name in tables else pl.LazyFrame()
+        return scan(name) if name in tables else pl.LazyFrame()
+
+    def columns(self, name: str, columns: list[str]) -> pl.DataFrame:
+        """The columns of `columns` that table `name` has (in that order, rows in the table's
+        order, one chunk), read without the others: what a summary reads of a large study."""
+        read = self.__dict__.get("_columns")
+        tables = self.tables
+        if read is None or not isinstance(tables, LazyTables) or name in tables.loaded():
+            return collect_columns(tables[name].lazy() if name in tables else pl.LazyFrame(), columns)
+        return read(name, columns) if name in tables else pl.DataFrame()
+
+    def column_names(self, name: str) -> list[str]:
+        """The columns table `name` has (from the files' schemas: no row read)."""
+        read = self.__dict__.get("_column_names")
+        tables = self.tables
+        if read is None or not isinstance(tables, LazyTables) or name in tables.loaded():
+            return tables[name].columns if name in tables else []
+        return read(name) if name in tables else []
 
     flows = property(lambda self: self.tables["flows"], doc="One row per transfer.")
     subflows = property(lambda self: self.tables["subflows"], doc="One row per subflow.")
@@ -117,7 +145,7 @@ class Results:
         (the duration is too short, or every action of a scheduler was refused: the `actions`
         table counts what the connections refused their scheduler, Rust or Python, per flow,
         kind and reason)."""
-        f = self.flows
+        f = self.columns("flows", ["run_id", "completed", "size_bytes"])  # not the whole table
         if not f.height or not {"completed", "run_id", "size_bytes"} <= set(f.columns):
             return []
         per_run = (f.filter(pl.col("size_bytes") > 0).group_by("run_id")
@@ -143,6 +171,13 @@ class Results:
         return f"<Results: {self.runs.height} runs{where}; params={self.params}; rows: {sizes}>"
 
 
+def collect_columns(lf: pl.LazyFrame, columns: list[str]) -> pl.DataFrame:
+    """The columns of `columns` that `lf` has (no other column read), as one chunk: what a
+    frame put in run order by sorting is, so float arithmetic on it gives the same bits."""
+    have = set(lf.collect_schema().names())
+    return lf.select([c for c in dict.fromkeys(columns) if c in have]).collect().rechunk()
+
+
 class LazyTables(Mapping):
     """Tables read from the store when first used (a study's time series can be large; the
     summary needs only `flows` and `subflows`), some given already in memory."""
@@ -161,6 +196,9 @@ class LazyTables(Mapping):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names  # without reading the table (Mapping's own would)
 
     def __len__(self) -> int:
         return len(self._names)
@@ -182,13 +220,14 @@ class LazyTables(Mapping):
 class _LazyMeta(Mapping):
     """run id -> meta, read from the batches' runs.jsonl when first used."""
 
-    def __init__(self, ids: list[str], docs: Callable[[str], dict]):
+    def __init__(self, ids: pl.Series, docs: Callable[[str], dict]):
         self._ids, self._docs = ids, docs
 
     def __getitem__(self, run_id: str) -> dict:
-        if run_id not in self._ids:
-            raise KeyError(run_id)
-        return self._docs(run_id)["meta"]
+        try:
+            return self._docs(run_id)["meta"]
+        except KeyError:
+            raise KeyError(run_id) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
@@ -197,69 +236,140 @@ class _LazyMeta(Mapping):
         return len(self._ids)
 
 
-def order_rows(df: pl.DataFrame, order: dict[str, int]) -> pl.DataFrame:
-    """Rows in run order (the study's run index), each run's rows as the engine gave them."""
+def order_rows(df: pl.DataFrame, order: pl.DataFrame) -> pl.DataFrame:
+    """Rows in run order (`order`: the study's run ids, in run-index order), each run's rows as
+    the engine gave them; rows of runs not in `order` last."""
     if df.is_empty() or "run_id" not in df.columns:
         return df
-    key = pl.col("run_id").replace_strict(order, default=len(order), return_dtype=pl.Int64)
-    return df.with_row_index("_row").sort(key, "_row").drop("_row")
+    return _in_order(df.lazy(), order).collect()
 
 
-def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str | None = None,
-               loaded: dict[str, pl.DataFrame] | None = None, loaded_runs: Iterable[str] = ()) -> Results:
+def _in_order(lf: pl.LazyFrame, order: pl.DataFrame) -> pl.LazyFrame:
+    rank = order.lazy().select("run_id", pl.int_range(pl.len(), dtype=pl.Int64).alias("_rank"))
+    return (lf.with_row_index("_row").join(rank, on="run_id", how="left")
+            .with_columns(pl.col("_rank").fill_null(order.height))
+            .sort("_rank", "_row").drop("_rank", "_row"))
+
+
+def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str | None = None) -> Results:
     """The study in `store` as `Results` (each run from the one batch that holds it; see
-    `Store.owners`). `loaded`: tables already in memory for the runs `loaded_runs` (what the
-    workers returned); the other runs' rows of those tables are read from the store."""
-    owners = store.owners(version)
-    wanted = list(owners) if run_ids is None else [r for r in dict.fromkeys(run_ids) if r in owners]
-    picked: dict[str, list[str]] = {}
-    for r in wanted:
-        picked.setdefault(owners[r].name, []).append(r)
-    batches: list[Batch] = sorted({owners[r].name: owners[r] for r in wanted}.values(),
-                                  key=lambda b: (b.first_index, b.name))
-    in_memory = set(loaded_runs)
+    `Store.owners`), restricted to `run_ids` when given. Nothing per run is held in Python
+    objects: which batch holds which run is a frame, the tables are read (or scanned, only the
+    columns a summary needs: `Results.scan`) when first used."""
+    held = holdings(store)
+    kept = owners(held, version)
+    if run_ids is not None:
+        kept = kept.filter(pl.col("run_id").is_in(ids_series(run_ids).implode()))
+    per_batch = held.group_by("batch").len("runs")
+    del held
+    batches = (kept.group_by("batch").agg(pl.len().alias("kept"), pl.col("first_index").first())
+               .join(per_batch, on="batch").sort("first_index", "batch"))
+    whole = dict(zip(batches.get_column("batch").to_list(),
+                     (batches.get_column("kept") == batches.get_column("runs")).to_list()))
 
-    def read(name: str, skip: set[str] = frozenset()) -> pl.DataFrame:
+    def mine(name: str) -> pl.Series:
+        return kept.filter(pl.col("batch") == name).get_column("run_id")
+
+    def read(name: str) -> list[pl.DataFrame]:
         frames = []
-        for b in batches:
-            ids = [r for r in picked[b.name] if r not in skip]
-            if not ids:
-                continue
-            df = store.read_table(b.name, name)
-            if "run_id" in df.columns and (len(ids) != len(b.runs) or skip):
-                df = df.filter(pl.col("run_id").is_in(ids))
+        for b, complete in whole.items():
+            df = store.read_table(b, name)
+            if "run_id" in df.columns and not complete:
+                df = df.filter(pl.col("run_id").is_in(mine(b).implode()))
             frames.append(df)
         return frames
 
-    loaded = dict(loaded or {})
-    mem_runs = loaded.pop("run", None)
-    runs = concat(read("run", in_memory if mem_runs is not None else frozenset()) + ([mem_runs] if mem_runs is not None else []))
+    runs = concat(read("run"))
     runs = runs.sort("index", "run_id") if "index" in runs.columns else runs
-    order = {r: i for i, r in enumerate(runs.get_column("run_id").to_list())} if runs.height else {}
+    order = runs.select("run_id") if runs.height else pl.DataFrame(schema={"run_id": pl.String})
+    # a study written in one go has its batches' runs already in run order (each batch's rows run
+    # by run, as its batch.json lists them): then the tables need no sorting, and a scan reads no
+    # run id it is not asked for
+    stored = (kept.join(batches.select("batch", pl.int_range(pl.len()).alias("_b")), on="batch", maintain_order="left")
+              .sort("_b", maintain_order=True).get_column("run_id"))
+    in_order = stored.equals(order.get_column("run_id"), check_names=False)
+    del stored
 
     def table(name: str) -> pl.DataFrame:
-        frames = read(name, in_memory if loaded and name in loaded else frozenset())
-        if loaded and name in loaded:
-            frames.append(loaded[name])
-        return order_rows(concat(frames), order)
+        df = concat(read(name))
+        # one chunk, as the sort gives: polars' float arithmetic can differ in the last bit
+        # between chunk layouts (x / 1e6 on a long chunk vs a one-row one)
+        return df.rechunk() if in_order else order_rows(df, order)
+
+    def scan(name: str) -> pl.LazyFrame:
+        if not store.local:
+            return table(name).lazy()
+        parts = []
+        for b, complete in whole.items():
+            path = store.root / b / f"{name}.parquet"
+            if not path.is_file():
+                continue
+            lf = pl.scan_parquet(path)
+            if not complete and "run_id" in lf.collect_schema().names():
+                lf = lf.filter(pl.col("run_id").is_in(mine(b).implode()))
+            parts.append(lf)
+        if not parts:
+            return pl.LazyFrame()
+        lf = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+        return _in_order(lf, order) if not in_order and "run_id" in lf.collect_schema().names() else lf
+
+    def columns(name: str, wanted: list[str]) -> pl.DataFrame:
+        # file by file, only the wanted columns (and the run id where rows must be picked or
+        # ordered): far less working memory than a lazy scan over many small files
+        if not store.local:
+            return collect_columns(table(name).lazy(), wanted)
+        wanted = list(dict.fromkeys(wanted))
+        frames = []
+        for b, complete in whole.items():
+            path = store.root / b / f"{name}.parquet"
+            if not path.is_file():
+                continue
+            have = pl.read_parquet_schema(path)
+            cols = [c for c in wanted if c in have]
+            if "run_id" in have and "run_id" not in cols and (not complete or not in_order):
+                cols.append("run_id")
+            if not cols:
+                continue
+            df = pl.read_parquet(path, columns=cols)
+            if not complete and "run_id" in df.columns:
+                df = df.filter(pl.col("run_id").is_in(mine(b).implode()))
+            frames.append(df)
+        df = concat(frames)
+        if not in_order and "run_id" in df.columns:
+            df = order_rows(df, order)
+        return df.select([c for c in wanted if c in df.columns]).rechunk()
+
+    def column_names(name: str) -> list[str]:
+        if not store.local:
+            return table(name).columns
+        out: dict[str, None] = {}
+        for b in whole:
+            path = store.root / b / f"{name}.parquet"
+            if path.is_file():
+                out.update(dict.fromkeys(pl.read_parquet_schema(path)))
+        return list(out)
 
     names = list(TABLES)
-    for b in batches:  # tables beyond the standard ones (e.g. `events`), in a stable order
-        names += [n for n in store.table_names(b.name) if n not in names]
+    for b in whole:  # tables beyond the standard ones (e.g. `events`), in a stable order
+        names += [n for n in store.table_names(b) if n not in names]
     docs: dict[str, dict] = {}
+    where: dict[str, str] = {}
 
     def doc(run_id: str) -> dict:
         if run_id not in docs:
-            docs.update(store.read_runs(owners[run_id].name))
+            if not where:  # which batch holds each run: built only when a run's documents are asked for
+                where.update(zip(kept.get_column("run_id").to_list(), kept.get_column("batch").to_list()))
+            docs.update(store.read_runs(where[run_id]))
         return docs[run_id]
 
-    ids = list(order)
-    params: list[str] = []
     fixed = {"run_id", "engine", "index", "scenario_hash"}
     params = [c for c in runs.columns if c not in fixed]
-    res = Results(LazyTables(names, table, {n: table(n) for n in (loaded or {})}), runs, params,
-                  _LazyMeta(ids, doc), store.root if store.local else store.url)
+    res = Results(LazyTables(names, table), runs, params, _LazyMeta(order.get_column("run_id"), doc),
+                  store.root if store.local else store.url)
     res._docs = doc
+    res._scan = scan
+    res._columns = columns
+    res._column_names = column_names
     return res
 
 

@@ -126,3 +126,28 @@ def study_lock(out: Path, on_wait: Callable[[str], None] | None = None) -> Itera
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a directory entry to disk (a rename survives a crash), where the OS allows it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -42,12 +42,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import polars as pl
 
 from mpsched.study.frames import TABLES, RunRecord, batch_frames, concat, to_frame
-from mpsched.study.safety import LOCK, MARKER, DamagedRun, clean_tmp_dir, damage, make_tmp, mark, study_lock
+from mpsched.study.safety import (LOCK, MARKER, DamagedRun, alive as _alive, clean_tmp_dir, damage, fsync_dir as _fsync_dir,
+                                  make_tmp, mark, study_lock)
 
 __all__ = ["LOCK", "MARKER", "SCHEMA_VERSION", "TABLES", "Batch", "DamagedRun", "RunRecord", "Store", "batch_dirs",
            "batch_frames", "clean_stale_tmp", "concat", "config_hash", "damage", "run_id_for", "study_lock", "to_frame"]
@@ -156,16 +157,20 @@ class Store:
 
     def batches(self) -> list[Batch]:
         """The complete batches (those with a batch.json), by the index of their first run."""
+        return sorted(self.iter_batches(), key=lambda b: (b.first_index, b.name))
+
+    def iter_batches(self) -> Iterator[Batch]:
+        """The complete batches, one at a time, in no particular order (a reader that turns
+        each into columns never holds every batch's id list at once)."""
         if self.fs is None:
             if not self.root.is_dir():
-                return []
+                return
             names = [d.name for d in self.root.iterdir() if d.is_dir() and not d.name.startswith(".")]
         else:
             if not self.fs.isdir(str(self.root)):
-                return []
+                return
             names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(str(self.root), detail=False)]
             names = [n for n in names if not n.startswith(".")]
-        out = []
         for name in names:
             try:
                 doc = json.loads(self._read_bytes(self._join(name, BATCH_FILE)))
@@ -173,9 +178,8 @@ class Store:
                 doc = self._legacy_run(name)
                 if doc is None:
                     continue  # not a batch (or not complete)
-            out.append(Batch(name, list(doc.get("runs", [])), doc.get("code_version"), dict(doc.get("failures", {})),
-                             float(doc.get("committed_unix_s", 0.0)), int(doc.get("first_index", 0))))
-        return sorted(out, key=lambda b: (b.first_index, b.name))
+            yield Batch(name, list(doc.get("runs", [])), doc.get("code_version"), dict(doc.get("failures", {})),
+                        float(doc.get("committed_unix_s", 0.0)), int(doc.get("first_index", 0)))
 
     def write_batch(self, records: list[RunRecord], failures: dict[str, str], version: str,
                     frames: dict[str, pl.DataFrame] | None = None) -> str:
@@ -253,7 +257,7 @@ class Store:
         if self.fs is not None:
             return {}
         out = {}
-        for b in self.batches():
+        for b in self.iter_batches():
             if version is None or b.code_version == version:
                 why = damage(self.root / b.name)
                 if why:
@@ -331,13 +335,25 @@ class Store:
         """Keep every run in one batch only (see `owners`): a batch whose runs are all held
         elsewhere is removed, one with some is rewritten without them; a batch of failures only
         goes once all its runs have succeeded elsewhere. Returns how many batches changed."""
-        batches = self.batches()
-        owner = self.owners(version)
-        changed = 0
-        for b in batches:
-            keep = [r for r in b.runs if owner[r].name == b.name]
-            if len(keep) == len(b.runs) and (b.runs or any(f not in owner for f in b.failures)):
-                continue
+        from mpsched.study.index import holdings, owners
+
+        held = holdings(self)
+        if not held.get_column("run_id").is_duplicated().any() and not any(not b.runs for b in self.iter_batches()):
+            return 0  # every run in one batch, no batch of failures only: nothing to do
+        own = owners(held, version)
+        theirs = held.join(own.select("run_id", pl.col("batch").alias("_owner")), on="run_id", how="left")
+        losing = set(theirs.filter(pl.col("batch") != pl.col("_owner")).get_column("batch").unique().to_list())
+        owned = own.get_column("run_id") if own.height else pl.Series("run_id", [], dtype=pl.String)
+        todo = []
+        for b in self.iter_batches():
+            failed = pl.Series(list(b.failures), dtype=pl.String)
+            if b.name not in losing and (b.runs or not failed.is_in(owned.implode()).all()):
+                continue  # all its runs are its own (or it keeps failures no batch has run since)
+            todo.append(b)
+        for b in todo:
+            keep_ids = set(theirs.filter((pl.col("batch") == b.name) & (pl.col("_owner") == b.name))
+                           .get_column("run_id").to_list()) if b.runs else set()
+            keep = [r for r in b.runs if r in keep_ids]
             if keep:
                 runs = self.read_runs(b.name)
                 tables = {t: self.read_table(b.name, t) for t in [*self.table_names(b.name), "run"]}
@@ -345,11 +361,10 @@ class Store:
                           for t, df in tables.items()}
                 records = [RunRecord(r, int(runs[r]["meta"].get("index", 0)), {}, {}, runs[r]["meta"],
                                      runs[r]["scenario_toml"], runs[r]["config"]) for r in keep]
-                failures = {k: v for k, v in b.failures.items() if k not in owner}
+                failures = {k: v for k, v in b.failures.items() if k not in owned}
                 self.write_batch(records, failures, b.code_version or version, frames=frames)
             self.remove_batch(b.name)
-            changed += 1
-        return changed
+        return len(todo)
 
     def clean_stale_tmp(self) -> int:
         """Remove leftovers of interrupted writers (marked as mpsched's, their process gone);
@@ -373,26 +388,3 @@ def _read_json(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
