@@ -16,7 +16,10 @@ ramp, or takes 150 ms more each way; lifted at 6 s. Each run appends one JSON
 line (kind, engine, repetition, failover / to 90 % / failback / longest stall in ms from
 `mpsched.metrics`, RTOs, MB delivered); `--table` prints per kind and engine the median and
 range of each, and whether the medians agree within 20 %. The simulator's repetitions use
-seeds 1..reps; the kernel's are repeated runs. docs/testbed.md ("Failover") has the numbers.
+seeds 1..reps with the endpoint timing model (`[host_delay]`, as the validation scenarios);
+the kernel's are repeated runs. For `down` and `blackhole` each line also has `silent_ms`: when
+the path last had data acknowledged, from the event's time (the kernel's event player lags
+under load). docs/testbed.md ("Failover") has the numbers.
 """
 
 import argparse
