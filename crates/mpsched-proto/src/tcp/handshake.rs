@@ -6,8 +6,9 @@
 //! timeouts: in recent kernels, 6.18 included (`tcp_retransmit_timer`,
 //! `net.ipv4.tcp_syn_linear_timeouts` = 4), a socket in SYN_SENT doubles its RTO only after
 //! more than four timeouts, so SYNs go out at 0, 1, 2, 3, 4, 5, 7, 11, 19 s ... (an MP_JOIN's
-//! too; the server's SYN-ACK timer is the request socket's and doubles from the first). Not modelled: the client gives up after
-//! `tcp_syn_retries` (6) + 4 retransmissions (about 133 s). An MP_JOIN initiator is
+//! too; the server's SYN-ACK timer is the request socket's and doubles from the first). Not
+//! modelled: the client gives up after `tcp_syn_retries` (6) + 4 retransmissions (about
+//! 133 s). An MP_JOIN initiator is
 //! "pre-established" until the responder's fourth ACK arrives (RFC 8684 §3.2): it may not
 //! carry data before that, while the responder may as soon as it has the third ACK; the
 //! initiator repeats its third ACK on the same 1 s timer until the fourth arrives.

@@ -279,7 +279,11 @@ fn a_syn_into_a_dead_link_is_retransmitted_linearly_then_doubling() {
     p.ab[0].drop = None;
     run_to_completion(&mut p, total);
     let fct = p.a.last_delivery_ns;
-    assert!((7_040 * MS..7_050 * MS).contains(&fct), "fct {} ms", fct / MS);
+    assert!(
+        (7_040 * MS..7_050 * MS).contains(&fct),
+        "fct {} ms",
+        fct / MS
+    );
     assert_eq!(syns.get(), 6, "SYNs before the path returned");
 }
 
