@@ -16,7 +16,10 @@ ramp, or takes 150 ms more each way; lifted at 6 s. Each run appends one JSON
 line (kind, engine, repetition, failover / to 90 % / failback / longest stall in ms from
 `mpsched.metrics`, RTOs, MB delivered); `--table` prints per kind and engine the median and
 range of each, and whether the medians agree within 20 %. The simulator's repetitions use
-seeds 1..reps; the kernel's are repeated runs. docs/testbed.md ("Failover") has the numbers.
+seeds 1..reps with the endpoint timing model (`[host_delay]`, as the validation scenarios);
+the kernel's are repeated runs. For `down` and `blackhole` each line also has `silent_ms`: when
+the path last had data acknowledged, from the event's time (the kernel's event player lags
+under load). docs/testbed.md ("Failover") has the numbers.
 """
 
 import argparse
@@ -55,6 +58,9 @@ path = "wlan"
 at = "3s"
 duration = "3s"
 {extra}
+[host_delay]
+median = "68us"
+p99 = "417us"
 [record]
 interval = "10ms"
 """
@@ -62,6 +68,18 @@ interval = "10ms"
 KINDS = {"down": "", "blackhole": "", "rate_collapse": 'rate = "500kbit"',
          "loss_ramp": 'to_loss = "30%"\nramp = "1s"', "rtt_spike": 'extra_delay = "150ms"'}
 MEASURES = ("failover_ms", "failover90_ms", "failback_ms", "longest_stall_ms")
+SILENT = ("down", "blackhole")  # the path acknowledges nothing while the event lasts
+
+
+def silence_ms(sub: pl.DataFrame, path: int, at_ns: int, end_ns: int) -> float | None:
+    """When the path went silent, from the event's time: the last sample before the event's
+    end at which its subflow had more bytes acknowledged. The kernel engine's event player
+    applies a change with `ip netns exec` commands, which a loaded machine delays by up to a
+    few hundred ms; the simulator's is exact. `failover_ms` less this compares the two from the
+    moment the path really stopped."""
+    p = sub.filter(pl.col("path") == path).sort("time_ns")
+    p = p.filter(pl.col("bytes_acked") > pl.col("bytes_acked").shift(1)).filter(pl.col("time_ns") < end_ns)
+    return None if p.is_empty() else max(int(p["time_ns"][-1]) - at_ns, 0) / 1e6
 
 
 def one_run(kind: str, engine: str, seed: int) -> dict:
@@ -70,8 +88,11 @@ def one_run(kind: str, engine: str, seed: int) -> dict:
     flows, conn = pl.DataFrame(t["flows"]), pl.DataFrame(t["conn_series"])
     events = pl.DataFrame(t["path_events"], schema_overrides={"end_ns": pl.Int64})
     stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
-    fo = metrics.failover(events, stalls, conn, pl.DataFrame(t["subflow_series"])).row(0, named=True)
-    return {"kind": kind, "engine": engine, "seed": seed, **{m: fo.get(m) for m in MEASURES[:3]},
+    sub = pl.DataFrame(t["subflow_series"])
+    fo = metrics.failover(events, stalls, conn, sub).row(0, named=True)
+    ev = events.row(0, named=True)
+    silent = silence_ms(sub, ev["path_index"], ev["at_ns"], ev["end_ns"]) if kind in SILENT else None
+    return {"kind": kind, "engine": engine, "seed": seed, **{m: fo.get(m) for m in MEASURES[:3]}, "silent_ms": silent,
             "longest_stall_ms": metrics.longest_stall(stalls)["longest_stall_ms"][0],
             "rtos": sum(t["subflows"]["rto_count"]), "mb_delivered": flows["bytes_delivered"][0] / 1e6}
 
@@ -86,14 +107,16 @@ def _cell(values: list) -> str:
 
 def table(path: str) -> None:
     rows = [json.loads(line) for line in open(path) if line.strip()]
-    print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs "
+          "| silent after (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind in KINDS:
         for eng in ("sim", "kernel"):
             rs = [r for r in rows if r["kind"] == kind and r["engine"] == eng]
             if rs:
                 cells = " | ".join(_cell([r[m] for r in rs]) for m in MEASURES)
-                print(f"| {kind} | {eng} | {len(rs)} | {cells} | {_cell([r['rtos'] for r in rs])} |")
+                silent = _cell([r.get("silent_ms") for r in rs]) if kind in SILENT else "–"
+                print(f"| {kind} | {eng} | {len(rs)} | {cells} | {_cell([r['rtos'] for r in rs])} | {silent} |")
     print("\nmedian simulator / kernel, within 20 %?")
     for kind in KINDS:
         out = []

@@ -449,8 +449,8 @@ impl DataSender {
             .min()
     }
 
-    /// Fires due timers; an RTO queues the subflow's outstanding data for reinjection on the
-    /// others (OOT `mptcp_reinject_data` from the retransmission timer).
+    /// Fires due timers; out of tree, an RTO queues the subflow's outstanding data for
+    /// reinjection on the others (`mptcp_reinject_data` from the retransmission timer).
     pub fn handle_timeout(&mut self, now_ns: u64) {
         if self
             .stale
@@ -473,7 +473,8 @@ impl DataSender {
                 if let Some(s) = self.sched.as_mut() {
                     s.on_loss(i, kind, now_ns);
                 }
-                if kind == LossKind::Timeout {
+                // Upstream: nothing at the MPTCP level (its own timer moves the data).
+                if kind == LossKind::Timeout && self.stale.is_none() {
                     self.reinject_outstanding(i);
                 }
             }

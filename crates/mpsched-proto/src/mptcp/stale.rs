@@ -18,6 +18,15 @@
 //! (`mptcp_subflow_active`) until its `rcv_tstamp` differs from the snapshot, i.e. until it
 //! receives any ACK again.
 //!
+//! Before any mark, `__mptcp_retrans` already moves data: when `mptcp_subflow_get_retrans`
+//! finds an idle subflow (nothing unacked or queued at TCP level; a backup only when
+//! `min_stale_count > 1`), the head data frag of the retransmission queue is sent again on it,
+//! from the DATA_ACK up to what of the frag was sent (at most one frag per timer period). A
+//! subflow RTO does nothing at the MPTCP level. On the testbed (6.18, a blackhole under a bulk
+//! download) the first bytes delivered after the outage came from that re-send, at the second
+//! timer period, once the other subflow had drained the window; the stale mark came at the
+//! fifth.
+//!
 //! The timer (`mptcp_reset_rtx_timer`, `msk->timer_ival` from `mptcp_subflow_get_send`) is
 //! armed while data is unacknowledged at the connection level and restarted whenever the
 //! DATA_ACK advances (`__mptcp_clean_una`); its period is the largest remaining TCP timeout of
@@ -26,11 +35,17 @@
 //!
 //! Decisions: `rcv_tstamp` is a count of ACKs received on the subflow (the kernel's is in
 //! jiffies, so two ACKs within one jiffy look like one: not modelled); the subflow's earliest
-//! timer (RTO, loss probe, RACK) stands for `icsk_timeout`.
+//! timer (RTO, loss probe, RACK) stands for `icsk_timeout`; data frags are full page frags
+//! from DSN 0 (a writer that keeps the buffer full; the kernel's follow its writes and pages).
 
 /// `TCP_RTO_MIN` (include/net/tcp.h): the MPTCP retransmit timer's period when no active
 /// subflow has a timer pending, ns.
 pub const TCP_RTO_MIN_NS: u64 = 200_000_000;
+
+/// Data of one full data frag: a page frag (`mptcp_page_frag_refill`, 32 KiB) less the
+/// `struct mptcp_data_frag` header carved from its front (`mptcp_carve_data_frag`, 40 bytes);
+/// the testbed's MPTCP-level re-sends carried 32728 bytes.
+pub(crate) const DFRAG_DATA_BYTES: u64 = crate::mptcp::PAGE_FRAG_BYTES - 40;
 
 /// Default of `net.mptcp.stale_loss_cnt` (net/mptcp/ctrl.c).
 pub const DEFAULT_STALE_LOSS_CNT: u8 = 4;

@@ -2,13 +2,22 @@
 //!
 //! Both sides start their sequence space at 0 (the SYN), so data starts at 1. The client
 //! retransmits its SYN and the server its SYN-ACK after Linux's `TCP_TIMEOUT_INIT` (1 s),
-//! doubling each time (RFC 6298 (5.5), RFC 9293 §3.8.1). An MP_JOIN initiator is
+//! doubling each time (RFC 6298 (5.5), RFC 9293 §3.8.1), except the client's first SYN
+//! timeouts: in recent kernels, 6.18 included (`tcp_retransmit_timer`,
+//! `net.ipv4.tcp_syn_linear_timeouts` = 4), a socket in SYN_SENT doubles its RTO only after
+//! more than four timeouts, so SYNs go out at 0, 1, 2, 3, 4, 5, 7, 11, 19 s ... (an MP_JOIN's
+//! too; the server's SYN-ACK timer is the request socket's and doubles from the first). Not
+//! modelled: the client gives up after `tcp_syn_retries` (6) + 4 retransmissions (about
+//! 133 s). An MP_JOIN initiator is
 //! "pre-established" until the responder's fourth ACK arrives (RFC 8684 §3.2): it may not
 //! carry data before that, while the responder may as soon as it has the third ACK; the
 //! initiator repeats its third ACK on the same 1 s timer until the fourth arrives.
 
 use super::rtt::{INITIAL_RTO_NS, MAX_RTO_NS};
 use super::segment::{flags, Segment};
+
+/// `net.ipv4.tcp_syn_linear_timeouts` default: SYN_SENT timeouts before the RTO doubles.
+const SYN_LINEAR_TIMEOUTS: u64 = 4;
 
 /// Who sends the SYN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,8 +266,11 @@ impl Handshake {
                 return;
             }
         });
-        self.backoff += 1;
         self.retransmits += 1;
+        // Linux: `tp->total_rto > tcp_syn_linear_timeouts` or not in SYN_SENT.
+        if self.state != State::SynSent || self.retransmits > SYN_LINEAR_TIMEOUTS {
+            self.backoff += 1;
+        }
         self.timer_ns = Some(now_ns + (INITIAL_RTO_NS << self.backoff.min(7)).min(MAX_RTO_NS));
     }
 }

@@ -1,6 +1,7 @@
 //! In-crate scenario tests: endpoints wired by the in-memory links of [`util`].
 
 mod contract;
+mod failover;
 mod fidelity;
 mod mptcp;
 mod perf;

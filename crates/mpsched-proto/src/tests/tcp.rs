@@ -263,6 +263,31 @@ fn lost_syn_is_retransmitted_after_one_second() {
 }
 
 #[test]
+fn a_syn_into_a_dead_link_is_retransmitted_linearly_then_doubling() {
+    // Linux 6.18 (`tcp_syn_linear_timeouts` = 4): SYNs at 0, 1, 2, 3, 4, 5 s, then 7, 11 s
+    // (measured against a blackholed address: five 1 s gaps, then 2, 4, 8 ... s). A path that
+    // comes back at 6.5 s carries the SYN of 7 s; the transfer ends about 2 RTT later.
+    let total = 10_000;
+    let mut p = download(total, 100 * MBPS, 10 * MS, "reno");
+    let syns = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let seen = syns.clone();
+    p.ab[0].drop = Some(Box::new(move |s: &Segment| {
+        seen.set(seen.get() + u32::from(s.has(flags::SYN)));
+        s.has(flags::SYN)
+    }));
+    p.drive(6_500 * MS, |_, _| false);
+    p.ab[0].drop = None;
+    run_to_completion(&mut p, total);
+    let fct = p.a.last_delivery_ns;
+    assert!(
+        (7_040 * MS..7_050 * MS).contains(&fct),
+        "fct {} ms",
+        fct / MS
+    );
+    assert_eq!(syns.get(), 6, "SYNs before the path returned");
+}
+
+#[test]
 fn delayed_ack_after_quickack_acks_every_second_segment() {
     let total = 200 * 1448;
     let mut p = download(total, 100 * MBPS, 5 * MS, "reno");

@@ -2,7 +2,8 @@
 //! it drives (see [`crate::mptcp::stale`]), for schedulers on the upstream machinery.
 
 use super::DataSender;
-use crate::mptcp::stale::TCP_RTO_MIN_NS;
+use crate::mptcp::stale::{DFRAG_DATA_BYTES, TCP_RTO_MIN_NS};
+use crate::sched::{Action, ResendKind};
 
 impl DataSender {
     /// `msk->timer_ival`: the largest remaining timeout of the active subflows not counting
@@ -24,24 +25,56 @@ impl DataSender {
         }
     }
 
-    /// The MPTCP-level retransmit timer fired (`__mptcp_retrans` -> `mptcp_subflow_get_retrans`):
-    /// stale detection on every busy subflow; a subflow just marked stale has the whole
-    /// MPTCP-level retransmission queue re-injected (`__mptcp_retransmit_pending_data`).
+    /// The MPTCP-level retransmit timer fired (`mptcp_retransmit_timer` -> `__mptcp_retrans`).
+    /// `mptcp_subflow_get_retrans` walks the subflows in order: a busy one (anything unacked or
+    /// queued) gets its stale check, and a subflow just marked stale has the whole MPTCP-level
+    /// retransmission queue re-injected (`__mptcp_retransmit_pending_data`) and pushed at once
+    /// through the scheduler; the first idle non-backup subflow (an idle backup only when every
+    /// busy one has gone more than one period without an ACK, `min_stale_count > 1`) is the
+    /// pick. `__mptcp_retrans` then sends the head data frag of the retransmission queue again
+    /// on the pick, up to what of it was sent: this, not the stale mark, is what first moves
+    /// the data of a silent subflow once another one has drained.
     pub(super) fn mptcp_retrans_timer(&mut self, now_ns: u64) {
         let Some(mut st) = self.stale.take() else {
             return;
         };
         st.timer_ns = None;
+        self.refresh_views();
         let active: Vec<bool> = (0..self.subflows.len()).map(|i| self.usable(i)).collect();
+        let (mut pick, mut backup, mut pushed) = (None, None, false);
+        let mut min_stale_count = u8::MAX;
         for i in 0..self.subflows.len() {
-            if !active[i] || self.subflows[i].is_idle() {
+            if !active[i] {
                 continue;
             }
-            if st.check(i, &|j| active[j]) {
-                self.chunks.add_reinject(self.data_acked, self.next_dsn);
+            if !self.subflows[i].is_idle() {
+                if st.check(i, &|j| active[j]) {
+                    self.chunks.add_reinject(self.data_acked, self.next_dsn);
+                    pushed = true;
+                }
+                min_stale_count = min_stale_count.min(st.count(i));
+            } else if pushed {
+                // The push after the stale mark (`__mptcp_push_pending` inside
+                // `mptcp_pm_subflows_chk_stale`) has made the subflows after it busy.
+            } else if self.views[i].backup {
+                backup = backup.or(Some(i));
+            } else {
+                pick = pick.or(Some(i));
             }
         }
         self.stale = Some(st);
+        let pick = pick.or(if min_stale_count > 1 { backup } else { None });
+        if let (Some(sf), true) = (pick, self.data_acked < self.next_dsn) {
+            // The head data frag: from the DATA_ACK to its frag's end, as far as it was sent.
+            let frag_end = (self.data_acked / DFRAG_DATA_BYTES + 1) * DFRAG_DATA_BYTES;
+            let len = frag_end.min(self.next_dsn) - self.data_acked;
+            let _ = self.apply(Action::Resend {
+                subflow: sf,
+                dsn: self.data_acked,
+                len,
+                kind: ResendKind::Reinject,
+            });
+        }
         if self.data_acked < self.next_dsn {
             let at = now_ns + self.rtx_timer_ival(now_ns);
             self.stale.as_mut().map(|st| st.timer_ns = Some(at));
