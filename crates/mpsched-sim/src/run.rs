@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint, Segment};
+use mpsched_proto::tcp::flags;
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use host::HostRx;
 use mpsched_engine::event::EventQueue;
@@ -50,6 +51,34 @@ pub(crate) struct InFlightSegment {
     to_client: bool,
     /// The segment.
     seg: Segment,
+    /// The next segment of the same TSO skb ([`NO_SEGMENT`]: none): on a path that carries the
+    /// sender's skbs whole (`PathConfig::gso`), one network packet holds a chain of segments.
+    next: u32,
+}
+
+/// A TSO skb being built from the segments a sender emits at one instant.
+struct OpenSkb {
+    subflow: usize,
+    first: u32,
+    last: u32,
+    segs: u64,
+    /// Bytes the queues and the rate count: every segment's headers, and the framing overhead
+    /// of each segment after the first (the link adds the first one's).
+    bytes: u64,
+    next_seq: u64,
+    max_segs: u64,
+    route: RouteId,
+    overhead_bytes: u64,
+}
+
+/// End of a chain of [`InFlightSegment`]s.
+const NO_SEGMENT: u32 = u32::MAX;
+
+/// Frees the segment `idx` and the rest of its skb's chain.
+fn free_chain(segments: &mut Slab<InFlightSegment>, mut idx: u32) {
+    while idx != NO_SEGMENT {
+        idx = segments.remove(idx as usize).next;
+    }
 }
 
 /// The loop's side of the network: schedules network events and frees dropped segments.
@@ -66,7 +95,7 @@ impl NetSink<Payload> for Sink<'_> {
     #[inline]
     fn dropped(&mut self, pkt: Packet<Payload>) {
         if let Payload::Segment(idx) = pkt.payload {
-            self.segments.remove(idx as usize);
+            free_chain(self.segments, idx);
         }
     }
 }
@@ -304,15 +333,17 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    /// Hands segment `idx` to its endpoint, which then frees it; one that has just arrived
-    /// (`arrived`) at an endpoint with a host delay is handed over later instead.
+    /// Hands segment `idx` (with the rest of its skb) to its endpoint, which then frees it;
+    /// one that has just arrived (`arrived`) at an endpoint with a host delay is handed over
+    /// later instead. An skb's segments are handled together and answered once, as the
+    /// receiving TCP handles one skb (one ACK for a GSO skb of several segments).
     fn deliver(&mut self, idx: u32, arrived: bool) {
         // Handled in place, then freed: the segment is not copied out of the slab.
         let ifs = &self.segments[idx as usize];
         let (fi, to_client) = (ifs.flow as usize, ifs.to_client);
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else {
-            self.segments.remove(idx as usize);
+            free_chain(&mut self.segments, idx);
             return;
         };
         let side = if to_client { &mut f.client } else { &mut f.server };
@@ -320,8 +351,12 @@ impl<'a> Simulation<'a> {
             self.queue.push(h.handle_at(now), Event::HostRx(idx));
             return;
         }
-        side.ep.handle_segment(now, ifs.subflow as usize, &ifs.seg);
-        self.segments.remove(idx as usize);
+        let mut at = idx;
+        while at != NO_SEGMENT {
+            let ifs = &self.segments[at as usize];
+            side.ep.handle_segment(now, ifs.subflow as usize, &ifs.seg);
+            at = self.segments.remove(at as usize).next;
+        }
         self.after_activity(fi, to_client);
     }
 
@@ -403,19 +438,62 @@ impl<'a> Simulation<'a> {
             }
         }
         let side = if client_side { &mut f.client } else { &mut f.server };
+        let mut skb: Option<OpenSkb> = None;
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
             let path = paths[subflow];
             let (down, up) = self.path_routes[path];
             let route = if client_side { up } else { down };
-            let size = seg.wire_bytes() as u32;
+            let size = seg.wire_bytes();
+            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
             let idx = self.segments.insert(InFlightSegment {
                 flow: fi as u32,
                 subflow: subflow as u8,
                 to_client: !client_side,
                 seg,
-            });
+                next: NO_SEGMENT,
+            }) as u32;
+            if let Some(o) = skb.as_mut() {
+                if data && o.subflow == subflow && o.next_seq == seg.seq && o.segs < o.max_segs {
+                    // Linux `tcp_write_xmit`: contiguous data leaves in skbs of
+                    // `tcp_tso_autosize` segments; the qdisc counts each segment's headers.
+                    self.segments[o.last as usize].next = idx;
+                    o.last = idx;
+                    o.segs += 1;
+                    o.bytes += size + o.overhead_bytes;
+                    o.next_seq = seg.seq + seg.len as u64;
+                    continue;
+                }
+            }
+            if let Some(o) = skb.take() {
+                let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+                self.net.send(now, o.route, o.bytes as u32, Payload::Segment(o.first), &mut sink);
+                self.stats.packets_sent += 1;
+            }
+            if data && self.cfg.paths[path].gso {
+                skb = Some(OpenSkb {
+                    subflow,
+                    first: idx,
+                    last: idx,
+                    segs: 1,
+                    bytes: size,
+                    next_seq: seg.seq + seg.len as u64,
+                    max_segs: side.ep.tso_segments(subflow),
+                    route,
+                    overhead_bytes: {
+                        let p = &self.cfg.paths[path];
+                        let links = if client_side { &p.up } else { &p.down };
+                        links.iter().map(|&l| self.cfg.links[l].overhead_bytes).max().unwrap_or(0)
+                    },
+                });
+                continue;
+            }
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            self.net.send(now, route, size, Payload::Segment(idx as u32), &mut sink);
+            self.net.send(now, route, size as u32, Payload::Segment(idx), &mut sink);
+            self.stats.packets_sent += 1;
+        }
+        if let Some(o) = skb.take() {
+            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+            self.net.send(now, o.route, o.bytes as u32, Payload::Segment(o.first), &mut sink);
             self.stats.packets_sent += 1;
         }
         if let Some(want) = side.ep.poll_timeout() {

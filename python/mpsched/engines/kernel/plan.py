@@ -13,7 +13,7 @@ egress, its uplink in class 1:<i+1> of `rsrv` egress; both delayed by NFQUEUE in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
@@ -73,11 +73,17 @@ class LinkPlan:
     loss_ramp: tuple[int, int, int, float, float] | None = None  # (at, ramp, end ns, from_p, to_p)
     rtt_spike: tuple[int, int, int] | None = None  # (at, end, extra delay ns), from the epoch
     overhead_bytes: int = 0           # 14: the limit is already in frame bytes (what qdiscs count)
+    segment_gso: bool = False         # the delayer segments GSO super-packets (path gso = false)
 
     @property
     def needs_delayer(self) -> bool:
         return (self.delay_ns > 0 or self.jitter_ns > 0 or self.loss > 0 or self.gilbert_elliott is not None
                 or self.trace is not None or self.loss_ramp is not None or self.rtt_spike is not None)
+
+    @property
+    def lossy(self) -> bool:
+        """The delayer drops or serves single packets here, so it segments GSO super-packets."""
+        return self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None or self.loss_ramp is not None
 
     @property
     def queue_limit_bytes(self) -> int:
@@ -123,7 +129,7 @@ class LinkPlan:
             if period_ms:
                 spec += f",tperiod_us={int(period_ms) * 1000}"
         spec += delayer_event_keys(self.loss_ramp, self.rtt_spike)
-        if self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None or self.loss_ramp is not None:
+        if self.segment_gso or self.lossy:
             # Let the kernel segment GSO super-packets before they reach this queue, so that
             # loss hits single packets and a trace serves single packets, as in the simulator.
             spec += ",gso=0"
@@ -243,6 +249,21 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         burst_bytes=burst, overhead_bytes=overhead)
 
 
+def _gso(lp: LinkPlan, gso: bool | None, path: int) -> LinkPlan:
+    """The path's `gso`: true keeps the sender's GSO super-packets whole through the delayer
+    (NFQA_CFG_F_GSO) and the qdisc, as the testbed does by default; false segments them in
+    the delayer. A lossy link is always segmented (loss hits single packets)."""
+    if gso and lp.lossy:
+        raise TestbedConfigError(f"paths[{path}].gso", "the kernel's delayer segments GSO super-packets on a link "
+                                 "with loss or a trace (loss hits single packets): set gso = false on this path "
+                                 "(or use the simulator)")
+    if gso is False and not lp.needs_delayer:
+        raise TestbedConfigError(f"paths[{path}].gso", "the testbed segments GSO super-packets in its delayer, "
+                                 f"which the {lp.direction} link has no work for (no delay, jitter or loss): "
+                                 "give it a delay, or use the simulator")
+    return replace(lp, segment_gso=True) if gso is False else lp
+
+
 #: Framing a qdisc on a veth counts per packet: skb->len at egress includes the Ethernet header
 #: (qdisc_pkt_len_init), so "overhead_bytes = 14" is what the kernel does natively.
 KERNEL_OVERHEAD_BYTES = 14
@@ -295,7 +316,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                          "cannot share one emulated link between paths or directions")
             used[idx] = f"paths[{i}].{key}"
             # Queue numbers: 1 + 2*i for the downlink, 2 + 2*i for the uplink (any unique ids do).
-            links.append(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")))
+            links.append(_gso(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")), p.get("gso"), i))
 
     transports = cfg.get("transports") or []
     mptcp_sets = set()
