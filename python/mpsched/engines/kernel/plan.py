@@ -13,10 +13,11 @@ egress, its uplink in class 1:<i+1> of `rsrv` egress; both delayed by NFQUEUE in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
+from mpsched.engines.kernel.gso import lossy, with_gso
 from mpsched.engines.kernel.path_events import (collapse, delayer_event_keys, delayer_events, path_events,
                                                 stale_loss_cnt)
 
@@ -81,11 +82,6 @@ class LinkPlan:
                 or self.trace is not None or self.loss_ramp is not None or self.rtt_spike is not None)
 
     @property
-    def lossy(self) -> bool:
-        """The delayer drops or serves single packets here, so it segments GSO super-packets."""
-        return self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None or self.loss_ramp is not None
-
-    @property
     def queue_limit_bytes(self) -> int:
         """The drop-tail limit in bytes (a packet limit counts MTU-sized packets)."""
         limit = self.queue_bytes if self.queue_bytes is not None else UNLIMITED_QUEUE_BYTES
@@ -129,7 +125,7 @@ class LinkPlan:
             if period_ms:
                 spec += f",tperiod_us={int(period_ms) * 1000}"
         spec += delayer_event_keys(self.loss_ramp, self.rtt_spike)
-        if self.segment_gso or self.lossy:
+        if self.segment_gso or lossy(self):
             # Let the kernel segment GSO super-packets before they reach this queue, so that
             # loss hits single packets and a trace serves single packets, as in the simulator.
             spec += ",gso=0"
@@ -249,21 +245,6 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         burst_bytes=burst, overhead_bytes=overhead)
 
 
-def _gso(lp: LinkPlan, gso: bool | None, path: int) -> LinkPlan:
-    """The path's `gso`: true keeps the sender's GSO super-packets whole through the delayer
-    (NFQA_CFG_F_GSO) and the qdisc, as the testbed does by default; false segments them in
-    the delayer. A lossy link is always segmented (loss hits single packets)."""
-    if gso and lp.lossy:
-        raise TestbedConfigError(f"paths[{path}].gso", "the kernel's delayer segments GSO super-packets on a link "
-                                 "with loss or a trace (loss hits single packets): set gso = false on this path "
-                                 "(or use the simulator)")
-    if gso is False and not lp.needs_delayer:
-        raise TestbedConfigError(f"paths[{path}].gso", "the testbed segments GSO super-packets in its delayer, "
-                                 f"which the {lp.direction} link has no work for (no delay, jitter or loss): "
-                                 "give it a delay, or use the simulator")
-    return replace(lp, segment_gso=True) if gso is False else lp
-
-
 #: Framing a qdisc on a veth counts per packet: skb->len at egress includes the Ethernet header
 #: (qdisc_pkt_len_init), so "overhead_bytes = 14" is what the kernel does natively.
 KERNEL_OVERHEAD_BYTES = 14
@@ -316,7 +297,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                          "cannot share one emulated link between paths or directions")
             used[idx] = f"paths[{i}].{key}"
             # Queue numbers: 1 + 2*i for the downlink, 2 + 2*i for the uplink (any unique ids do).
-            links.append(_gso(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")), p.get("gso"), i))
+            links.append(with_gso(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")), p.get("gso"), i))
 
     transports = cfg.get("transports") or []
     mptcp_sets = set()
