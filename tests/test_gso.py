@@ -74,3 +74,14 @@ def test_the_kernel_engine_refuses_whole_skbs_on_a_lossy_path():
     assert make_plan(config(False, loss="1%")).links[0].delayer_spec().endswith(",gso=0")
     with pytest.raises(TestbedConfigError, match=r"paths\[0\]\.gso"):
         make_plan(config(True, loss="1%"))
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+def test_an_skb_longer_than_the_bucket_is_segmented_not_dropped():
+    # tbf segments a GSO skb longer than its bucket (tbf_segment); dropping it would lose every
+    # skb of 3 or more segments here (a 4 KiB bucket holds two frames).
+    shaped = dict(burst="4KiB", overhead="14B")
+    per_segment, whole = run_config(config(**shaped), "sim"), run_config(config(True, **shaped), "sim")
+    assert whole["flows"]["completed"] == [True] and whole["flows"]["bytes_delivered"] == [1 << 20]
+    assert whole["flows"]["bytes_retransmitted"][0] <= per_segment["flows"]["bytes_retransmitted"][0] + 20 * 1448
+    assert whole["flows"]["fct_ns"][0] < 1.1 * per_segment["flows"]["fct_ns"][0]

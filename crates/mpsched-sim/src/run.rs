@@ -69,6 +69,27 @@ struct OpenSkb {
     max_segs: u64,
     route: RouteId,
     overhead_bytes: u64,
+    /// The shallowest token bucket on the route, bytes (`u64::MAX`: none).
+    bucket_bytes: u64,
+}
+
+/// Sends a built skb as one packet, or its segments one by one when a token bucket on the route
+/// is shallower than the skb (Linux `tbf_segment`: tbf segments a GSO skb longer than its
+/// bucket instead of dropping it).
+fn send_skb(net: &mut Network<Payload>, sink: &mut Sink<'_>, stats: &mut RunStats, now: u64, o: &OpenSkb) {
+    if o.segs > 1 && o.bytes + o.overhead_bytes > o.bucket_bytes {
+        let mut at = o.first;
+        while at != NO_SEGMENT {
+            let ifs = &mut sink.segments[at as usize];
+            let (next, size) = (std::mem::replace(&mut ifs.next, NO_SEGMENT), ifs.seg.wire_bytes());
+            net.send(now, o.route, size as u32, Payload::Segment(at), sink);
+            stats.packets_sent += 1;
+            at = next;
+        }
+        return;
+    }
+    net.send(now, o.route, o.bytes as u32, Payload::Segment(o.first), sink);
+    stats.packets_sent += 1;
 }
 
 /// End of a chain of [`InFlightSegment`]s.
@@ -466,10 +487,11 @@ impl<'a> Simulation<'a> {
             }
             if let Some(o) = skb.take() {
                 let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                self.net.send(now, o.route, o.bytes as u32, Payload::Segment(o.first), &mut sink);
-                self.stats.packets_sent += 1;
+                send_skb(&mut self.net, &mut sink, &mut self.stats, now, &o);
             }
             if data && self.cfg.paths[path].gso {
+                let p = &self.cfg.paths[path];
+                let route_links = || (if client_side { &p.up } else { &p.down }).iter().map(|&l| &self.cfg.links[l]);
                 skb = Some(OpenSkb {
                     subflow,
                     first: idx,
@@ -479,11 +501,8 @@ impl<'a> Simulation<'a> {
                     next_seq: seg.seq + seg.len as u64,
                     max_segs: side.ep.tso_segments(subflow),
                     route,
-                    overhead_bytes: {
-                        let p = &self.cfg.paths[path];
-                        let links = if client_side { &p.up } else { &p.down };
-                        links.iter().map(|&l| self.cfg.links[l].overhead_bytes).max().unwrap_or(0)
-                    },
+                    overhead_bytes: route_links().map(|l| l.overhead_bytes).max().unwrap_or(0),
+                    bucket_bytes: route_links().filter_map(|l| l.burst_bytes).min().unwrap_or(u64::MAX),
                 });
                 continue;
             }
@@ -493,8 +512,7 @@ impl<'a> Simulation<'a> {
         }
         if let Some(o) = skb.take() {
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            self.net.send(now, o.route, o.bytes as u32, Payload::Segment(o.first), &mut sink);
-            self.stats.packets_sent += 1;
+            send_skb(&mut self.net, &mut sink, &mut self.stats, now, &o);
         }
         if let Some(want) = side.ep.poll_timeout() {
             if side.timer_at_ns.is_none_or(|t| want < t) {
