@@ -73,6 +73,13 @@ pub struct PathConfig {
     pub down: Vec<usize>,
     /// Link indices from client to server (uplink), in order.
     pub up: Vec<usize>,
+    /// The path carries the sender's TSO skbs whole (a veth testbed: GSO super-packets pass
+    /// the router's qdisc as one packet and reach the receiving TCP as one skb), so a sender's
+    /// contiguous segments leave in skbs of `tcp_tso_autosize` segments, each queued, shaped,
+    /// dropped and delivered as one packet and acknowledged once. `false` (default): every
+    /// segment is a packet of its own, as on a wire where the NIC segments.
+    #[serde(default)]
+    pub gso: bool,
 }
 
 /// Transport (TCP or MPTCP) settings shared by the flows that reference them.

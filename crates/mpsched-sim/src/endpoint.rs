@@ -38,6 +38,11 @@ pub(crate) trait Endpoint {
     fn is_established(&self) -> bool;
     /// Snapshots of the subflows (data senders; empty otherwise).
     fn subflow_views(&self) -> Vec<SubflowView>;
+    /// Segments per skb `subflow` transmits now (Linux `tcp_tso_autosize`; 1 for a side
+    /// that sends no data).
+    fn tso_segments(&self, _subflow: usize) -> u64 {
+        1
+    }
     /// Payload bytes sent again at the connection level (reinjection and redundancy).
     fn redundant_bytes(&self) -> u64;
     /// The scheduler's actions the connection refused: (action kind, reason, count), non-zero
@@ -183,6 +188,9 @@ impl Endpoint for SenderEp {
         let mut v = Vec::new();
         self.0.subflow_views(&mut v);
         v
+    }
+    fn tso_segments(&self, subflow: usize) -> u64 {
+        self.0.subflows()[subflow].tso_segments()
     }
     fn redundant_bytes(&self) -> u64 {
         let r = self.0.resent();

@@ -10,12 +10,13 @@ use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint};
+use mpsched_proto::tcp::flags;
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use host::HostRx;
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_engine::rng::Rng;
-use inflight::{Destination, InFlight};
+use inflight::{Destination, InFlight, NO_SEGMENT};
 use rows::FlowRecords;
 
 mod host;
@@ -76,6 +77,41 @@ impl Payload {
     }
 }
 
+/// A TSO skb being built from the segments a sender emits at one instant.
+struct OpenSkb {
+    subflow: usize,
+    first: u32,
+    last: u32,
+    segs: u64,
+    /// Bytes the queues and the rate count: every segment's headers, and the framing overhead
+    /// of each segment after the first (the link adds the first one's).
+    bytes: u64,
+    next_seq: u64,
+    max_segs: u64,
+    route: RouteId,
+    overhead_bytes: u64,
+    /// The shallowest token bucket on the route, bytes (`u64::MAX`: none).
+    bucket_bytes: u64,
+}
+
+/// Sends a built skb as one packet, or its segments one by one when a token bucket on the route
+/// is shallower than the skb (Linux `tbf_segment`: tbf segments a GSO skb longer than its
+/// bucket instead of dropping it).
+fn send_skb(net: &mut Network<Payload>, sink: &mut Sink<'_>, stats: &mut RunStats, now: u64, o: &OpenSkb) {
+    if o.segs > 1 && o.bytes + o.overhead_bytes > o.bucket_bytes {
+        let mut at = o.first;
+        while at != NO_SEGMENT {
+            let (next, size) = (sink.segments.take_next(at), sink.segments.segment(at).wire_bytes());
+            net.send(now, o.route, size as u32, Payload::segment(at), sink);
+            stats.packets_sent += 1;
+            at = next;
+        }
+        return;
+    }
+    net.send(now, o.route, o.bytes as u32, Payload::segment(o.first), sink);
+    stats.packets_sent += 1;
+}
+
 /// The loop's side of the network: schedules network events and frees dropped segments.
 struct Sink<'q> {
     queue: &'q mut EventQueue<Event>,
@@ -90,7 +126,7 @@ impl NetSink<Payload> for Sink<'_> {
     #[inline]
     fn dropped(&mut self, pkt: Packet<Payload>) {
         if let Carried::Segment(idx) = pkt.payload.carried() {
-            self.segments.remove(idx);
+            self.segments.remove_chain(idx);
         }
     }
 }
@@ -329,14 +365,16 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    /// Hands segment `idx` to its endpoint, which then frees it; one that has just arrived
-    /// (`arrived`) at an endpoint with a host delay is handed over later instead.
+    /// Hands segment `idx` (with the rest of its skb) to its endpoint, which then frees it;
+    /// one that has just arrived (`arrived`) at an endpoint with a host delay is handed over
+    /// later instead. An skb's segments are handled together and answered once, as the
+    /// receiving TCP handles one skb (one ACK for a GSO skb of several segments).
     fn deliver(&mut self, idx: u32, arrived: bool) {
         let dest = self.segments.destination(idx);
         let (fi, to_client) = (dest.flow as usize, dest.to_client);
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else {
-            self.segments.remove(idx);
+            self.segments.remove_chain(idx);
             return;
         };
         let side = if to_client { &mut f.client } else { &mut f.server };
@@ -344,9 +382,13 @@ impl<'a> Simulation<'a> {
             self.queue.push(h.handle_at(now), Event::HostRx(idx));
             return;
         }
-        let seg = self.segments.segment(idx);
-        self.segments.remove(idx);
-        side.ep.handle_segment(now, dest.subflow as usize, &seg);
+        // Each segment is copied out and freed before it is handled.
+        let mut at = idx;
+        while at != NO_SEGMENT {
+            let (subflow, seg) = (self.segments.destination(at).subflow, self.segments.segment(at));
+            at = self.segments.remove(at);
+            side.ep.handle_segment(now, subflow as usize, &seg);
+        }
         self.after_activity(fi, to_client);
     }
 
@@ -428,16 +470,55 @@ impl<'a> Simulation<'a> {
             }
         }
         let side = if client_side { &mut f.client } else { &mut f.server };
+        let mut skb: Option<OpenSkb> = None;
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
             let path = paths[subflow];
             let (down, up) = self.path_routes[path];
             let route = if client_side { up } else { down };
-            let size = seg.wire_bytes() as u32;
+            let size = seg.wire_bytes();
+            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
             let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side };
             let idx = self.segments.insert(dest, &seg);
+            if let Some(o) = skb.as_mut() {
+                if data && o.subflow == subflow && o.next_seq == seg.seq && o.segs < o.max_segs {
+                    // Linux `tcp_write_xmit`: contiguous data leaves in skbs of
+                    // `tcp_tso_autosize` segments; the qdisc counts each segment's headers.
+                    self.segments.set_next(o.last, idx);
+                    o.last = idx;
+                    o.segs += 1;
+                    o.bytes += size + o.overhead_bytes;
+                    o.next_seq = seg.seq + seg.len as u64;
+                    continue;
+                }
+            }
+            if let Some(o) = skb.take() {
+                let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+                send_skb(&mut self.net, &mut sink, &mut self.stats, now, &o);
+            }
+            if data && self.cfg.paths[path].gso {
+                let p = &self.cfg.paths[path];
+                let route_links = || (if client_side { &p.up } else { &p.down }).iter().map(|&l| &self.cfg.links[l]);
+                skb = Some(OpenSkb {
+                    subflow,
+                    first: idx,
+                    last: idx,
+                    segs: 1,
+                    bytes: size,
+                    next_seq: seg.seq + seg.len as u64,
+                    max_segs: side.ep.tso_segments(subflow),
+                    route,
+                    overhead_bytes: route_links().map(|l| l.overhead_bytes).max().unwrap_or(0),
+                    bucket_bytes: route_links().filter_map(|l| l.burst_bytes).min().unwrap_or(u64::MAX),
+                });
+                continue;
+            }
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            self.net.send(now, route, size, Payload::segment(idx), &mut sink);
+            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
             self.stats.packets_sent += 1;
+        }
+        if let Some(o) = skb.take() {
+            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+            send_skb(&mut self.net, &mut sink, &mut self.stats, now, &o);
         }
         if let Some(want) = side.ep.poll_timeout() {
             if side.timer_at_ns.is_none_or(|t| want < t) {

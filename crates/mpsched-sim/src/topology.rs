@@ -271,7 +271,7 @@ impl FatTree {
         } else {
             format!("h{sender}-h{receiver}.{c}")
         };
-        PathConfig { name, down: self.route(sender, receiver, c, i), up: self.route(receiver, sender, c, i) }
+        PathConfig { name, down: self.route(sender, receiver, c, i), up: self.route(receiver, sender, c, i), gso: false }
     }
 
     /// Path choices of the `subflows` subflows of flow `flow_id` from `sender` to `receiver`.
@@ -373,6 +373,7 @@ pub fn dumbbell(c: &DumbbellConfig) -> (Vec<LinkConfig>, Vec<PathConfig>) {
                 name: format!("pair{i}.if{m}"),
                 down: vec![base, 0, base + 3],
                 up: vec![base + 2, 1, base + 1],
+                gso: false,
             });
         }
     }

@@ -30,9 +30,9 @@ fn mptcp_to_tcp_ratio(mptcp_cc: &str, tcp_cc: &str) -> f64 {
         let links =
             vec![link("bottleneck", 20_000_000, 10 * MS, 50), ack_link("up_a"), ack_link("up_b"), ack_link("up_c")];
         let paths = vec![
-            PathConfig { name: "a".into(), down: vec![0], up: vec![1] },
-            PathConfig { name: "b".into(), down: vec![0], up: vec![2] },
-            PathConfig { name: "c".into(), down: vec![0], up: vec![3] },
+            PathConfig { name: "a".into(), down: vec![0], up: vec![1], gso: false },
+            PathConfig { name: "b".into(), down: vec![0], up: vec![2], gso: false },
+            PathConfig { name: "c".into(), down: vec![0], up: vec![3], gso: false },
         ];
         let mut cfg = scenario(links, paths, 70 * S);
         cfg.seed = seed;

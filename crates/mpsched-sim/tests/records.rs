@@ -22,8 +22,8 @@ fn a_completed_flow_records_every_byte_as_acknowledged() {
             link("b.up", 20_000_000, 30 * MS, 100),
         ];
         let paths_cfg = vec![
-            PathConfig { name: "a".into(), down: vec![0], up: vec![1] },
-            PathConfig { name: "b".into(), down: vec![2], up: vec![3] },
+            PathConfig { name: "a".into(), down: vec![0], up: vec![1], gso: false },
+            PathConfig { name: "b".into(), down: vec![2], up: vec![3], gso: false },
         ];
         let mut cfg = scenario(links, paths_cfg, 10 * S);
         cfg.transports.push(transport(protocol, "minrtt", "cubic", paths));

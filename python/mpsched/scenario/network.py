@@ -39,6 +39,8 @@ def _two_hosts(s: Scenario) -> Network:
     for i, p in enumerate(s.paths):
         links += path_links(p, f"paths[{i}]")
         paths.append({"name": p.name, "down": [2 * i], "up": [2 * i + 1]})
+        if p.gso is not None:
+            paths[-1]["gso"] = p.gso
     index = {p.name: i for i, p in enumerate(s.paths)}
     transport_paths = []
     for c in s.connection:

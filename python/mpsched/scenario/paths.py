@@ -92,6 +92,11 @@ class PathSpec(LinkOverride):
 
     name: Name
     rtt: Time | None = None
+    #: The path carries the sender's TSO skbs whole (true: a veth testbed, where GSO
+    #: super-packets of `tcp_tso_autosize` segments are queued, shaped and acknowledged as one
+    #: packet) or every segment as a packet of its own (false, the simulator's default; the
+    #: kernel engine keeps them whole unless the path is lossy).
+    gso: bool | None = None
     down: LinkOverride = Field(default_factory=LinkOverride)
     up: LinkOverride = Field(default_factory=LinkOverride)
 

@@ -13,9 +13,7 @@
 //! more than half the minimum RTT) or delay increase (minimum of the first 8 RTT samples of a
 //! round above delay_min + clamp(delay_min / 8, 4 ms, 16 ms)). Detection sets ssthresh = cwnd.
 
-use super::{
-    acked_for_avoidance, AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS,
-};
+use super::{AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS};
 
 /// Linux `beta` / `BICTCP_BETA_SCALE`: multiplicative decrease to 717/1024 of cwnd.
 pub const BETA_NUM: u64 = 717;
@@ -40,6 +38,25 @@ pub const HYSTART_DELAY_MIN_NS: u64 = 4_000_000;
 pub const HYSTART_DELAY_MAX_NS: u64 = 16_000_000;
 /// Linux `GSO_LEGACY_MAX_SIZE` (64 KB), used by `hystart_ack_delay()`.
 const GSO_MAX_BYTES: u64 = 65_536;
+
+/// Linux `cubictcp_cong_avoid` up to `bictcp_update`: nothing unless cwnd limited the sender
+/// (`tcp_is_cwnd_limited`); in slow start `tcp_slow_start` grows cwnd by every acknowledged
+/// byte up to ssthresh (Linux has no RFC 3465 per-ACK limit since 3.9, so an ACK of a GSO
+/// skb of 6 segments opens 6), and only what is left over after crossing ssthresh reaches
+/// congestion avoidance. (With a per-ACK limit the rest would start a cubic epoch while still
+/// in slow start, and HyStart, which ignores the second after an epoch starts, would stop.)
+fn linux_slow_start(tcb: &mut CcState, ack: &AckSample) -> Option<u64> {
+    if !ack.cwnd_limited {
+        return None;
+    }
+    if !tcb.in_slow_start() {
+        return Some(ack.acked_bytes);
+    }
+    let inc = ack.acked_bytes.min(tcb.ssthresh_bytes.saturating_sub(tcb.cwnd_bytes));
+    tcb.cwnd_bytes += inc;
+    let left = ack.acked_bytes - inc;
+    (left > 0).then_some(left)
+}
 
 /// CUBIC + HyStart state (Linux `struct bictcp`).
 #[derive(Debug, Clone, Default)]
@@ -210,7 +227,7 @@ impl CongestionControl for Cubic {
             }
         }
         // Linux `cubictcp_cong_avoid`.
-        let Some(acked) = acked_for_avoidance(tcb, ack) else {
+        let Some(acked) = linux_slow_start(tcb, ack) else {
             return;
         };
         let cnt = self.update(

@@ -173,6 +173,40 @@ fn hystart_rounds_start_at_the_first_ack_below_the_low_window() {
     assert_eq!(t.ssthresh_bytes, 66 * MSS);
 }
 
+#[test]
+fn cubic_slow_start_takes_a_stretch_ack_whole_and_hystart_goes_on() {
+    // A receiver that acknowledges each GSO skb once sends ACKs of several segments. Linux
+    // `tcp_slow_start` grows cwnd by all of them (no RFC 3465 per-ACK limit since 3.9), and
+    // nothing is left over for `bictcp_update` while below ssthresh, so no cubic epoch starts
+    // and HyStart (which skips the second after an epoch starts) keeps running. Here: ACKs of
+    // 6 segments 1.5 ms apart, each releasing 12, 30 ms RTT (train threshold 15 ms); rounds of
+    // 3, 6 and 12 ACKs from cwnd 18; round 3's train passes 15 ms at its 12th ACK.
+    let mut t = tcb(18, u64::MAX);
+    let mut c = Cubic::default();
+    let (mut una, mut nxt) = (1, 1 + 18 * MSS);
+    let mut feed = |c: &mut Cubic, t: &mut CcState, now: u64| {
+        let mut a = ack_rtt(now, 6 * MSS, 30_000_000);
+        una += 6 * MSS;
+        a.snd_una = una;
+        a.snd_nxt = nxt;
+        c.on_ack(t, &a, &CoupledView::SINGLE);
+        nxt += 12 * MSS;
+    };
+    feed(&mut c, &mut t, 30_000_000);
+    assert_eq!(t.cwnd_bytes, 24 * MSS, "one ACK of 6 segments opens 6");
+    for k in 1..3 {
+        feed(&mut c, &mut t, 30_000_000 + k * 1_500_000);
+    }
+    for (round, acks) in [(2u64, 6u64), (3, 12)] {
+        for k in 0..acks {
+            feed(&mut c, &mut t, round * 30_000_000 + k * 1_500_000);
+        }
+        assert_eq!(c.hystart_found(), round == 3, "round {round}");
+    }
+    // Found at round 3's 12th ACK (16.5 ms into it): cwnd 72 + 6 * 11.
+    assert_eq!(t.ssthresh_bytes, 138 * MSS);
+}
+
 fn two(cwnd0: u64, rtt0: u64, cwnd1: u64, rtt1: u64) -> [CoupledSubflow; 2] {
     [
         CoupledSubflow {

@@ -58,10 +58,7 @@ const TCP_INIT_CWND_SEGMENTS: u64 = 10;
 const SKB_OVERHEAD_BYTES: u64 = 768;
 /// An unsent skb on a subflow's write queue grows to the size goal, at most a GSO packet
 /// (`tcp_xmit_size_goal`, `GSO_LEGACY_MAX_SIZE` = 65536 bytes).
-const WRITE_QUEUE_SKB_BYTES: u64 = 65_536;
-/// `tcp_tso_autosize`: a transmitted skb carries the data of about 1 ms at the pacing rate
-/// (`sk_pacing_shift` = 10), at least `tcp_min_tso_segs` = 2 segments.
-const MIN_TSO_SEGMENTS: u64 = 2;
+const WRITE_QUEUE_SKB_BYTES: u64 = crate::tcp::GSO_MAX_BYTES;
 
 /// Upstream default parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,11 +143,7 @@ impl Linux {
             return payload;
         }
         let mss = sf.mss_bytes.max(1);
-        let tso_segments = ((sf.pacing_rate_bps / 8) >> 10) / mss;
-        let sent_skb_bytes = tso_segments.clamp(
-            MIN_TSO_SEGMENTS,
-            (WRITE_QUEUE_SKB_BYTES / mss).max(MIN_TSO_SEGMENTS),
-        ) * mss;
+        let sent_skb_bytes = crate::tcp::tso_autosize_segments(sf.pacing_rate_bps, mss) * mss;
         let skbs = sent.div_ceil(sent_skb_bytes) + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
         payload.saturating_add(skbs.saturating_mul(self.cfg.skb_overhead_bytes))
     }

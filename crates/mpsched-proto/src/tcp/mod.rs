@@ -43,6 +43,20 @@ pub use segment::{
 pub const MPTCP_DATA_MSS_BYTES_FOR_1500: u64 = 1448 - DSS_MAP_ACK_BYTES;
 pub use sender::{AckOutcome, CaState, Sender, SenderStats};
 
+/// The largest skb TCP builds (`tcp_xmit_size_goal`: `GSO_LEGACY_MAX_SIZE`), bytes.
+pub const GSO_MAX_BYTES: u64 = 65_536;
+/// `tcp_min_tso_segs`: the fewest segments `tcp_tso_autosize` puts in an skb.
+pub const MIN_TSO_SEGMENTS: u64 = 2;
+
+/// Linux `tcp_tso_autosize`: a transmitted skb carries the data of about 1 ms at the pacing
+/// rate (`sk_pacing_rate >> sk_pacing_shift`, shift 10), at least [`MIN_TSO_SEGMENTS`] and at
+/// most a GSO packet ([`GSO_MAX_BYTES`]). Segments per skb.
+pub fn tso_autosize_segments(pacing_rate_bps: u64, mss_bytes: u64) -> u64 {
+    let mss = mss_bytes.max(1);
+    (((pacing_rate_bps / 8) >> 10) / mss).clamp(MIN_TSO_SEGMENTS, (GSO_MAX_BYTES / mss).max(MIN_TSO_SEGMENTS))
+}
+
+
 /// Linux `TCP_DELACK_MIN` (HZ / 25 = 40 ms): delayed-ACK timeout.
 pub const DELAYED_ACK_NS: u64 = 40_000_000;
 /// Linux `TCP_MAX_QUICKACKS`: ACK every segment for the first 16 ACKs of a connection.

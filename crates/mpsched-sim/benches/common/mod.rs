@@ -31,7 +31,7 @@ pub fn base(flows: Vec<FlowConfig>, duration_ns: u64) -> SimConfig {
         seed: 1,
         duration_ns,
         links: vec![link("down"), link("up")],
-        paths: vec![PathConfig { name: "p".into(), down: vec![0], up: vec![1] }],
+        paths: vec![PathConfig { name: "p".into(), down: vec![0], up: vec![1], gso: false }],
         transports: vec![TransportConfig {
             protocol: Protocol::Tcp,
             scheduler: "minrtt".into(),

@@ -10,6 +10,10 @@
 //! another. Records are index-addressed and freed slots are reused last-in first-out, so the
 //! touched memory follows the number of segments in flight, not the number ever sent.
 //!
+//! A record also links to the next segment of the same TSO skb (`next`, in what was padding):
+//! on a path that carries the sender's skbs whole (`PathConfig::gso`) one network packet holds
+//! a chain of records; elsewhere the link is always [`NO_SEGMENT`].
+//!
 //! Reading a record back gives the very `Segment` that was stored, field for field (the SACK
 //! array whole, not only its valid blocks), so nothing downstream can tell the difference.
 
@@ -27,6 +31,9 @@ const HAS_SACK: u8 = 2;
 /// record keeps only where it goes.
 const WIDE: u8 = 4;
 
+/// End of a chain of records (no next segment in the skb).
+pub(crate) const NO_SEGMENT: u32 = u32::MAX;
+
 /// One segment in flight with where it is going: one cache line.
 #[derive(Debug, Clone, Copy)]
 #[repr(align(64))]
@@ -43,6 +50,8 @@ struct Record {
     flow: u32,
     /// Slot in the SACK pool (`HAS_SACK`) or the wide pool (`WIDE`).
     side: u32,
+    /// The next segment of the same TSO skb ([`NO_SEGMENT`]: none).
+    next: u32,
     flags: u16,
     subflow: u8,
     sack_len: u8,
@@ -127,6 +136,7 @@ impl InFlight {
             len: seg.len,
             flow: dest.flow,
             side,
+            next: NO_SEGMENT,
             flags: seg.flags,
             subflow: dest.subflow,
             sack_len: seg.sack_len,
@@ -163,9 +173,22 @@ impl InFlight {
         }
     }
 
-    /// Frees segment `idx` (delivered or dropped).
+    /// Links segment `next` after `idx` in one skb.
     #[inline]
-    pub(crate) fn remove(&mut self, idx: u32) {
+    pub(crate) fn set_next(&mut self, idx: u32, next: u32) {
+        self.records.slots[idx as usize].next = next;
+    }
+
+    /// Unlinks segment `idx` from the rest of its skb; returns what followed it.
+    #[inline]
+    pub(crate) fn take_next(&mut self, idx: u32) -> u32 {
+        std::mem::replace(&mut self.records.slots[idx as usize].next, NO_SEGMENT)
+    }
+
+    /// Frees segment `idx` (delivered or dropped); returns the next segment of its skb
+    /// ([`NO_SEGMENT`]: none), which stays stored.
+    #[inline]
+    pub(crate) fn remove(&mut self, idx: u32) -> u32 {
         let r = self.records.slots[idx as usize];
         if r.meta & HAS_SACK != 0 {
             self.sacks.remove(r.side);
@@ -173,6 +196,15 @@ impl InFlight {
             self.wide.remove(r.side);
         }
         self.records.remove(idx);
+        r.next
+    }
+
+    /// Frees segment `idx` and the rest of its skb.
+    #[inline]
+    pub(crate) fn remove_chain(&mut self, mut idx: u32) {
+        while idx != NO_SEGMENT {
+            idx = self.remove(idx);
+        }
     }
 }
 
@@ -236,5 +268,23 @@ mod tests {
         }
         assert_eq!(f.wide.slots.len(), 1);
         assert_eq!(f.wide.free.len(), 1);
+    }
+
+    #[test]
+    fn an_skb_chain_is_walked_and_freed_whole() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 0, subflow: 0, to_client: true };
+        let segs: Vec<Segment> = (0..3).map(|i| Segment { seq: 1448 * i, len: 1448, ..Default::default() }).collect();
+        let ids: Vec<u32> = segs.iter().map(|s| f.insert(d, s)).collect();
+        assert_eq!(f.take_next(ids[0]), NO_SEGMENT);
+        f.set_next(ids[0], ids[1]);
+        f.set_next(ids[1], ids[2]);
+        // Links do not change the segments read back.
+        assert_eq!(f.segment(ids[1]), segs[1]);
+        f.remove_chain(ids[0]);
+        assert_eq!(f.records.free.len(), 3);
+        // A reused slot starts unlinked.
+        let again = f.insert(d, &segs[0]);
+        assert_eq!(f.remove(again), NO_SEGMENT);
     }
 }

@@ -63,7 +63,7 @@ pub fn paths_of(pairs: Vec<(LinkConfig, LinkConfig)>) -> (Vec<LinkConfig>, Vec<P
     for (i, (d, u)) in pairs.into_iter().enumerate() {
         links.push(d);
         links.push(u);
-        paths.push(PathConfig { name: format!("p{i}"), down: vec![2 * i], up: vec![2 * i + 1] });
+        paths.push(PathConfig { name: format!("p{i}"), down: vec![2 * i], up: vec![2 * i + 1], gso: false });
     }
     (links, paths)
 }

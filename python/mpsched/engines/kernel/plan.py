@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
+from mpsched.engines.kernel.gso import lossy, with_gso
 from mpsched.engines.kernel.path_events import (collapse, delayer_event_keys, delayer_events, path_events,
                                                 stale_loss_cnt)
 
@@ -73,6 +74,7 @@ class LinkPlan:
     loss_ramp: tuple[int, int, int, float, float] | None = None  # (at, ramp, end ns, from_p, to_p)
     rtt_spike: tuple[int, int, int] | None = None  # (at, end, extra delay ns), from the epoch
     overhead_bytes: int = 0           # 14: the limit is already in frame bytes (what qdiscs count)
+    segment_gso: bool = False         # the delayer segments GSO super-packets (path gso = false)
 
     @property
     def needs_delayer(self) -> bool:
@@ -123,7 +125,7 @@ class LinkPlan:
             if period_ms:
                 spec += f",tperiod_us={int(period_ms) * 1000}"
         spec += delayer_event_keys(self.loss_ramp, self.rtt_spike)
-        if self.loss > 0 or self.gilbert_elliott is not None or self.trace is not None or self.loss_ramp is not None:
+        if self.segment_gso or lossy(self):
             # Let the kernel segment GSO super-packets before they reach this queue, so that
             # loss hits single packets and a trace serves single packets, as in the simulator.
             spec += ",gso=0"
@@ -295,7 +297,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                          "cannot share one emulated link between paths or directions")
             used[idx] = f"paths[{i}].{key}"
             # Queue numbers: 1 + 2*i for the downlink, 2 + 2*i for the uplink (any unique ids do).
-            links.append(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")))
+            links.append(with_gso(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")), p.get("gso"), i))
 
     transports = cfg.get("transports") or []
     mptcp_sets = set()

@@ -50,6 +50,12 @@ impl Sender {
             .min(u64::MAX as u128) as u64
     }
 
+    /// Segments per transmitted skb now (Linux `tcp_tso_autosize` at [`Self::pacing_rate_bps`];
+    /// no RTT sample yet: the minimum, as the kernel's first flight after the handshake).
+    pub fn tso_segments(&self) -> u64 {
+        crate::tcp::tso_autosize_segments(self.pacing_rate_bps(), self.tcb.mss_bytes)
+    }
+
     /// What a coupled congestion control needs to know about this subflow.
     pub fn coupled_info(&self) -> CoupledSubflow {
         CoupledSubflow {
