@@ -32,6 +32,8 @@ impl DataSender {
             return;
         };
         st.timer_ns = None;
+        // Stale marks and counts are in every view.
+        self.touch_all();
         let active: Vec<bool> = (0..self.subflows.len()).map(|i| self.usable(i)).collect();
         for i in 0..self.subflows.len() {
             if !active[i] || self.subflows[i].is_idle() {
