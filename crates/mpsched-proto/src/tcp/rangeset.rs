@@ -55,6 +55,12 @@ impl RangeSet {
     }
 
     fn containing_search(&self, x: u64) -> Option<(u64, u64)> {
+        // The newest data (what a SACK block reports first) is mostly in the highest range.
+        if let Some((&s, &e)) = self.ranges.last_key_value() {
+            if x >= s {
+                return (x < e).then_some((s, e));
+            }
+        }
         self.ranges
             .range(..=x)
             .next_back()

@@ -42,13 +42,20 @@ impl DataSender {
             path_index: i,
             ..Default::default()
         };
-        self.subflows[i].fill_view(&mut v);
+        self.fill_view(i, &mut v);
+        v
+    }
+
+    /// Writes subflow `i`'s state into `v`, whose `id` and `path_index` are already `i` (every
+    /// other field is written; `stale` and `stale_count` stay at their defaults without the
+    /// stale tracker).
+    fn fill_view(&self, i: usize, v: &mut SubflowView) {
+        self.subflows[i].fill_view(v);
         v.established &= self.is_path_up(i);
         if let Some(st) = self.stale.as_ref() {
             v.stale = st.is_stale(i);
             v.stale_count = st.count(i) as u64;
         }
-        v
     }
 
     /// Fills `out` with one view per subflow (what the scheduler sees), built afresh.
@@ -65,14 +72,16 @@ impl DataSender {
             self.subflow_views(&mut views);
             self.views = views;
         } else {
+            let mut views = std::mem::take(&mut self.views);
             let mut dirty = self.views_dirty;
             while dirty != 0 {
                 let i = dirty.trailing_zeros() as usize;
                 dirty &= dirty - 1;
-                if i < n {
-                    self.views[i] = self.view_of(i);
+                if let Some(v) = views.get_mut(i) {
+                    self.fill_view(i, v);
                 }
             }
+            self.views = views;
         }
         self.views_dirty = 0;
         #[cfg(test)]
