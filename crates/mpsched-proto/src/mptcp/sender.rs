@@ -9,8 +9,8 @@ mod views;
 use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
 use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
-use crate::sched::{Action, ConnView, LossKind, Rejection, ResendCounters, Scheduler, SubflowView};
-use crate::tcp::{flags, Role, Segment, Sender, SenderStats};
+use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
+use crate::tcp::{flags, Role, Segment, Sender};
 
 /// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
 const MAX_SCHEDULE_ROUNDS: usize = 64;
@@ -312,10 +312,7 @@ impl DataSender {
     fn run_scheduler(&mut self, now_ns: u64) {
         let Some(mut sched) = self.sched.take() else {
             // Plain TCP: everything the window allows goes to the one subflow.
-            let _ = self.apply(Action::SendNew {
-                subflow: 0,
-                max_bytes: u64::MAX,
-            });
+            let _ = self.send_new(0, u64::MAX);
             return;
         };
         for _ in 0..MAX_SCHEDULE_ROUNDS {
@@ -356,57 +353,61 @@ impl DataSender {
         self.sched = Some(sched);
     }
 
+    /// [`Action::SendNew`]: up to `max_bytes` new bytes to `subflow`'s queue.
+    #[inline]
+    fn send_new(&mut self, subflow: usize, max_bytes: u64) -> Result<(), Rejection> {
+        if subflow >= self.subflows.len() {
+            return Err(Rejection::UnknownSubflow);
+        }
+        if !self.usable(subflow) {
+            return Err(Rejection::SubflowNotUsable);
+        }
+        let unsent = self.app_written - self.next_dsn;
+        if unsent == 0 || max_bytes == 0 {
+            return Err(Rejection::NothingToSend);
+        }
+        let room = self.wnd_end.saturating_sub(self.next_dsn);
+        if room == 0 {
+            return Err(Rejection::ReceiveWindowFull);
+        }
+        let qroom = self
+            .cfg
+            .snd_buf_bytes
+            .saturating_sub(self.subflows[subflow].queued_bytes());
+        if qroom == 0 {
+            return Err(Rejection::SubflowQueueFull);
+        }
+        let mut n = max_bytes.min(unsent).min(qroom);
+        // Linux builds subflow segments of a full MSS while data waits (the send
+        // queue's skbs grow to `size_goal`); only the end of the data may be short.
+        // A hand-over of part of a segment is rounded up to whole segments, so a
+        // byte-sized hand-over never becomes a short segment on the wire.
+        let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
+        n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
+        if room < n {
+            // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
+            // `tcp_snd_wnd_test` only sends segments that fit the window whole):
+            // a window-limited hand-over is cut to whole segments.
+            n = room / mss * mss;
+            if n == 0 {
+                return Err(Rejection::ReceiveWindowFull);
+            }
+        }
+        let dsn = self.next_dsn;
+        let fin = self.closed && dsn + n == self.app_written;
+        self.touch(subflow);
+        self.subflows[subflow].queue(dsn, n, fin);
+        // Only a scheduler reads the unacked chunks (`Chunks::views`).
+        if self.has_scheduler {
+            self.chunks.push(dsn, n, views::bit(subflow));
+        }
+        self.next_dsn += n;
+        Ok(())
+    }
+
     fn apply(&mut self, a: Action) -> Result<(), Rejection> {
         match a {
-            Action::SendNew { subflow, max_bytes } => {
-                if subflow >= self.subflows.len() {
-                    return Err(Rejection::UnknownSubflow);
-                }
-                if !self.usable(subflow) {
-                    return Err(Rejection::SubflowNotUsable);
-                }
-                let unsent = self.app_written - self.next_dsn;
-                if unsent == 0 || max_bytes == 0 {
-                    return Err(Rejection::NothingToSend);
-                }
-                let room = self.wnd_end.saturating_sub(self.next_dsn);
-                if room == 0 {
-                    return Err(Rejection::ReceiveWindowFull);
-                }
-                let qroom = self
-                    .cfg
-                    .snd_buf_bytes
-                    .saturating_sub(self.subflows[subflow].queued_bytes());
-                if qroom == 0 {
-                    return Err(Rejection::SubflowQueueFull);
-                }
-                let mut n = max_bytes.min(unsent).min(qroom);
-                // Linux builds subflow segments of a full MSS while data waits (the send
-                // queue's skbs grow to `size_goal`); only the end of the data may be short.
-                // A hand-over of part of a segment is rounded up to whole segments, so a
-                // byte-sized hand-over never becomes a short segment on the wire.
-                let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
-                n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
-                if room < n {
-                    // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
-                    // `tcp_snd_wnd_test` only sends segments that fit the window whole):
-                    // a window-limited hand-over is cut to whole segments.
-                    n = room / mss * mss;
-                    if n == 0 {
-                        return Err(Rejection::ReceiveWindowFull);
-                    }
-                }
-                let dsn = self.next_dsn;
-                let fin = self.closed && dsn + n == self.app_written;
-                self.touch(subflow);
-                self.subflows[subflow].queue(dsn, n, fin);
-                // Only a scheduler reads the unacked chunks (`Chunks::views`).
-                if self.has_scheduler {
-                    self.chunks.push(dsn, n, views::bit(subflow));
-                }
-                self.next_dsn += n;
-                Ok(())
-            }
+            Action::SendNew { subflow, max_bytes } => self.send_new(subflow, max_bytes),
             Action::Resend {
                 subflow,
                 dsn,
@@ -543,69 +544,5 @@ impl DataSender {
             self.reinject_outstanding(subflow);
         }
         self.need_schedule = true;
-    }
-
-    /// Per-subflow counters.
-    pub fn subflow_stats(&self, subflow: usize) -> Option<SenderStats> {
-        self.subflows.get(subflow).map(|s| s.stats())
-    }
-
-    /// The subflow state machines (read-only).
-    pub fn subflows(&self) -> &[Sender] {
-        &self.subflows
-    }
-
-    /// Rejected actions so far for reason `why`.
-    pub fn rejections(&self, why: Rejection) -> u64 {
-        self.rejections.iter().map(|r| r[why.index()]).sum()
-    }
-
-    /// Refused actions so far, `(action kind, reason, count)` for every non-zero count, in
-    /// kind then reason order ([`Action::KINDS`], [`Rejection::ALL`]).
-    pub fn rejected_actions(&self) -> impl Iterator<Item = (&'static str, Rejection, u64)> + '_ {
-        Action::KINDS
-            .iter()
-            .zip(&self.rejections)
-            .flat_map(|(kind, row)| {
-                Rejection::ALL
-                    .iter()
-                    .zip(row)
-                    .filter(|(_, &n)| n > 0)
-                    .map(|(&why, &n)| (*kind, why, n))
-            })
-    }
-
-    /// Bytes sent again at the connection level (transmitted, summed over the subflows).
-    pub fn resent(&self) -> ResendCounters {
-        let mut r = ResendCounters::default();
-        for s in &self.subflows {
-            r.merge(&s.stats().resent);
-        }
-        r
-    }
-
-    /// Cumulative DATA_ACK.
-    pub fn data_acked(&self) -> u64 {
-        self.data_acked
-    }
-    /// DSN of the next new byte.
-    pub fn next_dsn(&self) -> u64 {
-        self.next_dsn
-    }
-    /// Bytes written by the application.
-    pub fn app_written(&self) -> u64 {
-        self.app_written
-    }
-    /// Bytes waiting in the reinjection queue.
-    pub fn reinject_queue_bytes(&self) -> u64 {
-        self.chunks.reinject_bytes()
-    }
-    /// Calls to the scheduler so far.
-    pub fn schedule_calls(&self) -> u64 {
-        self.schedule_calls
-    }
-    /// Name of the scheduler (`"tcp"` in TCP mode).
-    pub fn scheduler_name(&self) -> &'static str {
-        self.sched.as_ref().map_or("tcp", |s| s.name())
     }
 }

@@ -1,5 +1,5 @@
 //! What the scheduler and a coupled congestion control read about the subflows, kept up to
-//! date incrementally.
+//! date incrementally; and the sender's read-only accessors.
 //!
 //! A [`SubflowView`] (and a [`crate::cc::CoupledSubflow`]) is a function of its subflow's state
 //! alone, plus the path state and the stale tracker the connection holds. Rebuilding all of them
@@ -13,7 +13,8 @@
 //! view kept equals a rebuilt one, so a change to the subflow that breaks this is caught.
 
 use super::DataSender;
-use crate::sched::SubflowView;
+use crate::sched::{Action, Rejection, ResendCounters, SubflowView};
+use crate::tcp::{Sender, SenderStats};
 
 /// Bit of subflow `sf` in a subflow mask (subflows are at most 64).
 #[inline]
@@ -109,5 +110,69 @@ impl DataSender {
         for (c, s) in self.coupled.iter().zip(&self.subflows) {
             assert_eq!(*c, s.coupled_info(), "stale coupled-CC summary");
         }
+    }
+
+    /// Per-subflow counters.
+    pub fn subflow_stats(&self, subflow: usize) -> Option<SenderStats> {
+        self.subflows.get(subflow).map(|s| s.stats())
+    }
+
+    /// The subflow state machines (read-only).
+    pub fn subflows(&self) -> &[Sender] {
+        &self.subflows
+    }
+
+    /// Rejected actions so far for reason `why`.
+    pub fn rejections(&self, why: Rejection) -> u64 {
+        self.rejections.iter().map(|r| r[why.index()]).sum()
+    }
+
+    /// Refused actions so far, `(action kind, reason, count)` for every non-zero count, in
+    /// kind then reason order ([`Action::KINDS`], [`Rejection::ALL`]).
+    pub fn rejected_actions(&self) -> impl Iterator<Item = (&'static str, Rejection, u64)> + '_ {
+        Action::KINDS
+            .iter()
+            .zip(&self.rejections)
+            .flat_map(|(kind, row)| {
+                Rejection::ALL
+                    .iter()
+                    .zip(row)
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(&why, &n)| (*kind, why, n))
+            })
+    }
+
+    /// Bytes sent again at the connection level (transmitted, summed over the subflows).
+    pub fn resent(&self) -> ResendCounters {
+        let mut r = ResendCounters::default();
+        for s in &self.subflows {
+            r.merge(&s.stats().resent);
+        }
+        r
+    }
+
+    /// Cumulative DATA_ACK.
+    pub fn data_acked(&self) -> u64 {
+        self.data_acked
+    }
+    /// DSN of the next new byte.
+    pub fn next_dsn(&self) -> u64 {
+        self.next_dsn
+    }
+    /// Bytes written by the application.
+    pub fn app_written(&self) -> u64 {
+        self.app_written
+    }
+    /// Bytes waiting in the reinjection queue.
+    pub fn reinject_queue_bytes(&self) -> u64 {
+        self.chunks.reinject_bytes()
+    }
+    /// Calls to the scheduler so far.
+    pub fn schedule_calls(&self) -> u64 {
+        self.schedule_calls
+    }
+    /// Name of the scheduler (`"tcp"` in TCP mode).
+    pub fn scheduler_name(&self) -> &'static str {
+        self.sched.as_ref().map_or("tcp", |s| s.name())
     }
 }
