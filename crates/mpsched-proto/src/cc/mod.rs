@@ -241,6 +241,12 @@ impl AnyCc {
         }
     }
 
+    /// A coupled algorithm: it reads the other subflows ([`CoupledView`]); the others ignore
+    /// the view, so the connection need not keep it up to date for them.
+    pub fn is_coupled(&self) -> bool {
+        matches!(self, AnyCc::Lia(_) | AnyCc::Olia(_) | AnyCc::Balia(_))
+    }
+
     /// Registry name.
     pub fn name(&self) -> &'static str {
         match self {

@@ -27,7 +27,8 @@ use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
 pub struct DataReceiver {
     cfg: ConnConfig,
     subflows: Vec<Receiver>,
-    path_up: Vec<bool>,
+    /// Bit `i`: the path of subflow `i` is up (at most 64 subflows).
+    path_up: u64,
     rcv_nxt: u64,
     ofo: RangeSet,
     right_edge: u64,
@@ -35,7 +36,6 @@ pub struct DataReceiver {
     duplicate_bytes: u64,
     data_fin_seen: bool,
     joins_started: bool,
-    scratch: Vec<Released>,
     /// Receive window the buffer allows now, bytes (before out-of-order data is taken off).
     rcv_wnd_bytes: u64,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
@@ -74,14 +74,13 @@ impl DataReceiver {
             copied_bytes: 0,
             measure_start_ns: None,
             subflows,
-            path_up: vec![true; n],
+            path_up: if n >= 64 { u64::MAX } else { (1u64 << n) - 1 },
             rcv_nxt: 0,
             ofo: RangeSet::new(),
             last_delivery_ns: None,
             duplicate_bytes: 0,
             data_fin_seen: false,
             joins_started: false,
-            scratch: Vec::new(),
             cfg,
         }
     }
@@ -110,13 +109,12 @@ impl DataReceiver {
                 self.subflows[i].connect(now_ns);
             }
         }
-        let mut buf = std::mem::take(&mut self.scratch);
-        self.subflows[subflow].swap_released(&mut buf);
+        let buf = self.subflows[subflow].take_released();
         let ofo_before = self.ofo.total_bytes();
-        for r in buf.drain(..) {
+        for &r in &buf {
             self.deliver(r, now_ns);
         }
-        self.scratch = buf;
+        self.subflows[subflow].restore_released(buf);
         // A connection-level hole was filled: DATA_ACK jumps and the window reopens. ACK at
         // once, as TCP does for a filled hole (RFC 5681 §4.2), instead of waiting for this
         // subflow's delayed ACK while the sender may be blocked on the window.
@@ -203,14 +201,14 @@ impl DataReceiver {
         let any_pending = self
             .subflows
             .iter()
-            .zip(&self.path_up)
-            .any(|(s, &up)| up && s.ack_pending());
+            .enumerate()
+            .any(|(i, s)| self.is_path_up(i) && s.ack_pending());
         if !any_pending {
             return None;
         }
         let (data_ack, wnd) = self.advertise();
         for i in 0..self.subflows.len() {
-            if !self.path_up[i] {
+            if !self.is_path_up(i) {
                 continue;
             }
             self.subflows[i].set_conn_window(data_ack, wnd);
@@ -239,8 +237,17 @@ impl DataReceiver {
     pub fn set_path_up(&mut self, subflow: usize, up: bool) {
         if let Some(s) = self.subflows.get_mut(subflow) {
             s.set_path_up(up);
-            self.path_up[subflow] = up;
+            let bit = 1u64 << subflow.min(63);
+            if up {
+                self.path_up |= bit;
+            } else {
+                self.path_up &= !bit;
+            }
         }
+    }
+
+    fn is_path_up(&self, subflow: usize) -> bool {
+        self.path_up & (1u64 << subflow.min(63)) != 0
     }
 
     /// The first subflow's handshake is complete (the client application may send its

@@ -5,11 +5,12 @@ use super::chunks::Chunks;
 use super::stale::StaleTracker;
 
 mod msk_timer;
+mod views;
 use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
 use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
-use crate::sched::{Action, ConnView, LossKind, Rejection, ResendCounters, Scheduler, SubflowView};
-use crate::tcp::{flags, Role, Segment, Sender, SenderStats};
+use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
+use crate::tcp::{flags, Role, Segment, Sender};
 
 /// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
 const MAX_SCHEDULE_ROUNDS: usize = 64;
@@ -19,11 +20,20 @@ const MAX_SCHEDULE_ROUNDS: usize = 64;
 pub struct DataSender {
     cfg: ConnConfig,
     subflows: Vec<Sender>,
-    added: Vec<bool>,
-    path_up: Vec<bool>,
+    /// Subflow masks (bit `i` = subflow `i`; at most 64 subflows): announced to the scheduler,
+    /// path up.
+    added: u64,
+    path_up: u64,
+    /// The scheduler's views, rebuilt for the subflows in `views_dirty` only (`views.rs`).
     views: Vec<SubflowView>,
+    views_dirty: u64,
+    /// Coupled-CC summaries (empty unless `coupled_cc`), rebuilt for `coupled_dirty` only.
     coupled: Vec<CoupledSubflow>,
+    coupled_dirty: u64,
+    coupled_cc: bool,
     sched: Option<Box<dyn Scheduler>>,
+    /// `sched` is set (it is taken out while the scheduler runs).
+    has_scheduler: bool,
     actions: Vec<Action>,
     /// Sent-but-unacked chunks with their subflow masks, and the reinjection queue.
     chunks: Chunks,
@@ -75,12 +85,21 @@ impl DataSender {
             .as_ref()
             .is_some_and(|s| s.upstream_stale_detection())
             .then(|| StaleTracker::new(cfg.stale_loss_cnt, n));
+        let coupled_cc = subflows[0].cc().is_coupled();
         Ok(Self {
             subflows,
-            added: vec![false; n],
-            path_up: vec![true; n],
-            views: Vec::with_capacity(n),
-            coupled: vec![CoupledSubflow::default(); n],
+            added: 0,
+            path_up: if n >= 64 { u64::MAX } else { (1u64 << n) - 1 },
+            views: Vec::new(),
+            views_dirty: u64::MAX,
+            coupled: if coupled_cc {
+                vec![CoupledSubflow::default(); n]
+            } else {
+                Vec::new()
+            },
+            coupled_dirty: u64::MAX,
+            coupled_cc,
+            has_scheduler: sched.is_some(),
             sched,
             actions: Vec::new(),
             chunks: Chunks::default(),
@@ -93,7 +112,11 @@ impl DataSender {
             joins_started: false,
             rejections: Default::default(),
             schedule_calls: 0,
-            max_cwnd_segments: vec![0; n],
+            max_cwnd_segments: if cfg.snd_buf_autotuning {
+                vec![0; n]
+            } else {
+                Vec::new()
+            },
             writer_blocked: false,
             stale,
             cfg,
@@ -103,14 +126,15 @@ impl DataSender {
     /// Client: open the first subflow (`connect()`); a server waits for SYNs.
     pub fn connect(&mut self, now_ns: u64) {
         if self.cfg.is_client {
+            self.touch(0);
             self.subflows[0].connect(now_ns);
             self.note_added(0, now_ns);
         }
     }
 
     fn note_added(&mut self, sf: usize, now_ns: u64) {
-        if !self.added[sf] {
-            self.added[sf] = true;
+        if self.added & views::bit(sf) == 0 {
+            self.added |= views::bit(sf);
             if let Some(s) = self.sched.as_mut() {
                 s.on_subflow_added(sf, now_ns);
             }
@@ -209,6 +233,7 @@ impl DataSender {
             me: subflow,
         };
         let out = self.subflows[subflow].handle_segment_coupled(now_ns, seg, &view);
+        self.touch(subflow);
         // `tcp_sndbuf_expand` follows cwnd up on ACKs (`tcp_new_space`); it never shrinks.
         // Only the autotuned send buffer reads it (`send_buffer_bytes`).
         if self.cfg.snd_buf_autotuning {
@@ -245,6 +270,7 @@ impl DataSender {
         if self.cfg.is_client && self.cfg.mode == Mode::Mptcp && !self.joins_started {
             self.joins_started = true;
             for i in 1..self.subflows.len() {
+                self.touch(i);
                 self.subflows[i].connect(now_ns);
                 self.note_added(i, now_ns);
             }
@@ -258,8 +284,14 @@ impl DataSender {
         if data_ack > self.data_acked {
             self.data_acked = data_ack;
             self.chunks.trim(data_ack);
-            for s in &mut self.subflows {
+            for (i, s) in self.subflows.iter_mut().enumerate() {
+                // Only the queued bytes can change, and only if something was dropped.
+                let queued = s.queued_bytes();
                 s.trim_unsent_below(data_ack);
+                if s.queued_bytes() != queued {
+                    self.views_dirty |= views::bit(i);
+                    self.coupled_dirty |= views::bit(i);
+                }
             }
             if let Some(s) = self.sched.as_mut() {
                 s.on_data_ack(data_ack, now_ns);
@@ -269,30 +301,18 @@ impl DataSender {
         self.update_writer_blocked();
     }
 
-    fn refresh_coupled(&mut self) {
-        for (c, s) in self.coupled.iter_mut().zip(&self.subflows) {
-            *c = s.coupled_info();
-        }
-    }
-
-    fn refresh_views(&mut self) {
-        // The buffer is reused across scheduler calls; `subflow_views` fills it.
-        let mut views = std::mem::take(&mut self.views);
-        self.subflow_views(&mut views);
-        self.views = views;
+    fn is_path_up(&self, sf: usize) -> bool {
+        self.path_up & views::bit(sf) != 0
     }
 
     fn usable(&self, sf: usize) -> bool {
-        self.path_up[sf] && self.subflows[sf].is_established()
+        self.is_path_up(sf) && self.subflows[sf].is_established()
     }
 
     fn run_scheduler(&mut self, now_ns: u64) {
         let Some(mut sched) = self.sched.take() else {
             // Plain TCP: everything the window allows goes to the one subflow.
-            let _ = self.apply(Action::SendNew {
-                subflow: 0,
-                max_bytes: u64::MAX,
-            });
+            let _ = self.send_new(0, u64::MAX);
             return;
         };
         for _ in 0..MAX_SCHEDULE_ROUNDS {
@@ -333,53 +353,61 @@ impl DataSender {
         self.sched = Some(sched);
     }
 
+    /// [`Action::SendNew`]: up to `max_bytes` new bytes to `subflow`'s queue.
+    #[inline]
+    fn send_new(&mut self, subflow: usize, max_bytes: u64) -> Result<(), Rejection> {
+        if subflow >= self.subflows.len() {
+            return Err(Rejection::UnknownSubflow);
+        }
+        if !self.usable(subflow) {
+            return Err(Rejection::SubflowNotUsable);
+        }
+        let unsent = self.app_written - self.next_dsn;
+        if unsent == 0 || max_bytes == 0 {
+            return Err(Rejection::NothingToSend);
+        }
+        let room = self.wnd_end.saturating_sub(self.next_dsn);
+        if room == 0 {
+            return Err(Rejection::ReceiveWindowFull);
+        }
+        let qroom = self
+            .cfg
+            .snd_buf_bytes
+            .saturating_sub(self.subflows[subflow].queued_bytes());
+        if qroom == 0 {
+            return Err(Rejection::SubflowQueueFull);
+        }
+        let mut n = max_bytes.min(unsent).min(qroom);
+        // Linux builds subflow segments of a full MSS while data waits (the send
+        // queue's skbs grow to `size_goal`); only the end of the data may be short.
+        // A hand-over of part of a segment is rounded up to whole segments, so a
+        // byte-sized hand-over never becomes a short segment on the wire.
+        let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
+        n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
+        if room < n {
+            // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
+            // `tcp_snd_wnd_test` only sends segments that fit the window whole):
+            // a window-limited hand-over is cut to whole segments.
+            n = room / mss * mss;
+            if n == 0 {
+                return Err(Rejection::ReceiveWindowFull);
+            }
+        }
+        let dsn = self.next_dsn;
+        let fin = self.closed && dsn + n == self.app_written;
+        self.touch(subflow);
+        self.subflows[subflow].queue(dsn, n, fin);
+        // Only a scheduler reads the unacked chunks (`Chunks::views`).
+        if self.has_scheduler {
+            self.chunks.push(dsn, n, views::bit(subflow));
+        }
+        self.next_dsn += n;
+        Ok(())
+    }
+
     fn apply(&mut self, a: Action) -> Result<(), Rejection> {
         match a {
-            Action::SendNew { subflow, max_bytes } => {
-                if subflow >= self.subflows.len() {
-                    return Err(Rejection::UnknownSubflow);
-                }
-                if !self.usable(subflow) {
-                    return Err(Rejection::SubflowNotUsable);
-                }
-                let unsent = self.app_written - self.next_dsn;
-                if unsent == 0 || max_bytes == 0 {
-                    return Err(Rejection::NothingToSend);
-                }
-                let room = self.wnd_end.saturating_sub(self.next_dsn);
-                if room == 0 {
-                    return Err(Rejection::ReceiveWindowFull);
-                }
-                let qroom = self
-                    .cfg
-                    .snd_buf_bytes
-                    .saturating_sub(self.subflows[subflow].queued_bytes());
-                if qroom == 0 {
-                    return Err(Rejection::SubflowQueueFull);
-                }
-                let mut n = max_bytes.min(unsent).min(qroom);
-                // Linux builds subflow segments of a full MSS while data waits (the send
-                // queue's skbs grow to `size_goal`); only the end of the data may be short.
-                // A hand-over of part of a segment is rounded up to whole segments, so a
-                // byte-sized hand-over never becomes a short segment on the wire.
-                let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
-                n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
-                if room < n {
-                    // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
-                    // `tcp_snd_wnd_test` only sends segments that fit the window whole):
-                    // a window-limited hand-over is cut to whole segments.
-                    n = room / mss * mss;
-                    if n == 0 {
-                        return Err(Rejection::ReceiveWindowFull);
-                    }
-                }
-                let dsn = self.next_dsn;
-                let fin = self.closed && dsn + n == self.app_written;
-                self.subflows[subflow].queue(dsn, n, fin);
-                self.chunks.push(dsn, n, 1 << subflow.min(63));
-                self.next_dsn += n;
-                Ok(())
-            }
+            Action::SendNew { subflow, max_bytes } => self.send_new(subflow, max_bytes),
             Action::Resend {
                 subflow,
                 dsn,
@@ -406,6 +434,7 @@ impl DataSender {
                 }
                 let e = e.min(s + qroom);
                 let fin = self.closed && e == self.app_written;
+                self.touch(subflow);
                 self.subflows[subflow].queue_resend(s, e - s, fin, kind);
                 self.chunks.mark_sent_on(s, e, subflow);
                 self.chunks.remove_reinject(s, e);
@@ -415,6 +444,7 @@ impl DataSender {
                 if subflow >= self.subflows.len() {
                     return Err(Rejection::UnknownSubflow);
                 }
+                self.touch(subflow);
                 self.subflows[subflow].penalize();
                 Ok(())
             }
@@ -429,10 +459,12 @@ impl DataSender {
             self.arm_rtx_timer(now_ns);
         }
         for i in 0..self.subflows.len() {
-            if !self.path_up[i] {
+            if !self.is_path_up(i) {
                 continue;
             }
+            // A call that sends nothing leaves the views as they are (see `views.rs`).
             if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
+                self.touch(i);
                 return Some((i, seg));
             }
         }
@@ -469,7 +501,9 @@ impl DataSender {
                 subflows: &self.coupled,
                 me: i,
             };
-            if let Some(kind) = self.subflows[i].handle_timeout_coupled(now_ns, &view) {
+            let loss = self.subflows[i].handle_timeout_coupled(now_ns, &view);
+            self.touch(i);
+            if let Some(kind) = loss {
                 if let Some(s) = self.sched.as_mut() {
                     s.on_loss(i, kind, now_ns);
                 }
@@ -497,10 +531,11 @@ impl DataSender {
     /// sending; its queued and outstanding data are copied to the reinjection queue (they also
     /// stay on the subflow, so nothing is lost with a scheduler that ignores that queue).
     pub fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64) {
-        if subflow >= self.subflows.len() || self.path_up[subflow] == up {
+        if subflow >= self.subflows.len() || self.is_path_up(subflow) == up {
             return;
         }
-        self.path_up[subflow] = up;
+        self.path_up ^= views::bit(subflow);
+        self.touch(subflow);
         self.subflows[subflow].set_path_up(up, now_ns);
         if !up && self.cfg.mode == Mode::Mptcp && self.subflows.len() > 1 {
             let acked = self.data_acked;
@@ -510,88 +545,5 @@ impl DataSender {
             self.reinject_outstanding(subflow);
         }
         self.need_schedule = true;
-    }
-
-    /// Fills `out` with one view per subflow (what the scheduler sees).
-    pub fn subflow_views(&self, out: &mut Vec<SubflowView>) {
-        out.clear();
-        for (i, s) in self.subflows.iter().enumerate() {
-            let mut v = SubflowView {
-                id: i,
-                path_index: i,
-                ..Default::default()
-            };
-            s.fill_view(&mut v);
-            v.established &= self.path_up[i];
-            if let Some(st) = self.stale.as_ref() {
-                v.stale = st.is_stale(i);
-                v.stale_count = st.count(i) as u64;
-            }
-            out.push(v);
-        }
-    }
-
-    /// Per-subflow counters.
-    pub fn subflow_stats(&self, subflow: usize) -> Option<SenderStats> {
-        self.subflows.get(subflow).map(|s| s.stats())
-    }
-
-    /// The subflow state machines (read-only).
-    pub fn subflows(&self) -> &[Sender] {
-        &self.subflows
-    }
-
-    /// Rejected actions so far for reason `why`.
-    pub fn rejections(&self, why: Rejection) -> u64 {
-        self.rejections.iter().map(|r| r[why.index()]).sum()
-    }
-
-    /// Refused actions so far, `(action kind, reason, count)` for every non-zero count, in
-    /// kind then reason order ([`Action::KINDS`], [`Rejection::ALL`]).
-    pub fn rejected_actions(&self) -> impl Iterator<Item = (&'static str, Rejection, u64)> + '_ {
-        Action::KINDS
-            .iter()
-            .zip(&self.rejections)
-            .flat_map(|(kind, row)| {
-                Rejection::ALL
-                    .iter()
-                    .zip(row)
-                    .filter(|(_, &n)| n > 0)
-                    .map(|(&why, &n)| (*kind, why, n))
-            })
-    }
-
-    /// Bytes sent again at the connection level (transmitted, summed over the subflows).
-    pub fn resent(&self) -> ResendCounters {
-        let mut r = ResendCounters::default();
-        for s in &self.subflows {
-            r.merge(&s.stats().resent);
-        }
-        r
-    }
-
-    /// Cumulative DATA_ACK.
-    pub fn data_acked(&self) -> u64 {
-        self.data_acked
-    }
-    /// DSN of the next new byte.
-    pub fn next_dsn(&self) -> u64 {
-        self.next_dsn
-    }
-    /// Bytes written by the application.
-    pub fn app_written(&self) -> u64 {
-        self.app_written
-    }
-    /// Bytes waiting in the reinjection queue.
-    pub fn reinject_queue_bytes(&self) -> u64 {
-        self.chunks.reinject_bytes()
-    }
-    /// Calls to the scheduler so far.
-    pub fn schedule_calls(&self) -> u64 {
-        self.schedule_calls
-    }
-    /// Name of the scheduler (`"tcp"` in TCP mode).
-    pub fn scheduler_name(&self) -> &'static str {
-        self.sched.as_ref().map_or("tcp", |s| s.name())
     }
 }

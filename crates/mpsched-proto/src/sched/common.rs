@@ -87,6 +87,52 @@ pub(crate) fn oot_select(
     metric: impl Fn(&SubflowView) -> u64,
     avail: impl Fn(&SubflowView) -> bool,
 ) -> Option<SubflowId> {
+    if mask == 0 {
+        // New data (every decision but a reinjection's): no subflow carried it yet, so the
+        // passes below reduce to this one (checked against them by a test).
+        let (sf, force) = select_unused(subflows, false, &metric, &avail);
+        if force {
+            return sf;
+        }
+        return select_unused(subflows, true, &metric, &avail).0;
+    }
+    oot_select_general(subflows, mask, metric, avail)
+}
+
+/// [`select_among`] for a segment no subflow carried (`mask` 0) over the backups (`backup`)
+/// or the active subflows.
+#[inline]
+fn select_unused(
+    subflows: &[SubflowView],
+    backup: bool,
+    metric: &impl Fn(&SubflowView) -> u64,
+    avail: &impl Fn(&SubflowView) -> bool,
+) -> (Option<SubflowId>, bool) {
+    let mut best: Option<(SubflowId, u64)> = None;
+    let mut busy = false;
+    for sf in subflows.iter().rev() {
+        if sf.backup != backup || !sf.usable() {
+            continue;
+        }
+        if !avail(sf) {
+            busy = true;
+            continue;
+        }
+        let m = metric(sf);
+        if best.is_none_or(|(_, b)| m < b) {
+            best = Some((sf.id, m));
+        }
+    }
+    (best.map(|(id, _)| id), best.is_some() || busy)
+}
+
+/// [`oot_select`] for any `mask`.
+fn oot_select_general(
+    subflows: &[SubflowView],
+    mask: u64,
+    metric: impl Fn(&SubflowView) -> u64,
+    avail: impl Fn(&SubflowView) -> bool,
+) -> Option<SubflowId> {
     let mut mask = mask;
     let mut looped = false;
     loop {
@@ -271,6 +317,42 @@ pub(crate) fn mul_div(a: u64, b: u64, c: u64) -> u64 {
     }
     let r = (a as u128) * (b as u128) / (c as u128);
     r.min(u64::MAX as u128) as u64
+}
+
+#[cfg(test)]
+mod select_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn view() -> impl Strategy<Value = SubflowView> {
+        (any::<[bool; 5]>(), 0u64..4, 0u64..6, 0u64..6).prop_map(|(b, srtt, cwnd, used)| SubflowView {
+            established: b[0],
+            backup: b[1],
+            potentially_failed: b[2],
+            in_loss_recovery: b[3],
+            srtt_ns: srtt,
+            mss_bytes: if b[4] { 10 } else { 0 },
+            cwnd_bytes: cwnd * 10,
+            in_flight_bytes: used * 10,
+            ..SubflowView::default()
+        })
+    }
+
+    proptest! {
+        /// The new-data fast path picks what the general passes pick (ties included).
+        #[test]
+        fn new_data_selection_equals_the_general_passes(mut subflows in proptest::collection::vec(view(), 0..7)) {
+            for (i, s) in subflows.iter_mut().enumerate() {
+                s.id = i;
+            }
+            let fast = oot_select(&subflows, 0, |s| s.srtt_ns, SubflowView::available);
+            let general = oot_select_general(&subflows, 0, |s| s.srtt_ns, SubflowView::available);
+            prop_assert_eq!(fast, general);
+            let fast = oot_select(&subflows, 0, |s| s.srtt_ns, SubflowView::usable);
+            let general = oot_select_general(&subflows, 0, |s| s.srtt_ns, SubflowView::usable);
+            prop_assert_eq!(fast, general);
+        }
+    }
 }
 
 /// Hand-built views for the unit tests.

@@ -1,5 +1,10 @@
 //! A set of disjoint half-open `u64` ranges, kept merged (SACK scoreboard, out-of-order
 //! queues). O(log n) per insert plus the ranges it merges.
+//!
+//! Data mostly arrives (and is SACKed) in order, so the common operations have a fast path
+//! that needs no search: an empty set answers at once, and an insert at or beyond the start
+//! of the highest range only looks at that range. The tests check the fast paths against the
+//! general ones and against a model on random operations.
 
 use std::collections::BTreeMap;
 
@@ -41,7 +46,21 @@ impl RangeSet {
     }
 
     /// The range containing `x`, if any.
+    #[inline]
     pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
+        if self.ranges.is_empty() {
+            return None;
+        }
+        self.containing_search(x)
+    }
+
+    fn containing_search(&self, x: u64) -> Option<(u64, u64)> {
+        // The newest data (what a SACK block reports first) is mostly in the highest range.
+        if let Some((&s, &e)) = self.ranges.last_key_value() {
+            if x >= s {
+                return (x < e).then_some((s, e));
+            }
+        }
         self.ranges
             .range(..=x)
             .next_back()
@@ -55,6 +74,31 @@ impl RangeSet {
         if start >= end {
             return 0;
         }
+        // In order: `start` at or beyond the start of the highest range, so no other range
+        // can merge. Extend that range, or add one after it.
+        if let Some(mut last) = self.ranges.last_entry() {
+            let (s, e) = (*last.key(), *last.get());
+            if start >= s {
+                if start <= e {
+                    if end <= e {
+                        return 0;
+                    }
+                    gap(e, end);
+                    *last.get_mut() = end;
+                } else {
+                    gap(start, end);
+                    self.ranges.insert(start, end);
+                }
+                let added = end - start.max(e);
+                self.total_bytes += added;
+                return added;
+            }
+        }
+        self.insert_general(start, end, gap)
+    }
+
+    /// [`RangeSet::insert_with`] by search, for any `start`.
+    fn insert_general(&mut self, start: u64, end: u64, mut gap: impl FnMut(u64, u64)) -> u64 {
         let mut new_start = start;
         let mut new_end = end;
         let mut cur = start;
@@ -90,15 +134,21 @@ impl RangeSet {
     }
 
     /// Adds `[start, end)`; returns the number of newly covered bytes.
+    #[inline]
     pub fn insert(&mut self, start: u64, end: u64) -> u64 {
         self.insert_with(start, end, |_, _| {})
     }
 
     /// Removes everything below `x`.
+    #[inline]
     pub fn remove_below(&mut self, x: u64) {
         if self.ranges.is_empty() {
             return; // the common case: nothing out of order
         }
+        self.remove_below_search(x);
+    }
+
+    fn remove_below_search(&mut self, x: u64) {
         while let Some((&s, &e)) = self.ranges.iter().next() {
             if s >= x {
                 break;
@@ -114,12 +164,13 @@ impl RangeSet {
     }
 
     /// Removes and returns the lowest range if it starts at or below `x`.
+    #[inline]
     pub fn pop_first_if_starts_by(&mut self, x: u64) -> Option<(u64, u64)> {
-        let (s, e) = self.first()?;
-        if s > x {
+        let first = self.ranges.first_entry()?;
+        if *first.key() > x {
             return None;
         }
-        self.ranges.remove(&s);
+        let (s, e) = first.remove_entry();
         self.total_bytes -= e - s;
         Some((s, e))
     }
@@ -161,6 +212,104 @@ impl RangeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// One operation on a set, over a small universe so that ranges meet often.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u64, u64),
+        Remove(u64, u64),
+        RemoveBelow(u64),
+        PopFirstBy(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u64..64, 0u64..12).prop_map(|(s, l)| Op::Insert(s, s + l)),
+            1 => (0u64..64, 0u64..12).prop_map(|(s, l)| Op::Remove(s, s + l)),
+            1 => (0u64..64).prop_map(Op::RemoveBelow),
+            1 => (0u64..64).prop_map(Op::PopFirstBy),
+        ]
+    }
+
+    /// Maximal runs of covered points of the model.
+    fn runs(model: &[bool]) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (i, &c) in model.iter().enumerate() {
+            let i = i as u64;
+            match out.last_mut() {
+                Some(r) if c && r.1 == i => r.1 += 1,
+                _ if c => out.push((i, i + 1)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Every operation, fast path or not, leaves the set equal to a point-by-point model;
+        /// inserts report the newly covered gaps in order; the in-order fast path of insert
+        /// gives what the general search gives.
+        #[test]
+        fn operations_match_a_point_model(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut set = RangeSet::new();
+            let mut model = vec![false; 96];
+            for op in ops {
+                match op {
+                    Op::Insert(s, e) => {
+                        let mut general = set.clone();
+                        let mut gaps_general = Vec::new();
+                        // (`insert_with` returns before the search for an empty range.)
+                        let added_general = if s < e {
+                            general.insert_general(s, e, |a, b| gaps_general.push((a, b)))
+                        } else {
+                            0
+                        };
+                        let mut gaps = Vec::new();
+                        let added = set.insert_with(s, e, |a, b| gaps.push((a, b)));
+                        let mut want = Vec::new();
+                        for x in s..e {
+                            if !model[x as usize] {
+                                model[x as usize] = true;
+                                match want.last_mut() {
+                                    Some((_, b)) if *b == x => *b += 1,
+                                    _ => want.push((x, x + 1)),
+                                }
+                            }
+                        }
+                        prop_assert_eq!(&gaps, &want);
+                        prop_assert_eq!(added, want.iter().map(|(a, b)| b - a).sum::<u64>());
+                        prop_assert_eq!((added_general, gaps_general), (added, gaps));
+                        prop_assert_eq!(general.iter().collect::<Vec<_>>(), set.iter().collect::<Vec<_>>());
+                    }
+                    Op::Remove(s, e) => {
+                        set.remove(s, e);
+                        (s..e).for_each(|x| model[x as usize] = false);
+                    }
+                    Op::RemoveBelow(x) => {
+                        set.remove_below(x);
+                        (0..x).for_each(|i| model[i as usize] = false);
+                    }
+                    Op::PopFirstBy(x) => {
+                        let want = runs(&model).first().copied().filter(|r| r.0 <= x);
+                        prop_assert_eq!(set.pop_first_if_starts_by(x), want);
+                        if let Some((a, b)) = want {
+                            (a..b).for_each(|i| model[i as usize] = false);
+                        }
+                    }
+                }
+                let want = runs(&model);
+                prop_assert_eq!(set.iter().collect::<Vec<_>>(), want.clone());
+                prop_assert_eq!(set.total_bytes(), want.iter().map(|(a, b)| b - a).sum::<u64>());
+                prop_assert_eq!(set.first(), want.first().copied());
+                prop_assert_eq!(set.last_end(), want.last().map(|r| r.1));
+                for x in 0..96u64 {
+                    let inside = want.iter().copied().find(|r| r.0 <= x && x < r.1);
+                    prop_assert_eq!(set.containing(x), inside);
+                }
+            }
+        }
+    }
 
     #[test]
     fn merges_and_reports_gaps() {

@@ -260,11 +260,18 @@ impl Receiver {
         self.released.drain(..)
     }
 
-    /// Like [`Receiver::drain_released`], by swapping buffers: `into` must be empty and
-    /// receives the released data; its allocation is kept for the next releases.
-    pub fn swap_released(&mut self, into: &mut Vec<Released>) {
-        debug_assert!(into.is_empty());
-        std::mem::swap(&mut self.released, into);
+    /// Like [`Receiver::drain_released`], by moving the buffer out: the caller walks it and
+    /// hands it back emptied with [`Receiver::restore_released`], so one allocation serves
+    /// every release.
+    pub fn take_released(&mut self) -> Vec<Released> {
+        std::mem::take(&mut self.released)
+    }
+
+    /// Hands back the buffer [`Receiver::take_released`] took, after the caller emptied it.
+    pub fn restore_released(&mut self, mut buf: Vec<Released>) {
+        debug_assert!(self.released.is_empty());
+        buf.clear();
+        self.released = buf;
     }
 
     /// Next segment to send (handshake or ACK).
@@ -296,9 +303,11 @@ impl Receiver {
             data_ack,
             ..Default::default()
         };
-        // SACK blocks, most recent first, still above rcv_nxt.
+        // SACK blocks, most recent first, still above rcv_nxt (none without out-of-order data:
+        // a block noted earlier is below rcv_nxt by now).
         let mut n = 0;
-        for &r in &self.recent_sack[..self.n_recent] {
+        let recent = if self.ofo_ranges.is_empty() { 0 } else { self.n_recent };
+        for &r in &self.recent_sack[..recent] {
             if n >= self.cfg.max_sack_blocks.min(seg.sack.len()) {
                 break;
             }

@@ -39,6 +39,9 @@ impl DataSender {
             return;
         };
         st.timer_ns = None;
+        // The backup flags are read below from fresh views; the stale checks then change the
+        // marks and counts every view shows, so all are rebuilt again before the next decision.
+        self.touch_all();
         self.refresh_views();
         let active: Vec<bool> = (0..self.subflows.len()).map(|i| self.usable(i)).collect();
         let (mut pick, mut backup, mut pushed) = (None, None, false);
@@ -63,6 +66,7 @@ impl DataSender {
             }
         }
         self.stale = Some(st);
+        self.touch_all();
         let pick = pick.or(if min_stale_count > 1 { backup } else { None });
         if let (Some(sf), true) = (pick, self.data_acked < self.next_dsn) {
             // The head data frag: from the DATA_ACK to its frag's end, as far as it was sent.

@@ -40,14 +40,13 @@ impl Sender {
         if !self.rtt.has_sample {
             return 0;
         }
-        let pct: u128 = if self.tcb.cwnd_bytes < self.tcb.ssthresh_bytes / 2 {
+        let pct = if self.tcb.cwnd_bytes < self.tcb.ssthresh_bytes / 2 {
             200
         } else {
             120
         };
-        let bytes = self.tcb.cwnd_bytes.max(self.board.outstanding_bytes()) as u128;
-        (pct * bytes * 8 * 1_000_000_000 / (100 * self.rtt.srtt_ns.max(1) as u128))
-            .min(u64::MAX as u128) as u64
+        let bytes = self.tcb.cwnd_bytes.max(self.board.outstanding_bytes());
+        pacing_rate(pct, bytes, self.rtt.srtt_ns)
     }
 
     /// Segments per transmitted skb now (Linux `tcp_tso_autosize` at [`Self::pacing_rate_bps`];
@@ -118,5 +117,37 @@ impl Sender {
     /// Nothing queued and nothing outstanding.
     pub fn is_idle(&self) -> bool {
         self.queue.is_empty() && self.board.is_empty()
+    }
+}
+
+/// `pct` % of `bytes` per `srtt_ns`, in bit/s (saturating), as 128-bit arithmetic gives it.
+fn pacing_rate(pct: u64, bytes: u64, srtt_ns: u64) -> u64 {
+    let srtt_ns = srtt_ns.max(1);
+    // The same quotient in 64 bits whenever nothing overflows (windows below ~11 MB, any
+    // sRTT below ~5 000 years): a 128-bit division is a library call.
+    if pct <= 200 && bytes <= u64::MAX / (200 * 8 * 1_000_000_000) && srtt_ns <= u64::MAX / 100 {
+        return pct * bytes * 8 * 1_000_000_000 / (100 * srtt_ns);
+    }
+    (pct as u128 * bytes as u128 * 8 * 1_000_000_000 / (100 * srtt_ns as u128))
+        .min(u64::MAX as u128) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The 64-bit shortcut gives exactly the 128-bit quotient, at and around its bounds.
+        #[test]
+        fn pacing_rate_equals_the_128_bit_quotient(
+            pct in prop_oneof![Just(120u64), Just(200u64)],
+            bytes in prop_oneof![0u64..20_000_000, (u64::MAX / 1_600_000_000_000 - 3)..(u64::MAX / 1_600_000_000_000 + 3), any::<u64>()],
+            srtt_ns in prop_oneof![0u64..10_000_000_000, (u64::MAX / 100 - 3)..(u64::MAX / 100 + 3), any::<u64>()],
+        ) {
+            let want = (pct as u128 * bytes as u128 * 8 * 1_000_000_000
+                / (100 * srtt_ns.max(1) as u128))
+                .min(u64::MAX as u128) as u64;
+            prop_assert_eq!(super::pacing_rate(pct, bytes, srtt_ns), want);
+        }
     }
 }
