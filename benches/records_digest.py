@@ -117,24 +117,13 @@ def _digest_tables(tables: dict) -> tuple[str, list[tuple[str, int, str]]]:
 def run_configs(config_dir: Path, out: Path) -> None:
     import mpsched
     from mpsched.engines import sim
-    from mpsched.sched import SendNew, register
+    from mpsched.sched import register
 
-    class DigestRoundRobin:
-        """Round-robin over the available subflows (as mpsched.sched's docstring)."""
+    # The documented round-robin example, as benches/bench_pysched.py takes it.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from test_pysched import RoundRobin
 
-        def __init__(self):
-            self.last = -1
-
-        def schedule(self, view):
-            n = len(view.subflows)
-            for step in range(1, n + 1):
-                sf = view.subflows[(self.last + step) % n]
-                if sf.available and not sf.backup:
-                    self.last = sf.id
-                    return [SendNew(sf.id, min(sf.mss_bytes, sf.free_cwnd_bytes))]
-            return []
-
-    register(DigestRoundRobin, PY_SCHED_NAME)
+    register(RoundRobin, PY_SCHED_NAME)
     source = Path(mpsched.__file__).resolve().parents[2]
     expected = os.environ.get("RECORDS_DIGEST_TREE")
     if expected and source != Path(expected).resolve():
