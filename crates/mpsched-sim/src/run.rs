@@ -17,12 +17,14 @@ use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_engine::rng::Rng;
 use inflight::{Destination, InFlight, NO_SEGMENT};
+use skb::OpenSkb;
 use rows::FlowRecords;
 
 mod host;
 mod inflight;
 mod path_events;
 mod rows;
+mod skb;
 
 /// Component-id bases of the random streams (stable: adding a component of one kind never
 /// shifts the streams of another).
@@ -75,41 +77,6 @@ impl Payload {
             flow => Carried::AppMsg { flow, tag: self.value },
         }
     }
-}
-
-/// A TSO skb being built from the segments a sender emits at one instant.
-struct OpenSkb {
-    subflow: usize,
-    first: u32,
-    last: u32,
-    segs: u64,
-    /// Bytes the queues and the rate count: every segment's headers, and the framing overhead
-    /// of each segment after the first (the link adds the first one's).
-    bytes: u64,
-    next_seq: u64,
-    max_segs: u64,
-    route: RouteId,
-    overhead_bytes: u64,
-    /// The shallowest token bucket on the route, bytes (`u64::MAX`: none).
-    bucket_bytes: u64,
-}
-
-/// Sends a built skb as one packet, or its segments one by one when a token bucket on the route
-/// is shallower than the skb (Linux `tbf_segment`: tbf segments a GSO skb longer than its
-/// bucket instead of dropping it).
-fn send_skb(net: &mut Network<Payload>, sink: &mut Sink<'_>, stats: &mut RunStats, now: u64, o: &OpenSkb) {
-    if o.segs > 1 && o.bytes + o.overhead_bytes > o.bucket_bytes {
-        let mut at = o.first;
-        while at != NO_SEGMENT {
-            let (next, size) = (sink.segments.take_next(at), sink.segments.segment(at).wire_bytes());
-            net.send(now, o.route, size as u32, Payload::segment(at), sink);
-            stats.packets_sent += 1;
-            at = next;
-        }
-        return;
-    }
-    net.send(now, o.route, o.bytes as u32, Payload::segment(o.first), sink);
-    stats.packets_sent += 1;
 }
 
 /// The loop's side of the network: schedules network events and frees dropped segments.
@@ -480,36 +447,17 @@ impl<'a> Simulation<'a> {
             let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side };
             let idx = self.segments.insert(dest, &seg);
             if let Some(o) = skb.as_mut() {
-                if data && o.subflow == subflow && o.next_seq == seg.seq && o.segs < o.max_segs {
-                    // Linux `tcp_write_xmit`: contiguous data leaves in skbs of
-                    // `tcp_tso_autosize` segments; the qdisc counts each segment's headers.
-                    self.segments.set_next(o.last, idx);
-                    o.last = idx;
-                    o.segs += 1;
-                    o.bytes += size + o.overhead_bytes;
-                    o.next_seq = seg.seq + seg.len as u64;
+                if data && o.extend(&mut self.segments, subflow, idx, &seg) {
                     continue;
                 }
             }
             if let Some(o) = skb.take() {
                 let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                send_skb(&mut self.net, &mut sink, &mut self.stats, now, &o);
+                o.send(&mut self.net, &mut sink, &mut self.stats, now);
             }
             if data && self.cfg.paths[path].gso {
-                let p = &self.cfg.paths[path];
-                let route_links = || (if client_side { &p.up } else { &p.down }).iter().map(|&l| &self.cfg.links[l]);
-                skb = Some(OpenSkb {
-                    subflow,
-                    first: idx,
-                    last: idx,
-                    segs: 1,
-                    bytes: size,
-                    next_seq: seg.seq + seg.len as u64,
-                    max_segs: side.ep.tso_segments(subflow),
-                    route,
-                    overhead_bytes: route_links().map(|l| l.overhead_bytes).max().unwrap_or(0),
-                    bucket_bytes: route_links().filter_map(|l| l.burst_bytes).min().unwrap_or(u64::MAX),
-                });
+                let max_segs = side.ep.tso_segments(subflow);
+                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, &seg, max_segs));
                 continue;
             }
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
@@ -518,7 +466,7 @@ impl<'a> Simulation<'a> {
         }
         if let Some(o) = skb.take() {
             let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            send_skb(&mut self.net, &mut sink, &mut self.stats, now, &o);
+            o.send(&mut self.net, &mut sink, &mut self.stats, now);
         }
         if let Some(want) = side.ep.poll_timeout() {
             if side.timer_at_ns.is_none_or(|t| want < t) {
