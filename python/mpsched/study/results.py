@@ -296,14 +296,18 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
         # between chunk layouts (x / 1e6 on a long chunk vs a one-row one)
         return df.rechunk() if in_order else order_rows(df, order)
 
+    def files(name: str) -> Iterator[tuple[str, Path, bool]]:
+        # a local store's files of table `name`: batch, path, and whether all its runs are kept
+        for b, complete in whole.items():
+            path = store.root / b / f"{name}.parquet"
+            if path.is_file():
+                yield b, path, complete
+
     def scan(name: str) -> pl.LazyFrame:
         if not store.local:
             return table(name).lazy()
         parts = []
-        for b, complete in whole.items():
-            path = store.root / b / f"{name}.parquet"
-            if not path.is_file():
-                continue
+        for b, path, complete in files(name):
             lf = pl.scan_parquet(path)
             if not complete and "run_id" in lf.collect_schema().names():
                 lf = lf.filter(pl.col("run_id").is_in(mine(b).implode()))
@@ -320,10 +324,7 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
             return collect_columns(table(name).lazy(), wanted)
         wanted = list(dict.fromkeys(wanted))
         frames = []
-        for b, complete in whole.items():
-            path = store.root / b / f"{name}.parquet"
-            if not path.is_file():
-                continue
+        for b, path, complete in files(name):
             have = pl.read_parquet_schema(path)
             cols = [c for c in wanted if c in have]
             if "run_id" in have and "run_id" not in cols and (not complete or not in_order):
@@ -343,10 +344,8 @@ def from_store(store: Store, run_ids: Iterable[str] | None = None, version: str 
         if not store.local:
             return table(name).columns
         out: dict[str, None] = {}
-        for b in whole:
-            path = store.root / b / f"{name}.parquet"
-            if path.is_file():
-                out.update(dict.fromkeys(pl.read_parquet_schema(path)))
+        for _, path, _ in files(name):
+            out.update(dict.fromkeys(pl.read_parquet_schema(path)))
         return list(out)
 
     names = list(TABLES)
