@@ -27,11 +27,19 @@
 //! timer period, once the other subflow had drained the window; the stale mark came at the
 //! fifth.
 //!
-//! The timer (`mptcp_reset_rtx_timer`, `msk->timer_ival` from `mptcp_subflow_get_send`) is
-//! armed while data is unacknowledged at the connection level and restarted whenever the
-//! DATA_ACK advances (`__mptcp_clean_una`); its period is the largest remaining TCP timeout of
-//! the active subflows that are not counting stale periods (`mptcp_timeout_from_subflow`), or
-//! `TCP_RTO_MIN` (200 ms) when there is none.
+//! The timer (`mptcp_reset_rtx_timer`) is armed while data is unacknowledged at the connection
+//! level and re-armed by every `__mptcp_clean_una`: whenever the DATA_ACK advances, and at the
+//! start of each firing (`__mptcp_retrans` calls `mptcp_clean_una_wakeup` before anything
+//! else). It is re-armed with the stored `msk->timer_ival`, which only a push attempt
+//! recomputes (`mptcp_subflow_get_send`, and `mptcp_set_timeout` per pushed frag): the largest
+//! remaining TCP timeout of the active subflows that are not counting stale periods
+//! (`mptcp_timeout_from_subflow`), or `TCP_RTO_MIN` (200 ms) when there is none. So the period
+//! after a firing is the one computed at the push after the previous firing, when that
+//! firing's stale checks had just set `stale_count` = 1 on every busy subflow (and excluded
+//! them): `TCP_RTO_MIN`, even if a subflow's count is reset to 0 by the checks of this firing.
+//! A push attempt here is a scheduler run while the connection-level window admits unsent
+//! data or re-injections are queued (`__mptcp_check_push` on an ACK, an application write),
+//! or the push after a firing.
 //!
 //! Decisions: `rcv_tstamp` is a count of ACKs received on the subflow (the kernel's is in
 //! jiffies, so two ACKs within one jiffy look like one: not modelled); the subflow's earliest
@@ -66,6 +74,12 @@ pub(crate) struct StaleTracker {
     stale: Vec<bool>,
     /// The MPTCP-level retransmit timer, absolute ns.
     pub(crate) timer_ns: Option<u64>,
+    /// `msk->timer_ival`: the period the timer is (re)armed with, as computed at the last push
+    /// attempt (`mptcp_subflow_get_send`), not when the timer is armed.
+    pub(crate) ival_ns: u64,
+    /// The MPTCP timer fired since the last push attempt: the worker's `release_sock` pushes
+    /// (`mptcp_check_and_set_pending` -> `mptcp_release_cb`), which recomputes the period.
+    pub(crate) push_pending: bool,
     /// Subflows marked stale so far.
     pub(crate) marked: u64,
 }
@@ -79,6 +93,8 @@ impl StaleTracker {
             snapshot: vec![0; subflows],
             stale: vec![false; subflows],
             timer_ns: None,
+            ival_ns: TCP_RTO_MIN_NS,
+            push_pending: false,
             marked: 0,
         }
     }

@@ -59,3 +59,4 @@ fn linux_resends_the_head_data_frag_on_the_drained_subflow_at_the_mptcp_timer_be
         frag_end - acked
     );
 }
+

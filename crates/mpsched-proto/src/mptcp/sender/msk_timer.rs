@@ -6,9 +6,10 @@ use crate::mptcp::stale::{DFRAG_DATA_BYTES, TCP_RTO_MIN_NS};
 use crate::sched::{Action, ResendKind};
 
 impl DataSender {
-    /// `msk->timer_ival`: the largest remaining timeout of the active subflows not counting
-    /// stale periods (`mptcp_timeout_from_subflow`), or `TCP_RTO_MIN` when there is none.
-    pub(super) fn rtx_timer_ival(&self, now_ns: u64) -> u64 {
+    /// `mptcp_timeout_from_subflow` over the active subflows (`mptcp_subflow_get_send`): the
+    /// largest remaining timeout of those not counting stale periods, or `TCP_RTO_MIN` when
+    /// there is none.
+    fn subflow_timeout_ns(&self, now_ns: u64) -> u64 {
         let Some(st) = self.stale.as_ref() else {
             return TCP_RTO_MIN_NS;
         };
@@ -25,6 +26,13 @@ impl DataSender {
         }
     }
 
+    /// `mptcp_reset_rtx_timer`: the timer restarts with the stored `timer_ival`.
+    fn reset_rtx_timer(&mut self, now_ns: u64) {
+        if let Some(st) = self.stale.as_mut() {
+            st.timer_ns = Some(now_ns + st.ival_ns);
+        }
+    }
+
     /// The MPTCP-level retransmit timer fired (`mptcp_retransmit_timer` -> `__mptcp_retrans`).
     /// `mptcp_subflow_get_retrans` walks the subflows in order: a busy one (anything unacked or
     /// queued) gets its stale check, and a subflow just marked stale has the whole MPTCP-level
@@ -35,14 +43,26 @@ impl DataSender {
     /// on the pick, up to what of it was sent: this, not the stale mark, is what first moves
     /// the data of a silent subflow once another one has drained.
     pub(super) fn mptcp_retrans_timer(&mut self, now_ns: u64) {
+        if self.stale.is_none() {
+            return;
+        }
+        // `mptcp_clean_una_wakeup` first: with data unacknowledged the timer is re-armed at
+        // once with the period stored at the last push, before the stale checks below.
+        if let Some(st) = self.stale.as_mut() {
+            st.timer_ns = None;
+        }
+        if self.data_acked < self.next_dsn {
+            self.reset_rtx_timer(now_ns);
+        }
+        // The backup flags are read below from fresh views (built while the stale state is in
+        // place: a view shows its counts); the stale checks then change the marks and counts
+        // every view shows, so all are rebuilt again before the next decision.
+        self.touch_all();
+        self.refresh_views();
         let Some(mut st) = self.stale.take() else {
             return;
         };
-        st.timer_ns = None;
-        // The backup flags are read below from fresh views; the stale checks then change the
-        // marks and counts every view shows, so all are rebuilt again before the next decision.
-        self.touch_all();
-        self.refresh_views();
+        st.push_pending = true;
         let active: Vec<bool> = (0..self.subflows.len()).map(|i| self.usable(i)).collect();
         let (mut pick, mut backup, mut pushed) = (None, None, false);
         let mut min_stale_count = u8::MAX;
@@ -79,10 +99,6 @@ impl DataSender {
                 kind: ResendKind::Reinject,
             });
         }
-        if self.data_acked < self.next_dsn {
-            let at = now_ns + self.rtx_timer_ival(now_ns);
-            self.stale.as_mut().map(|st| st.timer_ns = Some(at));
-        }
         self.need_schedule = true;
     }
 
@@ -91,32 +107,56 @@ impl DataSender {
         self.stale.is_some()
     }
 
+    /// The MPTCP-level retransmit timer's deadline, absolute ns (upstream stale detection).
+    pub fn mptcp_timer_ns(&self) -> Option<u64> {
+        self.stale.as_ref().and_then(|st| st.timer_ns)
+    }
+
     /// Subflows marked stale so far (upstream stale detection; 0 when it is off).
     pub fn stale_marks(&self) -> u64 {
         self.stale.as_ref().map_or(0, |st| st.marked)
     }
 
-    /// `__mptcp_clean_una` after the DATA_ACK advanced: the timer restarts, or stops once
-    /// everything sent is acknowledged.
+    /// `__mptcp_clean_una` after the DATA_ACK advanced: the timer restarts with the stored
+    /// period, or stops once everything sent is acknowledged.
     pub(super) fn restart_rtx_timer(&mut self, now_ns: u64) {
         if self.stale.is_some() {
-            let at =
-                (self.data_acked < self.next_dsn).then(|| now_ns + self.rtx_timer_ival(now_ns));
-            if let Some(st) = self.stale.as_mut() {
-                st.timer_ns = at;
+            if self.data_acked < self.next_dsn {
+                self.reset_rtx_timer(now_ns);
+            } else if let Some(st) = self.stale.as_mut() {
+                st.timer_ns = None;
             }
         }
     }
 
-    /// `__mptcp_push_pending` arms the timer if it is not pending and data is unacknowledged.
-    pub(super) fn arm_rtx_timer(&mut self, now_ns: u64) {
+    /// Before a scheduler run: is it a push attempt (`__mptcp_push_pending` runs): the
+    /// connection-level window admits unsent data (an ACK's `__mptcp_check_push`, an
+    /// application write), or the MPTCP timer fired since the last one (the worker's push;
+    /// a stale mark's re-injection is pushed from there too)?
+    pub(super) fn push_attempt(&self) -> bool {
+        self.stale.as_ref().is_some_and(|st| {
+            st.push_pending || (self.wnd_end > self.next_dsn && self.app_written > self.next_dsn)
+        })
+    }
+
+    /// After a scheduler run that was a push attempt (`push`), `mptcp_subflow_get_send` stores
+    /// the period; `__mptcp_push_pending` then arms the timer if it is not pending and data is
+    /// unacknowledged.
+    pub(super) fn arm_rtx_timer(&mut self, now_ns: u64, push: bool) {
+        if self.stale.is_none() {
+            return;
+        }
+        if push {
+            let ival = self.subflow_timeout_ns(now_ns);
+            if let Some(st) = self.stale.as_mut() {
+                st.ival_ns = ival;
+                st.push_pending = false;
+            }
+        }
         if self.stale.as_ref().is_some_and(|st| st.timer_ns.is_none())
             && self.data_acked < self.next_dsn
         {
-            let at = now_ns + self.rtx_timer_ival(now_ns);
-            if let Some(st) = self.stale.as_mut() {
-                st.timer_ns = Some(at);
-            }
+            self.reset_rtx_timer(now_ns);
         }
     }
 }
