@@ -455,8 +455,9 @@ impl DataSender {
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         if self.need_schedule {
             self.need_schedule = false;
+            let push = self.push_attempt();
             self.run_scheduler(now_ns);
-            self.arm_rtx_timer(now_ns);
+            self.arm_rtx_timer(now_ns, push);
         }
         for i in 0..self.subflows.len() {
             if !self.is_path_up(i) {
