@@ -6,9 +6,14 @@
 //! timeouts: in recent kernels, 6.18 included (`tcp_retransmit_timer`,
 //! `net.ipv4.tcp_syn_linear_timeouts` = 4), a socket in SYN_SENT doubles its RTO only after
 //! more than four timeouts, so SYNs go out at 0, 1, 2, 3, 4, 5, 7, 11, 19 s ... (an MP_JOIN's
-//! too; the server's SYN-ACK timer is the request socket's and doubles from the first). Not
-//! modelled: the client gives up after `tcp_syn_retries` (6) + 4 retransmissions (about
-//! 133 s). An MP_JOIN initiator is
+//! too; the server's SYN-ACK timer is the request socket's and doubles from the first). The
+//! client gives up at the timeout after its `tcp_syn_retries` (6) + `tcp_syn_linear_timeouts`
+//! (4) = 10th retransmission (`tcp_write_timeout`: `icsk_retransmits >= max_retransmits`,
+//! checked before each retransmission), 131 s after the first SYN (the time test,
+//! `retransmits_timed_out` with `tcp_model_timeout(6, 1 s)` = 127 s, agrees): the socket is
+//! closed (`tcp_write_err`), and for an MP_JOIN the path manager does not try that endpoint
+//! again (see `crate::mptcp`'s `join_route`). Not modelled: the server's request socket giving
+//! up after `tcp_synack_retries` (5). An MP_JOIN initiator is
 //! "pre-established" until the responder's fourth ACK arrives (RFC 8684 §3.2): it may not
 //! carry data before that, while the responder may as soon as it has the third ACK; the
 //! initiator repeats its third ACK on the same 1 s timer until the fourth arrives.
@@ -18,6 +23,8 @@ use super::segment::{flags, Segment};
 
 /// `net.ipv4.tcp_syn_linear_timeouts` default: SYN_SENT timeouts before the RTO doubles.
 const SYN_LINEAR_TIMEOUTS: u64 = 4;
+/// `net.ipv4.tcp_syn_retries` default (`TCP_SYN_RETRIES`, include/net/tcp.h).
+const SYN_RETRIES: u64 = 6;
 
 /// Who sends the SYN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +59,8 @@ enum State {
     /// MP_JOIN initiator waiting for the fourth ACK.
     PreEstablished,
     Established,
+    /// Client that gave up its SYN after the retry limit (`tcp_write_err`).
+    GaveUp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,6 +264,12 @@ impl Handshake {
     pub fn handle_timeout(&mut self, now_ns: u64) {
         let Some(t) = self.timer_ns else { return };
         if now_ns < t {
+            return;
+        }
+        if self.state == State::SynSent && self.retransmits >= SYN_RETRIES + SYN_LINEAR_TIMEOUTS {
+            self.state = State::GaveUp;
+            self.timer_ns = None;
+            self.pending = None;
             return;
         }
         self.pending = Some(match self.state {

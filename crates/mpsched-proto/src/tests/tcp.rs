@@ -288,6 +288,39 @@ fn a_syn_into_a_dead_link_is_retransmitted_linearly_then_doubling() {
 }
 
 #[test]
+fn a_syn_into_a_dead_link_is_given_up_after_ten_retransmissions() {
+    // Linux 6.18 `tcp_write_timeout`: a SYN_SENT socket expires at the timeout after its
+    // `tcp_syn_retries` (6) + `tcp_syn_linear_timeouts` (4) = 10th retransmission: SYNs at 0,
+    // 1, 2, 3, 4, 5, 7, 11, 19, 35, 67 s, the socket closed at 131 s. A path that returns
+    // after that carries nothing: no SYN leaves again.
+    let total = 10_000;
+    let mut p = download(total, 100 * MBPS, 10 * MS, "reno");
+    let syn_times = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = syn_times.clone();
+    let clock = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let now = clock.clone();
+    p.ab[0].drop = Some(Box::new(move |s: &Segment| {
+        if s.has(flags::SYN) {
+            seen.borrow_mut().push(now.get());
+        }
+        true
+    }));
+    // Step the clock in 1 ms slices so the drop rule knows when each SYN left.
+    let mut t = 0;
+    while t < 140_000 * MS {
+        t += MS;
+        clock.set(t);
+        p.drive(t, |_, _| false);
+    }
+    let secs: Vec<u64> = syn_times.borrow().iter().map(|&ns| ns / (1_000 * MS)).collect();
+    assert_eq!(secs, vec![0, 1, 2, 3, 4, 5, 7, 11, 19, 35, 67]);
+    p.ab[0].drop = None;
+    p.drive(300_000 * MS, |_, _| false);
+    assert_eq!(syn_times.borrow().len(), 11, "a SYN after the give-up");
+    assert_eq!(p.a.last_delivery_ns, 0, "delivered after the give-up");
+}
+
+#[test]
 fn delayed_ack_after_quickack_acks_every_second_segment() {
     let total = 200 * 1448;
     let mut p = download(total, 100 * MBPS, 5 * MS, "reno");
