@@ -36,6 +36,7 @@
 //! per path", no checksum, no fallback.
 
 mod chunks;
+mod join_route;
 mod receiver;
 mod sender;
 pub mod stale;

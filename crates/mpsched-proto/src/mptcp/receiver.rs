@@ -36,6 +36,11 @@ pub struct DataReceiver {
     duplicate_bytes: u64,
     data_fin_seen: bool,
     joins_started: bool,
+    /// Subflows whose local interface has no route now (bit per subflow), see
+    /// [`DataReceiver::set_route_up`].
+    route_down: u64,
+    /// Joins whose `connect()` failed at the route lookup (never retried).
+    failed_joins: u64,
     /// Receive window the buffer allows now, bytes (before out-of-order data is taken off).
     rcv_wnd_bytes: u64,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
@@ -81,6 +86,8 @@ impl DataReceiver {
             duplicate_bytes: 0,
             data_fin_seen: false,
             joins_started: false,
+            route_down: 0,
+            failed_joins: 0,
             cfg,
         }
     }
@@ -106,6 +113,10 @@ impl DataReceiver {
         {
             self.joins_started = true;
             for i in 1..self.subflows.len() {
+                if self.route_down & (1u64 << i.min(63)) != 0 {
+                    self.failed_joins += 1;
+                    continue;
+                }
                 self.subflows[i].connect(now_ns);
             }
         }
@@ -244,6 +255,18 @@ impl DataReceiver {
                 self.path_up &= !bit;
             }
         }
+    }
+
+    /// The client's interface of `subflow` lost (`up` false) or regained its routes, for an
+    /// upstream kernel, which tells neither TCP nor the in-kernel path manager (see
+    /// `super::join_route`): only a join created meanwhile notices, its `connect()` failing.
+    pub fn set_route_up(&mut self, subflow: usize, up: bool) {
+        super::join_route::set(&mut self.route_down, subflow, up);
+    }
+
+    /// Joins that failed at `connect()` because their interface had no route.
+    pub fn failed_joins(&self) -> u64 {
+        self.failed_joins
     }
 
     fn is_path_up(&self, subflow: usize) -> bool {

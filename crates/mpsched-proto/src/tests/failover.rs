@@ -60,3 +60,46 @@ fn linux_resends_the_head_data_frag_on_the_drained_subflow_at_the_mptcp_timer_be
     );
 }
 
+
+#[test]
+fn a_join_created_while_its_interface_has_no_route_fails_and_is_not_retried() {
+    // Upstream (6.18): the client's interface of path 1 is down when the path manager creates
+    // the join; `connect()` fails at the route lookup, no SYN leaves, and the endpoint is not
+    // offered again (`id_avail_bitmap`), so the connection stays on path 0 after the interface
+    // returns.
+    let s = Setup {
+        backup: vec![],
+        upload: false,
+        loss_recovery: LossRecovery::default(),
+        autotune: false,
+        mode: Mode::Mptcp,
+        paths: vec![(20 * MBPS, 10 * MS), (10 * MBPS, 30 * MS)],
+        sched: "linux",
+        cc: "cubic",
+        rcv_buf_bytes: 1 << 20,
+        total_bytes: 64 << 20,
+    };
+    let mut p = download(&s);
+    let syns = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let seen = syns.clone();
+    p.ab[1].drop = Some(Box::new(move |seg: &crate::tcp::Segment| {
+        seen.set(seen.get() + u32::from(seg.has(crate::tcp::flags::SYN)));
+        false
+    }));
+    p.a.set_route_up(1, false);
+    p.drive(2_000 * MS, |_, _| false);
+    assert_eq!(p.a.failed_joins(), 1);
+    assert_eq!(syns.get(), 0, "a join SYN left without a route");
+    p.a.set_route_up(1, true);
+    let acked = p.b.data_acked();
+    p.drive(6_000 * MS, |_, _| false);
+    assert_eq!(syns.get(), 0, "the join was tried again");
+    assert_eq!(p.b.subflow_stats(1).unwrap().bytes_sent, 0);
+    assert!(p.b.data_acked() > acked, "path 0 stopped carrying");
+
+    // The same run with the route present: the join's SYN leaves and path 1 carries data.
+    let mut q = download(&s);
+    q.drive(2_000 * MS, |_, _| false);
+    assert_eq!(q.a.failed_joins(), 0);
+    assert!(q.b.subflow_stats(1).unwrap().bytes_sent > 0);
+}
