@@ -49,6 +49,9 @@ pub struct DataSender {
     /// An input happened since the scheduler last ran.
     need_schedule: bool,
     joins_started: bool,
+    /// Subflows whose local interface has no route now (bit per subflow); joins that failed.
+    route_down: u64,
+    failed_joins: u64,
     /// Refused actions, by action kind ([`Action::kind_index`]) and reason.
     rejections: [[u64; Rejection::ALL.len()]; Action::KINDS.len()],
     schedule_calls: u64,
@@ -110,6 +113,8 @@ impl DataSender {
             wnd_end: 0,
             need_schedule: false,
             joins_started: false,
+            route_down: 0,
+            failed_joins: 0,
             rejections: Default::default(),
             schedule_calls: 0,
             max_cwnd_segments: if cfg.snd_buf_autotuning {
@@ -270,6 +275,10 @@ impl DataSender {
         if self.cfg.is_client && self.cfg.mode == Mode::Mptcp && !self.joins_started {
             self.joins_started = true;
             for i in 1..self.subflows.len() {
+                if self.route_down & (1u64 << i.min(63)) != 0 {
+                    self.failed_joins += 1;
+                    continue;
+                }
                 self.touch(i);
                 self.subflows[i].connect(now_ns);
                 self.note_added(i, now_ns);
@@ -526,6 +535,17 @@ impl DataSender {
         for (dsn, len) in self.subflows[sf].unacked_mappings() {
             chunks.add_reinject(dsn.max(acked), dsn + len);
         }
+    }
+
+    /// The client's interface of `subflow` lost or regained its routes, for an upstream
+    /// kernel: only a join created meanwhile notices (see `super::join_route`).
+    pub fn set_route_up(&mut self, subflow: usize, up: bool) {
+        super::join_route::set(&mut self.route_down, subflow, up);
+    }
+
+    /// Joins that failed at `connect()` because their interface had no route.
+    pub fn failed_joins(&self) -> u64 {
+        self.failed_joins
     }
 
     /// Path of subflow `subflow` goes down (`false`) or comes back. Down: the subflow stops
