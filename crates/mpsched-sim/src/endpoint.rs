@@ -23,6 +23,9 @@ pub(crate) trait Endpoint {
     fn handle_timeout(&mut self, now_ns: u64);
     /// The local interface of `subflow`'s path went down or came back.
     fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64);
+    /// The upstream kernel's client interface of `subflow` lost or regained its routes: only
+    /// a join created meanwhile notices (its `connect()` fails; proto's `join_route`).
+    fn set_route_up(&mut self, _subflow: usize, _up: bool) {}
 
     /// Bytes the application may write now (data senders; 0 otherwise).
     fn send_buffer_free(&self) -> u64;
@@ -166,6 +169,9 @@ impl Endpoint for SenderEp {
     fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64) {
         self.0.set_path_up(subflow, up, now_ns);
     }
+    fn set_route_up(&mut self, subflow: usize, up: bool) {
+        self.0.set_route_up(subflow, up);
+    }
     fn send_buffer_free(&self) -> u64 {
         self.0.send_buffer_free()
     }
@@ -231,6 +237,9 @@ impl Endpoint for ReceiverEp {
     }
     fn set_path_up(&mut self, subflow: usize, up: bool, _now_ns: u64) {
         self.0.set_path_up(subflow, up);
+    }
+    fn set_route_up(&mut self, subflow: usize, up: bool) {
+        self.0.set_route_up(subflow, up);
     }
     fn send_buffer_free(&self) -> u64 {
         0
