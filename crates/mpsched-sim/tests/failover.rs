@@ -290,3 +290,18 @@ fn a_rate_collapse_and_a_loss_ramp_show_in_the_link_records() {
     assert!(lost[0] > 0, "the ramp loses packets on the downlink: {lost:?}");
     assert_eq!(lost[1], 0, "the uplink is untouched");
 }
+
+#[test]
+fn an_upstream_join_whose_interface_is_down_is_never_made() {
+    // Path 1's interface is down from 0 to 1 s. Upstream Linux (`linux`): the join the path
+    // manager creates once the first subflow is up fails at `connect()` (no route), and the
+    // endpoint is not offered again, so path 1 carries nothing for the whole run. The same
+    // outage from 1 s, after the join, leaves path 1 in use once it returns.
+    let sent_on_path1 = |at_ns: u64| {
+        let rec = run(&game_cfg("linux", 8 * S, vec![impairment(0, 1, at_ns, S, 0)], 4)).unwrap();
+        let (paths, sent) = (u64s(&rec, "subflows", "path"), u64s(&rec, "subflows", "bytes_sent"));
+        paths.iter().zip(&sent).filter(|(p, _)| **p == 1).map(|(_, b)| *b).sum::<u64>()
+    };
+    assert_eq!(sent_on_path1(0), 0);
+    assert!(sent_on_path1(S) > 0);
+}

@@ -41,10 +41,18 @@ impl Simulation<'_> {
         // subflow's sends fail at the route lookup (`__ip_queue_xmit` -> -EHOSTUNREACH) and it
         // stays `__mptcp_subflow_active` (TCP state only), so it is found stale by
         // `mptcp_pm_subflow_chk_stale` and recovers on its next backed-off RTO, as through a
-        // blackhole. Its packets are lost on the links here instead of before them.
+        // blackhole. Its packets are lost on the links here instead of before them. A join
+        // created meanwhile fails (see proto's `mptcp::join_route`).
         for fi in 0..self.flows.len() {
             let Some(f) = self.flows[fi].as_mut() else { continue };
             if f.client.ep.upstream_kernel() || f.server.ep.upstream_kernel() {
+                // Only a join its path manager creates meanwhile notices: `connect()` fails at
+                // the route lookup of the client's interface (the kernel engine's `down`).
+                for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
+                    if fp == path {
+                        f.client.ep.set_route_up(sf, up);
+                    }
+                }
                 continue;
             }
             for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
