@@ -27,6 +27,7 @@ import json
 import statistics
 
 import polars as pl
+from scipy.stats import binom
 
 import mpsched
 from mpsched import engines, metrics
@@ -105,6 +106,20 @@ def _cell(values: list) -> str:
     return f"{statistics.median(v):.0f} [{min(v):.0f}–{max(v):.0f}]{missing}"
 
 
+def median_ci(values: list) -> str:
+    """Distribution-free 95 % interval of the median: the order statistics k and n + 1 - k
+    with P(Binomial(n, 1/2) < k) <= 2.5 % (a two-valued outcome, such as which MPTCP timer
+    period a failover lands on, has no useful mean or normal interval)."""
+    v = sorted(x for x in values if x is not None)
+    n = len(v)
+    k = int(binom.ppf(0.025, n, 0.5))  # P(X <= k - 1) <= 2.5 %
+    while k > 0 and binom.cdf(k - 1, n, 0.5) > 0.025:
+        k -= 1
+    if k < 1:
+        return "–"
+    return f"{v[k - 1]:.0f}–{v[n - k]:.0f}"
+
+
 def table(path: str) -> None:
     rows = [json.loads(line) for line in open(path) if line.strip()]
     print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs "
@@ -128,8 +143,11 @@ def table(path: str) -> None:
             if None in med.values():
                 out.append(f"{m}: n/a")
                 continue
+            cis = " / ".join(median_ci([r[m] for r in rows if r["kind"] == kind and r["engine"] == e])
+                             for e in ("sim", "kernel"))
             rel = (med["sim"] - med["kernel"]) / med["kernel"] if med["kernel"] else float("inf")
-            out.append(f"{m}: {med['sim']:.0f} / {med['kernel']:.0f} ({rel:+.0%}, {'yes' if abs(rel) <= 0.2 else 'no'})")
+            out.append(f"{m}: {med['sim']:.0f} / {med['kernel']:.0f} ({rel:+.0%}, {'yes' if abs(rel) <= 0.2 else 'no'}; "
+                       f"median 95 % CI {cis})")
         print(f"- {kind}: " + "; ".join(out))
 
 
