@@ -103,3 +103,56 @@ fn a_join_created_while_its_interface_has_no_route_fails_and_is_not_retried() {
     assert_eq!(q.a.failed_joins(), 0);
     assert!(q.b.subflow_stats(1).unwrap().bytes_sent > 0);
 }
+
+#[test]
+fn linux_rearms_the_mptcp_timer_with_the_period_stored_at_the_last_push() {
+    // Path 0 goes silent; path 1 (2 Mbit/s, a long queue of its own data) stays busy and
+    // keeps being ACKed, and the DATA_ACK is stuck at path 0's hole. Upstream re-arms the
+    // MPTCP timer at the start of each firing (`__mptcp_retrans` -> `mptcp_clean_una_wakeup`)
+    // with `msk->timer_ival` as the last push (`mptcp_subflow_get_send`) stored it, before the
+    // firing's stale checks. A firing that finds both subflows busy gives each `stale_count`
+    // 1, and the push after it stores `TCP_RTO_MIN` (no subflow with count 0); the next
+    // firing, where path 1's count goes back to 0 (it was ACKed), re-arms with that 200 ms,
+    // and only the push after it stores path 1's long RTO again. So the periods alternate
+    // long, exactly 200 ms, long. (Recomputing the period after the checks, as the simulator
+    // used to, gives 200 ms, long, 200 ms: one firing out of phase.)
+    let s = Setup {
+        backup: vec![],
+        upload: false,
+        loss_recovery: LossRecovery::default(),
+        autotune: false,
+        mode: Mode::Mptcp,
+        paths: vec![(20 * MBPS, 10 * MS), (2 * MBPS, 30 * MS)],
+        sched: "linux",
+        cc: "cubic",
+        rcv_buf_bytes: 4 << 20,
+        total_bytes: 64 << 20,
+    };
+    let mut p = download(&s);
+    p.drive(3_000 * MS, |_, _| false);
+    p.ab[0].up = false;
+    p.ba[0].up = false;
+    let silent_ns = p.now_ns;
+    let (mut last, mut acked) = (p.b.mptcp_timer_ns(), p.b.data_acked());
+    // (firing time, the period it re-armed with): the deadline moved on from a passed one
+    // while the DATA_ACK stood still.
+    let mut firings = vec![];
+    p.drive(silent_ns + 2_000 * MS, |_, b| {
+        let t = b.mptcp_timer_ns();
+        if t != last {
+            if let (Some(old), Some(new)) = (last, t) {
+                if b.data_acked() == acked && new > old {
+                    firings.push((old, new - old));
+                }
+            }
+            (last, acked) = (t, b.data_acked());
+        }
+        false
+    });
+    assert!(firings.len() >= 3, "{firings:?}");
+    let periods_ms: Vec<u64> = firings.iter().take(3).map(|&(_, d)| d / MS).collect();
+    assert_eq!(p.b.subflow_stats(1).unwrap().rto_count, 0, "path 1 had an RTO");
+    assert!(periods_ms[0] > 300, "{periods_ms:?}");
+    assert_eq!(firings[1].1, crate::mptcp::stale::TCP_RTO_MIN_NS, "{periods_ms:?}");
+    assert!(periods_ms[2] > 300, "{periods_ms:?}");
+}
