@@ -60,7 +60,6 @@ fn linux_resends_the_head_data_frag_on_the_drained_subflow_at_the_mptcp_timer_be
     );
 }
 
-
 #[test]
 fn a_join_created_while_its_interface_has_no_route_fails_and_is_not_retried() {
     // Upstream (6.18): the client's interface of path 1 is down when the path manager creates
@@ -151,8 +150,16 @@ fn linux_rearms_the_mptcp_timer_with_the_period_stored_at_the_last_push() {
     });
     assert!(firings.len() >= 3, "{firings:?}");
     let periods_ms: Vec<u64> = firings.iter().take(3).map(|&(_, d)| d / MS).collect();
-    assert_eq!(p.b.subflow_stats(1).unwrap().rto_count, 0, "path 1 had an RTO");
+    assert_eq!(
+        p.b.subflow_stats(1).unwrap().rto_count,
+        0,
+        "path 1 had an RTO"
+    );
     assert!(periods_ms[0] > 300, "{periods_ms:?}");
-    assert_eq!(firings[1].1, crate::mptcp::stale::TCP_RTO_MIN_NS, "{periods_ms:?}");
+    assert_eq!(
+        firings[1].1,
+        crate::mptcp::stale::TCP_RTO_MIN_NS,
+        "{periods_ms:?}"
+    );
     assert!(periods_ms[2] > 300, "{periods_ms:?}");
 }

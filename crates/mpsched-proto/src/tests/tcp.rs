@@ -312,7 +312,11 @@ fn a_syn_into_a_dead_link_is_given_up_after_ten_retransmissions() {
         clock.set(t);
         p.drive(t, |_, _| false);
     }
-    let secs: Vec<u64> = syn_times.borrow().iter().map(|&ns| ns / (1_000 * MS)).collect();
+    let secs: Vec<u64> = syn_times
+        .borrow()
+        .iter()
+        .map(|&ns| ns / (1_000 * MS))
+        .collect();
     assert_eq!(secs, vec![0, 1, 2, 3, 4, 5, 7, 11, 19, 35, 67]);
     p.ab[0].drop = None;
     p.drive(300_000 * MS, |_, _| false);
