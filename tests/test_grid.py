@@ -68,6 +68,10 @@ RETRANS_MISSES: dict[str, str] = {
     "equal/tbf32k/4MiB": "kernel 298.1 kB, sim 147.7 kB per transfer (0.50x)",
     "equal_16mib/htb/16MiB": "kernel 46.7 kB, sim 17.0 kB per transfer (0.36x)",
     "equal_16mib/tbf32k/16MiB": "kernel 247.7 kB, sim 153.7 kB per transfer (0.62x)",
+    "fast_slow/htb/4MiB": ("kernel 119.3 kB, sim 75.3 kB per transfer (0.63x): it matched (106.5 kB) only while the "
+                           "simulator re-sent ~103 kB per transfer at the MPTCP level (its timer's period was "
+                           "recomputed at each re-arm), which loaded the fast path; the kernel re-sent 2 frags in 7 "
+                           "transfers (ftrace, docs/testbed.md 'Failover'), the corrected simulator none"),
     "fast_slow/tbf32k/256KiB": "kernel 19.8 kB, sim 10.8 kB per transfer (0.55x)",
     "fast_slow/tbf32k/1MiB": "kernel 127.8 kB, sim 72.4 kB per transfer (0.57x)",
     "jitter/htb/4MiB": "kernel 11.4 kB, sim 31.2 kB per transfer (2.75x)",
