@@ -289,8 +289,14 @@ fn a_syn_into_a_dead_link_is_retransmitted_linearly_then_doubling() {
 
 #[test]
 fn delayed_ack_after_quickack_acks_every_second_segment() {
+    // A receive buffer of the initial 64 KB window: rcv_ssthresh has no room to grow, so no
+    // segment re-arms quickack mode (Linux `tcp_grow_window`; the next test has it grow).
     let total = 200 * 1448;
-    let mut p = download(total, 100 * MBPS, 5 * MS, "reno");
+    let cfg = TcpConfig {
+        rcv_buf_bytes: 65_536,
+        ..TcpConfig::default()
+    };
+    let mut p = download_with(cfg, total, 100 * MBPS, 5 * MS, "reno");
     run_to_completion(&mut p, total);
     let acks = p.a.rx.stats().acks_sent;
     // 16 quickacks, then about one ACK per two segments (plus handshake-free ACK count).
@@ -298,6 +304,48 @@ fn delayed_ack_after_quickack_acks_every_second_segment() {
         (16 + (200 - 16) / 2..=16 + (200 - 16) / 2 + 10).contains(&acks),
         "acks {acks}"
     );
+}
+
+/// Feeds `n` in-order full segments one at a time from `seq`; returns how many of them were
+/// acknowledged at once (an ACK segment ready right after the segment arrived).
+fn acked_at_once(rx: &mut Receiver, seq: &mut u64, n: usize) -> usize {
+    let mut acked = 0;
+    for _ in 0..n {
+        let seg = Segment {
+            flags: flags::ACK,
+            seq: *seq,
+            len: 1448,
+            ack: 1,
+            ts_val: 1,
+            ..Default::default()
+        };
+        *seq += 1448;
+        rx.handle_segment(1, &seg);
+        acked += usize::from(rx.poll_transmit(1).is_some());
+    }
+    acked
+}
+
+#[test]
+fn a_segment_that_grows_the_receive_window_is_acknowledged_at_once() {
+    // Linux `tcp_grow_window` (from `tcp_event_data_recv`, before `__tcp_ack_snd_check`):
+    // while rcv_ssthresh is below the buffer's window every in-order skb grows it by twice its
+    // length and sets `icsk_ack.quick |= 1`, so it is acknowledged at once. On the testbed
+    // (tcp_single/htb/1MiB with the delayer segmenting, docs/testbed.md) the client ACKs every
+    // single segment through slow start while autotuning grows the buffer, then every second.
+    let mut rx = Receiver::established(TcpConfig::default());
+    rx.set_window_clamp(65_536); // the initial window: rcv_ssthresh 64 704, no room
+    let mut seq = 1;
+    // 16 quickacks (`tcp_incr_quickack`), and the first segment's growth into the 832 bytes
+    // left sets quick = 16 | 1.
+    assert_eq!(acked_at_once(&mut rx, &mut seq, 17), 17, "the initial quickacks");
+    assert_eq!(acked_at_once(&mut rx, &mut seq, 20), 10, "no room: every second segment");
+    assert_eq!(rx.rcv_ssthresh(), 65_536);
+    // Autotuning grew the buffer by 40 segments: 20 segments of growth, each ACKed at once.
+    rx.set_window_clamp(65_536 + 40 * 1448);
+    assert_eq!(acked_at_once(&mut rx, &mut seq, 20), 20, "rcv_ssthresh growing");
+    assert_eq!(rx.rcv_ssthresh(), 65_536 + 40 * 1448);
+    assert_eq!(acked_at_once(&mut rx, &mut seq, 20), 10, "caught up: every second segment");
 }
 
 #[test]
