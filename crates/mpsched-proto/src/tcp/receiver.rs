@@ -29,7 +29,11 @@ use std::collections::BTreeMap;
 /// buffer's window rounded down to whole segments and at most 65 535 bytes (unscaled SYN window).
 fn initial_rcv_ssthresh(window_bytes: u64, mss_bytes: u64) -> u64 {
     let mss = mss_bytes.max(1);
-    let w = if window_bytes > mss { window_bytes / mss * mss } else { window_bytes };
+    let w = if window_bytes > mss {
+        window_bytes / mss * mss
+    } else {
+        window_bytes
+    };
     w.min(65_535)
 }
 
@@ -360,7 +364,11 @@ impl Receiver {
         // SACK blocks, most recent first, still above rcv_nxt (none without out-of-order data:
         // a block noted earlier is below rcv_nxt by now).
         let mut n = 0;
-        let recent = if self.ofo_ranges.is_empty() { 0 } else { self.n_recent };
+        let recent = if self.ofo_ranges.is_empty() {
+            0
+        } else {
+            self.n_recent
+        };
         for &r in &self.recent_sack[..recent] {
             if n >= self.cfg.max_sack_blocks.min(seg.sack.len()) {
                 break;
