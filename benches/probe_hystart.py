@@ -103,11 +103,19 @@ def main() -> None:
     ap.add_argument("cell")
     ap.add_argument("--out", default="/tmp/probe_hystart")
     ap.add_argument("--pcap", action="store_true", help="also capture srv0 with tcpdump (LOG.pcap)")
+    ap.add_argument("--gso-off", action="store_true",
+                    help="every path gso = false: the delayer segments the sender's skbs, so the client "
+                         "receives (and acknowledges) single segments")
+    ap.add_argument("--flows", type=int, default=0, help="run only the first N flows of the cell (0: all)")
     a = ap.parse_args()
     cell = next(c for c in cells(GRID) if c.id == a.cell)
+    if a.gso_off:
+        cell.config["paths"] = [{**p, "gso": False} for p in cell.config["paths"]]
+    if a.flows:
+        cell.config["flows"] = cell.config["flows"][:a.flows]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / (a.cell.replace("/", "_") + ".log")
+    log = out / (a.cell.replace("/", "_") + ("_gso_off" if a.gso_off else "") + ".log")
     stop = threading.Event()
     t = threading.Thread(target=watch, args=(stop, log, a.pcap), daemon=True)
     t.start()

@@ -51,11 +51,14 @@ def test_a_gso_path_carries_skbs_and_the_receiver_acknowledges_each_once():
     for t in (per_segment, whole):
         assert t["flows"]["completed"] == [True] and t["flows"]["bytes_delivered"] == [1 << 20]
     seg, skb = (dict(zip(t["links"]["link"], t["links"]["packets_forwarded"])) for t in (per_segment, whole))
-    # Per segment: every segment is a packet, and the receiver acknowledges every second one.
-    assert seg["a.down"] >= SEGMENTS and seg["a.up"] < 0.6 * seg["a.down"]
+    # Per segment: every segment is a packet, and each one grows the receiver's rcv_ssthresh
+    # towards the fixed 6 MiB buffer, so each is acknowledged at once (Linux `tcp_grow_window`
+    # re-arms quickack; the testbed's client does so through slow start).
+    assert seg["a.down"] >= SEGMENTS and seg["a.up"] >= 0.95 * seg["a.down"]
     # Whole skbs: at least two segments per packet after the first flights, one ACK per skb.
     assert skb["a.down"] < 0.6 * SEGMENTS
     assert 0.8 * skb["a.down"] <= skb["a.up"] <= 1.2 * skb["a.down"]
+    assert skb["a.up"] < 0.6 * seg["a.up"]
 
 
 @pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")

@@ -4,7 +4,10 @@ a path dies and comes back, measured with `mpsched.metrics`.
 The setting (as the core's own tests, crates/mpsched-sim/tests/failover.rs): path "a" 10 ms one
 way, path "b" 40 ms, both 10 Mbit/s with 100-packet queues; a game-state stream of 300-byte
 messages at 50 Hz for 8 s with a 150 ms deadline. Path "b" alone delivers every message in
-about 40 ms, well within the deadline.
+about 40 ms, well within the deadline. The receive buffer autotunes as the kernel's does, so it
+stays at its initial window for this light stream and the messages are acknowledged by delayed
+ACKs (with a fixed 6 MiB buffer each would grow rcv_ssthresh and be ACKed at once, Linux
+`tcp_grow_window`, shortening the timeouts these tests count in).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ queue = "100 packets"
 scheduler = "{scheduler}"
 cc = "cubic"
 stale_loss_cnt = {stale}
+rcv_buf_autotuning = true
 [[workload]]
 kind = "messages"
 size = "300B"

@@ -107,6 +107,11 @@ fn game_cfg(scheduler: &str, stop_ns: u64, events: Vec<PathEvent>, stale_loss_cn
     let mut cfg = two_paths(stop_ns + 10 * S);
     let mut t = transport(Protocol::Mptcp, scheduler, "cubic", vec![0, 1]);
     t.stale_loss_cnt = stale_loss_cnt;
+    // The kernel's receive autotuning: the buffer stays at its initial window for this light
+    // traffic, so after the first quickacks the messages are acknowledged by delayed ACKs (with
+    // a fixed 6 MiB buffer each one would grow rcv_ssthresh and be ACKed at once, Linux
+    // `tcp_grow_window`, shortening the RTO these tests count in).
+    t.rcv_buf_autotuning = true;
     cfg.transports.push(t);
     let mut f = sized(0, 0, 0, 0);
     f.app = AppConfig::Messages { size_bytes: 300, interval_ns: 20 * MS, deadline_ns: Some(150 * MS), stop_ns };

@@ -104,6 +104,9 @@ impl DataReceiver {
         if subflow >= self.subflows.len() {
             return;
         }
+        // Linux `tcp_grow_window` on the subflow: `rcv_ssthresh` grows towards the buffer's
+        // window (MPTCP propagates the msk's autotuned rcvbuf and clamp to its subflows).
+        self.subflows[subflow].set_window_clamp(self.rcv_wnd_bytes);
         let became_established = self.subflows[subflow].handle_segment(now_ns, seg);
         let established = self.subflows[subflow].is_established();
         if !self.joins_started

@@ -6,9 +6,16 @@
 //! then the most recently reported others).
 //!
 //! ACK policy (Linux `__tcp_ack_snd_check`): ACK at once when more than one MSS is unacked,
-//! in quickack mode (the first [`super::QUICKACKS`] ACKs: Linux `tcp_incr_quickack` on the
-//! first data segment), for out-of-order or duplicate data and when a hole is filled;
-//! otherwise after [`super::DELAYED_ACK_NS`]. Timestamps follow RFC 7323 §4.3: TS.Recent is
+//! in quickack mode, for out-of-order or duplicate data and when a hole is filled; otherwise
+//! after [`super::DELAYED_ACK_NS`]. Quickack mode lasts [`super::QUICKACKS`] ACKs from the
+//! first data segment (Linux `tcp_incr_quickack`: rcv_wnd / (2 rcv_mss), at most
+//! `TCP_MAX_QUICKACKS`; 16 for the initial 64 KB window) and is re-armed for one ACK by every
+//! in-order data segment that grows `rcv_ssthresh` (Linux `tcp_grow_window`, called from
+//! `tcp_event_data_recv` before the ACK decision: `rcv_ssthresh += min(room, max(2 advmss,
+//! 2 skb->len))` and `icsk_ack.quick |= 1`, where room = min(window_clamp, tcp_space) -
+//! rcv_ssthresh). `rcv_ssthresh` starts at the initial window (at most 64 KB) and the clamp is
+//! the receive buffer's window ([`Receiver::set_window_clamp`]), so while autotuning grows the
+//! buffer (every RTT of slow start) every segment, and every skb, is acknowledged at once. Timestamps follow RFC 7323 §4.3: TS.Recent is
 //! taken only from segments at or below the last ACK sent, so a delayed ACK echoes the oldest
 //! unacknowledged segment and an ACK after a hole echoes the retransmission.
 
@@ -17,6 +24,18 @@ use super::rangeset::RangeSet;
 use super::segment::{flags, Segment};
 use super::{TcpConfig, DELAYED_ACK_NS};
 use std::collections::BTreeMap;
+
+/// Linux's initial `rcv_ssthresh`: the initial window `tcp_select_initial_window` offers, the
+/// buffer's window rounded down to whole segments and at most 65 535 bytes (unscaled SYN window).
+fn initial_rcv_ssthresh(window_bytes: u64, mss_bytes: u64) -> u64 {
+    let mss = mss_bytes.max(1);
+    let w = if window_bytes > mss {
+        window_bytes / mss * mss
+    } else {
+        window_bytes
+    };
+    w.min(65_535)
+}
 
 /// A piece of in-order data handed to the owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +84,10 @@ pub struct Receiver {
     delack_deadline: Option<u64>,
     quickacks_left: u32,
     quickack_armed: bool,
+    /// Linux `rcv_ssthresh`: how far the window offered may grow now, bytes.
+    rcv_ssthresh: u64,
+    /// Linux `min(window_clamp, tcp_space)`: the receive buffer's window, bytes.
+    window_clamp: u64,
     released: Vec<Released>,
     conn_window: Option<(u64, u64)>,
     path_up: bool,
@@ -85,6 +108,8 @@ impl Receiver {
     }
 
     fn with_handshake(cfg: TcpConfig, hs: Handshake) -> Self {
+        let rcv_ssthresh = initial_rcv_ssthresh(cfg.rcv_buf_bytes, cfg.mss_bytes);
+        let window_clamp = cfg.rcv_buf_bytes;
         Self {
             cfg,
             hs,
@@ -99,6 +124,8 @@ impl Receiver {
             delack_deadline: None,
             quickacks_left: 0,
             quickack_armed: false,
+            rcv_ssthresh,
+            window_clamp,
             released: Vec::new(),
             conn_window: None,
             path_up: true,
@@ -120,6 +147,36 @@ impl Receiver {
     /// Sets the window and DATA_ACK the next ACKs carry (MPTCP: the connection's).
     pub fn set_conn_window(&mut self, data_ack: u64, window_bytes: u64) {
         self.conn_window = Some((data_ack, window_bytes));
+    }
+
+    /// Sets the window the receive buffer allows (Linux `window_clamp` / `tcp_space`; an MPTCP
+    /// connection's, which grows with autotuning), bytes. `rcv_ssthresh` grows towards it;
+    /// before the first data it starts from this window (the window the SYN offered).
+    pub fn set_window_clamp(&mut self, window_bytes: u64) {
+        self.window_clamp = window_bytes;
+        if self.stats.bytes_received == 0 {
+            self.rcv_ssthresh = initial_rcv_ssthresh(window_bytes, self.cfg.mss_bytes);
+        }
+    }
+
+    /// Linux `rcv_ssthresh`, bytes.
+    pub fn rcv_ssthresh(&self) -> u64 {
+        self.rcv_ssthresh
+    }
+
+    /// Linux `tcp_grow_window` for an in-order data skb of `len` bytes (`tcp_event_data_recv`
+    /// calls it for skbs of at least 128 bytes): while `rcv_ssthresh` is below the clamp it
+    /// grows by twice the data (at least 2 MSS) and quickack mode is armed for this ACK
+    /// (`icsk_ack.quick |= 1`, a bitwise or: an odd count stays, an even one gains one).
+    fn grow_window(&mut self, len: u64) {
+        if len < 128 || self.rcv_ssthresh >= self.window_clamp {
+            return;
+        }
+        let room = self.window_clamp - self.rcv_ssthresh;
+        self.rcv_ssthresh += room.min((2 * self.cfg.mss_bytes).max(2 * len));
+        if self.cfg.quickack_segments > 0 {
+            self.quickacks_left |= 1;
+        }
     }
 
     /// Requests an immediate ACK (e.g. a window update).
@@ -181,6 +238,7 @@ impl Receiver {
                 self.stats.duplicate_bytes += off;
             }
             let had_ofo = !self.ofo.is_empty();
+            self.grow_window(len - off);
             self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
             self.rcv_nxt = end;
             while let Some((&s, o)) = self.ofo.first_key_value() {
@@ -306,7 +364,11 @@ impl Receiver {
         // SACK blocks, most recent first, still above rcv_nxt (none without out-of-order data:
         // a block noted earlier is below rcv_nxt by now).
         let mut n = 0;
-        let recent = if self.ofo_ranges.is_empty() { 0 } else { self.n_recent };
+        let recent = if self.ofo_ranges.is_empty() {
+            0
+        } else {
+            self.n_recent
+        };
         for &r in &self.recent_sack[..recent] {
             if n >= self.cfg.max_sack_blocks.min(seg.sack.len()) {
                 break;

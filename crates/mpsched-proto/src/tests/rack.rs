@@ -51,6 +51,12 @@ fn the_same_tail_loss_waits_for_the_rto_with_rfc6675_and_about_two_srtt_with_rac
     let tail = |seq: u64| seq > 37 * 1448;
     let mut fct = Vec::new();
     for cfg in [rfc6675(), TcpConfig::default()] {
+        // A receive buffer of the initial 64 KB window: no segment grows rcv_ssthresh and
+        // re-arms quickack (Linux `tcp_grow_window`), so the last ACK is a delayed one.
+        let cfg = TcpConfig {
+            rcv_buf_bytes: 65_536,
+            ..cfg
+        };
         let mut p = download_with(cfg.clone(), total, 100 * MBPS, 10 * MS, "cubic");
         p.ba[0].drop = Some(drop_first_tx(tail));
         run_to_completion(&mut p, total);
