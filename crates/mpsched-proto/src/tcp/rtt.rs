@@ -10,6 +10,29 @@ pub const INITIAL_RTO_NS: u64 = 1_000_000_000;
 pub const MIN_RTO_NS: u64 = 200_000_000;
 /// Linux `TCP_RTO_MAX` (120 s), RFC 6298 (2.5) allows a cap of at least 60 s.
 pub const MAX_RTO_NS: u64 = 120_000_000_000;
+/// One jiffy of the testbed's kernel (`CONFIG_HZ=250`, /proc/config.gz of 6.18.44): Linux keeps
+/// the RTO in jiffies (`__tcp_set_rto` returns `usecs_to_jiffies(srtt + rttvar)`, rounding up)
+/// and backs it off by shifting that count.
+pub const JIFFY_NS: u64 = 4_000_000;
+
+/// When a Linux `timer_list` armed at `now_ns` to expire `delay_ns` later (a whole number of
+/// jiffies) fires: the timer wheel (kernel/time/timer.c `calc_wheel_index` / `calc_index`)
+/// files it at a level by its distance in jiffies (< 63: level 0, < 504: level 1, < 4032:
+/// level 2, ...; each level 8 times coarser) and rounds the expiry up to the next boundary of
+/// that level's granularity, "to guarantee that a timer does not fire early": one jiffy at level
+/// 0, up to 8 at level 1 (32 ms at HZ 250), up to 64 at level 2. The TCP retransmission timer
+/// is such a timer (`sk_reset_timer`).
+pub fn timer_wheel_fire_ns(now_ns: u64, delay_ns: u64) -> u64 {
+    let now_j = now_ns / JIFFY_NS;
+    let delta_j = delay_ns.div_ceil(JIFFY_NS);
+    let expires_j = now_j + delta_j;
+    let mut shift = 0u32;
+    // LVL_START(n) = 63 << (3 (n - 1)); 9 levels at HZ 250 (the last one is the cap).
+    while shift < 24 && delta_j >= 63u64 << shift {
+        shift += 3;
+    }
+    (((expires_j >> shift) + 1) << shift) * JIFFY_NS
+}
 
 /// SRTT / RTTVAR / min RTT state of one subflow.
 #[derive(Debug, Clone, Default)]
@@ -50,7 +73,8 @@ impl RttEstimator {
         if !self.has_sample {
             return INITIAL_RTO_NS;
         }
-        (self.srtt_ns + (4 * self.rttvar_ns).max(MIN_RTO_NS)).min(MAX_RTO_NS)
+        let rto_ns = self.srtt_ns + (4 * self.rttvar_ns).max(MIN_RTO_NS);
+        (rto_ns.div_ceil(JIFFY_NS) * JIFFY_NS).min(MAX_RTO_NS)
     }
 
     /// RTO after `backoff` doublings (RFC 6298 (5.5)), capped at [`MAX_RTO_NS`].
@@ -86,7 +110,43 @@ mod tests {
             s.on_sample(10_000_000);
         }
         assert!(s.rto_ns() >= 210_000_000 - 1 && s.rto_ns() < 215_000_000);
+        assert_eq!(s.rto_ns() % JIFFY_NS, 0);
         assert_eq!(s.backed_off_rto_ns(1), 2 * s.rto_ns());
         assert_eq!(s.backed_off_rto_ns(30), MAX_RTO_NS);
+    }
+
+    #[test]
+    fn rto_is_whole_jiffies_rounded_up() {
+        // srtt 29 ms + the 200 ms floor = 229 ms: 57.25 jiffies at HZ 250, the kernel's 58.
+        let mut r = RttEstimator::default();
+        for _ in 0..200 {
+            r.on_sample(29_000_000);
+        }
+        assert_eq!(r.srtt_ns, 29_000_000);
+        assert_eq!(r.rto_ns(), 232_000_000);
+        assert_eq!(r.backed_off_rto_ns(3), 8 * 232_000_000);
+    }
+
+    #[test]
+    fn timer_wheel_rounds_up_by_level() {
+        // Level 0 (< 63 jiffies): the jiffy after expiry.
+        assert_eq!(timer_wheel_fire_ns(1_000_000, 40_000_000), 44_000_000);
+        // 232 ms = 58 jiffies from jiffy 0: level 0, fires at jiffy 59.
+        assert_eq!(timer_wheel_fire_ns(0, 232_000_000), 236_000_000);
+        // 464 ms = 116 jiffies from jiffy 3: expires 119, level 1 (8 jiffies): jiffy 120.
+        assert_eq!(timer_wheel_fire_ns(12_000_000, 464_000_000), 480_000_000);
+        // 1856 ms = 464 jiffies from jiffy 100: expires 564, level 1: jiffy 568.
+        assert_eq!(
+            timer_wheel_fire_ns(400_000_000, 1_856_000_000),
+            2_272_000_000
+        );
+        // 2 s = 500 jiffies... 4 s = 1000 jiffies from 0: level 2 (64 jiffies): 1024.
+        assert_eq!(timer_wheel_fire_ns(0, 4_000_000_000), 4_096_000_000);
+        // Never early.
+        for now in [0u64, 3_999_999, 7_777_777, 1_234_567_890] {
+            for d in [4_000_000u64, 250_000_000, 999_000_000, 5_000_000_000] {
+                assert!(timer_wheel_fire_ns(now, d) >= now + d);
+            }
+        }
     }
 }

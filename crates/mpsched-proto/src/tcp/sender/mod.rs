@@ -13,7 +13,7 @@
 //! view, pacing rate, getters) in `view.rs`.
 
 use super::handshake::{Handshake, HsOption, Role};
-use super::rtt::RttEstimator;
+use super::rtt::{timer_wheel_fire_ns, RttEstimator};
 use super::scoreboard::Scoreboard;
 use super::segment::{flags, Segment};
 use super::TcpConfig;
@@ -302,7 +302,8 @@ impl Sender {
             self.backoff = 0;
             self.potentially_failed = false;
             // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
-            self.rto_deadline = (!self.board.is_empty()).then(|| now_ns + self.rtt.rto_ns());
+            self.rto_deadline =
+                (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
         }
         out.sacked_bytes = self.board.apply_sack(seg.sack_blocks(), now_ns);
         if self.tlp_high_seq.is_some() {
@@ -499,7 +500,10 @@ impl Sender {
         }
         // RFC 6298 (5.1): start the timer if it is not running.
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+            self.rto_deadline = Some(timer_wheel_fire_ns(
+                now_ns,
+                self.rtt.backed_off_rto_ns(self.backoff),
+            ));
         }
     }
 
@@ -544,7 +548,7 @@ impl Sender {
         if up && !self.path_up {
             self.backoff = 0;
             if !self.board.is_empty() {
-                self.rto_deadline = Some(now_ns + self.rtt.rto_ns());
+                self.rto_deadline = Some(timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
             }
         }
         self.path_up = up;

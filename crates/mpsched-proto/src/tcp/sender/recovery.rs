@@ -12,7 +12,7 @@
 use super::{CaState, Sender};
 use crate::cc::CoupledView;
 use crate::sched::LossKind;
-use crate::tcp::rtt::MIN_RTO_NS;
+use crate::tcp::rtt::{timer_wheel_fire_ns, MIN_RTO_NS};
 use crate::tcp::scoreboard::DUP_THRESH;
 
 /// Linux `TCP_TIMEOUT_MIN` (2 jiffies; HZ = 1000 assumed), added to the probe and reordering
@@ -215,7 +215,10 @@ impl Sender {
             if self.state == CaState::Open && !self.board.is_empty() && self.tlp_high_seq.is_none()
             {
                 self.probe_due = true;
-                self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+                self.rto_deadline = Some(timer_wheel_fire_ns(
+                    now_ns,
+                    self.rtt.backed_off_rto_ns(self.backoff),
+                ));
             }
         }
         let Some(t) = self.rto_deadline else {
@@ -245,7 +248,10 @@ impl Sender {
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
         self.backoff += 1;
-        self.rto_deadline = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
+        self.rto_deadline = Some(timer_wheel_fire_ns(
+            now_ns,
+            self.rtt.backed_off_rto_ns(self.backoff),
+        ));
         Some(LossKind::Timeout)
     }
 }
