@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 import numpy as np
 
@@ -33,15 +34,28 @@ from mpsched.scenario.normalize import to_config
 PROBE_FRAME_BYTES = 16 + 8 + 20  # mpxfer's probe payload, UDP and IPv4 headers
 
 
-def excess_ns(config: dict, count: int, interval_ns: int, realtime: bool) -> np.ndarray:
+def excess_ns(config: dict, count: int, interval_ns: int, realtime: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(excess per round trip in ns, path index of each), in send order per path."""
     plan = make_plan(config)
     rtts = ping_paths(config, count=count, interval_ns=interval_ns, realtime=realtime)
-    out = []
+    out, paths = [], []
     for path, samples in rtts.items():
         links = [lk for lk in plan.links if lk.path == path]
         fixed = sum(lk.delay_ns + (PROBE_FRAME_BYTES + lk.overhead_bytes) * 8e9 / lk.rate_bps for lk in links)
         out += [s - fixed for s in samples]
-    return np.array(out, dtype=float)
+        paths += [path] * len(samples)
+    return np.array(out, dtype=float), np.array(paths, dtype=int)
+
+
+def save_samples(path: str, runs: list[tuple[np.ndarray, np.ndarray]], loads: list[float], args: str) -> None:
+    """The raw samples (a .csv.gz: run, path, excess_ns) with the kernel, date and load in its
+    header, so later fits (benches/host_delay_fit.py) need no new measurement."""
+    rows = np.concatenate([np.column_stack([np.full(len(ex), i + 1), p, np.rint(ex)])
+                           for i, (ex, p) in enumerate(runs)])
+    header = (f"benches/host_latency.py {args}\nkernel {os.uname().release}, "
+              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load1 at each run's start: "
+              + ", ".join(f"{x:.2f}" for x in loads) + "\nrun,path,excess_ns")
+    np.savetxt(path, rows, fmt="%d", delimiter=",", header=header)
 
 
 def fit_per_packet(median_rt_ns: float, p99_rt_ns: float, seed: int = 1) -> tuple[float, float]:
@@ -71,14 +85,18 @@ def main() -> None:
     ap.add_argument("--interval-ms", type=float, default=1.0)
     ap.add_argument("--runs", type=int, default=1, help="testbeds built one after the other, pooled")
     ap.add_argument("--realtime", action="store_true", help="ping and echo at the delayer's real-time priority")
+    ap.add_argument("--save", help="write the raw samples here (.csv.gz)")
     a = ap.parse_args()
     config = to_config(next(iter(Scenario.load(a.scenario).expand())))
-    runs = []
+    runs, loads = [], []
     for _ in range(a.runs):
-        load1 = os.getloadavg()[0]
+        loads.append(os.getloadavg()[0])
         runs.append(excess_ns(config, a.count, int(a.interval_ms * 1e6), a.realtime))
-        print(f"run {len(runs)}: load1 {load1:.1f} at the start: " + summary(runs[-1]))
-    ex = np.concatenate(runs)
+        print(f"run {len(runs)}: load1 {loads[-1]:.1f} at the start: " + summary(runs[-1][0]))
+    if a.save:
+        save_samples(a.save, runs, loads, f"{a.scenario} --count {a.count} --interval-ms {a.interval_ms:g}"
+                     f" --runs {a.runs}{' --realtime' if a.realtime else ''}")
+    ex = np.concatenate([r[0] for r in runs])
     q = {p: float(np.quantile(ex, p / 100)) for p in (50, 99)}
     print(f"{len(ex)} round trips{' (ping and echo real-time)' if a.realtime else ''}, {os.uname().release}, pooled: "
           + summary(ex))

@@ -32,6 +32,13 @@ def test_median_and_p99_become_nanoseconds():
     assert cfg["host_delay"] == {"median_ns": 68_000, "p99_ns": 417_000}
 
 
+def test_a_floor_becomes_nanoseconds_and_a_zero_floor_is_no_floor():
+    cfg = to_config(_scenario('median = "68us"\np99 = "0.417ms"\nfloor = "30us"').expand()[0])
+    assert cfg["host_delay"] == {"median_ns": 68_000, "p99_ns": 417_000, "floor_ns": 30_000}
+    zero = to_config(_scenario('median = "68us"\np99 = "0.417ms"\nfloor = "0us"').expand()[0])
+    assert zero == to_config(_scenario('median = "68us"\np99 = "0.417ms"').expand()[0])
+
+
 @pytest.mark.parametrize("body, field, words", [
     ('median = "68us"\np99 = "20us"', "host_delay.p99", "at least the median"),
     ('median = "0us"\np99 = "20us"', "host_delay.median", "positive"),
@@ -39,6 +46,8 @@ def test_median_and_p99_become_nanoseconds():
     ('median = "68us"\np99 = "2s"', "host_delay.p99", "at most 1s"),
     ('median = "68furlongs"\np99 = "1ms"', "host_delay.median", "unit"),
     ('median = "68us"\np99 = "1ms"\nmean = "1ms"', "host_delay.mean", ""),
+    ('median = "68us"\np99 = "1ms"\nfloor = "68us"', "host_delay.floor", "below the median"),
+    ('median = "68us"\np99 = "1ms"\nfloor = "-5us"', "host_delay.floor", "negative"),
 ])
 def test_bad_values_are_one_error_naming_the_field(body, field, words):
     with pytest.raises(ScenarioError) as e:
@@ -75,3 +84,15 @@ def test_on_the_grid_seeds_spread_the_fct_and_a_seed_repeats_itself():
     with_model = [fct(s) for s in range(1, 5)]
     assert len(set(with_model)) == 4
     assert run_config({**cfg, "seed": 3}, "sim") == run_config({**cfg, "seed": 3}, "sim")
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+def test_a_floor_reaches_the_core_and_a_seed_still_repeats_itself():
+    from mpsched.engines import run_config
+
+    run = _scenario('median = "68us"\np99 = "417us"\nfloor = "40us"').expand()[0]
+    cfg = {**to_config(run), "seed": 2}
+    floored = run_config(cfg, "sim")
+    assert floored == run_config(cfg, "sim")
+    plain = {**cfg, "host_delay": {k: v for k, v in cfg["host_delay"].items() if k != "floor_ns"}}
+    assert run_config(plain, "sim")["flows"]["fct_ns"] != floored["flows"]["fct_ns"]

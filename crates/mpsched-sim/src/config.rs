@@ -53,7 +53,9 @@ pub struct SimConfig {
 /// Per-packet host processing delay: every segment that reaches an endpoint is handled a
 /// log-normal time later (the host's softirq / wake-up latency), in arrival order per endpoint
 /// (a host never reorders one connection's packets). Each endpoint draws from its own stream.
-/// `p99_ns == median_ns` gives a constant delay.
+/// `p99_ns == median_ns` gives a constant delay. With `floor_ns`, the delay is the floor plus a
+/// log-normal (a host's fixed per-packet work, then its variable wake-ups), the median and p99
+/// still being the whole delay's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostDelayConfig {
@@ -61,6 +63,14 @@ pub struct HostDelayConfig {
     pub median_ns: u64,
     /// 99th percentile of the delay, ns (at least `median_ns`).
     pub p99_ns: u64,
+    /// No delay is shorter, ns (below `median_ns`; 0, the default, is a pure log-normal and is
+    /// left out when serialised, so configs without a floor keep their bytes).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub floor_ns: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// A path between client and server: a chain of links each way.

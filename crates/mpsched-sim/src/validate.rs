@@ -284,6 +284,9 @@ impl SimConfig {
             if h.p99_ns > MAX_HOST_DELAY_NS {
                 return Err(err("host_delay.p99_ns", "at most 1 s (a host delay is a processing time)"));
             }
+            if h.floor_ns >= h.median_ns {
+                return Err(err("host_delay.floor_ns", "must be below the median (0 for no floor)"));
+            }
         }
         for (i, e) in self.path_events.iter().enumerate() {
             if e.path() >= n_paths {

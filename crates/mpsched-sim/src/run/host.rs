@@ -25,7 +25,8 @@ const MAX_DRAW_NS: f64 = 1e9;
 #[derive(Debug)]
 pub(crate) struct HostRx {
     rng: Rng,
-    /// ln(median), and the log-normal's sigma.
+    /// The floor every draw starts from, ns; ln(median - floor), and the log-normal's sigma.
+    floor_ns: f64,
     mu: f64,
     sigma: f64,
     /// The last segment handed to this endpoint is handled at this time; a later one is never
@@ -41,11 +42,15 @@ impl HostRx {
     }
 
     fn with(h: &HostDelayConfig, seed: u64, flow: usize, client: bool) -> Box<Self> {
-        let median = h.median_ns as f64;
+        // The log-normal above the floor; with floor 0 this is exactly the pure log-normal's
+        // arithmetic (x - 0.0 and 0.0 + x are x), so floor-less runs keep their bytes.
+        let floor = h.floor_ns as f64;
+        let median = h.median_ns as f64 - floor;
         Box::new(Self {
             rng: Rng::stream(seed, RNG_HOST_BASE + 2 * flow as u64 + client as u64),
+            floor_ns: floor,
             mu: median.ln(),
-            sigma: (h.p99_ns as f64 / median).ln() / Z99,
+            sigma: ((h.p99_ns as f64 - floor) / median).ln() / Z99,
             busy_until_ns: 0,
         })
     }
@@ -54,7 +59,7 @@ impl HostRx {
     #[inline(never)]
     pub(crate) fn handle_at(&mut self, now_ns: u64) -> u64 {
         let z = self.rng.standard_normal();
-        let draw_ns = (self.mu + self.sigma * z).exp().min(MAX_DRAW_NS).round() as u64;
+        let draw_ns = (self.floor_ns + (self.mu + self.sigma * z).exp()).min(MAX_DRAW_NS).round() as u64;
         self.busy_until_ns = self.busy_until_ns.max(now_ns + draw_ns);
         self.busy_until_ns
     }
@@ -65,7 +70,38 @@ mod tests {
     use super::*;
 
     fn model(median_ns: u64, p99_ns: u64, seed: u64) -> Box<HostRx> {
-        HostRx::with(&HostDelayConfig { median_ns, p99_ns }, seed, 0, true)
+        floored(0, median_ns, p99_ns, seed)
+    }
+
+    fn floored(floor_ns: u64, median_ns: u64, p99_ns: u64, seed: u64) -> Box<HostRx> {
+        HostRx::with(&HostDelayConfig { median_ns, p99_ns, floor_ns }, seed, 0, true)
+    }
+
+    /// Delays of `n` arrivals 10 ms apart (the in-order rule never binds: each is one draw).
+    fn delays(h: &mut HostRx, n: u64) -> Vec<u64> {
+        (0..n).map(|i| h.handle_at(i * 10_000_000) - i * 10_000_000).collect()
+    }
+
+    #[test]
+    fn a_floor_adds_exactly_itself_to_every_draw_of_the_same_log_normal() {
+        // floor f with median m + f, p99 p + f: the log-normal above the floor is the one of
+        // (m, p), same stream, so every delay is that one's plus f (up to rounding of one ns).
+        let plain = delays(&mut model(30_000, 300_000, 4), 10_000);
+        let with_floor = delays(&mut floored(50_000, 80_000, 350_000, 4), 10_000);
+        for (a, b) in plain.iter().zip(&with_floor) {
+            assert!(b.abs_diff(a + 50_000) <= 1, "{a} + floor != {b}");
+        }
+        assert!(with_floor.iter().all(|&d| d >= 50_000));
+    }
+
+    #[test]
+    fn with_a_floor_the_median_and_p99_are_still_the_whole_delays() {
+        let mut d = delays(&mut floored(20_000, 60_000, 400_000, 9), 100_000);
+        d.sort_unstable();
+        let (med, p99) = (d[d.len() / 2] as f64, d[d.len() * 99 / 100] as f64);
+        assert!((med / 60_000.0 - 1.0).abs() < 0.02, "median {med}");
+        assert!((p99 / 400_000.0 - 1.0).abs() < 0.05, "p99 {p99}");
+        assert!(d[0] >= 20_000);
     }
 
     #[test]
