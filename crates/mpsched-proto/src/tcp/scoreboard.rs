@@ -133,6 +133,11 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Makes room for `segments` outstanding segments in all (no effect when there is).
+    pub fn reserve(&mut self, segments: usize) {
+        self.segs.reserve(segments.saturating_sub(self.segs.len()));
+    }
+
     /// Bytes sent and not cumulatively acknowledged.
     #[inline]
     pub fn outstanding_bytes(&self) -> u64 {
