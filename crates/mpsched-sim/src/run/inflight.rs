@@ -112,20 +112,17 @@ impl InFlight {
     /// Stores a segment sent on `subflow` of `flow`; returns its handle.
     #[inline]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
-        // Branch-free tests (this runs for every packet sent): any bit above 32 in the five
-        // narrowed fields; any non-zero byte in the SACK array (valid blocks or not).
-        let wide = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32 != 0;
-        let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e) != 0;
+        // Branch-free tests (this runs for every packet sent), one branch for both: any bit
+        // above 32 in the five narrowed fields; any non-zero byte in the SACK array (valid
+        // blocks or not).
+        let high = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32;
+        let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e);
         let mut meta = if dest.to_client { TO_CLIENT } else { 0 };
         let mut side = 0;
-        if wide {
-            meta |= WIDE;
-            side = self.wide.insert(*seg);
-        } else if sack {
-            meta |= HAS_SACK;
-            side = self.sacks.insert(seg.sack);
+        if high | sack != 0 {
+            (meta, side) = self.insert_side(meta, high != 0, seg);
         }
-        self.records.insert(Record {
+        let record = Record {
             ts_val: seg.ts_val,
             ts_ecr: seg.ts_ecr,
             seq: seg.seq as u32,
@@ -141,7 +138,30 @@ impl InFlight {
             subflow: dest.subflow,
             sack_len: seg.sack_len,
             meta,
-        })
+        };
+        // Written into its slot directly (no copy through the stack).
+        match self.records.free.pop() {
+            Some(i) => {
+                self.records.slots[i as usize] = record;
+                i
+            }
+            None => {
+                self.records.slots.push(record);
+                (self.records.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The side pool entry of a segment that has one: the whole segment when a value does not
+    /// fit 32 bits (`wide`), else its SACK array. Returns the record's `meta` and `side`.
+    #[cold]
+    #[inline(never)]
+    fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
+        if wide {
+            (meta | WIDE, self.wide.insert(*seg))
+        } else {
+            (meta | HAS_SACK, self.sacks.insert(seg.sack))
+        }
     }
 
     /// Where segment `idx` goes.
