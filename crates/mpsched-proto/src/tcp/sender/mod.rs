@@ -365,13 +365,22 @@ impl Sender {
     }
 
     /// Next segment to send, if any (call until `None`).
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
+        self.poll_transmit_with(now_ns, |seg| seg)
+    }
+
+    /// Like [`Sender::poll_transmit`], handing the segment to `wrap`: the caller's value (the
+    /// connection's `(subflow, segment)`) is then built where the segment is, not copied
+    /// from it (a segment is 128 bytes, and this runs for every segment sent).
+    #[inline]
+    pub fn poll_transmit_with<R>(&mut self, now_ns: u64, wrap: impl FnOnce(Segment) -> R) -> Option<R> {
         if !self.path_up {
             return None;
         }
         if let Some(mut s) = self.hs.poll_transmit(now_ns) {
             s.window = self.cfg.rcv_buf_bytes;
-            return Some(s);
+            return Some(wrap(s));
         }
         if !self.hs.is_established() {
             return None;
@@ -388,7 +397,7 @@ impl Sender {
                     self.on_sent(now_ns, len);
                     self.tlp_high_seq = Some(self.snd_nxt);
                     self.tlp_retrans = true;
-                    return Some(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin));
+                    return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin)));
                 }
             } else {
                 // Probe with one new segment, whatever the window (Linux `push_one == 2`).
@@ -406,7 +415,7 @@ impl Sender {
                 let len = s.len as u64;
                 self.stats.bytes_retransmitted += len;
                 self.on_sent(now_ns, len);
-                return Some(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin));
+                return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin)));
             }
         }
         let Some(&front) = self.queue.front() else {
@@ -454,7 +463,7 @@ impl Sender {
             // Linux `tcp_write_xmit`: one probe per tail-loss episode (not after a probe).
             self.schedule_tlp(now_ns, false);
         }
-        Some(self.build(now_ns, seq, len as u32, dsn, fin))
+        Some(wrap(self.build(now_ns, seq, len as u32, dsn, fin)))
     }
 
     fn can_send(&self, len: u64) -> bool {
