@@ -14,7 +14,7 @@
 
 use super::handshake::{Handshake, HsOption, Role};
 use super::rtt::RttEstimator;
-use super::scoreboard::Scoreboard;
+use super::scoreboard::{Scoreboard, SentSeg};
 use super::segment::{flags, Segment};
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
@@ -387,35 +387,16 @@ impl Sender {
         }
         let mut ignore_cwnd = false;
         if self.probe_due {
-            self.probe_due = false;
-            if self.queue.is_empty() {
-                // No new data: probe with the highest outstanding segment.
-                if let Some(s) = self.board.probe_last(now_ns) {
-                    let len = s.len as u64;
-                    self.stats.bytes_retransmitted += len;
-                    self.stats.tail_loss_probes += 1;
-                    self.on_sent(now_ns, len);
-                    self.tlp_high_seq = Some(self.snd_nxt);
-                    self.tlp_retrans = true;
-                    return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin)));
-                }
-            } else {
-                // Probe with one new segment, whatever the window (Linux `push_one == 2`).
-                ignore_cwnd = true;
-                self.stats.tail_loss_probes += 1;
+            match self.take_probe(now_ns) {
+                Some(s) => return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin))),
+                None => ignore_cwnd = !self.queue.is_empty(),
             }
         }
         if self.state != CaState::Open || self.board.lost_bytes() > 0 {
-            if let Some(s) = self.board.next_lost() {
-                if !self.can_send(s.len as u64) {
-                    self.cwnd_validate(true);
-                    return None;
-                }
-                self.board.mark_retransmitted(now_ns);
-                let len = s.len as u64;
-                self.stats.bytes_retransmitted += len;
-                self.on_sent(now_ns, len);
-                return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin)));
+            match self.next_retransmission(now_ns) {
+                Some(Some(s)) => return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin))),
+                Some(None) => return None,
+                None => {}
             }
         }
         let Some(&front) = self.queue.front() else {
@@ -464,6 +445,45 @@ impl Sender {
             self.schedule_tlp(now_ns, false);
         }
         Some(wrap(self.build(now_ns, seq, len as u32, dsn, fin)))
+    }
+
+    /// The due tail-loss probe (rare: kept out of the per-segment path). Without new data it
+    /// resends the highest outstanding segment (returned); with new data the probe is the
+    /// next new segment, sent whatever the window (Linux `push_one == 2`).
+    #[cold]
+    #[inline(never)]
+    fn take_probe(&mut self, now_ns: u64) -> Option<SentSeg> {
+        self.probe_due = false;
+        if !self.queue.is_empty() {
+            self.stats.tail_loss_probes += 1;
+            return None;
+        }
+        // No new data: probe with the highest outstanding segment.
+        let s = self.board.probe_last(now_ns)?;
+        let len = s.len as u64;
+        self.stats.bytes_retransmitted += len;
+        self.stats.tail_loss_probes += 1;
+        self.on_sent(now_ns, len);
+        self.tlp_high_seq = Some(self.snd_nxt);
+        self.tlp_retrans = true;
+        Some(s)
+    }
+
+    /// In recovery or with losses marked: the next lost segment to resend (`Some(Some)`),
+    /// `Some(None)` when the window has no room for it, `None` when nothing is to be resent.
+    /// Out of line: most segments are new data.
+    #[inline(never)]
+    fn next_retransmission(&mut self, now_ns: u64) -> Option<Option<SentSeg>> {
+        let s = self.board.next_lost()?;
+        if !self.can_send(s.len as u64) {
+            self.cwnd_validate(true);
+            return Some(None);
+        }
+        self.board.mark_retransmitted(now_ns);
+        let len = s.len as u64;
+        self.stats.bytes_retransmitted += len;
+        self.on_sent(now_ns, len);
+        Some(Some(s))
     }
 
     fn can_send(&self, len: u64) -> bool {
