@@ -246,6 +246,7 @@ impl Scoreboard {
     }
 
     /// Applies SACK blocks; returns newly SACKed bytes.
+    #[inline(never)]
     pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
         let Some(lo) = self.segs.front().map(Slot::seq) else {
             return 0;

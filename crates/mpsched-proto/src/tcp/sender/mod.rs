@@ -14,7 +14,7 @@
 
 use super::handshake::{Handshake, HsOption, Role};
 use super::rtt::RttEstimator;
-use super::scoreboard::{Scoreboard, SentSeg};
+use super::scoreboard::Scoreboard;
 use super::segment::{flags, Segment};
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
@@ -266,12 +266,9 @@ impl Sender {
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
         if !self.hs.is_established() || seg.has(flags::SYN) || seg.has(flags::MP_JOIN) {
-            let h = self.hs.handle_segment(now_ns, seg);
-            if let Some(r) = h.rtt_sample_ns {
-                self.rtt.on_sample(r);
-            }
-            out.became_established = h.became_established;
-            if h.consumed || !self.hs.is_established() {
+            let (consumed, established) = self.handshake_segment(now_ns, seg);
+            out.became_established = established;
+            if consumed || !self.hs.is_established() {
                 return out;
             }
         }
@@ -279,6 +276,18 @@ impl Sender {
             self.on_ack(now_ns, seg, view, &mut out);
         }
         out
+    }
+
+    /// A handshake segment (once per connection and subflow: out of the ACK path). Returns
+    /// (consumed by the handshake, the handshake completed with it).
+    #[cold]
+    #[inline(never)]
+    fn handshake_segment(&mut self, now_ns: u64, seg: &Segment) -> (bool, bool) {
+        let h = self.hs.handle_segment(now_ns, seg);
+        if let Some(r) = h.rtt_sample_ns {
+            self.rtt.on_sample(r);
+        }
+        (h.consumed, h.became_established)
     }
 
     fn on_ack(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>, out: &mut AckOutcome) {
@@ -304,39 +313,19 @@ impl Sender {
             // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
             self.rto_deadline = (!self.board.is_empty()).then(|| now_ns + self.rtt.rto_ns());
         }
-        out.sacked_bytes = self.board.apply_sack(seg.sack_blocks(), now_ns);
+        // No SACK blocks (most ACKs): nothing newly SACKed, and the scoreboard need not look.
+        out.sacked_bytes = if seg.sack_len > 0 { self.board.apply_sack(seg.sack_blocks(), now_ns) } else { 0 };
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
         let newly_lost = self.mark_lost(now_ns);
         let delivered = out.acked_bytes + out.sacked_bytes;
-        match self.state {
-            CaState::Open => {
-                if self.board.lost_bytes() > 0 {
-                    self.enter_recovery(now_ns, view);
-                    out.loss = Some(LossKind::FastRetransmit);
-                    self.prr_update(delivered, una_advanced, newly_lost);
-                } else if delivered > 0 {
-                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
-                }
+        if self.state == CaState::Open && self.board.lost_bytes() == 0 {
+            if delivered > 0 {
+                self.grow(now_ns, delivered, out.rtt_sample_ns, view);
             }
-            CaState::Recovery => {
-                if self.snd_una >= self.high_seq {
-                    self.tcb.cwnd_bytes = self.tcb.ssthresh_bytes.max(self.tcb.mss_bytes);
-                    self.state = CaState::Open;
-                    self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
-                } else {
-                    self.prr_update(delivered, una_advanced, newly_lost);
-                }
-            }
-            CaState::Loss => {
-                if delivered > 0 {
-                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
-                }
-                if self.snd_una >= self.high_seq {
-                    self.state = CaState::Open;
-                }
-            }
+        } else {
+            self.on_ack_with_loss(now_ns, delivered, una_advanced, newly_lost, out, view);
         }
         if una_advanced {
             // Linux `tcp_set_xmit_timer`: an ACK of new data re-arms the probe (or, when none
@@ -445,45 +434,6 @@ impl Sender {
             self.schedule_tlp(now_ns, false);
         }
         Some(wrap(self.build(now_ns, seq, len as u32, dsn, fin)))
-    }
-
-    /// The due tail-loss probe (rare: kept out of the per-segment path). Without new data it
-    /// resends the highest outstanding segment (returned); with new data the probe is the
-    /// next new segment, sent whatever the window (Linux `push_one == 2`).
-    #[cold]
-    #[inline(never)]
-    fn take_probe(&mut self, now_ns: u64) -> Option<SentSeg> {
-        self.probe_due = false;
-        if !self.queue.is_empty() {
-            self.stats.tail_loss_probes += 1;
-            return None;
-        }
-        // No new data: probe with the highest outstanding segment.
-        let s = self.board.probe_last(now_ns)?;
-        let len = s.len as u64;
-        self.stats.bytes_retransmitted += len;
-        self.stats.tail_loss_probes += 1;
-        self.on_sent(now_ns, len);
-        self.tlp_high_seq = Some(self.snd_nxt);
-        self.tlp_retrans = true;
-        Some(s)
-    }
-
-    /// In recovery or with losses marked: the next lost segment to resend (`Some(Some)`),
-    /// `Some(None)` when the window has no room for it, `None` when nothing is to be resent.
-    /// Out of line: most segments are new data.
-    #[inline(never)]
-    fn next_retransmission(&mut self, now_ns: u64) -> Option<Option<SentSeg>> {
-        let s = self.board.next_lost()?;
-        if !self.can_send(s.len as u64) {
-            self.cwnd_validate(true);
-            return Some(None);
-        }
-        self.board.mark_retransmitted(now_ns);
-        let len = s.len as u64;
-        self.stats.bytes_retransmitted += len;
-        self.on_sent(now_ns, len);
-        Some(Some(s))
     }
 
     fn can_send(&self, len: u64) -> bool {
