@@ -209,14 +209,25 @@ impl InFlight {
     /// ([`NO_SEGMENT`]: none), which stays stored.
     #[inline]
     pub(crate) fn remove(&mut self, idx: u32) -> u32 {
-        let r = self.records.slots[idx as usize];
-        if r.meta & HAS_SACK != 0 {
-            self.sacks.remove(r.side);
-        } else if r.meta & WIDE != 0 {
-            self.wide.remove(r.side);
+        // Only the three fields that free it are read (not the whole line).
+        let r = &self.records.slots[idx as usize];
+        let (meta, side, next) = (r.meta, r.side, r.next);
+        if meta & (HAS_SACK | WIDE) != 0 {
+            self.remove_side(meta, side);
         }
         self.records.remove(idx);
-        r.next
+        next
+    }
+
+    /// Frees the side-pool entry of a record that has one.
+    #[cold]
+    #[inline(never)]
+    fn remove_side(&mut self, meta: u8, side: u32) {
+        if meta & HAS_SACK != 0 {
+            self.sacks.remove(side);
+        } else {
+            self.wide.remove(side);
+        }
     }
 
     /// Frees segment `idx` and the rest of its skb.
