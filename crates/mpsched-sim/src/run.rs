@@ -23,6 +23,7 @@ use rows::FlowRecords;
 mod host;
 mod inflight;
 mod path_events;
+mod prefetch;
 mod rows;
 mod skb;
 
@@ -316,6 +317,9 @@ impl<'a> Simulation<'a> {
         let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
         let arrived = self.net.handle(self.now_ns, ne, &mut sink);
         self.stats.packet_hops += 1;
+        if let NetEvent::PipeArrive(link) = ne {
+            self.prefetch_pipe(link);
+        }
         let Some(pkt) = arrived else { return };
         let carried = pkt.payload.carried();
         if let Carried::AppMsg { flow, tag } = carried {

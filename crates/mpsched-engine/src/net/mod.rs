@@ -132,6 +132,14 @@ impl<P> Network<P> {
         self.links[link as usize].waiting(now_ns)
     }
 
+    /// Payload of the packet `ahead` places behind the head of a FIFO link's propagation pipe
+    /// (0: the head), if the pipe holds that many: the packets this link delivers next, in
+    /// order (what the event loop prefetches state for).
+    #[inline]
+    pub fn pipe_payload(&self, link: LinkId, ahead: usize) -> Option<&P> {
+        self.links[link as usize].pipe.get(ahead).map(|(_, _, p)| &p.payload)
+    }
+
     /// Links of a route.
     pub fn route_links(&self, route: RouteId) -> &[LinkId] {
         &self.routes[route as usize]
