@@ -246,10 +246,11 @@ impl Endpoint for ReceiverEp {
     fn handle_timeout(&mut self, now_ns: u64) {
         self.0.handle_timeout(now_ns);
     }
-    fn prefetch(&self, _subflow: usize, inner: bool) {
-        // Its subflows are not reachable from here; the connection's state is.
+    fn prefetch(&self, subflow: usize, inner: bool) {
         if !inner {
             prefetch::object(&self.0, PREFETCH_LINES);
+        } else if let Some(r) = self.0.subflows().get(subflow) {
+            prefetch::object(r, PREFETCH_LINES);
         }
     }
     fn set_path_up(&mut self, subflow: usize, up: bool, _now_ns: u64) {

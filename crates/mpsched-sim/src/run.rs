@@ -282,6 +282,10 @@ impl<'a> Simulation<'a> {
             }
             self.now_ns = at_ns;
             self.stats.events += 1;
+            // The next arrival's link state loads while this event is handled (a hint).
+            if let Some(Event::Net(NetEvent::PipeArrive(link))) = self.queue.peek() {
+                self.net.prefetch_link(*link);
+            }
             if self.stats.events & (PROGRESS_EVENTS - 1) == 0 {
                 if let Some(p) = progress {
                     p.simulated(at_ns, self.cfg.duration_ns);
