@@ -40,6 +40,13 @@ impl Simulation<'_> {
             Some(Carried::Segment(idx)) => Some(idx),
             _ => None,
         };
+        // Only on a deep pipe (a bottleneck): there the next arrivals come in quick succession,
+        // so what is fetched now is still cached when they arrive. On a short pipe (a FatTree
+        // link holds a packet or two) the reads below would only stall on packets that arrive
+        // much later, or that go on to another link.
+        if self.net.pipe_payload(link, RECORD_AHEAD).is_none() {
+            return;
+        }
         if let Some(idx) = segment(RECORD_AHEAD) {
             self.segments.prefetch(idx);
         }
