@@ -171,6 +171,15 @@ impl InFlight {
         Destination { flow: r.flow, subflow: r.subflow, to_client: r.meta & TO_CLIENT != 0 }
     }
 
+    /// Starts loading segment `idx`'s record into the cache (a hint: see
+    /// `mpsched_engine::prefetch`); an index past the end is ignored.
+    #[inline]
+    pub(crate) fn prefetch(&self, idx: u32) {
+        if let Some(r) = self.records.slots.get(idx as usize) {
+            mpsched_engine::prefetch::line(r);
+        }
+    }
+
     /// The segment `idx`, as it was stored.
     #[inline]
     pub(crate) fn segment(&self, idx: u32) -> Segment {
