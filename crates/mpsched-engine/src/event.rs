@@ -70,6 +70,12 @@ impl<E> EventQueue<E> {
         self.heap.peek().map(|e| (e.key >> 64) as u64)
     }
 
+    /// The earliest event, if any (the one [`pop`](Self::pop) returns next).
+    #[inline]
+    pub fn peek(&self) -> Option<&E> {
+        self.heap.peek().map(|e| &e.event)
+    }
+
     /// Number of pending events.
     pub fn len(&self) -> usize {
         self.heap.len()

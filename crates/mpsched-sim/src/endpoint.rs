@@ -10,6 +10,11 @@ use mpsched_proto::sched::{self, Scheduler, SubflowView};
 use mpsched_proto::tcp::{LossRecovery, TcpConfig};
 
 pub(crate) use mpsched_proto::tcp::Segment;
+use mpsched_engine::prefetch;
+
+/// Cache lines an endpoint prefetches at most per object (a data sender is ~11, its TCP
+/// subflow ~13, a receiver ~5).
+const PREFETCH_LINES: usize = 16;
 
 /// One side of a connection as the event loop drives it.
 pub(crate) trait Endpoint {
@@ -26,6 +31,11 @@ pub(crate) trait Endpoint {
     /// The upstream kernel's client interface of `subflow` lost or regained its routes: only
     /// a join created meanwhile notices (its `connect()` fails; proto's `join_route`).
     fn set_route_up(&mut self, _subflow: usize, _up: bool) {}
+
+    /// Starts loading this endpoint's state into the cache, or (`inner`) the state of its
+    /// `subflow`, which is read through the endpoint's: fetch that once the endpoint's own has
+    /// had time to arrive. A hint: it changes nothing.
+    fn prefetch(&self, _subflow: usize, _inner: bool) {}
 
     /// Bytes the application may write now (data senders; 0 otherwise).
     fn send_buffer_free(&self) -> u64;
@@ -166,6 +176,13 @@ impl Endpoint for SenderEp {
     fn handle_timeout(&mut self, now_ns: u64) {
         self.0.handle_timeout(now_ns);
     }
+    fn prefetch(&self, subflow: usize, inner: bool) {
+        if !inner {
+            prefetch::object(&self.0, PREFETCH_LINES);
+        } else if let Some(s) = self.0.subflows().get(subflow) {
+            prefetch::object(s, PREFETCH_LINES);
+        }
+    }
     fn set_path_up(&mut self, subflow: usize, up: bool, now_ns: u64) {
         self.0.set_path_up(subflow, up, now_ns);
     }
@@ -234,6 +251,13 @@ impl Endpoint for ReceiverEp {
     }
     fn handle_timeout(&mut self, now_ns: u64) {
         self.0.handle_timeout(now_ns);
+    }
+    fn prefetch(&self, subflow: usize, inner: bool) {
+        if !inner {
+            prefetch::object(&self.0, PREFETCH_LINES);
+        } else if let Some(r) = self.0.subflows().get(subflow) {
+            prefetch::object(r, PREFETCH_LINES);
+        }
     }
     fn set_path_up(&mut self, subflow: usize, up: bool, _now_ns: u64) {
         self.0.set_path_up(subflow, up);

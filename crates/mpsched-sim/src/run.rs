@@ -23,6 +23,7 @@ use rows::FlowRecords;
 mod host;
 mod inflight;
 mod path_events;
+mod prefetch;
 mod rows;
 mod skb;
 
@@ -281,6 +282,10 @@ impl<'a> Simulation<'a> {
             }
             self.now_ns = at_ns;
             self.stats.events += 1;
+            // The next arrival's link state loads while this event is handled (a hint).
+            if let Some(Event::Net(NetEvent::PipeArrive(link))) = self.queue.peek() {
+                self.net.prefetch_link(*link);
+            }
             if self.stats.events & (PROGRESS_EVENTS - 1) == 0 {
                 if let Some(p) = progress {
                     p.simulated(at_ns, self.cfg.duration_ns);
@@ -316,6 +321,9 @@ impl<'a> Simulation<'a> {
         let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
         let arrived = self.net.handle(self.now_ns, ne, &mut sink);
         self.stats.packet_hops += 1;
+        if let NetEvent::PipeArrive(link) = ne {
+            self.prefetch_pipe(link);
+        }
         let Some(pkt) = arrived else { return };
         let carried = pkt.payload.carried();
         if let Carried::AppMsg { flow, tag } = carried {

@@ -57,6 +57,13 @@ pub(crate) struct JitterState {
 }
 
 impl JitterState {
+    /// Any variation configured (without one, `delay_ns` returns the base delay and draws
+    /// nothing).
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        !matches!(self.config, JitterConfig::None)
+    }
+
     pub(crate) fn new(config: JitterConfig) -> Self {
         Self { config, sample_index: 0, sample_now: 0.0, sample_next: 0.0, started: false }
     }

@@ -76,6 +76,12 @@ pub(crate) struct LossState {
 }
 
 impl LossState {
+    /// No loss model (`lose` is always false and draws nothing).
+    #[inline]
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self.config, LossConfig::None)
+    }
+
     pub(crate) fn new(config: LossConfig) -> Self {
         Self { config, in_bad_state: false }
     }

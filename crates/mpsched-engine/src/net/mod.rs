@@ -81,7 +81,10 @@ impl<P, F: FnMut(u64, NetEvent)> NetSink<P> for F {
 /// Links, routes and the packets propagating between them.
 pub struct Network<P> {
     links: Vec<Link<P>>,
-    routes: Vec<Vec<LinkId>>,
+    /// (start in `route_links`, length) of each route: the links of every route in one
+    /// vector, so a hop finds its next link with one read rather than two.
+    routes: Vec<(u32, u32)>,
+    route_links: Vec<LinkId>,
     /// Packets propagating on reordering links, with the link's epoch when they entered.
     propagating: Slab<(u32, Packet<P>)>,
 }
@@ -95,7 +98,7 @@ impl<P> Default for Network<P> {
 impl<P> Network<P> {
     /// An empty network.
     pub fn new() -> Self {
-        Self { links: Vec::new(), routes: Vec::new(), propagating: Slab::new() }
+        Self { links: Vec::new(), routes: Vec::new(), route_links: Vec::new(), propagating: Slab::new() }
     }
 
     /// Adds a link; `rng` is the link's own random stream (loss and jitter).
@@ -107,7 +110,8 @@ impl<P> Network<P> {
     /// Adds a route through `links` in order; it must hold at least one link.
     pub fn add_route(&mut self, links: Vec<LinkId>) -> RouteId {
         assert!(!links.is_empty(), "a route needs at least one link");
-        self.routes.push(links);
+        self.routes.push((self.route_links.len() as u32, links.len() as u32));
+        self.route_links.extend(links);
         (self.routes.len() - 1) as RouteId
     }
 
@@ -132,9 +136,34 @@ impl<P> Network<P> {
         self.links[link as usize].waiting(now_ns)
     }
 
+    /// Payload of the packet `ahead` places behind the head of a FIFO link's propagation pipe
+    /// (0: the head), if the pipe holds that many: the packets this link delivers next, in
+    /// order (what the event loop prefetches state for).
+    #[inline]
+    pub fn pipe_payload(&self, link: LinkId, ahead: usize) -> Option<&P> {
+        self.links[link as usize].pipe.get(ahead).map(|(_, _, p)| &p.payload)
+    }
+
+    /// Starts loading the state a packet arriving on `link` reads first (its first cache
+    /// lines: see `Link`'s layout) into the cache: a hint, for an arrival that comes soon.
+    #[inline]
+    pub fn prefetch_link(&self, link: LinkId) {
+        if let Some(l) = self.links.get(link as usize) {
+            crate::prefetch::object(l, 2);
+        }
+    }
+
     /// Links of a route.
     pub fn route_links(&self, route: RouteId) -> &[LinkId] {
-        &self.routes[route as usize]
+        let (start, len) = self.routes[route as usize];
+        &self.route_links[start as usize..(start + len) as usize]
+    }
+
+    /// The link at position `hop` of `route`, and whether it is the route's last.
+    #[inline]
+    fn hop_link(&self, route: RouteId, hop: u16) -> (LinkId, bool) {
+        let (start, len) = self.routes[route as usize];
+        (self.route_links[(start + hop as u32) as usize], hop as u32 + 1 == len)
     }
 
     /// Injects a packet at the start of `route` at time `now_ns`.
@@ -146,7 +175,7 @@ impl<P> Network<P> {
     /// A packet enters the link at position `pkt.hop` of its route.
     #[inline]
     fn enter(&mut self, now_ns: u64, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
-        let id = self.routes[pkt.route as usize][pkt.hop as usize];
+        let (id, _) = self.hop_link(pkt.route, pkt.hop);
         let link = &mut self.links[id as usize];
         let pipe_was_empty = link.pipe.is_empty();
         let accepted = link.accept(now_ns, pkt);
@@ -194,7 +223,7 @@ impl<P> Network<P> {
             NetEvent::Arrive(idx) => self.propagating.remove(idx as usize),
             NetEvent::Enqueue(idx) => {
                 let (epoch, pkt) = self.propagating.remove(idx as usize);
-                let id = self.routes[pkt.route as usize][pkt.hop as usize];
+                let (id, _) = self.hop_link(pkt.route, pkt.hop);
                 let link = &mut self.links[id as usize];
                 if !link.delay_ok(epoch) {
                     sink.dropped(pkt);
@@ -219,13 +248,12 @@ impl<P> Network<P> {
         mut pkt: Packet<P>,
         sink: &mut impl NetSink<P>,
     ) -> Option<Packet<P>> {
-        let route = &self.routes[pkt.route as usize];
-        let link = route[pkt.hop as usize];
+        let (link, last) = self.hop_link(pkt.route, pkt.hop);
         if !self.links[link as usize].arrive_ok(epoch, pkt.size_bytes) {
             sink.dropped(pkt);
             return None;
         }
-        if (pkt.hop as usize) + 1 == route.len() {
+        if last {
             return Some(pkt);
         }
         pkt.hop += 1;
@@ -241,14 +269,14 @@ impl<P> Network<P> {
 
     /// The impairments in force on a link.
     pub fn impairment(&self, link: LinkId) -> &Impairment {
-        &self.links[link as usize].impairment
+        self.links[link as usize].impairment()
     }
 
     /// Puts a link under `impairment` (replacing what was in force) from `now_ns` on: packets
     /// the link accepts from now are treated under it; those already accepted keep their
     /// schedule. [`Impairment::default`] lifts every impairment.
     pub fn set_impairment(&mut self, link: LinkId, impairment: Impairment) {
-        self.links[link as usize].impairment = impairment;
+        self.links[link as usize].set_impairment(impairment);
     }
 }
 

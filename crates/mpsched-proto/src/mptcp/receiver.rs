@@ -319,4 +319,8 @@ impl DataReceiver {
     pub fn subflow_count(&self) -> usize {
         self.subflows.len()
     }
+    /// The subflows' receivers (as `DataSender::subflows` gives the senders).
+    pub fn subflows(&self) -> &[Receiver] {
+        &self.subflows
+    }
 }

@@ -473,9 +473,11 @@ impl DataSender {
                 continue;
             }
             // A call that sends nothing leaves the views as they are (see `views.rs`).
-            if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
+            // Built in place as the returned pair (see `Sender::poll_transmit_with`).
+            let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
+            if out.is_some() {
                 self.touch(i);
-                return Some((i, seg));
+                return out;
             }
         }
         None

@@ -133,6 +133,11 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Makes room for `segments` outstanding segments in all (no effect when there is).
+    pub fn reserve(&mut self, segments: usize) {
+        self.segs.reserve(segments.saturating_sub(self.segs.len()));
+    }
+
     /// Bytes sent and not cumulatively acknowledged.
     #[inline]
     pub fn outstanding_bytes(&self) -> u64 {
@@ -241,6 +246,7 @@ impl Scoreboard {
     }
 
     /// Applies SACK blocks; returns newly SACKed bytes.
+    #[inline(never)]
     pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
         let Some(lo) = self.segs.front().map(Slot::seq) else {
             return 0;

@@ -112,20 +112,17 @@ impl InFlight {
     /// Stores a segment sent on `subflow` of `flow`; returns its handle.
     #[inline]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
-        // Branch-free tests (this runs for every packet sent): any bit above 32 in the five
-        // narrowed fields; any non-zero byte in the SACK array (valid blocks or not).
-        let wide = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32 != 0;
-        let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e) != 0;
+        // Branch-free tests (this runs for every packet sent), one branch for both: any bit
+        // above 32 in the five narrowed fields; any non-zero byte in the SACK array (valid
+        // blocks or not).
+        let high = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32;
+        let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e);
         let mut meta = if dest.to_client { TO_CLIENT } else { 0 };
         let mut side = 0;
-        if wide {
-            meta |= WIDE;
-            side = self.wide.insert(*seg);
-        } else if sack {
-            meta |= HAS_SACK;
-            side = self.sacks.insert(seg.sack);
+        if high | sack != 0 {
+            (meta, side) = self.insert_side(meta, high != 0, seg);
         }
-        self.records.insert(Record {
+        let record = Record {
             ts_val: seg.ts_val,
             ts_ecr: seg.ts_ecr,
             seq: seg.seq as u32,
@@ -141,7 +138,30 @@ impl InFlight {
             subflow: dest.subflow,
             sack_len: seg.sack_len,
             meta,
-        })
+        };
+        // Written into its slot directly (no copy through the stack).
+        match self.records.free.pop() {
+            Some(i) => {
+                self.records.slots[i as usize] = record;
+                i
+            }
+            None => {
+                self.records.slots.push(record);
+                (self.records.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The side pool entry of a segment that has one: the whole segment when a value does not
+    /// fit 32 bits (`wide`), else its SACK array. Returns the record's `meta` and `side`.
+    #[cold]
+    #[inline(never)]
+    fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
+        if wide {
+            (meta | WIDE, self.wide.insert(*seg))
+        } else {
+            (meta | HAS_SACK, self.sacks.insert(seg.sack))
+        }
     }
 
     /// Where segment `idx` goes.
@@ -149,6 +169,15 @@ impl InFlight {
     pub(crate) fn destination(&self, idx: u32) -> Destination {
         let r = &self.records.slots[idx as usize];
         Destination { flow: r.flow, subflow: r.subflow, to_client: r.meta & TO_CLIENT != 0 }
+    }
+
+    /// Starts loading segment `idx`'s record into the cache (a hint: see
+    /// `mpsched_engine::prefetch`); an index past the end is ignored.
+    #[inline]
+    pub(crate) fn prefetch(&self, idx: u32) {
+        if let Some(r) = self.records.slots.get(idx as usize) {
+            mpsched_engine::prefetch::line(r);
+        }
     }
 
     /// The segment `idx`, as it was stored.
@@ -189,14 +218,25 @@ impl InFlight {
     /// ([`NO_SEGMENT`]: none), which stays stored.
     #[inline]
     pub(crate) fn remove(&mut self, idx: u32) -> u32 {
-        let r = self.records.slots[idx as usize];
-        if r.meta & HAS_SACK != 0 {
-            self.sacks.remove(r.side);
-        } else if r.meta & WIDE != 0 {
-            self.wide.remove(r.side);
+        // Only the three fields that free it are read (not the whole line).
+        let r = &self.records.slots[idx as usize];
+        let (meta, side, next) = (r.meta, r.side, r.next);
+        if meta & (HAS_SACK | WIDE) != 0 {
+            self.remove_side(meta, side);
         }
         self.records.remove(idx);
-        r.next
+        next
+    }
+
+    /// Frees the side-pool entry of a record that has one.
+    #[cold]
+    #[inline(never)]
+    fn remove_side(&mut self, meta: u8, side: u32) {
+        if meta & HAS_SACK != 0 {
+            self.sacks.remove(side);
+        } else {
+            self.wide.remove(side);
+        }
     }
 
     /// Frees segment `idx` and the rest of its skb.

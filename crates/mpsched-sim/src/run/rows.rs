@@ -6,7 +6,24 @@ use crate::config::Protocol;
 use crate::records::{
     ActionRow, BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, SubflowRow, SubflowSample,
 };
+use crate::config::Direction;
 use mpsched_engine::net::LinkId;
+
+/// The record's name of a protocol: its variant name in lower case (no formatting per flow).
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Mptcp => "mptcp",
+        Protocol::Tcp => "tcp",
+    }
+}
+
+/// The record's name of a direction: its variant name in lower case.
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Download => "download",
+        Direction::Upload => "upload",
+    }
+}
 
 /// Everything one flow records.
 pub(crate) struct FlowRecords {
@@ -90,10 +107,10 @@ impl Simulation<'_> {
         let t = &self.cfg.transports[fc.transport];
         FlowRow {
             flow_id: fc.id,
-            protocol: format!("{:?}", t.protocol).to_lowercase(),
+            protocol: protocol_name(t.protocol).into(),
             scheduler: if t.protocol == Protocol::Tcp { String::new() } else { t.scheduler.clone() },
             cc: t.cc.clone(),
-            direction: format!("{:?}", fc.direction).to_lowercase(),
+            direction: direction_name(fc.direction).into(),
             app: App::kind(&fc.app).into(),
             size_bytes: App::size_bytes(&fc.app, fc.start_ns),
             units: App::units(&fc.app, fc.start_ns),
@@ -153,6 +170,21 @@ impl Simulation<'_> {
                 LinkRow::into_table(links),
             ],
             stats: self.stats,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_names_are_the_variant_names_in_lower_case() {
+        for p in [Protocol::Mptcp, Protocol::Tcp] {
+            assert_eq!(protocol_name(p), format!("{p:?}").to_lowercase());
+        }
+        for d in [Direction::Download, Direction::Upload] {
+            assert_eq!(direction_name(d), format!("{d:?}").to_lowercase());
         }
     }
 }

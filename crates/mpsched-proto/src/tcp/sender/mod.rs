@@ -266,12 +266,9 @@ impl Sender {
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
         if !self.hs.is_established() || seg.has(flags::SYN) || seg.has(flags::MP_JOIN) {
-            let h = self.hs.handle_segment(now_ns, seg);
-            if let Some(r) = h.rtt_sample_ns {
-                self.rtt.on_sample(r);
-            }
-            out.became_established = h.became_established;
-            if h.consumed || !self.hs.is_established() {
+            let (consumed, established) = self.handshake_segment(now_ns, seg);
+            out.became_established = established;
+            if consumed || !self.hs.is_established() {
                 return out;
             }
         }
@@ -279,6 +276,18 @@ impl Sender {
             self.on_ack(now_ns, seg, view, &mut out);
         }
         out
+    }
+
+    /// A handshake segment (once per connection and subflow: out of the ACK path). Returns
+    /// (consumed by the handshake, the handshake completed with it).
+    #[cold]
+    #[inline(never)]
+    fn handshake_segment(&mut self, now_ns: u64, seg: &Segment) -> (bool, bool) {
+        let h = self.hs.handle_segment(now_ns, seg);
+        if let Some(r) = h.rtt_sample_ns {
+            self.rtt.on_sample(r);
+        }
+        (h.consumed, h.became_established)
     }
 
     fn on_ack(&mut self, now_ns: u64, seg: &Segment, view: &CoupledView<'_>, out: &mut AckOutcome) {
@@ -305,39 +314,19 @@ impl Sender {
             self.rto_deadline =
                 (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
         }
-        out.sacked_bytes = self.board.apply_sack(seg.sack_blocks(), now_ns);
+        // No SACK blocks (most ACKs): nothing newly SACKed, and the scoreboard need not look.
+        out.sacked_bytes = if seg.sack_len > 0 { self.board.apply_sack(seg.sack_blocks(), now_ns) } else { 0 };
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
         let newly_lost = self.mark_lost(now_ns);
         let delivered = out.acked_bytes + out.sacked_bytes;
-        match self.state {
-            CaState::Open => {
-                if self.board.lost_bytes() > 0 {
-                    self.enter_recovery(now_ns, view);
-                    out.loss = Some(LossKind::FastRetransmit);
-                    self.prr_update(delivered, una_advanced, newly_lost);
-                } else if delivered > 0 {
-                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
-                }
+        if self.state == CaState::Open && self.board.lost_bytes() == 0 {
+            if delivered > 0 {
+                self.grow(now_ns, delivered, out.rtt_sample_ns, view);
             }
-            CaState::Recovery => {
-                if self.snd_una >= self.high_seq {
-                    self.tcb.cwnd_bytes = self.tcb.ssthresh_bytes.max(self.tcb.mss_bytes);
-                    self.state = CaState::Open;
-                    self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
-                } else {
-                    self.prr_update(delivered, una_advanced, newly_lost);
-                }
-            }
-            CaState::Loss => {
-                if delivered > 0 {
-                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
-                }
-                if self.snd_una >= self.high_seq {
-                    self.state = CaState::Open;
-                }
-            }
+        } else {
+            self.on_ack_with_loss(now_ns, delivered, una_advanced, newly_lost, out, view);
         }
         if una_advanced {
             // Linux `tcp_set_xmit_timer`: an ACK of new data re-arms the probe (or, when none
@@ -366,48 +355,38 @@ impl Sender {
     }
 
     /// Next segment to send, if any (call until `None`).
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
+        self.poll_transmit_with(now_ns, |seg| seg)
+    }
+
+    /// Like [`Sender::poll_transmit`], handing the segment to `wrap`: the caller's value (the
+    /// connection's `(subflow, segment)`) is then built where the segment is, not copied
+    /// from it (a segment is 128 bytes, and this runs for every segment sent).
+    #[inline]
+    pub fn poll_transmit_with<R>(&mut self, now_ns: u64, wrap: impl FnOnce(Segment) -> R) -> Option<R> {
         if !self.path_up {
             return None;
         }
         if let Some(mut s) = self.hs.poll_transmit(now_ns) {
             s.window = self.cfg.rcv_buf_bytes;
-            return Some(s);
+            return Some(wrap(s));
         }
         if !self.hs.is_established() {
             return None;
         }
         let mut ignore_cwnd = false;
         if self.probe_due {
-            self.probe_due = false;
-            if self.queue.is_empty() {
-                // No new data: probe with the highest outstanding segment.
-                if let Some(s) = self.board.probe_last(now_ns) {
-                    let len = s.len as u64;
-                    self.stats.bytes_retransmitted += len;
-                    self.stats.tail_loss_probes += 1;
-                    self.on_sent(now_ns, len);
-                    self.tlp_high_seq = Some(self.snd_nxt);
-                    self.tlp_retrans = true;
-                    return Some(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin));
-                }
-            } else {
-                // Probe with one new segment, whatever the window (Linux `push_one == 2`).
-                ignore_cwnd = true;
-                self.stats.tail_loss_probes += 1;
+            match self.take_probe(now_ns) {
+                Some(s) => return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin))),
+                None => ignore_cwnd = !self.queue.is_empty(),
             }
         }
         if self.state != CaState::Open || self.board.lost_bytes() > 0 {
-            if let Some(s) = self.board.next_lost() {
-                if !self.can_send(s.len as u64) {
-                    self.cwnd_validate(true);
-                    return None;
-                }
-                self.board.mark_retransmitted(now_ns);
-                let len = s.len as u64;
-                self.stats.bytes_retransmitted += len;
-                self.on_sent(now_ns, len);
-                return Some(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin));
+            match self.next_retransmission(now_ns) {
+                Some(Some(s)) => return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin))),
+                Some(None) => return None,
+                None => {}
             }
         }
         let Some(&front) = self.queue.front() else {
@@ -420,6 +399,11 @@ impl Sender {
         };
         if self.board.is_empty() {
             self.on_tx_start(now_ns);
+            // A flight starts from nothing outstanding: room for a window's worth of segments
+            // at once, instead of the queue doubling from 4 (a reallocation and copy each).
+            // Idle subflows allocate nothing; a window never needs more than it reserves.
+            let window_segs = self.tcb.cwnd_bytes / self.tcb.mss_bytes.max(1) + 1;
+            self.board.reserve(window_segs.min(1 << 16) as usize);
         }
         let len = front.len.min(self.tcb.mss_bytes);
         if !ignore_cwnd && !self.can_send_new(len) {
@@ -450,7 +434,7 @@ impl Sender {
             // Linux `tcp_write_xmit`: one probe per tail-loss episode (not after a probe).
             self.schedule_tlp(now_ns, false);
         }
-        Some(self.build(now_ns, seq, len as u32, dsn, fin))
+        Some(wrap(self.build(now_ns, seq, len as u32, dsn, fin)))
     }
 
     fn can_send(&self, len: u64) -> bool {

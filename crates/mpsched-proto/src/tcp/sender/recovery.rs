@@ -9,17 +9,99 @@
 //! data is acknowledged. Kept apart from ACK intake and transmission (`mod.rs`), which call in
 //! here, so each file reads as one mechanism.
 
-use super::{CaState, Sender};
+use super::{AckOutcome, CaState, Sender};
 use crate::cc::CoupledView;
 use crate::sched::LossKind;
 use crate::tcp::rtt::{timer_wheel_fire_ns, MIN_RTO_NS};
-use crate::tcp::scoreboard::DUP_THRESH;
+use crate::tcp::scoreboard::{SentSeg, DUP_THRESH};
 
 /// Linux `TCP_TIMEOUT_MIN` (2 jiffies; HZ = 1000 assumed), added to the probe and reordering
 /// timers.
 const TIMEOUT_MIN_NS: u64 = 2_000_000;
 
 impl Sender {
+    /// The congestion-state work of an ACK outside the common case (open, nothing lost):
+    /// entering fast recovery, PRR in it, leaving it, and the window after an RTO. Out of
+    /// line, so the common ACK path stays small.
+    #[inline(never)]
+    pub(super) fn on_ack_with_loss(
+        &mut self,
+        now_ns: u64,
+        delivered: u64,
+        una_advanced: bool,
+        newly_lost: u64,
+        out: &mut AckOutcome,
+        view: &CoupledView<'_>,
+    ) {
+        match self.state {
+            CaState::Open => {
+                if self.board.lost_bytes() > 0 {
+                    self.enter_recovery(now_ns, view);
+                    out.loss = Some(LossKind::FastRetransmit);
+                    self.prr_update(delivered, una_advanced, newly_lost);
+                } else if delivered > 0 {
+                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
+                }
+            }
+            CaState::Recovery => {
+                if self.snd_una >= self.high_seq {
+                    self.tcb.cwnd_bytes = self.tcb.ssthresh_bytes.max(self.tcb.mss_bytes);
+                    self.state = CaState::Open;
+                    self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
+                } else {
+                    self.prr_update(delivered, una_advanced, newly_lost);
+                }
+            }
+            CaState::Loss => {
+                if delivered > 0 {
+                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
+                }
+                if self.snd_una >= self.high_seq {
+                    self.state = CaState::Open;
+                }
+            }
+        }
+    }
+
+    /// The due tail-loss probe (rare: kept out of the per-segment path). Without new data it
+    /// resends the highest outstanding segment (returned); with new data the probe is the
+    /// next new segment, sent whatever the window (Linux `push_one == 2`).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn take_probe(&mut self, now_ns: u64) -> Option<SentSeg> {
+        self.probe_due = false;
+        if !self.queue.is_empty() {
+            self.stats.tail_loss_probes += 1;
+            return None;
+        }
+        // No new data: probe with the highest outstanding segment.
+        let s = self.board.probe_last(now_ns)?;
+        let len = s.len as u64;
+        self.stats.bytes_retransmitted += len;
+        self.stats.tail_loss_probes += 1;
+        self.on_sent(now_ns, len);
+        self.tlp_high_seq = Some(self.snd_nxt);
+        self.tlp_retrans = true;
+        Some(s)
+    }
+
+    /// In recovery or with losses marked: the next lost segment to resend (`Some(Some)`),
+    /// `Some(None)` when the window has no room for it, `None` when nothing is to be resent.
+    /// Out of line: most segments are new data.
+    #[inline(never)]
+    pub(super) fn next_retransmission(&mut self, now_ns: u64) -> Option<Option<SentSeg>> {
+        let s = self.board.next_lost()?;
+        if !self.can_send(s.len as u64) {
+            self.cwnd_validate(true);
+            return Some(None);
+        }
+        self.board.mark_retransmitted(now_ns);
+        let len = s.len as u64;
+        self.stats.bytes_retransmitted += len;
+        self.on_sent(now_ns, len);
+        Some(Some(s))
+    }
+
     /// Marks losses: RACK when RACK-TLP is on, RFC 6675 DupThresh otherwise; lost
     /// retransmissions by RACK's rule in both cases.
     pub(super) fn mark_lost(&mut self, now_ns: u64) -> u64 {
@@ -106,6 +188,7 @@ impl Sender {
     /// from the congestion control, cwnd = ssthresh); a pure duplicate ACK (the original and
     /// the probe both arrived; Linux also takes a D-SACK of the probe) ends it with no
     /// reduction.
+    #[inline(never)]
     pub(super) fn process_tlp_ack(
         &mut self,
         now_ns: u64,
