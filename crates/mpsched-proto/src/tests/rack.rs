@@ -182,3 +182,48 @@ fn once_reordering_is_seen_rack_waits_its_reordering_window_where_dupthresh_retr
         }
     }
 }
+
+#[test]
+fn retransmission_timeouts_fire_on_the_kernels_timer_wheel() {
+    // Linux keeps the RTO in jiffies (HZ 250 on the testbed: 4 ms) and its retransmission
+    // timer is a `timer_list`, filed in the timer wheel with its expiry rounded up to the
+    // level's granularity: the backed-off timeouts of a dead path fire on jiffy boundaries,
+    // each gap at least the doubled RTO and at most one level-1 bucket (32 ms) more.
+    use crate::tcp::JIFFY_NS;
+    let total = 40 * 1448;
+    let mut p = download_with(TcpConfig::default(), total, 100 * MBPS, 10 * MS, "reno");
+    let head = 20 * 1448 + 1;
+    let sends = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = sends.clone();
+    let clock = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let now = clock.clone();
+    p.ba[0].drop = Some(Box::new(move |s: &Segment| {
+        if s.len > 0 && s.seq == head {
+            seen.borrow_mut().push(now.get());
+        }
+        s.len > 0 && s.seq >= head
+    }));
+    let step_ns = 100_000;
+    let mut t = 0;
+    while t < 4_000 * MS {
+        t += step_ns;
+        clock.set(t);
+        p.drive(t, |_, _| false);
+    }
+    let rto_ns = p.b.tx.rtt().rto_ns();
+    assert_eq!(rto_ns % JIFFY_NS, 0, "rto {rto_ns} ns");
+    let times = sends.borrow().clone();
+    // First transmission, then the RTO retransmissions (backoff 1, 2, 3 ...).
+    assert!(times.len() >= 4, "head sent at {times:?}");
+    for w in times[1..].windows(2) {
+        assert_eq!(w[1] % JIFFY_NS, 0, "fired off a jiffy: {times:?}");
+    }
+    for (i, w) in times[1..].windows(2).enumerate() {
+        let backed_off = rto_ns << (i + 1);
+        let gap = w[1] - w[0];
+        assert!(
+            gap >= backed_off && gap <= backed_off + 32 * MS,
+            "gap {gap} for {backed_off}: {times:?}"
+        );
+    }
+}
