@@ -1,11 +1,27 @@
 //! Upstream MPTCP's reaction to a silent path (the links drop everything, the hosts are not
 //! told): what its MPTCP-level retransmission timer moves, and when.
 
-use super::mptcp::{download, Setup};
+use super::mptcp::{download, PathSpec, Setup};
 use super::util::*;
 use crate::mptcp::stale::DFRAG_DATA_BYTES as FRAG_DATA_BYTES;
 use crate::mptcp::Mode;
 use crate::tcp::LossRecovery;
+
+/// A 64 MiB upstream-`linux` MPTCP download with cubic over `paths`, receive buffer fixed.
+fn linux_download(paths: Vec<PathSpec>, rcv_buf_bytes: u64) -> Setup {
+    Setup {
+        backup: vec![],
+        upload: false,
+        loss_recovery: LossRecovery::default(),
+        autotune: false,
+        mode: Mode::Mptcp,
+        paths,
+        sched: "linux",
+        cc: "cubic",
+        rcv_buf_bytes,
+        total_bytes: 64 << 20,
+    }
+}
 
 #[test]
 fn linux_resends_the_head_data_frag_on_the_drained_subflow_at_the_mptcp_timer_before_any_rto() {
@@ -18,18 +34,7 @@ fn linux_resends_the_head_data_frag_on_the_drained_subflow_at_the_mptcp_timer_be
     // DATA_ACK, and path 0's tail-loss probe re-arms that RTO later. (The testbed's kernel did
     // the same through a blackhole: 28604 and 32728 bytes re-sent at the second and fourth
     // timer periods, the stale mark at the fifth.)
-    let s = Setup {
-        backup: vec![],
-        upload: false,
-        loss_recovery: LossRecovery::default(),
-        autotune: false,
-        mode: Mode::Mptcp,
-        paths: vec![(20 * MBPS, 10 * MS), (10 * MBPS, 30 * MS)],
-        sched: "linux",
-        cc: "cubic",
-        rcv_buf_bytes: 256 << 10,
-        total_bytes: 64 << 20,
-    };
+    let s = linux_download(vec![(20 * MBPS, 10 * MS), (10 * MBPS, 30 * MS)], 256 << 10);
     let mut p = download(&s);
     p.drive(2_000 * MS, |_, _| false);
     assert_eq!(p.b.resent().reinject_bytes, 0);
@@ -66,18 +71,7 @@ fn a_join_created_while_its_interface_has_no_route_fails_and_is_not_retried() {
     // the join; `connect()` fails at the route lookup, no SYN leaves, and the endpoint is not
     // offered again (`id_avail_bitmap`), so the connection stays on path 0 after the interface
     // returns.
-    let s = Setup {
-        backup: vec![],
-        upload: false,
-        loss_recovery: LossRecovery::default(),
-        autotune: false,
-        mode: Mode::Mptcp,
-        paths: vec![(20 * MBPS, 10 * MS), (10 * MBPS, 30 * MS)],
-        sched: "linux",
-        cc: "cubic",
-        rcv_buf_bytes: 1 << 20,
-        total_bytes: 64 << 20,
-    };
+    let s = linux_download(vec![(20 * MBPS, 10 * MS), (10 * MBPS, 30 * MS)], 1 << 20);
     let mut p = download(&s);
     let syns = std::rc::Rc::new(std::cell::Cell::new(0u32));
     let seen = syns.clone();
@@ -115,18 +109,7 @@ fn linux_rearms_the_mptcp_timer_with_the_period_stored_at_the_last_push() {
     // and only the push after it stores path 1's long RTO again. So the periods alternate
     // long, exactly 200 ms, long. (Recomputing the period after the checks, as the simulator
     // used to, gives 200 ms, long, 200 ms: one firing out of phase.)
-    let s = Setup {
-        backup: vec![],
-        upload: false,
-        loss_recovery: LossRecovery::default(),
-        autotune: false,
-        mode: Mode::Mptcp,
-        paths: vec![(20 * MBPS, 10 * MS), (2 * MBPS, 30 * MS)],
-        sched: "linux",
-        cc: "cubic",
-        rcv_buf_bytes: 4 << 20,
-        total_bytes: 64 << 20,
-    };
+    let s = linux_download(vec![(20 * MBPS, 10 * MS), (2 * MBPS, 30 * MS)], 4 << 20);
     let mut p = download(&s);
     p.drive(3_000 * MS, |_, _| false);
     p.ab[0].up = false;
