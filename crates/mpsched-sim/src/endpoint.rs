@@ -9,8 +9,8 @@ use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender, JoinTiming, Mod
 use mpsched_proto::sched::{self, Scheduler, SubflowView};
 use mpsched_proto::tcp::{LossRecovery, TcpConfig};
 
-pub(crate) use mpsched_proto::tcp::Segment;
 use mpsched_engine::prefetch;
+pub(crate) use mpsched_proto::tcp::Segment;
 
 /// Cache lines an endpoint prefetches at most per object (a data sender is ~11, its TCP
 /// subflow ~13, a receiver ~5).

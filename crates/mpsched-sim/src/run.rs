@@ -10,15 +10,15 @@ use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint};
-use mpsched_proto::tcp::flags;
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use host::HostRx;
+use inflight::{Destination, InFlight, NO_SEGMENT};
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_engine::rng::Rng;
-use inflight::{Destination, InFlight, NO_SEGMENT};
-use skb::OpenSkb;
+use mpsched_proto::tcp::flags;
 use rows::FlowRecords;
+use skb::OpenSkb;
 
 mod host;
 mod inflight;

@@ -271,7 +271,12 @@ impl FatTree {
         } else {
             format!("h{sender}-h{receiver}.{c}")
         };
-        PathConfig { name, down: self.route(sender, receiver, c, i), up: self.route(receiver, sender, c, i), gso: false }
+        PathConfig {
+            name,
+            down: self.route(sender, receiver, c, i),
+            up: self.route(receiver, sender, c, i),
+            gso: false,
+        }
     }
 
     /// Path choices of the `subflows` subflows of flow `flow_id` from `sender` to `receiver`.

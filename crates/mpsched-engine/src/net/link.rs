@@ -363,7 +363,8 @@ impl<P> Link<P> {
         let waiting_packets = (self.backlog.len() - served) as u64;
         let (queue_bytes, queue_packets) = (self.queue_bytes, self.queue_packets);
         let over = || {
-            queue_bytes.is_some_and(|l| waiting_bytes + size > l) || queue_packets.is_some_and(|l| waiting_packets + 1 > l)
+            queue_bytes.is_some_and(|l| waiting_bytes + size > l)
+                || queue_packets.is_some_and(|l| waiting_packets + 1 > l)
         };
         // A rate collapse in force replaces the bucket's or the capacity model's rate (a
         // plain link has none in force).

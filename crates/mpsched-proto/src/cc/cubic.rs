@@ -52,7 +52,9 @@ fn linux_slow_start(tcb: &mut CcState, ack: &AckSample) -> Option<u64> {
     if !tcb.in_slow_start() {
         return Some(ack.acked_bytes);
     }
-    let inc = ack.acked_bytes.min(tcb.ssthresh_bytes.saturating_sub(tcb.cwnd_bytes));
+    let inc = ack
+        .acked_bytes
+        .min(tcb.ssthresh_bytes.saturating_sub(tcb.cwnd_bytes));
     tcb.cwnd_bytes += inc;
     let left = ack.acked_bytes - inc;
     (left > 0).then_some(left)

@@ -325,16 +325,18 @@ mod select_tests {
     use proptest::prelude::*;
 
     fn view() -> impl Strategy<Value = SubflowView> {
-        (any::<[bool; 5]>(), 0u64..4, 0u64..6, 0u64..6).prop_map(|(b, srtt, cwnd, used)| SubflowView {
-            established: b[0],
-            backup: b[1],
-            potentially_failed: b[2],
-            in_loss_recovery: b[3],
-            srtt_ns: srtt,
-            mss_bytes: if b[4] { 10 } else { 0 },
-            cwnd_bytes: cwnd * 10,
-            in_flight_bytes: used * 10,
-            ..SubflowView::default()
+        (any::<[bool; 5]>(), 0u64..4, 0u64..6, 0u64..6).prop_map(|(b, srtt, cwnd, used)| {
+            SubflowView {
+                established: b[0],
+                backup: b[1],
+                potentially_failed: b[2],
+                in_loss_recovery: b[3],
+                srtt_ns: srtt,
+                mss_bytes: if b[4] { 10 } else { 0 },
+                cwnd_bytes: cwnd * 10,
+                in_flight_bytes: used * 10,
+                ..SubflowView::default()
+            }
         })
     }
 

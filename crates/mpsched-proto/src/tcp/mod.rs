@@ -53,9 +53,11 @@ pub const MIN_TSO_SEGMENTS: u64 = 2;
 /// most a GSO packet ([`GSO_MAX_BYTES`]). Segments per skb.
 pub fn tso_autosize_segments(pacing_rate_bps: u64, mss_bytes: u64) -> u64 {
     let mss = mss_bytes.max(1);
-    (((pacing_rate_bps / 8) >> 10) / mss).clamp(MIN_TSO_SEGMENTS, (GSO_MAX_BYTES / mss).max(MIN_TSO_SEGMENTS))
+    (((pacing_rate_bps / 8) >> 10) / mss).clamp(
+        MIN_TSO_SEGMENTS,
+        (GSO_MAX_BYTES / mss).max(MIN_TSO_SEGMENTS),
+    )
 }
-
 
 /// Linux `TCP_DELACK_MIN` (HZ / 25 = 40 ms): delayed-ACK timeout.
 pub const DELAYED_ACK_NS: u64 = 40_000_000;

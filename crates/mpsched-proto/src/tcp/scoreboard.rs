@@ -171,7 +171,11 @@ impl Scoreboard {
         let end = seq + len as u64;
         assert!(end < SEQ_LIMIT, "a subflow sends fewer than 2^56 bytes");
         let bits = if data_fin { DATA_FIN } else { 0 };
-        self.segs.push_back(Slot { seq_bits: seq | (bits as u64) << 56, dsn, xmit_ns: now_ns });
+        self.segs.push_back(Slot {
+            seq_bits: seq | (bits as u64) << 56,
+            dsn,
+            xmit_ns: now_ns,
+        });
         self.end_seq = end;
         self.out_bytes += len as u64;
     }
@@ -551,7 +555,6 @@ impl Scoreboard {
             })
     }
 }
-
 
 #[cfg(test)]
 #[path = "scoreboard_tests.rs"]

@@ -117,7 +117,13 @@ fn a_stored_segment_is_24_bytes_and_keeps_its_bits() {
     b.push(seq + 500, 499, 507, true, 2);
     b.probe_last(9);
     let s = b.get(1);
-    assert_eq!((s.seq, s.len, s.dsn, s.data_fin, s.ever_retx, s.xmit_ns), (seq + 500, 499, 507, true, true, 9));
+    assert_eq!(
+        (s.seq, s.len, s.dsn, s.data_fin, s.ever_retx, s.xmit_ns),
+        (seq + 500, 499, 507, true, true, 9)
+    );
     let s = b.get(0);
-    assert_eq!((s.seq, s.len, s.dsn, s.data_fin, s.ever_retx), (seq, 500, 7, false, false));
+    assert_eq!(
+        (s.seq, s.len, s.dsn, s.data_fin, s.ever_retx),
+        (seq, 500, 7, false, false)
+    );
 }

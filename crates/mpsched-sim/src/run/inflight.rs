@@ -261,7 +261,8 @@ mod tests {
     #[test]
     fn segments_come_back_as_stored_and_slots_are_reused() {
         let mut f = InFlight::default();
-        let data = Segment { flags: flags::ACK, seq: 1 << 20, len: 1448, dsn: 7, ts_val: 3 << 40, ..Default::default() };
+        let data =
+            Segment { flags: flags::ACK, seq: 1 << 20, len: 1448, dsn: 7, ts_val: 3 << 40, ..Default::default() };
         let mut ack = Segment { flags: flags::ACK | flags::DATA_ACK, ack: 99, window: 1 << 30, ..Default::default() };
         ack.sack_len = 2;
         ack.sack[0] = (200, 300);

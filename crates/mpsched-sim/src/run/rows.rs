@@ -2,11 +2,11 @@
 
 use super::{Flow, Simulation};
 use crate::app::App;
+use crate::config::Direction;
 use crate::config::Protocol;
 use crate::records::{
     ActionRow, BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, SubflowRow, SubflowSample,
 };
-use crate::config::Direction;
 use mpsched_engine::net::LinkId;
 
 /// The record's name of a protocol: its variant name in lower case (no formatting per flow).

@@ -315,7 +315,11 @@ impl Sender {
                 (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
         }
         // No SACK blocks (most ACKs): nothing newly SACKed, and the scoreboard need not look.
-        out.sacked_bytes = if seg.sack_len > 0 { self.board.apply_sack(seg.sack_blocks(), now_ns) } else { 0 };
+        out.sacked_bytes = if seg.sack_len > 0 {
+            self.board.apply_sack(seg.sack_blocks(), now_ns)
+        } else {
+            0
+        };
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
@@ -364,7 +368,11 @@ impl Sender {
     /// connection's `(subflow, segment)`) is then built where the segment is, not copied
     /// from it (a segment is 128 bytes, and this runs for every segment sent).
     #[inline]
-    pub fn poll_transmit_with<R>(&mut self, now_ns: u64, wrap: impl FnOnce(Segment) -> R) -> Option<R> {
+    pub fn poll_transmit_with<R>(
+        &mut self,
+        now_ns: u64,
+        wrap: impl FnOnce(Segment) -> R,
+    ) -> Option<R> {
         if !self.path_up {
             return None;
         }
@@ -384,7 +392,9 @@ impl Sender {
         }
         if self.state != CaState::Open || self.board.lost_bytes() > 0 {
             match self.next_retransmission(now_ns) {
-                Some(Some(s)) => return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin))),
+                Some(Some(s)) => {
+                    return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin)))
+                }
                 Some(None) => return None,
                 None => {}
             }
