@@ -249,20 +249,20 @@ def test_upload_with_loss_over_tcp():
     assert links["lte.up"]["bytes_forwarded"] < 10_000  # TCP stays on path 1
 
 
-def test_path_failure_moves_the_transfer_and_rate_steps_apply():
+def test_path_failure_moves_the_transfer_to_the_other_path():
     """WLAN fails 0.5 s into an 8 MiB MPTCP download: the kernel moves the rest to LTE and the
-    flow completes. A second flow on LTE-only TCP later sees LTE's rate cut from 15 to 5 Mbit/s."""
+    flow completes. 20 s of room: the kernel's failover has a long tail (one run of the failover
+    bench took 10.9 s for this download, docs/testbed.md "Failover"), and when this test also
+    started an LTE-only flow at 8 s in the same run, a late download shared LTE with it and
+    missed the old 12 s end once in four CI runs."""
     cfg = two_path_config([
         {"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 8 << 20}},
-        {"id": 2, "transport": 1, "start_ns": 8000 * MS, "app": {"kind": "bulk", "stop_ns": 11_000 * MS}},
-    ], duration_ns=12_000 * MS)
-    cfg["transports"].append({**cfg["transports"][0], "protocol": "tcp", "paths": [1]})
+    ], duration_ns=20_000 * MS)
     # A blackhole: since the kernel engine plays a down as a real `ip link set down`, the kernel
     # sometimes leaves this download incomplete after it (1 run in 3 in this module; a finding of
     # issue 15, not analysed yet); a blackhole is what the upstream kernel sees of a dead path
     # either way (docs/testbed.md, "Failover").
     cfg["path_events"] = [{"kind": "blackhole", "at_ns": 500 * MS, "path": 0}]
-    cfg["links"][2]["capacity"] = {"kind": "schedule", "steps": [{"at_ns": 9000 * MS, "rate_bps": 5_000_000}]}
     tables, diag = run_once(cfg)
     assert all(e["ok"] and e["done_ns"] - e["at_ns"] < 100 * MS for e in diag["events"]), diag["events"]
     flows = {r["flow_id"]: r for r in _rows(tables["flows"])}
@@ -277,6 +277,18 @@ def test_path_failure_moves_the_transfer_and_rate_steps_apply():
     assert acked[0] < 3_500_000 and acked[1] >= 8_388_608 - sent[0], (acked, sent)
     # 8 MiB minus what WLAN carried, at 15 Mbit/s, after a retransmission timeout or two.
     assert flows[1]["fct_ns"] > (8_388_608 - acked[0]) * 8 / 15e6 * 1e9
+
+
+def test_a_rate_step_applies_on_the_kernel():
+    """LTE-only TCP bulk from 0 to 3 s; LTE's rate is cut from 15 to 5 Mbit/s at 1 s."""
+    cfg = two_path_config([
+        {"id": 2, "transport": 1, "start_ns": 0, "app": {"kind": "bulk", "stop_ns": 3_000 * MS}},
+    ], duration_ns=4_000 * MS)
+    cfg["transports"].append({**cfg["transports"][0], "protocol": "tcp", "paths": [1]})
+    cfg["links"][2]["capacity"] = {"kind": "schedule", "steps": [{"at_ns": 1000 * MS, "rate_bps": 5_000_000}]}
+    tables, diag = run_once(cfg)
+    assert all(e["ok"] and e["done_ns"] - e["at_ns"] < 100 * MS for e in diag["events"]), diag["events"]
+    flows = {r["flow_id"]: r for r in _rows(tables["flows"])}
     # TCP bulk over LTE: 1 s at 15 Mbit/s then 2 s at 5 Mbit/s, minus slow start over 200 ms RTT.
     got = flows[2]["bytes_delivered"] * 8 / 1e6
     assert 4 <= got <= 0.956 * (15 + 2 * 5), got
