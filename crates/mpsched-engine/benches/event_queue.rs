@@ -10,8 +10,8 @@ fn queue_push_pop(c: &mut Criterion) {
     c.bench_function("event_queue push+pop at depth 1000", |b| {
         let mut q = EventQueue::new();
         let mut rng = Rng::stream(1, 1);
-        for i in 0..1000u64 {
-            q.push(i * 1000, i);
+        for i in 0..1000u32 {
+            q.push(u64::from(i) * 1000, i);
         }
         let mut now = 0;
         b.iter(|| {

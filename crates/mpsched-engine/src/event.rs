@@ -1,79 +1,97 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence).
+//! The event queue: a heap ordered by (time, insertion sequence).
 //!
 //! The explicit sequence number makes simultaneous events fire in the order they were
 //! scheduled (FIFO), so the order never depends on heap internals and a run is bit-reproducible.
 //! The queue owns no clock: the caller (the event loop) advances time to each popped event.
+//!
+//! Layout, for the cost of a sift at depth (thousands of timers and arrivals pending): an event
+//! packs into 32 bits ([`PackedEvent`]) and the heap holds 16-byte keys and nothing else,
+//! `at_ns << 64 | seq << 32 | event` (half the bytes per move of a key beside its event).
+//! `seq` is 32 bits: when it runs out, the pending keys
+//! are renumbered in their order (see [`EventQueue::renumber`]), so the order of events is
+//! exactly (time, push order) however many are pushed.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-struct Entry<E> {
-    /// `at_ns << 64 | seq`: one integer comparison orders by time, then by push order.
-    key: u128,
-    event: E,
+/// Bits of the key below the time: sequence (high 32) and the packed event (low 32).
+const CODE_MASK: u128 = 0xffff_ffff;
+
+/// An event that the queue stores in 32 bits (`unpack(pack(e)) == e`).
+pub trait PackedEvent: Copy {
+    /// The event as 32 bits.
+    fn pack(self) -> u32;
+    /// The event packed as `code`.
+    fn unpack(code: u32) -> Self;
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    // Reversed so that `BinaryHeap` (a max-heap) pops the earliest entry first.
+impl PackedEvent for u32 {
     #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key.cmp(&self.key)
+    fn pack(self) -> u32 {
+        self
+    }
+    #[inline]
+    fn unpack(code: u32) -> Self {
+        code
     }
 }
 
 /// A queue of events of type `E`, each due at an absolute time in nanoseconds.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    /// Min-heap of `at_ns << 64 | seq << 32 | event`; keys are unique (one seq each).
+    heap: BinaryHeap<Reverse<u128>>,
+    /// Sequence number of the next push; below `seq_end`.
     next_seq: u64,
+    /// When `next_seq` reaches this, the pending keys are renumbered (2^32; lower in tests).
+    seq_end: u64,
+    _event: std::marker::PhantomData<E>,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: PackedEvent> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: PackedEvent> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
-        Self { heap: BinaryHeap::new(), next_seq: 0 }
+        Self::with_seq_end(1 << 32)
+    }
+
+    fn with_seq_end(seq_end: u64) -> Self {
+        Self { heap: BinaryHeap::new(), next_seq: 0, seq_end, _event: std::marker::PhantomData }
     }
 
     /// Schedules `event` at absolute time `at_ns`.
     #[inline]
     pub fn push(&mut self, at_ns: u64, event: E) {
+        if self.next_seq == self.seq_end {
+            self.renumber();
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { key: (at_ns as u128) << 64 | seq as u128, event });
+        let key = (at_ns as u128) << 64 | (seq as u128) << 32 | event.pack() as u128;
+        self.heap.push(Reverse(key));
     }
 
     /// Removes and returns the earliest event with its time; ties come out in push order.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        self.heap.pop().map(|e| ((e.key >> 64) as u64, e.event))
+        let Reverse(top) = self.heap.pop()?;
+        Some(((top >> 64) as u64, E::unpack(top as u32)))
     }
 
     /// Time of the earliest event, if any.
     #[inline]
     pub fn peek_time_ns(&self) -> Option<u64> {
-        self.heap.peek().map(|e| (e.key >> 64) as u64)
+        self.heap.peek().map(|k| (k.0 >> 64) as u64)
     }
 
     /// The earliest event, if any (the one [`pop`](Self::pop) returns next).
     #[inline]
-    pub fn peek(&self) -> Option<&E> {
-        self.heap.peek().map(|e| &e.event)
+    pub fn peek(&self) -> Option<E> {
+        self.heap.peek().map(|k| E::unpack(k.0 as u32))
     }
 
     /// Number of pending events.
@@ -85,17 +103,32 @@ impl<E> EventQueue<E> {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+
+    /// Gives the pending keys the sequence numbers 0, 1, ... in their order, so sequence numbers
+    /// stay 32 bits while the order of events, (time, push order), is unchanged: a sorted array
+    /// is a valid heap, and keys are unique, so the sort is deterministic.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut keys: Vec<u128> = std::mem::take(&mut self.heap).into_iter().map(|k| k.0).collect();
+        keys.sort_unstable();
+        for (i, k) in keys.iter_mut().enumerate() {
+            *k = (*k >> 64) << 64 | (i as u128) << 32 | (*k & CODE_MASK);
+        }
+        self.next_seq = keys.len() as u64;
+        self.heap = keys.into_iter().map(Reverse).collect();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn simultaneous_events_pop_in_push_order() {
         let mut q = EventQueue::new();
-        for i in 0..10 {
+        for i in 0..10u32 {
             q.push(5, i);
         }
         q.push(1, 100);
@@ -111,12 +144,43 @@ mod tests {
         fn pops_are_sorted_by_time_then_push_order(times in proptest::collection::vec(0u64..50, 0..300)) {
             let mut q = EventQueue::new();
             for (i, t) in times.iter().enumerate() {
-                q.push(*t, i);
+                q.push(*t, i as u32);
             }
-            let mut expected: Vec<(u64, usize)> = times.iter().copied().zip(0..).collect();
+            let mut expected: Vec<(u64, u32)> = times.iter().copied().zip(0..).collect();
             expected.sort();
-            let got: Vec<(u64, usize)> = std::iter::from_fn(|| q.pop()).collect();
+            let got: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop()).collect();
             prop_assert_eq!(got, expected);
+        }
+
+        /// Pushes and pops interleaved, against a sorted map keyed by (time, push count); with
+        /// a small sequence space too, so renumbering happens many times mid-run.
+        #[test]
+        fn interleaved_pushes_and_pops_match_a_sorted_map(
+            ops in proptest::collection::vec((0u64..40, 0u8..3), 0..400),
+            seq_end in prop_oneof![Just(1u64 << 32), 1u64..20],
+        ) {
+            let mut q = EventQueue::with_seq_end(seq_end);
+            let mut model = BTreeMap::new();
+            let mut now = 0;
+            for (n, (dt, op)) in ops.into_iter().enumerate() {
+                if op == 0 {
+                    let got = q.pop();
+                    let want = model.pop_first().map(|((t, _), e)| (t, e));
+                    prop_assert_eq!(got, want);
+                    if let Some((t, _)) = got {
+                        now = t;
+                    }
+                } else {
+                    q.push(now + dt, n as u32);
+                    model.insert((now + dt, n), n as u32);
+                }
+                prop_assert_eq!(q.len(), model.len());
+                prop_assert_eq!(q.peek_time_ns(), model.keys().next().map(|k| k.0));
+                prop_assert_eq!(q.peek(), model.values().next().copied());
+            }
+            let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+            let want: Vec<_> = model.into_iter().map(|((t, _), e)| (t, e)).collect();
+            prop_assert_eq!(rest, want);
         }
     }
 }

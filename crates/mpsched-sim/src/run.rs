@@ -11,6 +11,7 @@ use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, Endpoint};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
+use event::Event;
 use host::HostRx;
 use inflight::{Destination, InFlight, NO_SEGMENT};
 use mpsched_engine::event::EventQueue;
@@ -20,6 +21,7 @@ use mpsched_proto::tcp::flags;
 use rows::FlowRecords;
 use skb::OpenSkb;
 
+mod event;
 mod host;
 mod inflight;
 mod path_events;
@@ -97,27 +99,6 @@ impl NetSink<Payload> for Sink<'_> {
             self.segments.remove_chain(idx);
         }
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Event {
-    Net(NetEvent),
-    FlowStart(u32),
-    /// Timer of a flow's endpoint (`client` selects the side).
-    Timer {
-        flow: u32,
-        client: bool,
-    },
-    /// The application of a flow asked to act at this time.
-    AppWakeup(u32),
-    Sample,
-    CrossSend(u32),
-    /// Start of path event `i`.
-    Path(u32),
-    /// End (recovery) of path event `i`.
-    PathEnd(u32),
-    /// Segment `idx` arrived earlier; its endpoint's host handles it now (`host_delay`).
-    HostRx(u32),
 }
 
 /// Side of a connection.
@@ -284,7 +265,7 @@ impl<'a> Simulation<'a> {
             self.stats.events += 1;
             // The next arrival's link state loads while this event is handled (a hint).
             if let Some(Event::Net(NetEvent::PipeArrive(link))) = self.queue.peek() {
-                self.net.prefetch_link(*link);
+                self.net.prefetch_link(link);
             }
             if self.stats.events & (PROGRESS_EVENTS - 1) == 0 {
                 if let Some(p) = progress {

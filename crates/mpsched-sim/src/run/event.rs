@@ -1,0 +1,115 @@
+//! The events of the loop, and their 32-bit form in the event queue (a 4-bit kind and a 28-bit
+//! index: a flow, a segment, a link, a path event; 2^28 of any of them does not fit memory).
+
+use mpsched_engine::event::PackedEvent;
+use mpsched_engine::net::NetEvent;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Event {
+    Net(NetEvent),
+    FlowStart(u32),
+    /// Timer of a flow's endpoint (`client` selects the side).
+    Timer {
+        flow: u32,
+        client: bool,
+    },
+    /// The application of a flow asked to act at this time.
+    AppWakeup(u32),
+    Sample,
+    CrossSend(u32),
+    /// Start of path event `i`.
+    Path(u32),
+    /// End (recovery) of path event `i`.
+    PathEnd(u32),
+    /// Segment `idx` arrived earlier; its endpoint's host handles it now (`host_delay`).
+    HostRx(u32),
+}
+
+/// Bits of the index; the kind is above them.
+const INDEX_BITS: u32 = 28;
+/// Kinds 0-2 are the network's own ([`NetEvent::pack_bits`] puts its variant there).
+const FLOW_START: u32 = 3;
+const TIMER_SERVER: u32 = 4;
+const TIMER_CLIENT: u32 = 5;
+const APP_WAKEUP: u32 = 6;
+const SAMPLE: u32 = 7;
+const CROSS_SEND: u32 = 8;
+const PATH: u32 = 9;
+const PATH_END: u32 = 10;
+const HOST_RX: u32 = 11;
+
+#[inline]
+fn code(kind: u32, index: u32) -> u32 {
+    assert!(index < 1 << INDEX_BITS, "event index {index} does not fit {INDEX_BITS} bits");
+    kind << INDEX_BITS | index
+}
+
+impl PackedEvent for Event {
+    #[inline]
+    fn pack(self) -> u32 {
+        match self {
+            Event::Net(ne) => ne.pack_bits(INDEX_BITS),
+            Event::FlowStart(f) => code(FLOW_START, f),
+            Event::Timer { flow, client } => code(if client { TIMER_CLIENT } else { TIMER_SERVER }, flow),
+            Event::AppWakeup(f) => code(APP_WAKEUP, f),
+            Event::Sample => code(SAMPLE, 0),
+            Event::CrossSend(c) => code(CROSS_SEND, c),
+            Event::Path(e) => code(PATH, e),
+            Event::PathEnd(e) => code(PATH_END, e),
+            Event::HostRx(idx) => code(HOST_RX, idx),
+        }
+    }
+
+    #[inline]
+    fn unpack(code: u32) -> Self {
+        let index = code & ((1 << INDEX_BITS) - 1);
+        match code >> INDEX_BITS {
+            0..=2 => Event::Net(NetEvent::unpack_bits(code, INDEX_BITS)),
+            FLOW_START => Event::FlowStart(index),
+            TIMER_SERVER => Event::Timer { flow: index, client: false },
+            TIMER_CLIENT => Event::Timer { flow: index, client: true },
+            APP_WAKEUP => Event::AppWakeup(index),
+            SAMPLE => Event::Sample,
+            CROSS_SEND => Event::CrossSend(index),
+            PATH => Event::Path(index),
+            PATH_END => Event::PathEnd(index),
+            _ => Event::HostRx(index),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_event() -> impl Strategy<Value = Event> {
+        let i = 0u32..1 << INDEX_BITS;
+        prop_oneof![
+            i.clone().prop_map(|i| Event::Net(NetEvent::Arrive(i))),
+            i.clone().prop_map(|i| Event::Net(NetEvent::PipeArrive(i))),
+            i.clone().prop_map(|i| Event::Net(NetEvent::Enqueue(i))),
+            i.clone().prop_map(Event::FlowStart),
+            (i.clone(), any::<bool>()).prop_map(|(flow, client)| Event::Timer { flow, client }),
+            i.clone().prop_map(Event::AppWakeup),
+            Just(Event::Sample),
+            i.clone().prop_map(Event::CrossSend),
+            i.clone().prop_map(Event::Path),
+            i.clone().prop_map(Event::PathEnd),
+            i.prop_map(Event::HostRx),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn every_event_comes_back_from_its_32_bits(e in any_event()) {
+            prop_assert_eq!(Event::unpack(e.pack()), e);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit 28 bits")]
+    fn an_index_too_large_is_refused_not_truncated() {
+        Event::FlowStart(1 << INDEX_BITS).pack();
+    }
+}
