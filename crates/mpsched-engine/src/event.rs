@@ -63,8 +63,9 @@ impl<E: PackedEvent> EventQueue<E> {
         Self { heap: BinaryHeap::new(), next_seq: 0, seq_end, _event: std::marker::PhantomData }
     }
 
-    /// Schedules `event` at absolute time `at_ns`.
-    #[inline]
+    /// Schedules `event` at absolute time `at_ns`. (Always inlined: left to itself the compiler
+    /// makes it a call, which costs ~12 instructions a packet more on a run of many short flows.)
+    #[inline(always)]
     pub fn push(&mut self, at_ns: u64, event: E) {
         if self.next_seq == self.seq_end {
             self.renumber();
