@@ -61,6 +61,10 @@ pub struct ReceiverStats {
     pub acks_sent: u64,
 }
 
+/// Entries of the release buffer kept between segments: an in-order segment releases one,
+/// a filled hole more (see [`Receiver::restore_released`]).
+const RELEASED_KEPT: usize = 4;
+
 #[derive(Debug, Clone, Copy)]
 struct Ooo {
     len: u32,
@@ -326,9 +330,15 @@ impl Receiver {
     }
 
     /// Hands back the buffer [`Receiver::take_released`] took, after the caller emptied it.
+    /// A filled hole releases every segment queued behind it at once (hundreds with a large
+    /// window); the buffer then gives that room back instead of keeping it for the rest of
+    /// the connection (it was ~2 KB a flow at the peak of 1 000 long flows at 10 Mbit/s).
     pub fn restore_released(&mut self, mut buf: Vec<Released>) {
         debug_assert!(self.released.is_empty());
         buf.clear();
+        if buf.capacity() > RELEASED_KEPT {
+            buf.shrink_to(RELEASED_KEPT);
+        }
         self.released = buf;
     }
 
