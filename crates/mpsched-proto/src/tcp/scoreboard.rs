@@ -6,9 +6,13 @@
 //! outstanding - (SACKed + lost) + retransmitted-in-flight.
 //!
 //! Cost: segments live in a `VecDeque` in sequence order (binary search by sequence number),
-//! 24 bytes each: a segment's length is where the next one starts (they are contiguous), and
-//! its state bits ride in the top byte of its sequence number (a subflow never sends 2^56
-//! bytes);
+//! 16 bytes each: a segment's length is where the next one starts (they are contiguous), its
+//! state bits ride in the top byte of its sequence number (a subflow never sends 2^56 bytes),
+//! and its DSN is not stored per segment: consecutive segments mostly carry consecutive data
+//! (one mapping handed down is cut into many segments; plain TCP is one run for the whole
+//! connection), so the DSN comes from a short list of runs `(first seq, its DSN)` that starts a
+//! new run only where the DSN jumps. The queue gives back room once the flight is a quarter of
+//! it (a slow-start overshoot would otherwise keep its peak for the whole connection);
 //! newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only touches the
 //! segments whose state changes. Loss marking and the retransmission candidate are two forward
 //! pointers (absolute segment indices), so each segment is visited O(1) times per episode.
@@ -37,24 +41,27 @@ const DATA_FIN: u8 = 16;
 /// Sequence numbers stay below this; the top byte of a [`Slot`]'s `seq_bits` holds its bits.
 const SEQ_LIMIT: u64 = 1 << 56;
 
-/// One transmitted segment as stored: 24 bytes.
+/// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una`]).
+const KEEP_SLOTS: usize = 64;
+
+/// One transmitted segment as stored: 16 bytes (its DSN is in [`Scoreboard`]'s runs).
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     /// Sequence number (low 56 bits), state and [`EVER_RETX`] / [`DATA_FIN`] (top byte).
     seq_bits: u64,
-    dsn: u64,
     xmit_ns: u64,
 }
 
 impl Slot {
-    /// The segment, which ends at `end`.
+    /// The segment, which ends at `end`; its `dsn` is left 0 (the caller fills it when needed:
+    /// [`Scoreboard::with_dsn`]).
     #[inline(always)]
     fn unpack(self, end: u64) -> SentSeg {
         let (seq, bits) = (self.seq(), self.bits());
         SentSeg {
             seq,
             len: (end - seq) as u32,
-            dsn: self.dsn,
+            dsn: 0,
             data_fin: bits & DATA_FIN != 0,
             flags: bits & (SACKED | LOST | RETX),
             ever_retx: bits & EVER_RETX != 0,
@@ -98,6 +105,12 @@ pub struct SentSeg {
 #[derive(Debug, Clone, Default)]
 pub struct Scoreboard {
     segs: VecDeque<Slot>,
+    /// DSN runs `(seq, dsn)`: from `seq` on, segment DSNs follow sequence numbers (`dsn +
+    /// (seq' - seq)`) until the next run. The first starts at or below `segs[0]`; empty when
+    /// `segs` is.
+    dsn_runs: VecDeque<(u64, u64)>,
+    /// The last run (a copy, so a push compares without reading `dsn_runs`' buffer).
+    last_run: (u64, u64),
     /// End of the last segment (the next one starts there).
     end_seq: u64,
     /// Absolute index of `segs[0]` (segments ever popped).
@@ -171,13 +184,35 @@ impl Scoreboard {
         let end = seq + len as u64;
         assert!(end < SEQ_LIMIT, "a subflow sends fewer than 2^56 bytes");
         let bits = if data_fin { DATA_FIN } else { 0 };
+        if self.segs.is_empty() {
+            self.dsn_runs.clear();
+            self.new_run(seq, dsn);
+        } else if dsn != self.last_run.1.wrapping_add(seq - self.last_run.0) {
+            self.new_run(seq, dsn);
+        }
         self.segs.push_back(Slot {
             seq_bits: seq | (bits as u64) << 56,
-            dsn,
             xmit_ns: now_ns,
         });
         self.end_seq = end;
         self.out_bytes += len as u64;
+    }
+
+    fn new_run(&mut self, seq: u64, dsn: u64) {
+        self.last_run = (seq, dsn);
+        self.dsn_runs.push_back(self.last_run);
+    }
+
+    /// `s` with its DSN (from the run it falls in).
+    fn with_dsn(&self, mut s: SentSeg) -> SentSeg {
+        let runs = &self.dsn_runs;
+        let (run_seq, run_dsn) = if runs.len() == 1 {
+            runs[0]
+        } else {
+            runs[runs.partition_point(|r| r.0 <= s.seq) - 1]
+        };
+        s.dsn = run_dsn.wrapping_add(s.seq - run_seq);
+        s
     }
 
     /// End of segment `i`: where the next one starts.
@@ -186,7 +221,7 @@ impl Scoreboard {
         self.segs.get(i + 1).map_or(self.end_seq, Slot::seq)
     }
 
-    /// Segment `i` (index in `segs`).
+    /// Segment `i` (index in `segs`), its `dsn` left 0 (most uses need only its state).
     #[inline(always)]
     fn get(&self, i: usize) -> SentSeg {
         self.segs[i].unpack(self.end_of(i))
@@ -235,6 +270,18 @@ impl Scoreboard {
                 self.note_reordering(&s, self.fack);
                 self.rack_advance(&s, now_ns);
             }
+        }
+        if self.dsn_runs.len() > 1 {
+            let front = self.segs.front().map_or(u64::MAX, Slot::seq);
+            while self.dsn_runs.len() > 1 && self.dsn_runs[1].0 <= front {
+                self.dsn_runs.pop_front();
+            }
+        }
+        // Give back room once the flight is a quarter of it (keeping twice the flight): the
+        // peak of a slow start would otherwise stay reserved for the whole connection.
+        let cap = self.segs.capacity();
+        if cap > KEEP_SLOTS && self.segs.len() * 4 < cap {
+            self.segs.shrink_to((self.segs.len() * 2).max(KEEP_SLOTS));
         }
         self.loss_ptr = self.loss_ptr.max(self.front_abs);
         self.rtx_ptr = self.rtx_ptr.max(self.front_abs);
@@ -463,7 +510,7 @@ impl Scoreboard {
         s.ever_retx = true;
         s.xmit_ns = now_ns;
         self.put(last, &s);
-        Some(s)
+        Some(self.with_dsn(s))
     }
 
     /// RTO: every outstanding segment not SACKed is lost, retransmissions included
@@ -493,7 +540,7 @@ impl Scoreboard {
         while self.rtx_ptr < self.loss_ptr {
             let i = (self.rtx_ptr - self.front_abs) as usize;
             if self.segs[i].state() == LOST {
-                return Some(self.get(i));
+                return Some(self.with_dsn(self.get(i)));
             }
             self.rtx_ptr += 1;
         }
@@ -550,7 +597,7 @@ impl Scoreboard {
         (0..self.segs.len())
             .filter(|&i| self.segs[i].state() & SACKED == 0)
             .map(|i| {
-                let s = self.get(i);
+                let s = self.with_dsn(self.get(i));
                 (s.dsn, s.len as u64)
             })
     }
