@@ -44,6 +44,9 @@ const SEQ_LIMIT: u64 = 1 << 56;
 /// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una`]).
 const KEEP_SLOTS: usize = 64;
 
+/// Room kept for retransmissions in flight between recovery episodes.
+const KEEP_RETRANSMISSIONS: usize = 8;
+
 /// One transmitted segment as stored: 16 bytes (its DSN is in [`Scoreboard`]'s runs).
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -282,6 +285,10 @@ impl Scoreboard {
         let cap = self.segs.capacity();
         if cap > KEEP_SLOTS && self.segs.len() * 4 < cap {
             self.segs.shrink_to((self.segs.len() * 2).max(KEEP_SLOTS));
+        }
+        // Likewise the retransmissions of a recovery episode once it is over.
+        if self.rtx_fifo.is_empty() && self.rtx_fifo.capacity() > KEEP_RETRANSMISSIONS {
+            self.rtx_fifo.shrink_to(KEEP_RETRANSMISSIONS);
         }
         self.loss_ptr = self.loss_ptr.max(self.front_abs);
         self.rtx_ptr = self.rtx_ptr.max(self.front_abs);
