@@ -249,22 +249,8 @@ impl Receiver {
             self.grow_window(len - off);
             self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
             self.rcv_nxt = end;
-            while let Some(&o) = self.ofo.front() {
-                let s = o.seq;
-                if s > self.rcv_nxt {
-                    break;
-                }
-                self.ofo.pop_front();
-                let e = s + o.len as u64;
-                if e > self.rcv_nxt {
-                    let off = self.rcv_nxt - s;
-                    self.release(o.dsn + off, e - self.rcv_nxt, o.data_fin);
-                    self.rcv_nxt = e;
-                }
-            }
-            if had_ofo && self.ofo.is_empty() {
-                // The episode is over: give its room back (a flow is mostly in order).
-                self.ofo = VecDeque::new();
+            if had_ofo {
+                self.release_queued();
             }
             self.ofo_ranges.remove_below(self.rcv_nxt);
             // Immediate ACK: a hole was filled or remains, delayed ACKs are off, quickack
@@ -303,6 +289,27 @@ impl Receiver {
             self.ack_now = true;
         }
         established
+    }
+
+    /// Releases the queued segments the in-order data now reaches.
+    fn release_queued(&mut self) {
+        while let Some(&o) = self.ofo.front() {
+            let s = o.seq;
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.ofo.pop_front();
+            let e = s + o.len as u64;
+            if e > self.rcv_nxt {
+                let off = self.rcv_nxt - s;
+                self.release(o.dsn + off, e - self.rcv_nxt, o.data_fin);
+                self.rcv_nxt = e;
+            }
+        }
+        if self.ofo.is_empty() {
+            // The episode is over: give its room back (a flow is mostly in order).
+            self.ofo = VecDeque::new();
+        }
     }
 
     fn release(&mut self, dsn: u64, len: u64, data_fin: bool) {

@@ -112,8 +112,9 @@ pub struct Scoreboard {
     /// (seq' - seq)`) until the next run. The first starts at or below `segs[0]`; empty when
     /// `segs` is.
     dsn_runs: VecDeque<(u64, u64)>,
-    /// The last run (a copy, so a push compares without reading `dsn_runs`' buffer).
-    last_run: (u64, u64),
+    /// DSN the next segment has if it continues the last run (a push compares this, without
+    /// reading `dsn_runs`' buffer).
+    next_dsn: u64,
     /// End of the last segment (the next one starts there).
     end_seq: u64,
     /// Absolute index of `segs[0]` (segments ever popped).
@@ -187,12 +188,10 @@ impl Scoreboard {
         let end = seq + len as u64;
         assert!(end < SEQ_LIMIT, "a subflow sends fewer than 2^56 bytes");
         let bits = if data_fin { DATA_FIN } else { 0 };
-        if self.segs.is_empty() {
-            self.dsn_runs.clear();
-            self.new_run(seq, dsn);
-        } else if dsn != self.last_run.1.wrapping_add(seq - self.last_run.0) {
+        if dsn != self.next_dsn || self.segs.is_empty() {
             self.new_run(seq, dsn);
         }
+        self.next_dsn = dsn.wrapping_add(len as u64);
         self.segs.push_back(Slot {
             seq_bits: seq | (bits as u64) << 56,
             xmit_ns: now_ns,
@@ -201,9 +200,14 @@ impl Scoreboard {
         self.out_bytes += len as u64;
     }
 
+    /// Segment `seq` starts a DSN run (a jump in the data, or a flight from nothing
+    /// outstanding, whose runs are all gone).
+    #[inline(never)]
     fn new_run(&mut self, seq: u64, dsn: u64) {
-        self.last_run = (seq, dsn);
-        self.dsn_runs.push_back(self.last_run);
+        if self.segs.is_empty() {
+            self.dsn_runs.clear();
+        }
+        self.dsn_runs.push_back((seq, dsn));
     }
 
     /// `s` with its DSN (from the run it falls in).
@@ -280,18 +284,29 @@ impl Scoreboard {
                 self.dsn_runs.pop_front();
             }
         }
-        // Give back room once the flight is a quarter of it (keeping twice the flight): the
-        // peak of a slow start would otherwise stay reserved for the whole connection.
-        let cap = self.segs.capacity();
-        if cap > KEEP_SLOTS && self.segs.len() * 4 < cap {
-            self.segs.shrink_to((self.segs.len() * 2).max(KEEP_SLOTS));
-        }
-        // Likewise the retransmissions of a recovery episode once it is over.
-        if self.rtx_fifo.is_empty() && self.rtx_fifo.capacity() > KEEP_RETRANSMISSIONS {
-            self.rtx_fifo.shrink_to(KEEP_RETRANSMISSIONS);
+        if self.segs.capacity() > KEEP_SLOTS && self.segs.len() * 4 < self.segs.capacity() {
+            self.give_back_room();
         }
         self.loss_ptr = self.loss_ptr.max(self.front_abs);
         self.rtx_ptr = self.rtx_ptr.max(self.front_abs);
+        if !self.rtx_fifo.is_empty() {
+            self.drop_acked_retransmissions();
+        }
+        self.sacked_ranges.remove_below(ack);
+        acked
+    }
+
+    /// The flight is under a quarter of the queue's room: keep twice the flight (the peak of
+    /// a slow start would otherwise stay reserved for the whole connection).
+    #[inline(never)]
+    fn give_back_room(&mut self) {
+        self.segs.shrink_to((self.segs.len() * 2).max(KEEP_SLOTS));
+    }
+
+    /// Forgets retransmissions below the cumulative ACK (in recovery only, so out of line),
+    /// and gives back the room of an episode whose retransmissions are all acknowledged.
+    #[inline(never)]
+    fn drop_acked_retransmissions(&mut self) {
         while self
             .rtx_fifo
             .front()
@@ -299,8 +314,9 @@ impl Scoreboard {
         {
             self.rtx_fifo.pop_front();
         }
-        self.sacked_ranges.remove_below(ack);
-        acked
+        if self.rtx_fifo.is_empty() && self.rtx_fifo.capacity() > KEEP_RETRANSMISSIONS {
+            self.rtx_fifo.shrink_to(KEEP_RETRANSMISSIONS);
+        }
     }
 
     /// Applies SACK blocks; returns newly SACKed bytes.
