@@ -6,9 +6,13 @@
 //! outstanding - (SACKed + lost) + retransmitted-in-flight.
 //!
 //! Cost: segments live in a `VecDeque` in sequence order (binary search by sequence number),
-//! 24 bytes each: a segment's length is where the next one starts (they are contiguous), and
-//! its state bits ride in the top byte of its sequence number (a subflow never sends 2^56
-//! bytes);
+//! 16 bytes each: a segment's length is where the next one starts (they are contiguous), its
+//! state bits ride in the top byte of its sequence number (a subflow never sends 2^56 bytes),
+//! and its DSN is not stored per segment: consecutive segments mostly carry consecutive data
+//! (one mapping handed down is cut into many segments; plain TCP is one run for the whole
+//! connection), so the DSN comes from a short list of runs `(first seq, its DSN)` that starts a
+//! new run only where the DSN jumps. The queue gives back room once the flight is a quarter of
+//! it (a slow-start overshoot would otherwise keep its peak for the whole connection);
 //! newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only touches the
 //! segments whose state changes. Loss marking and the retransmission candidate are two forward
 //! pointers (absolute segment indices), so each segment is visited O(1) times per episode.
@@ -37,24 +41,30 @@ const DATA_FIN: u8 = 16;
 /// Sequence numbers stay below this; the top byte of a [`Slot`]'s `seq_bits` holds its bits.
 const SEQ_LIMIT: u64 = 1 << 56;
 
-/// One transmitted segment as stored: 24 bytes.
+/// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una`]).
+const KEEP_SLOTS: usize = 64;
+
+/// Room kept for retransmissions in flight between recovery episodes.
+const KEEP_RETRANSMISSIONS: usize = 8;
+
+/// One transmitted segment as stored: 16 bytes (its DSN is in [`Scoreboard`]'s runs).
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     /// Sequence number (low 56 bits), state and [`EVER_RETX`] / [`DATA_FIN`] (top byte).
     seq_bits: u64,
-    dsn: u64,
     xmit_ns: u64,
 }
 
 impl Slot {
-    /// The segment, which ends at `end`.
+    /// The segment, which ends at `end`; its `dsn` is left 0 (the caller fills it when needed:
+    /// [`Scoreboard::with_dsn`]).
     #[inline(always)]
     fn unpack(self, end: u64) -> SentSeg {
         let (seq, bits) = (self.seq(), self.bits());
         SentSeg {
             seq,
             len: (end - seq) as u32,
-            dsn: self.dsn,
+            dsn: 0,
             data_fin: bits & DATA_FIN != 0,
             flags: bits & (SACKED | LOST | RETX),
             ever_retx: bits & EVER_RETX != 0,
@@ -98,6 +108,13 @@ pub struct SentSeg {
 #[derive(Debug, Clone, Default)]
 pub struct Scoreboard {
     segs: VecDeque<Slot>,
+    /// DSN runs `(seq, dsn)`: from `seq` on, segment DSNs follow sequence numbers (`dsn +
+    /// (seq' - seq)`) until the next run. The first starts at or below `segs[0]`; empty when
+    /// `segs` is.
+    dsn_runs: VecDeque<(u64, u64)>,
+    /// DSN the next segment has if it continues the last run (a push compares this, without
+    /// reading `dsn_runs`' buffer).
+    next_dsn: u64,
     /// End of the last segment (the next one starts there).
     end_seq: u64,
     /// Absolute index of `segs[0]` (segments ever popped).
@@ -171,9 +188,12 @@ impl Scoreboard {
         let end = seq + len as u64;
         assert!(end < SEQ_LIMIT, "a subflow sends fewer than 2^56 bytes");
         let bits = if data_fin { DATA_FIN } else { 0 };
+        if dsn != self.next_dsn || self.segs.is_empty() {
+            self.new_run(seq, dsn);
+        }
+        self.next_dsn = dsn.wrapping_add(len as u64);
         self.segs.push_back(Slot {
             seq_bits: seq | (bits as u64) << 56,
-            dsn,
             xmit_ns: now_ns,
         });
         self.end_seq = end;
@@ -186,7 +206,7 @@ impl Scoreboard {
         self.segs.get(i + 1).map_or(self.end_seq, Slot::seq)
     }
 
-    /// Segment `i` (index in `segs`).
+    /// Segment `i` (index in `segs`), its `dsn` left 0 (most uses need only its state).
     #[inline(always)]
     fn get(&self, i: usize) -> SentSeg {
         self.segs[i].unpack(self.end_of(i))
@@ -236,14 +256,19 @@ impl Scoreboard {
                 self.rack_advance(&s, now_ns);
             }
         }
+        if self.dsn_runs.len() > 1 {
+            let front = self.segs.front().map_or(u64::MAX, Slot::seq);
+            while self.dsn_runs.len() > 1 && self.dsn_runs[1].0 <= front {
+                self.dsn_runs.pop_front();
+            }
+        }
+        if self.segs.capacity() > KEEP_SLOTS && self.segs.len() * 4 < self.segs.capacity() {
+            self.give_back_room();
+        }
         self.loss_ptr = self.loss_ptr.max(self.front_abs);
         self.rtx_ptr = self.rtx_ptr.max(self.front_abs);
-        while self
-            .rtx_fifo
-            .front()
-            .is_some_and(|&(abs, _)| abs < self.front_abs)
-        {
-            self.rtx_fifo.pop_front();
+        if !self.rtx_fifo.is_empty() {
+            self.drop_acked_retransmissions();
         }
         self.sacked_ranges.remove_below(ack);
         acked
@@ -463,7 +488,7 @@ impl Scoreboard {
         s.ever_retx = true;
         s.xmit_ns = now_ns;
         self.put(last, &s);
-        Some(s)
+        Some(self.with_dsn(s))
     }
 
     /// RTO: every outstanding segment not SACKed is lost, retransmissions included
@@ -493,7 +518,7 @@ impl Scoreboard {
         while self.rtx_ptr < self.loss_ptr {
             let i = (self.rtx_ptr - self.front_abs) as usize;
             if self.segs[i].state() == LOST {
-                return Some(self.get(i));
+                return Some(self.with_dsn(self.get(i)));
             }
             self.rtx_ptr += 1;
         }
@@ -550,11 +575,14 @@ impl Scoreboard {
         (0..self.segs.len())
             .filter(|&i| self.segs[i].state() & SACKED == 0)
             .map(|i| {
-                let s = self.get(i);
+                let s = self.with_dsn(self.get(i));
                 (s.dsn, s.len as u64)
             })
     }
 }
+
+#[path = "scoreboard_upkeep.rs"]
+mod upkeep;
 
 #[cfg(test)]
 #[path = "scoreboard_tests.rs"]

@@ -109,21 +109,74 @@ fn a_once_sent_segment_delivered_below_the_highest_sack_is_reordering() {
 }
 
 #[test]
-fn a_stored_segment_is_24_bytes_and_keeps_its_bits() {
-    assert_eq!(std::mem::size_of::<Slot>(), 24);
+fn a_stored_segment_is_16_bytes_and_keeps_its_bits() {
+    assert_eq!(std::mem::size_of::<Slot>(), 16);
     let mut b = Scoreboard::default();
     let seq = (1 << 56) - 1000;
     b.push(seq, 500, 7, false, 1);
     b.push(seq + 500, 499, 507, true, 2);
     b.probe_last(9);
-    let s = b.get(1);
+    let s = b.with_dsn(b.get(1));
     assert_eq!(
         (s.seq, s.len, s.dsn, s.data_fin, s.ever_retx, s.xmit_ns),
         (seq + 500, 499, 507, true, true, 9)
     );
-    let s = b.get(0);
+    let s = b.with_dsn(b.get(0));
     assert_eq!(
         (s.seq, s.len, s.dsn, s.data_fin, s.ever_retx),
         (seq, 500, 7, false, false)
+    );
+}
+
+#[test]
+fn dsns_survive_jumps_acks_and_a_fresh_flight() {
+    // Segments of three mappings whose DSNs jump (as MPTCP hands them down), one of them
+    // counting down (a lower DSN resent after higher ones).
+    let mut b = Scoreboard::default();
+    let segs = [
+        (1, 100, 5000),
+        (101, 100, 5100),
+        (201, 100, 900),
+        (301, 50, 1000),
+        (351, 100, u64::MAX - 99),
+    ];
+    for &(seq, len, dsn) in &segs {
+        b.push(seq, len, dsn, false, seq);
+    }
+    let dsns = |b: &Scoreboard| b.unsacked_mappings().collect::<Vec<_>>();
+    let all: Vec<_> = segs
+        .iter()
+        .map(|&(_, len, dsn)| (dsn, len as u64))
+        .collect();
+    assert_eq!(dsns(&b), all);
+    // Acknowledging past the first run drops it; the others keep their DSNs.
+    b.advance_una(251, 400);
+    assert_eq!(dsns(&b), all[2..]);
+    b.advance_una(451, 500);
+    assert!(dsns(&b).is_empty());
+    // A new flight after everything was acknowledged starts its own run.
+    b.push(451, 100, 77, false, 600);
+    b.push(551, 100, 177, true, 601);
+    assert_eq!(dsns(&b), vec![(77, 100), (177, 100)]);
+}
+
+#[test]
+fn the_queue_gives_back_room_when_the_flight_shrinks() {
+    let mut b = Scoreboard::default();
+    for i in 0..4096u64 {
+        b.push(1 + 10 * i, 10, 1 + 10 * i, false, i);
+    }
+    assert!(b.segs.capacity() >= 4096);
+    // A flight of 100 segments is left: room for at most twice that is kept.
+    b.advance_una(1 + 10 * (4096 - 100), 5000);
+    assert_eq!(b.segs_out(), 100);
+    assert!(
+        b.segs.capacity() < 4 * 100,
+        "capacity {}",
+        b.segs.capacity()
+    );
+    assert_eq!(
+        b.unsacked_mappings().next(),
+        Some((1 + 10 * (4096 - 100), 10))
     );
 }

@@ -6,5 +6,6 @@ mod fidelity;
 mod mptcp;
 mod perf;
 mod rack;
+mod reassembly;
 mod tcp;
 pub(crate) mod util;

@@ -1,0 +1,52 @@
+//! The scoreboard's storage upkeep: DSN runs (a segment's DSN is not stored per segment) and
+//! giving back room a past flight or recovery episode left (see the module doc of
+//! `scoreboard.rs`).
+
+use super::{Scoreboard, SentSeg, KEEP_RETRANSMISSIONS, KEEP_SLOTS};
+
+impl Scoreboard {
+    /// Segment `seq` starts a DSN run (a jump in the data, or a flight from nothing
+    /// outstanding, whose runs are all gone).
+    #[inline(never)]
+    pub(super) fn new_run(&mut self, seq: u64, dsn: u64) {
+        if self.segs.is_empty() {
+            self.dsn_runs.clear();
+        }
+        self.dsn_runs.push_back((seq, dsn));
+    }
+
+    /// `s` with its DSN (from the run it falls in).
+    pub(super) fn with_dsn(&self, mut s: SentSeg) -> SentSeg {
+        let runs = &self.dsn_runs;
+        let (run_seq, run_dsn) = if runs.len() == 1 {
+            runs[0]
+        } else {
+            runs[runs.partition_point(|r| r.0 <= s.seq) - 1]
+        };
+        s.dsn = run_dsn.wrapping_add(s.seq - run_seq);
+        s
+    }
+
+    /// The flight is under a quarter of the queue's room: keep twice the flight (the peak of
+    /// a slow start would otherwise stay reserved for the whole connection).
+    #[inline(never)]
+    pub(super) fn give_back_room(&mut self) {
+        self.segs.shrink_to((self.segs.len() * 2).max(KEEP_SLOTS));
+    }
+
+    /// Forgets retransmissions below the cumulative ACK (in recovery only, so out of line),
+    /// and gives back the room of an episode whose retransmissions are all acknowledged.
+    #[inline(never)]
+    pub(super) fn drop_acked_retransmissions(&mut self) {
+        while self
+            .rtx_fifo
+            .front()
+            .is_some_and(|&(abs, _)| abs < self.front_abs)
+        {
+            self.rtx_fifo.pop_front();
+        }
+        if self.rtx_fifo.is_empty() && self.rtx_fifo.capacity() > KEEP_RETRANSMISSIONS {
+            self.rtx_fifo.shrink_to(KEEP_RETRANSMISSIONS);
+        }
+    }
+}
