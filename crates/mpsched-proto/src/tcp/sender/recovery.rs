@@ -15,8 +15,9 @@ use crate::sched::LossKind;
 use crate::tcp::rtt::{timer_wheel_fire_ns, MIN_RTO_NS};
 use crate::tcp::scoreboard::{SentSeg, DUP_THRESH};
 
-/// Linux `TCP_TIMEOUT_MIN` (2 jiffies; HZ = 1000 assumed), added to the probe and reordering
-/// timers.
+/// Linux 6.18 `TCP_TIMEOUT_MIN_US` (2 ms, whatever HZ), added to the probe and reordering
+/// timeouts before `usecs_to_jiffies` (`tcp_schedule_loss_probe`, `tcp_rack_mark_lost`); the
+/// jiffy and timer-wheel rounding of these two timers is not modelled (docs/testbed.md).
 const TIMEOUT_MIN_NS: u64 = 2_000_000;
 
 impl Sender {
