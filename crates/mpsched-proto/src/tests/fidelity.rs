@@ -1,5 +1,6 @@
 //! Agreement with Linux where the simulator once measurably differed: full-sized segments
-//! while data waits, receive-buffer autotuning, and send-buffer autotuning.
+//! while data waits, receive-buffer autotuning, send-buffer autotuning, and the MPTCP window
+//! held to each subflow's rcv_ssthresh.
 
 use super::mptcp::{complete, download, PathSpec, Setup};
 use super::util::*;
