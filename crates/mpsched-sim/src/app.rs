@@ -43,11 +43,10 @@ impl App {
                 interval_ns,
                 concurrency,
                 deadline_ns,
-                request_retry_ns,
             } => {
                 // An open loop has no limit on the requests outstanding.
                 let window = if interval_ns.is_some() { usize::MAX } else { concurrency.unwrap_or(1) as usize };
-                let trigger = Trigger::Request { request_bytes, retry_ns: request_retry_ns, interval_ns, window };
+                let trigger = Trigger::Rpc { request_bytes, interval_ns, window };
                 App::Units(
                     UnitApp::new(start_ns, vec![response_bytes; requests as usize], trigger).with_deadline(deadline_ns),
                 )
@@ -121,6 +120,28 @@ impl App {
         match self {
             App::Units(u) => u.poll_message(),
             _ => None,
+        }
+    }
+
+    /// True for an application whose client writes data to the server too (an RPC's
+    /// requests): its flow has a request half-connection.
+    pub(crate) fn carries_requests(cfg: &AppConfig) -> bool {
+        matches!(cfg, AppConfig::Rpc { .. })
+    }
+
+    /// The client writes its requests into the client-to-server stream (`sender`).
+    pub(crate) fn feed_requests(&mut self, now_ns: u64, sender: &mut dyn Endpoint) {
+        if let App::Units(u) = self {
+            u.feed_requests(now_ns, sender);
+        }
+    }
+
+    /// The server's side of the client-to-server stream (`receiver`) saw activity; true when
+    /// whole requests arrived (the server has responses to write).
+    pub(crate) fn on_requests(&mut self, receiver: &dyn Endpoint) -> bool {
+        match self {
+            App::Units(u) => u.on_requests(receiver),
+            _ => false,
         }
     }
 

@@ -186,7 +186,6 @@ fn rpc(requests: u64, response_bytes: u64, interval_ns: Option<u64>, concurrency
         interval_ns,
         concurrency,
         deadline_ns: None,
-        request_retry_ns: S,
     }
 }
 
