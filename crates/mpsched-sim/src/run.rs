@@ -212,6 +212,9 @@ pub struct Simulation<'a> {
     subflow_samples: Vec<SubflowSample>,
     conn_samples: Vec<ConnSample>,
     link_samples: Vec<LinkSample>,
+    /// What each finished flow's request half carried (unit tests look).
+    #[cfg(test)]
+    request_tallies: Vec<request::RequestTally>,
 }
 
 /// Told the simulated time of a running simulation, for a progress display (a long run shows
@@ -305,6 +308,8 @@ impl<'a> Simulation<'a> {
             subflow_samples: Vec::new(),
             conn_samples: Vec::new(),
             link_samples: Vec::new(),
+            #[cfg(test)]
+            request_tallies: Vec::new(),
         }
     }
 
