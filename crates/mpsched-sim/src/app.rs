@@ -36,14 +36,7 @@ impl App {
                     window: 1,
                 },
             )),
-            &AppConfig::Rpc {
-                requests,
-                request_bytes,
-                response_bytes,
-                interval_ns,
-                concurrency,
-                deadline_ns,
-            } => {
+            &AppConfig::Rpc { requests, request_bytes, response_bytes, interval_ns, concurrency, deadline_ns } => {
                 // An open loop has no limit on the requests outstanding.
                 let window = if interval_ns.is_some() { usize::MAX } else { concurrency.unwrap_or(1) as usize };
                 let trigger = Trigger::Rpc { request_bytes, interval_ns, window };

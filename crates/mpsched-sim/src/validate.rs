@@ -186,14 +186,7 @@ impl SimConfig {
                         return Err(err(f("app.request_retry_ns"), "must be positive"));
                     }
                 }
-                &AppConfig::Rpc {
-                    requests,
-                    request_bytes,
-                    response_bytes,
-                    interval_ns,
-                    concurrency,
-                    ..
-                } => {
+                &AppConfig::Rpc { requests, request_bytes, response_bytes, interval_ns, concurrency, .. } => {
                     if fl.direction != Direction::Download {
                         return Err(err(f("direction"), "an RPC is a download (requests go up, responses come down)"));
                     }
