@@ -20,6 +20,22 @@ use mpsched_proto::tcp::flags;
 use rows::FlowRecords;
 use skb::OpenSkb;
 
+/// The loop's output side ([`Wire`]) of a `Simulation`, borrowed field by field so the flows
+/// stay borrowable.
+macro_rules! wire {
+    ($sim:ident) => {
+        Wire {
+            cfg: $sim.cfg,
+            now_ns: $sim.now_ns,
+            net: &mut $sim.net,
+            queue: &mut $sim.queue,
+            segments: &mut $sim.segments,
+            stats: &mut $sim.stats,
+            path_routes: &$sim.path_routes,
+        }
+    };
+}
+
 mod host;
 mod inflight;
 mod path_events;
@@ -96,6 +112,76 @@ impl NetSink<Payload> for Sink<'_> {
     fn dropped(&mut self, pkt: Packet<Payload>) {
         if let Carried::Segment(idx) = pkt.payload.carried() {
             self.segments.remove_chain(idx);
+        }
+    }
+}
+
+/// What draining an endpoint's output touches: the network, the queue, the segment store.
+struct Wire<'s> {
+    cfg: &'s SimConfig,
+    now_ns: u64,
+    net: &'s mut Network<Payload>,
+    queue: &'s mut EventQueue<Event>,
+    segments: &'s mut InFlight,
+    stats: &'s mut RunStats,
+    path_routes: &'s [(RouteId, RouteId)],
+}
+
+impl Wire<'_> {
+    /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
+    /// with `request`) over `paths`, onto its subflows' routes and re-arms the endpoint's timer.
+    #[inline(always)]
+    fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool, paths: &[usize]) {
+        let now = self.now_ns;
+        let mut skb: Option<OpenSkb> = None;
+        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
+            let path = paths[subflow];
+            let (down, up) = self.path_routes[path];
+            let route = if client_side { up } else { down };
+            let size = seg.wire_bytes();
+            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
+            let idx = self.segments.insert(dest, &seg);
+            if let Some(o) = skb.as_mut() {
+                if data && o.extend(self.segments, subflow, idx, &seg) {
+                    continue;
+                }
+            }
+            if let Some(o) = skb.take() {
+                let mut sink = Sink { queue: self.queue, segments: self.segments };
+                o.send(self.net, &mut sink, self.stats, now);
+            }
+            if data && self.cfg.paths[path].gso {
+                let max_segs = side.ep.tso_segments(subflow);
+                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, &seg, max_segs));
+                continue;
+            }
+            let mut sink = Sink { queue: self.queue, segments: self.segments };
+            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
+            self.stats.packets_sent += 1;
+        }
+        if let Some(o) = skb.take() {
+            let mut sink = Sink { queue: self.queue, segments: self.segments };
+            o.send(self.net, &mut sink, self.stats, now);
+        }
+        if let Some(want) = side.ep.poll_timeout() {
+            if side.timer_at_ns.is_none_or(|t| want < t) {
+                let at = want.max(now);
+                side.timer_at_ns = Some(at);
+                self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side, request });
+            }
+        }
+    }
+}
+
+/// Re-arms the application's wake-up of flow `f` (index `fi`) if it now wants an earlier one.
+#[inline(always)]
+fn rearm_app(f: &mut Flow, queue: &mut EventQueue<Event>, fi: usize, now_ns: u64) {
+    if let Some(want) = f.app.next_wakeup_ns() {
+        if f.app_wakeup_ns.is_none_or(|t| want < t) {
+            let at = want.max(now_ns);
+            f.app_wakeup_ns = Some(at);
+            queue.push(at, Event::AppWakeup(fi as u32));
         }
     }
 }
@@ -490,7 +576,7 @@ impl<'a> Simulation<'a> {
         let cfg = self.cfg;
         let fc = &cfg.flows[fi];
         let paths = cfg.flow_paths(fi);
-        let Some(f) = self.flows[fi].as_mut() else { return };
+        let Some(mut f) = self.flows[fi].as_mut() else { return };
         let sender_is_client = fc.direction == Direction::Upload;
         let side = if client_side { &mut f.client } else { &mut f.server };
         if client_side == sender_is_client {
@@ -510,11 +596,13 @@ impl<'a> Simulation<'a> {
             // a real connection that ACK rides on them).
             if f.request.is_some() {
                 self.request_activity(fi, client_side);
+                let Some(again) = self.flows[fi].as_mut() else { return };
+                f = again;
             }
         }
-        self.transmit(fi, client_side, false);
-        self.rearm_app(fi);
-        let Some(f) = self.flows[fi].as_mut() else { return };
+        let side = if client_side { &mut f.client } else { &mut f.server };
+        wire!(self).transmit(side, fi, client_side, false, paths);
+        rearm_app(f, &mut self.queue, fi, now);
         let (sender, receiver) = f.roles(fc.direction);
         if let Some(end_ns) = f.app.completion_ns(now, sender.ep.as_ref(), receiver.ep.as_ref()) {
             // Records are taken once the sender has also seen the (DATA_)ACK of everything
@@ -524,67 +612,6 @@ impl<'a> Simulation<'a> {
                 self.finish_flow(fi, Some(end_ns));
             } else {
                 f.completed_ns = Some(end_ns);
-            }
-        }
-    }
-
-    /// Drains the output of endpoint `client_side` of flow `fi` (of its request half with
-    /// `request`) onto its subflows' routes and re-arms the endpoint's timer.
-    fn transmit(&mut self, fi: usize, client_side: bool, request: bool) {
-        let now = self.now_ns;
-        let cfg = self.cfg;
-        let paths = cfg.flow_paths(fi);
-        let Some(f) = self.flows[fi].as_mut() else { return };
-        let side = f.side_mut(client_side, request);
-        let mut skb: Option<OpenSkb> = None;
-        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
-            let path = paths[subflow];
-            let (down, up) = self.path_routes[path];
-            let route = if client_side { up } else { down };
-            let size = seg.wire_bytes();
-            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
-            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
-            let idx = self.segments.insert(dest, &seg);
-            if let Some(o) = skb.as_mut() {
-                if data && o.extend(&mut self.segments, subflow, idx, &seg) {
-                    continue;
-                }
-            }
-            if let Some(o) = skb.take() {
-                let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                o.send(&mut self.net, &mut sink, &mut self.stats, now);
-            }
-            if data && cfg.paths[path].gso {
-                let max_segs = side.ep.tso_segments(subflow);
-                skb = Some(OpenSkb::start(cfg, path, client_side, route, subflow, idx, &seg, max_segs));
-                continue;
-            }
-            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
-            self.stats.packets_sent += 1;
-        }
-        if let Some(o) = skb.take() {
-            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            o.send(&mut self.net, &mut sink, &mut self.stats, now);
-        }
-        if let Some(want) = side.ep.poll_timeout() {
-            if side.timer_at_ns.is_none_or(|t| want < t) {
-                let at = want.max(now);
-                side.timer_at_ns = Some(at);
-                self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side, request });
-            }
-        }
-    }
-
-    /// Re-arms the application's wake-up of flow `fi` if it now wants an earlier one.
-    fn rearm_app(&mut self, fi: usize) {
-        let now = self.now_ns;
-        let Some(f) = self.flows[fi].as_mut() else { return };
-        if let Some(want) = f.app.next_wakeup_ns() {
-            if f.app_wakeup_ns.is_none_or(|t| want < t) {
-                let at = want.max(now);
-                f.app_wakeup_ns = Some(at);
-                self.queue.push(at, Event::AppWakeup(fi as u32));
             }
         }
     }

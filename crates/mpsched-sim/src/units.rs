@@ -299,6 +299,7 @@ impl UnitApp {
     }
 
     /// Next time the application wants to act on its own.
+    #[inline(never)]
     pub(crate) fn next_wakeup_ns(&self) -> Option<u64> {
         match self.trigger {
             Trigger::Periodic { .. } | Trigger::Interval { .. } | Trigger::Offsets(_) => {

@@ -115,7 +115,7 @@ pub(crate) struct InFlight {
 
 impl InFlight {
     /// Stores a segment sent on `subflow` of `flow`; returns its handle.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
         // Branch-free tests (this runs for every packet sent), one branch for both: any bit
         // above 32 in the five narrowed fields; any non-zero byte in the SACK array (valid

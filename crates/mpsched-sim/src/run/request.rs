@@ -11,7 +11,7 @@
 //! packets; the loop sends a side's writes before its ACKs, and the server's ACK of a request
 //! is not delayed, as the response it would ride on leaves at once).
 
-use super::Simulation;
+use super::{rearm_app, Simulation, Wire};
 
 impl Simulation<'_> {
     /// After something happened to endpoint `client_side` of flow `fi`'s request half: the
@@ -27,8 +27,12 @@ impl Simulation<'_> {
             // The responses go out before the requests' ACK (which would ride on them).
             self.after_activity(fi, false);
         }
-        self.transmit(fi, client_side, true);
-        self.rearm_app(fi);
+        let paths = self.cfg.flow_paths(fi);
+        let Some(f) = self.flows[fi].as_mut() else { return };
+        let Some(r) = f.request.as_deref_mut() else { return };
+        let side = if client_side { &mut r.client } else { &mut r.server };
+        wire!(self).transmit(side, fi, client_side, true, paths);
+        rearm_app(f, &mut self.queue, fi, now);
     }
 
     /// The client's interface of `subflow` of flow `fi` went down or came back: the request
