@@ -39,7 +39,7 @@ impl App {
             &AppConfig::Rpc { requests, request_bytes, response_bytes, interval_ns, concurrency, deadline_ns } => {
                 // An open loop has no limit on the requests outstanding.
                 let window = if interval_ns.is_some() { usize::MAX } else { concurrency.unwrap_or(1) as usize };
-                let trigger = Trigger::Rpc { request_bytes, interval_ns, window };
+                let trigger = Trigger::Rpc { request_bytes, interval_ns, window, written_bytes: 0 };
                 App::Units(
                     UnitApp::new(start_ns, vec![response_bytes; requests as usize], trigger).with_deadline(deadline_ns),
                 )

@@ -34,7 +34,9 @@ pub(crate) enum Trigger {
     /// each request of `request_bytes` into the client-to-server stream once its connection is
     /// established ([`UnitApp::feed_requests`]), and the server writes response `k` once
     /// requests `0..=k` have arrived whole ([`UnitApp::on_requests`]). TCP repairs lost ones.
-    Rpc { request_bytes: u64, interval_ns: Option<u64>, window: usize },
+    /// `written_bytes`: request bytes written so far (the client's state, kept here so that
+    /// the other unit apps do not carry it).
+    Rpc { request_bytes: u64, written_bytes: u64, interval_ns: Option<u64>, window: usize },
 }
 
 /// One unit of a flow, for the `blocks` table.
@@ -81,10 +83,6 @@ pub(crate) struct UnitApp {
     established: bool,
     /// Deadline of every unit (application delay), ns.
     deadline_ns: Option<u64>,
-    /// RPC: request bytes the client wrote into the client-to-server stream, and whether it
-    /// closed that stream (all requests written).
-    request_bytes_written: u64,
-    requests_closed: bool,
 }
 
 impl UnitApp {
@@ -114,8 +112,6 @@ impl UnitApp {
             outgoing: VecDeque::new(),
             established: false,
             deadline_ns: None,
-            request_bytes_written: 0,
-            requests_closed: false,
         }
     }
 
@@ -233,24 +229,27 @@ impl UnitApp {
     /// requests due and write them into the client-to-server stream (`sender`), closing it
     /// after the last.
     pub(crate) fn feed_requests(&mut self, now_ns: u64, sender: &mut dyn Endpoint) {
-        let Trigger::Rpc { request_bytes, interval_ns, window } = self.trigger else { return };
+        let Trigger::Rpc { request_bytes, interval_ns, window, written_bytes } = self.trigger else { return };
+        let total = self.units() as u64 * request_bytes;
         self.established |= sender.is_established();
-        if !self.established || self.requests_closed {
+        if !self.established || written_bytes == total {
             return;
         }
         while let Some(at_ns) = self.next_request_at(now_ns, interval_ns, window) {
             self.issue(at_ns);
         }
         // Validated: every request's bytes together fit u64.
-        let owed = self.issued as u64 * request_bytes - self.request_bytes_written;
+        let owed = self.issued as u64 * request_bytes - written_bytes;
         let n = sender.send_buffer_free().min(owed);
         if n > 0 {
             sender.write(now_ns, n);
-            self.request_bytes_written += n;
-        }
-        if self.request_bytes_written == self.units() as u64 * request_bytes {
-            sender.close(now_ns);
-            self.requests_closed = true;
+            if let Trigger::Rpc { written_bytes, .. } = &mut self.trigger {
+                *written_bytes += n;
+            }
+            // The last request written: the client closes its side (once: nothing is written after).
+            if written_bytes + n == total {
+                sender.close(now_ns);
+            }
         }
     }
 
