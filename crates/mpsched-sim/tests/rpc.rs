@@ -204,3 +204,26 @@ fn a_bad_rpc_names_its_field() {
     cfg.flows[0].direction = Direction::Upload;
     assert_eq!(run(&cfg).unwrap_err().field, "flows[0].direction");
 }
+
+#[test]
+fn requests_survive_an_interface_down_and_host_delays_on_both_halves() {
+    // minRTT (the out-of-tree kernel: both hosts see the interface go) with the endpoint timing
+    // model: the request half's segments wait on the same hosts' models; path 0 goes down for
+    // 1 s. Every request is answered, each response once, and the run is repeatable.
+    let cfg = || {
+        let mut c = two_path_rpc("minrtt", vec![impairment(0, 0, 2 * S, S, 0)]);
+        c.host_delay = Some(HostDelayConfig { median_ns: 50_000, p99_ns: 400_000, floor_ns: 10_000 });
+        c
+    };
+    let rec = run(&cfg()).unwrap();
+    assert_eq!(bools(&rec, "flows", "completed"), vec![true]);
+    assert_eq!(u64s(&rec, "flows", "bytes_delivered"), vec![400 * 2000]);
+    let lat = latencies(&rec);
+    // Requests sent while the path is down wait for its RTOs or move to path 1 (80 ms RTT);
+    // from 3.2 s on none waits for a repair: each takes less than path 1's round trip plus
+    // 20 ms. (Back on path 0 they take 33.7 ms, not the 22 ms of before the outage: the request
+    // half's path-0 subflow comes back from its RTOs with a window of about one segment that
+    // this thin stream never grows; not investigated further.)
+    assert!(lat[160..].iter().all(|&l| l < 100 * MS), "{:?}", &lat[160..170]);
+    assert_eq!(run(&cfg()).unwrap(), rec);
+}
