@@ -36,18 +36,10 @@ impl App {
                     window: 1,
                 },
             )),
-            &AppConfig::Rpc {
-                requests,
-                request_bytes,
-                response_bytes,
-                interval_ns,
-                concurrency,
-                deadline_ns,
-                request_retry_ns,
-            } => {
+            &AppConfig::Rpc { requests, request_bytes, response_bytes, interval_ns, concurrency, deadline_ns } => {
                 // An open loop has no limit on the requests outstanding.
                 let window = if interval_ns.is_some() { usize::MAX } else { concurrency.unwrap_or(1) as usize };
-                let trigger = Trigger::Request { request_bytes, retry_ns: request_retry_ns, interval_ns, window };
+                let trigger = Trigger::Rpc { request_bytes, interval_ns, window, written_bytes: 0 };
                 App::Units(
                     UnitApp::new(start_ns, vec![response_bytes; requests as usize], trigger).with_deadline(deadline_ns),
                 )
@@ -124,6 +116,28 @@ impl App {
         }
     }
 
+    /// True for an application whose client writes data to the server too (an RPC's
+    /// requests): its flow has a request half-connection.
+    pub(crate) fn carries_requests(cfg: &AppConfig) -> bool {
+        matches!(cfg, AppConfig::Rpc { .. })
+    }
+
+    /// The client writes its requests into the client-to-server stream (`sender`).
+    pub(crate) fn feed_requests(&mut self, now_ns: u64, sender: &mut dyn Endpoint) {
+        if let App::Units(u) = self {
+            u.feed_requests(now_ns, sender);
+        }
+    }
+
+    /// The server's side of the client-to-server stream (`receiver`) saw activity; true when
+    /// whole requests arrived (the server has responses to write).
+    pub(crate) fn on_requests(&mut self, receiver: &dyn Endpoint) -> bool {
+        match self {
+            App::Units(u) => u.on_requests(receiver),
+            _ => false,
+        }
+    }
+
     /// A message from the receiving application arrived at the sending one.
     pub(crate) fn on_message(&mut self, tag: u32) {
         if let App::Units(u) = self {
@@ -147,6 +161,8 @@ impl App {
     }
 
     /// Next time the application wants to act on its own (a timer of the app), if any.
+    /// Asked after every event of a flow: the common answers inline, a unit app's out of line.
+    #[inline]
     pub(crate) fn next_wakeup_ns(&self) -> Option<u64> {
         match self {
             // A bulk sender must close at its stop time even if no ACK arrives then.

@@ -286,18 +286,20 @@ pub enum AppConfig {
         /// No message is issued at or after this time, ns.
         stop_ns: u64,
     },
-    /// Request / response (RPC) on one connection, as the web fetch does it: each request is
-    /// one packet of `request_bytes` up the flow's first path (it queues and can be lost, and is
-    /// sent again after `request_retry_ns`), the server writes the `response_bytes` response on
-    /// the connection when the request arrives (requests served in order), and the `blocks`
-    /// table records each request's issue time and its response's completion (its latency).
+    /// Request / response (RPC) on one connection: the client writes each request of
+    /// `request_bytes` into the connection's client-to-server byte stream (its own sequence
+    /// space, segmented, scheduled on the subflows by the connection's scheduler, acknowledged,
+    /// lost and retransmitted like any data), the server writes the `response_bytes` response
+    /// once the whole request has arrived (requests served in order), and the `blocks` table
+    /// records each request's write and its response's last byte delivered (its latency).
     /// Open loop with `interval_ns` (request `k` at `start + k * interval_ns`), else closed
     /// loop with `concurrency` requests outstanding (the next leaves when a response is
-    /// complete). Download only.
+    /// complete). Requests are written once the client's connection is established. Download
+    /// only.
     Rpc {
         /// Number of requests.
         requests: u64,
-        /// Size of one request on the wire, bytes.
+        /// Size of one request (payload in the client-to-server stream), bytes.
         #[serde(default = "default_request_bytes")]
         request_bytes: u64,
         /// Size of one response, bytes.
@@ -311,9 +313,6 @@ pub enum AppConfig {
         /// A response completed more than this after its request left misses its deadline, ns.
         #[serde(default)]
         deadline_ns: Option<u64>,
-        /// A request not received by then is sent again, ns.
-        #[serde(default = "default_request_retry_ns")]
-        request_retry_ns: u64,
     },
     /// Several transfers on one long-lived connection. Without `offsets_ns` they run back to
     /// back: the next is written once the previous one is DATA_ACKed. With `offsets_ns`,

@@ -110,6 +110,31 @@ pub(crate) fn build_endpoints(
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
+    build_pair(t, paths, direction, now_ns, custom, true)
+}
+
+/// Builds the (client, server) endpoints of a flow's client-to-server stream (an RPC's
+/// requests) over `paths`: its own sequence space, subflows and scheduler, as the client's
+/// half of a real connection has. The server ACKs requests at once: in a real connection that
+/// ACK rides on the response, which the server writes as soon as a request is whole, so no
+/// delayed ACK holds it (the loop sends it after the response's segments).
+pub(crate) fn build_request_endpoints(
+    t: &TransportConfig,
+    paths: &[usize],
+    now_ns: u64,
+    custom: Option<&dyn CustomSchedulers>,
+) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
+    build_pair(t, paths, Direction::Upload, now_ns, custom, false)
+}
+
+fn build_pair(
+    t: &TransportConfig,
+    paths: &[usize],
+    direction: Direction,
+    now_ns: u64,
+    custom: Option<&dyn CustomSchedulers>,
+    receiver_delays_acks: bool,
+) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
     let mode = match t.protocol {
         Protocol::Tcp => Mode::Tcp,
         Protocol::Mptcp => Mode::Mptcp,
@@ -145,7 +170,9 @@ pub(crate) fn build_endpoints(
         Mode::Tcp => None,
     };
     let mut sender = DataSender::new(conn(sender_is_client), scheduler).expect("checked by check_transport");
-    let mut receiver = DataReceiver::new(conn(!sender_is_client));
+    let mut receiver_conn = conn(!sender_is_client);
+    receiver_conn.tcp.delayed_ack &= receiver_delays_acks;
+    let mut receiver = DataReceiver::new(receiver_conn);
     if sender_is_client {
         sender.connect(now_ns);
     } else {
@@ -205,7 +232,8 @@ impl Endpoint for SenderEp {
         self.0.data_acked()
     }
     fn is_established(&self) -> bool {
-        false // not needed by any application on the sending side
+        // An RPC client writes once its first subflow is up (`connect()` has returned).
+        self.0.subflows()[0].is_established()
     }
     fn subflow_views(&self) -> Vec<SubflowView> {
         let mut v = Vec::new();

@@ -9,7 +9,7 @@
 use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
-use crate::endpoint::{build_endpoints, Endpoint};
+use crate::endpoint::{build_endpoints, build_request_endpoints, Endpoint};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use event::Event;
 use host::HostRx;
@@ -22,10 +22,27 @@ use rows::FlowRecords;
 use skb::OpenSkb;
 
 mod event;
+/// The loop's output side ([`Wire`]) of a `Simulation`, borrowed field by field so the flows
+/// stay borrowable.
+macro_rules! wire {
+    ($sim:ident) => {
+        Wire {
+            cfg: $sim.cfg,
+            now_ns: $sim.now_ns,
+            net: &mut $sim.net,
+            queue: &mut $sim.queue,
+            segments: &mut $sim.segments,
+            stats: &mut $sim.stats,
+            path_routes: &$sim.path_routes,
+        }
+    };
+}
+
 mod host;
 mod inflight;
 mod path_events;
 mod prefetch;
+mod request;
 mod rows;
 mod skb;
 
@@ -101,6 +118,76 @@ impl NetSink<Payload> for Sink<'_> {
     }
 }
 
+/// What draining an endpoint's output touches: the network, the queue, the segment store.
+struct Wire<'s> {
+    cfg: &'s SimConfig,
+    now_ns: u64,
+    net: &'s mut Network<Payload>,
+    queue: &'s mut EventQueue<Event>,
+    segments: &'s mut InFlight,
+    stats: &'s mut RunStats,
+    path_routes: &'s [(RouteId, RouteId)],
+}
+
+impl Wire<'_> {
+    /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
+    /// with `request`) over `paths`, onto its subflows' routes and re-arms the endpoint's timer.
+    #[inline(always)]
+    fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool, paths: &[usize]) {
+        let now = self.now_ns;
+        let mut skb: Option<OpenSkb> = None;
+        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
+            let path = paths[subflow];
+            let (down, up) = self.path_routes[path];
+            let route = if client_side { up } else { down };
+            let size = seg.wire_bytes();
+            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
+            let idx = self.segments.insert(dest, &seg);
+            if let Some(o) = skb.as_mut() {
+                if data && o.extend(self.segments, subflow, idx, &seg) {
+                    continue;
+                }
+            }
+            if let Some(o) = skb.take() {
+                let mut sink = Sink { queue: self.queue, segments: self.segments };
+                o.send(self.net, &mut sink, self.stats, now);
+            }
+            if data && self.cfg.paths[path].gso {
+                let max_segs = side.ep.tso_segments(subflow);
+                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, &seg, max_segs));
+                continue;
+            }
+            let mut sink = Sink { queue: self.queue, segments: self.segments };
+            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
+            self.stats.packets_sent += 1;
+        }
+        if let Some(o) = skb.take() {
+            let mut sink = Sink { queue: self.queue, segments: self.segments };
+            o.send(self.net, &mut sink, self.stats, now);
+        }
+        if let Some(want) = side.ep.poll_timeout() {
+            if side.timer_at_ns.is_none_or(|t| want < t) {
+                let at = want.max(now);
+                side.timer_at_ns = Some(at);
+                self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side, request });
+            }
+        }
+    }
+}
+
+/// Re-arms the application's wake-up of flow `f` (index `fi`) if it now wants an earlier one.
+#[inline(always)]
+fn rearm_app(f: &mut Flow, queue: &mut EventQueue<Event>, fi: usize, now_ns: u64) {
+    if let Some(want) = f.app.next_wakeup_ns() {
+        if f.app_wakeup_ns.is_none_or(|t| want < t) {
+            let at = want.max(now_ns);
+            f.app_wakeup_ns = Some(at);
+            queue.push(at, Event::AppWakeup(fi as u32));
+        }
+    }
+}
+
 /// Side of a connection.
 struct Side {
     ep: Box<dyn Endpoint>,
@@ -112,6 +199,9 @@ struct Side {
 struct Flow {
     client: Side,
     server: Side,
+    /// The client-to-server stream of an application whose client writes too (an RPC's
+    /// requests), on the same paths: see `run/request.rs`.
+    request: Option<Box<RequestHalf>>,
     app: App,
     /// Time of the pending application wake-up event, if any.
     app_wakeup_ns: Option<u64>,
@@ -119,7 +209,42 @@ struct Flow {
     completed_ns: Option<u64>,
 }
 
+/// The endpoints of a flow's request half-connection (client: its data sender). They run on
+/// the flow's hosts: segments to them wait for the host timing model of the data connection's
+/// side on the same host.
+struct RequestHalf {
+    client: Side,
+    server: Side,
+}
+
 impl Flow {
+    /// The endpoint `client` of the data connection, or (`request`) of the request half.
+    #[inline]
+    fn side(&self, client: bool, request: bool) -> &Side {
+        match (request, &self.request) {
+            (true, Some(r)) if client => &r.client,
+            (true, Some(r)) => &r.server,
+            _ if client => &self.client,
+            _ => &self.server,
+        }
+    }
+
+    /// [`Flow::side`], mutable.
+    #[inline]
+    fn side_mut(&mut self, client: bool, request: bool) -> &mut Side {
+        match (request, self.request.as_deref_mut()) {
+            (true, Some(r)) => {
+                if client {
+                    &mut r.client
+                } else {
+                    &mut r.server
+                }
+            }
+            _ if client => &mut self.client,
+            _ => &mut self.server,
+        }
+    }
+
     /// (sender, receiver) sides for a flow whose data goes `direction`.
     fn roles(&self, direction: Direction) -> (&Side, &Side) {
         match direction {
@@ -153,6 +278,9 @@ pub struct Simulation<'a> {
     subflow_samples: Vec<SubflowSample>,
     conn_samples: Vec<ConnSample>,
     link_samples: Vec<LinkSample>,
+    /// What each finished flow's request half carried (unit tests look).
+    #[cfg(test)]
+    request_tallies: Vec<request::RequestTally>,
 }
 
 /// Told the simulated time of a running simulation, for a progress display (a long run shows
@@ -246,6 +374,8 @@ impl<'a> Simulation<'a> {
             subflow_samples: Vec::new(),
             conn_samples: Vec::new(),
             link_samples: Vec::new(),
+            #[cfg(test)]
+            request_tallies: Vec::new(),
         }
     }
 
@@ -275,7 +405,7 @@ impl<'a> Simulation<'a> {
             match ev {
                 Event::Net(ne) => self.on_net(ne),
                 Event::FlowStart(f) => self.start_flow(f as usize),
-                Event::Timer { flow, client } => self.on_timer(flow as usize, client),
+                Event::Timer { flow, client, request } => self.on_timer(flow as usize, client, request),
                 Event::AppWakeup(flow) => self.on_app_wakeup(flow as usize),
                 Event::Sample => {
                     self.sample();
@@ -327,17 +457,19 @@ impl<'a> Simulation<'a> {
     /// receiving TCP handles one skb (one ACK for a GSO skb of several segments).
     fn deliver(&mut self, idx: u32, arrived: bool) {
         let dest = self.segments.destination(idx);
-        let (fi, to_client) = (dest.flow as usize, dest.to_client);
+        let (fi, to_client, request) = (dest.flow as usize, dest.to_client, dest.request);
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else {
             self.segments.remove_chain(idx);
             return;
         };
-        let side = if to_client { &mut f.client } else { &mut f.server };
-        if let (true, Some(h)) = (arrived, side.host.as_mut()) {
+        // The host's timing model is its data connection side's, whichever half the segment is of.
+        let host = if to_client { &mut f.client.host } else { &mut f.server.host };
+        if let (true, Some(h)) = (arrived, host.as_mut()) {
             self.queue.push(h.handle_at(now), Event::HostRx(idx));
             return;
         }
+        let side = f.side_mut(to_client, request);
         // Each segment is copied out and freed before it is handled.
         let mut at = idx;
         while at != NO_SEGMENT {
@@ -345,7 +477,17 @@ impl<'a> Simulation<'a> {
             at = self.segments.remove(at);
             side.ep.handle_segment(now, subflow as usize, &seg);
         }
-        self.after_activity(fi, to_client);
+        self.activity(fi, to_client, request);
+    }
+
+    /// [`Simulation::after_activity`] of the data connection or (`request`) of the request half.
+    #[inline]
+    fn activity(&mut self, fi: usize, client_side: bool, request: bool) {
+        if request {
+            self.request_activity(fi, client_side);
+        } else {
+            self.after_activity(fi, client_side);
+        }
     }
 
     fn start_flow(&mut self, fi: usize) {
@@ -359,9 +501,16 @@ impl<'a> Simulation<'a> {
             build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom);
         self.started[fi] = true;
         let side = |ep, client| Side { ep, timer_at_ns: None, host: HostRx::new(self.cfg, fi, client) };
+        let request = App::carries_requests(&fc.app).then(|| {
+            let (client, server) =
+                build_request_endpoints(transport, self.cfg.flow_paths(fi), self.now_ns, self.custom);
+            let side = |ep| Side { ep, timer_at_ns: None, host: None };
+            Box::new(RequestHalf { client: side(client), server: side(server) })
+        });
         self.flows[fi] = Some(Flow {
             client: side(client, true),
             server: side(server, false),
+            request,
             app: App::new(&fc.app, fc.start_ns),
             app_wakeup_ns: None,
             completed_ns: None,
@@ -372,10 +521,10 @@ impl<'a> Simulation<'a> {
         self.after_activity(fi, false);
     }
 
-    fn on_timer(&mut self, fi: usize, client: bool) {
+    fn on_timer(&mut self, fi: usize, client: bool, request: bool) {
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else { return };
-        let side = if client { &mut f.client } else { &mut f.server };
+        let side = f.side_mut(client, request);
         if side.timer_at_ns != Some(now) {
             return; // superseded by an earlier timer
         }
@@ -383,7 +532,7 @@ impl<'a> Simulation<'a> {
         if side.ep.poll_timeout().is_some_and(|t| t <= now) {
             side.ep.handle_timeout(now);
         }
-        self.after_activity(fi, client);
+        self.activity(fi, client, request);
     }
 
     fn on_app_wakeup(&mut self, fi: usize) {
@@ -404,73 +553,36 @@ impl<'a> Simulation<'a> {
     /// flow when it is complete. Only the side that saw the event can have changed.
     fn after_activity(&mut self, fi: usize, client_side: bool) {
         let now = self.now_ns;
-        let fc = &self.cfg.flows[fi];
-        let paths = self.cfg.flow_paths(fi);
-        let Some(f) = self.flows[fi].as_mut() else { return };
+        let cfg = self.cfg;
+        let fc = &cfg.flows[fi];
+        let paths = cfg.flow_paths(fi);
+        let Some(mut f) = self.flows[fi].as_mut() else { return };
         let sender_is_client = fc.direction == Direction::Upload;
-        {
-            let side = if client_side { &mut f.client } else { &mut f.server };
-            if client_side == sender_is_client {
-                f.app.feed(now, side.ep.as_mut());
-            } else {
-                f.app.on_receive(now, side.ep.as_ref());
-                // The receiving application's messages go back up the flow's first path.
-                while let Some((tag, bytes)) = f.app.poll_message() {
-                    let (down, up) = self.path_routes[paths[0]];
-                    let route = if client_side { up } else { down };
-                    let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                    let size = bytes.min(u32::MAX as u64) as u32;
-                    self.net.send(now, route, size, Payload::app_msg(fi as u32, tag), &mut sink);
-                    self.stats.packets_sent += 1;
-                }
+        let side = if client_side { &mut f.client } else { &mut f.server };
+        if client_side == sender_is_client {
+            f.app.feed(now, side.ep.as_mut());
+        } else {
+            f.app.on_receive(now, side.ep.as_ref());
+            // The receiving application's messages go back up the flow's first path.
+            while let Some((tag, bytes)) = f.app.poll_message() {
+                let (down, up) = self.path_routes[paths[0]];
+                let route = if client_side { up } else { down };
+                let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
+                let size = bytes.min(u32::MAX as u64) as u32;
+                self.net.send(now, route, size, Payload::app_msg(fi as u32, tag), &mut sink);
+                self.stats.packets_sent += 1;
+            }
+            // An RPC client writes the requests this allows before this side's ACK leaves (in
+            // a real connection that ACK rides on them).
+            if f.request.is_some() {
+                self.request_activity(fi, client_side);
+                let Some(again) = self.flows[fi].as_mut() else { return };
+                f = again;
             }
         }
         let side = if client_side { &mut f.client } else { &mut f.server };
-        let mut skb: Option<OpenSkb> = None;
-        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
-            let path = paths[subflow];
-            let (down, up) = self.path_routes[path];
-            let route = if client_side { up } else { down };
-            let size = seg.wire_bytes();
-            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
-            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side };
-            let idx = self.segments.insert(dest, &seg);
-            if let Some(o) = skb.as_mut() {
-                if data && o.extend(&mut self.segments, subflow, idx, &seg) {
-                    continue;
-                }
-            }
-            if let Some(o) = skb.take() {
-                let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                o.send(&mut self.net, &mut sink, &mut self.stats, now);
-            }
-            if data && self.cfg.paths[path].gso {
-                let max_segs = side.ep.tso_segments(subflow);
-                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, &seg, max_segs));
-                continue;
-            }
-            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
-            self.stats.packets_sent += 1;
-        }
-        if let Some(o) = skb.take() {
-            let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-            o.send(&mut self.net, &mut sink, &mut self.stats, now);
-        }
-        if let Some(want) = side.ep.poll_timeout() {
-            if side.timer_at_ns.is_none_or(|t| want < t) {
-                let at = want.max(now);
-                side.timer_at_ns = Some(at);
-                self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side });
-            }
-        }
-        if let Some(want) = f.app.next_wakeup_ns() {
-            if f.app_wakeup_ns.is_none_or(|t| want < t) {
-                let at = want.max(now);
-                f.app_wakeup_ns = Some(at);
-                self.queue.push(at, Event::AppWakeup(fi as u32));
-            }
-        }
+        wire!(self).transmit(side, fi, client_side, false, paths);
+        rearm_app(f, &mut self.queue, fi, now);
         let (sender, receiver) = f.roles(fc.direction);
         if let Some(end_ns) = f.app.completion_ns(now, sender.ep.as_ref(), receiver.ep.as_ref()) {
             // Records are taken once the sender has also seen the (DATA_)ACK of everything

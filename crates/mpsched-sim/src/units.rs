@@ -6,7 +6,9 @@
 //!
 //! The sending and receiving applications of a flow share this one struct (the simulator sees
 //! both ends); what crosses the network between them is data on the connection and, for web
-//! fetches and RPCs, request packets the event loop carries (see [`UnitApp::poll_message`]).
+//! fetches, request packets the event loop carries (see [`UnitApp::poll_message`]). An RPC's
+//! requests are data too: the client writes them into the connection's client-to-server
+//! stream (the event loop's request half-connection, see `run/request.rs`).
 
 use std::collections::VecDeque;
 
@@ -28,6 +30,13 @@ pub(crate) enum Trigger {
     /// closed loop with a window of 1); the server writes the units in order, each once its
     /// request and every earlier one arrived. A request not arrived after `retry_ns` is resent.
     Request { request_bytes: u64, retry_ns: u64, interval_ns: Option<u64>, window: usize },
+    /// An RPC: requested as [`Trigger::Request`] (open or closed loop), but the client writes
+    /// each request of `request_bytes` into the client-to-server stream once its connection is
+    /// established ([`UnitApp::feed_requests`]), and the server writes response `k` once
+    /// requests `0..=k` have arrived whole ([`UnitApp::on_requests`]). TCP repairs lost ones.
+    /// `written_bytes`: request bytes written so far (the client's state, kept here so that
+    /// the other unit apps do not carry it).
+    Rpc { request_bytes: u64, written_bytes: u64, interval_ns: Option<u64>, window: usize },
 }
 
 /// One unit of a flow, for the `blocks` table.
@@ -133,7 +142,7 @@ impl UnitApp {
                 Some(self.start_ns.saturating_add((k as u64).saturating_mul(*interval_ns)))
             }
             Trigger::Offsets(o) => Some(self.start_ns.saturating_add(o[k])),
-            Trigger::Request { interval_ns: Some(i), .. } => {
+            Trigger::Request { interval_ns: Some(i), .. } | Trigger::Rpc { interval_ns: Some(i), .. } => {
                 Some(self.start_ns.saturating_add((k as u64).saturating_mul(*i)))
             }
             _ => None,
@@ -168,7 +177,7 @@ impl UnitApp {
                     self.issue(now_ns);
                 }
             }
-            Trigger::Request { .. } => {} // requests arriving raise writable_bytes
+            Trigger::Request { .. } | Trigger::Rpc { .. } => {} // requests arriving raise writable_bytes
         }
         let n_bytes = sender.send_buffer_free().min(self.writable_bytes - self.written_bytes);
         if n_bytes > 0 {
@@ -193,24 +202,68 @@ impl UnitApp {
             if !self.established {
                 return;
             }
-            // Closed loop: at most `window` requests not yet answered (a web page: one at a
-            // time, HTTP/1.1 without pipelining, as wget and curl). Open loop: each at its
-            // time, stamped with it (a wait for the handshake counts in its latency).
-            while self.issued < self.units() {
-                let at_ns = match interval_ns {
-                    Some(_) => match self.due_ns(self.issued) {
-                        Some(t) if t <= now_ns => t,
-                        _ => break,
-                    },
-                    None if self.issued - self.delivered_ns.len() < window => now_ns,
-                    None => break,
-                };
+            while let Some(at_ns) = self.next_request_at(now_ns, interval_ns, window) {
                 self.outgoing.push_back(self.issued as u32);
                 self.request_sent_ns.push(now_ns);
                 self.arrived.push(false);
                 self.issue(at_ns);
             }
         }
+    }
+
+    /// Issue time of the next request if the client requests it now: closed loop (at most
+    /// `window` requests not yet answered, a web page: one at a time, HTTP/1.1 without
+    /// pipelining, as wget and curl) now; open loop at its time, stamped with it (a wait for
+    /// the handshake counts in its latency). `None`: not now.
+    fn next_request_at(&self, now_ns: u64, interval_ns: Option<u64>, window: usize) -> Option<u64> {
+        if self.issued >= self.units() {
+            return None;
+        }
+        match interval_ns {
+            Some(_) => self.due_ns(self.issued).filter(|&t| t <= now_ns),
+            None => (self.issued - self.delivered_ns.len() < window).then_some(now_ns),
+        }
+    }
+
+    /// RPC client: once the connection is established (`connect()` has returned), issue the
+    /// requests due and write them into the client-to-server stream (`sender`), closing it
+    /// after the last.
+    pub(crate) fn feed_requests(&mut self, now_ns: u64, sender: &mut dyn Endpoint) {
+        let Trigger::Rpc { request_bytes, interval_ns, window, written_bytes } = self.trigger else { return };
+        let total = self.units() as u64 * request_bytes;
+        self.established |= sender.is_established();
+        if !self.established || written_bytes == total {
+            return;
+        }
+        while let Some(at_ns) = self.next_request_at(now_ns, interval_ns, window) {
+            self.issue(at_ns);
+        }
+        // Validated: every request's bytes together fit u64.
+        let owed = self.issued as u64 * request_bytes - written_bytes;
+        let n = sender.send_buffer_free().min(owed);
+        if n > 0 {
+            sender.write(now_ns, n);
+            if let Trigger::Rpc { written_bytes, .. } = &mut self.trigger {
+                *written_bytes += n;
+            }
+            // The last request written: the client closes its side (once: nothing is written after).
+            if written_bytes + n == total {
+                sender.close(now_ns);
+            }
+        }
+    }
+
+    /// RPC server: the client-to-server stream delivered more (`receiver`); every request now
+    /// whole lets the server write its response (in order). True when there is more to write.
+    pub(crate) fn on_requests(&mut self, receiver: &dyn Endpoint) -> bool {
+        let Trigger::Rpc { request_bytes, .. } = self.trigger else { return false };
+        let whole = (receiver.delivered_bytes() / request_bytes).min(self.issued as u64) as usize;
+        if whole <= self.requests_arrived {
+            return false;
+        }
+        self.requests_arrived = whole;
+        self.writable_bytes = self.ends[whole - 1];
+        true
     }
 
     /// A message the receiving application sends back to the sender now: (unit, bytes).
@@ -245,17 +298,22 @@ impl UnitApp {
     }
 
     /// Next time the application wants to act on its own.
+    #[inline(never)]
     pub(crate) fn next_wakeup_ns(&self) -> Option<u64> {
         match self.trigger {
             Trigger::Periodic { .. } | Trigger::Interval { .. } | Trigger::Offsets(_) => {
                 (self.issued < self.units()).then(|| self.due_ns(self.issued)).flatten()
             }
             Trigger::AfterAck => None,
-            Trigger::Request { retry_ns, interval_ns, .. } => {
-                let retry = (self.requests_arrived..self.arrived.len())
-                    .filter(|&k| !self.arrived[k])
-                    .map(|k| self.request_sent_ns[k].saturating_add(retry_ns))
-                    .min();
+            Trigger::Request { interval_ns, .. } | Trigger::Rpc { interval_ns, .. } => {
+                // Web requests not arrived are resent (an RPC's are TCP's to repair).
+                let retry = match self.trigger {
+                    Trigger::Request { retry_ns, .. } => (self.requests_arrived..self.arrived.len())
+                        .filter(|&k| !self.arrived[k])
+                        .map(|k| self.request_sent_ns[k].saturating_add(retry_ns))
+                        .min(),
+                    _ => None,
+                };
                 // An open loop's next request, once the connection is up to carry it.
                 let next = (interval_ns.is_some() && self.established && self.issued < self.units())
                     .then(|| self.due_ns(self.issued))

@@ -186,23 +186,16 @@ impl SimConfig {
                         return Err(err(f("app.request_retry_ns"), "must be positive"));
                     }
                 }
-                &AppConfig::Rpc {
-                    requests,
-                    request_bytes,
-                    response_bytes,
-                    interval_ns,
-                    concurrency,
-                    request_retry_ns,
-                    ..
-                } => {
+                &AppConfig::Rpc { requests, request_bytes, response_bytes, interval_ns, concurrency, .. } => {
                     if fl.direction != Direction::Download {
                         return Err(err(f("direction"), "an RPC is a download (requests go up, responses come down)"));
                     }
                     if requests == 0 || requests > MAX_UNITS as u64 {
                         return Err(err(f("app.requests"), format!("must be from 1 to {MAX_UNITS}")));
                     }
-                    if !(1..=65_535).contains(&request_bytes) {
-                        return Err(err(f("app.request_bytes"), "must be between 1 and 65535 (one packet)"));
+                    // Requests travel in the connection's byte stream: any size, segmented.
+                    if request_bytes == 0 || requests.checked_mul(request_bytes).is_none() {
+                        return Err(err(f("app.request_bytes"), "must be positive (and all requests fit in u64)"));
                     }
                     if response_bytes == 0 || requests.checked_mul(response_bytes).is_none() {
                         return Err(err(f("app.response_bytes"), "must be positive (and all responses fit in u64)"));
@@ -215,9 +208,6 @@ impl SimConfig {
                             f("app.concurrency"),
                             "a closed loop takes a positive concurrency; an open loop (interval_ns) none",
                         ));
-                    }
-                    if request_retry_ns == 0 {
-                        return Err(err(f("app.request_retry_ns"), "must be positive"));
                     }
                 }
                 &AppConfig::Cbr { rate_bps, block_bytes, stop_ns } => {

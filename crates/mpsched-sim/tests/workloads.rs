@@ -1,6 +1,6 @@
 //! Workloads through the real engine: web page fetches (request up, objects down, one at a
 //! time), constant-bit-rate blocks and their application delay, and transfers on one
-//! long-lived connection against fresh connections.
+//! long-lived connection against fresh connections (RPCs: `rpc.rs`).
 
 mod common;
 use common::*;
@@ -176,85 +176,4 @@ fn a_web_upload_is_refused() {
     cfg.flows.push(FlowConfig { direction: Direction::Upload, ..flow(0, web(vec![1000])) });
     let e = run(&cfg).unwrap_err();
     assert_eq!(e.field, "flows[0].direction");
-}
-
-fn rpc(requests: u64, response_bytes: u64, interval_ns: Option<u64>, concurrency: Option<u64>) -> AppConfig {
-    AppConfig::Rpc {
-        requests,
-        request_bytes: 300,
-        response_bytes,
-        interval_ns,
-        concurrency,
-        deadline_ns: None,
-        request_retry_ns: S,
-    }
-}
-
-/// (sent_ns, delivered_ns) of every request of the first flow.
-fn requests(rec: &mpsched_sim::records::Records) -> Vec<(u64, u64)> {
-    let sent = u64s(rec, "blocks", "sent_ns");
-    let got = opt_u64s(rec, "blocks", "delivered_ns");
-    sent.into_iter().zip(got).map(|(s, d)| (s, d.expect("every response delivered"))).collect()
-}
-
-#[test]
-fn an_rpc_on_a_clean_path_takes_the_analytic_latency() {
-    // 20 Mbit/s each way, 20 ms one way. A request (300 B on the wire) goes up: 120 us of
-    // serialisation + 20 ms; the server writes the 4000-byte response at once, three segments
-    // (1448 + 1448 + 1104 B of payload, 52 B of headers each: 4156 B, 1662.4 us) back to back
-    // within the initial window, + 20 ms down. No ACK is waited for, so delayed ACKs do not
-    // enter: 41.7824 ms for every request, closed loop (one at a time) or open loop (one
-    // every 100 ms, longer than a latency: no request waits for another).
-    let expect_ns = 120_000 + 20 * MS + 1_662_400 + 20 * MS;
-    for (interval, conc) in [(None, Some(1)), (Some(100 * MS), None)] {
-        let mut cfg = one_path(40);
-        cfg.flows.push(flow(0, rpc(20, 4000, interval, conc)));
-        let rec = run(&cfg).unwrap();
-        assert_eq!(strs(&rec, "flows", "app"), vec!["rpc"]);
-        let r = requests(&rec);
-        assert_eq!(r.len(), 20);
-        // The handshake is excluded: an open loop's first request is due at 0 and waits for it.
-        for (k, (s, d)) in r.iter().enumerate().skip(1) {
-            assert!((d - s).abs_diff(expect_ns) <= 1_000, "{interval:?} request {k}: {} ns", d - s);
-            if interval.is_some() {
-                assert_eq!(*s, k as u64 * 100 * MS, "open loop: request {k} leaves at its time");
-            } else {
-                assert_eq!(*s, r[k - 1].1, "closed loop: request {k} leaves when response {} is complete", k - 1);
-            }
-        }
-    }
-}
-
-#[test]
-fn every_rpc_is_answered_once_with_at_most_concurrency_outstanding_despite_lost_requests() {
-    // A lossy uplink loses requests (30 %): the client resends them after 1 s; the server
-    // answers each once, in order, and the connection carries exactly requests x response.
-    for conc in [1, 4] {
-        let mut cfg = one_path(40);
-        cfg.links[1].loss = LossConfig::Bernoulli { p: 0.3 };
-        cfg.flows.push(flow(0, rpc(40, 10_000, None, Some(conc))));
-        let rec = run(&cfg).unwrap();
-        assert_eq!(bools(&rec, "flows", "completed"), vec![true]);
-        assert_eq!(u64s(&rec, "flows", "bytes_delivered"), vec![40 * 10_000]);
-        let r = requests(&rec);
-        assert_eq!(r.len(), 40);
-        assert!(r.windows(2).all(|w| w[1].1 >= w[0].1), "responses complete in order");
-        for &(s, _) in &r {
-            let outstanding = r.iter().filter(|&&(s2, d2)| s2 <= s && d2 > s).count();
-            assert!(outstanding <= conc as usize, "{outstanding} outstanding at {s} (concurrency {conc})");
-        }
-        assert!(r.iter().any(|(s, d)| d - s >= S), "some request waited out a retry");
-    }
-}
-
-#[test]
-fn a_bad_rpc_names_its_field() {
-    let mut cfg = one_path(40);
-    cfg.flows.push(flow(0, rpc(5, 1000, Some(10 * MS), Some(2))));
-    assert_eq!(run(&cfg).unwrap_err().field, "flows[0].app.concurrency");
-    cfg.flows[0].app = rpc(0, 1000, None, None);
-    assert_eq!(run(&cfg).unwrap_err().field, "flows[0].app.requests");
-    cfg.flows[0].app = rpc(5, 1000, None, None);
-    cfg.flows[0].direction = Direction::Upload;
-    assert_eq!(run(&cfg).unwrap_err().field, "flows[0].direction");
 }

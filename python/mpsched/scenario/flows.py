@@ -60,11 +60,15 @@ def _messages_app(w: Any, where: str, start_ns: int, duration_ns: int) -> dict[s
     return app
 
 
+#: An RPC request's size when the scenario gives none: a small request with its headers (an
+#: assumption, not a measurement; the documented default of `request`).
+_RPC_REQUEST_BYTES = 300
+
+
 def _rpc_app(w: Any, where: str) -> dict[str, Any]:
     """The core's `rpc` application."""
-    app: dict[str, Any] = {"kind": "rpc", "requests": int(w.requests), "response_bytes": parse_size_bytes(w.response)}
-    if w.request is not None:
-        app["request_bytes"] = parse_size_bytes(w.request)
+    app: dict[str, Any] = {"kind": "rpc", "requests": int(w.requests), "response_bytes": parse_size_bytes(w.response),
+                           "request_bytes": parse_size_bytes(w.request) if w.request is not None else _RPC_REQUEST_BYTES}
     if w.interval is not None or w.rate_hz is not None:
         app["interval_ns"] = parse_time_ns(w.interval) if w.interval is not None else round(1e9 / float(w.rate_hz))
         if app["interval_ns"] <= 0:

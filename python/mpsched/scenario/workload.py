@@ -51,11 +51,12 @@ class WorkloadSpec(_Model):
       `deadline` after it was sent misses it (the `blocks` table: `deadline_ns`,
       `deadline_missed`).
     * ``kind = "rpc"``: `count` request / response streams, each on one connection: `requests`
-      requests of `request` bytes (one packet up, as a web fetch sends its request; 300 B by
-      default) each answered by `response` bytes down, open loop (one every `interval`, or
-      `rate_hz` a second) or closed loop (`concurrency` outstanding, 1 by default: the next
-      leaves when a response is complete); each request's latency (issue to the last byte of
-      its response) is in `blocks`, with `deadline` as for messages.
+      requests of `request` bytes (300 B by default), written into the connection's
+      client-to-server stream (segmented, scheduled, acknowledged and retransmitted like any
+      data), each answered by `response` bytes down once it has arrived whole; open loop (one
+      every `interval`, or `rate_hz` a second) or closed loop (`concurrency` outstanding, 1 by
+      default: the next leaves when a response is complete); each request's latency (its write
+      to the last byte of its response) is in `blocks`, with `deadline` as for messages.
 
     On a `[topology]` (see `mpsched.scenario.datacenter`): ``"query"`` (2-20 KB), ``"short_message"``
     (50 KB-1 MB) and ``"background"`` (1-50 MB) flows of `003_` §3.3 from `senders` to
@@ -227,8 +228,6 @@ class WorkloadSpec(_Model):
         if self.concurrency is not None and (self.interval is not None or self.rate_hz is not None):
             raise _FieldError("concurrency", "concurrency is for a closed loop; an open loop (interval or rate_hz) "
                               "sends each request at its time")
-        if self.request is not None and parse_size_bytes(self.request) > 65535:
-            raise _FieldError("request", "a request travels as one packet: at most 65535 bytes")
         if self.direction != "download":
             raise _FieldError("direction", "an rpc is a download: requests go up, responses come down")
         return self

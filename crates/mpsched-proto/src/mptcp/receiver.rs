@@ -4,8 +4,8 @@
 //! the application at once (it reads immediately), bytes above it wait in the out-of-order
 //! queue, duplicates (reinjections, redundant copies) are dropped by DSN. The advertised
 //! window is the free buffer (receive buffer minus out-of-order bytes at connection and
-//! subflow level), relative to DATA_ACK, and its right edge never moves left (Linux
-//! `tcp_select_window`).
+//! subflow level) capped by the sending subflow's `rcv_ssthresh`, relative to DATA_ACK, and
+//! its right edge never moves left (Linux `__tcp_select_window`, `mptcp_set_rwin`).
 //!
 //! With [`ConnConfig::rcv_buf_autotuning`] the buffer behind that window grows as Linux's
 //! dynamic right-sizing does (`mptcp_rcv_space_adjust`, `mptcp_rcvbuf_grow` in 6.18.y): once
@@ -31,6 +31,7 @@ pub struct DataReceiver {
     path_up: u64,
     rcv_nxt: u64,
     ofo: RangeSet,
+    /// The furthest right edge (DSN) any subflow announced (Linux `msk->rcv_wnd_sent`).
     right_edge: u64,
     last_delivery_ns: Option<u64>,
     duplicate_bytes: u64,
@@ -72,6 +73,8 @@ impl DataReceiver {
             cfg.rcv_buf_bytes
         };
         Self {
+            // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
+            // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer.
             right_edge: rcv_wnd_bytes,
             rcv_wnd_bytes,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
@@ -200,12 +203,18 @@ impl DataReceiver {
         self.rcv_wnd_bytes = self.rcv_wnd_bytes.max(want);
     }
 
-    /// Current (DATA_ACK, window) as advertised on every subflow.
-    fn advertise(&mut self) -> (u64, u64) {
+    /// The (DATA_ACK, window) subflow `i` advertises now. Linux `__tcp_select_window` offers
+    /// the free buffer capped by that subflow's `rcv_ssthresh` (which grows by twice each
+    /// in-order skb, `tcp_grow_window`), and `mptcp_set_rwin` places it at the connection's
+    /// DATA_ACK, never left of the right edge any subflow announced (`msk->rcv_wnd_sent`).
+    /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
+    /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
+    fn advertise(&self, subflow: usize) -> (u64, u64) {
         let used = self.buffer_in_use_bytes();
         let free = self.rcv_wnd_bytes.saturating_sub(used);
-        self.right_edge = self.right_edge.max(self.rcv_nxt + free);
-        (self.rcv_nxt, self.right_edge - self.rcv_nxt)
+        let offer = free.min(self.subflows[subflow].rcv_ssthresh());
+        let edge = self.right_edge.max(self.rcv_nxt + offer);
+        (self.rcv_nxt, edge - self.rcv_nxt)
     }
 
     /// Next segment to send (ACKs, handshake) and its subflow.
@@ -220,13 +229,14 @@ impl DataReceiver {
         if !any_pending {
             return None;
         }
-        let (data_ack, wnd) = self.advertise();
         for i in 0..self.subflows.len() {
             if !self.is_path_up(i) {
                 continue;
             }
+            let (data_ack, wnd) = self.advertise(i);
             self.subflows[i].set_conn_window(data_ack, wnd);
             if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
+                self.right_edge = self.right_edge.max(data_ack + wnd);
                 return Some((i, seg));
             }
         }

@@ -31,7 +31,9 @@ mod sender;
 pub use handshake::{HsOption, Role};
 pub use rangeset::RangeSet;
 pub use receiver::{Receiver, ReceiverStats, Released};
-pub use rtt::{RttEstimator, INITIAL_RTO_NS, JIFFY_NS, MAX_RTO_NS, MIN_RTO_NS};
+pub use rtt::{
+    timer_wheel_fire_ns, RttEstimator, INITIAL_RTO_NS, JIFFY_NS, MAX_RTO_NS, MIN_RTO_NS,
+};
 pub use scoreboard::DUP_THRESH;
 pub use segment::{
     flags, Segment, DSS_ACK_BYTES, DSS_MAP_ACK_BYTES, HEADER_BYTES, MAX_OPTION_BYTES,

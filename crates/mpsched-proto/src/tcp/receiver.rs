@@ -21,6 +21,7 @@
 
 use super::handshake::{Handshake, HsOption, Role};
 use super::rangeset::RangeSet;
+use super::rtt::timer_wheel_fire_ns;
 use super::segment::{flags, Segment};
 use super::{TcpConfig, DELAYED_ACK_NS};
 use std::collections::VecDeque;
@@ -263,7 +264,8 @@ impl Receiver {
             {
                 self.ack_now = true;
             } else if self.delack_deadline.is_none() {
-                self.delack_deadline = Some(now_ns + DELAYED_ACK_NS);
+                // Linux `tcp_send_delayed_ack`: `sk_reset_timer(jiffies + ato)` on the wheel.
+                self.delack_deadline = Some(timer_wheel_fire_ns(now_ns, DELAYED_ACK_NS));
             }
         } else {
             let at = match self.ofo.back() {

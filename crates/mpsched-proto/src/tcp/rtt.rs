@@ -20,8 +20,12 @@ pub const JIFFY_NS: u64 = 4_000_000;
 /// files it at a level by its distance in jiffies (< 63: level 0, < 504: level 1, < 4032:
 /// level 2, ...; each level 8 times coarser) and rounds the expiry up to the next boundary of
 /// that level's granularity, "to guarantee that a timer does not fire early": one jiffy at level
-/// 0, up to 8 at level 1 (32 ms at HZ 250), up to 64 at level 2. The TCP retransmission timer
-/// is such a timer (`sk_reset_timer`).
+/// 0, up to 8 at level 1 (32 ms at HZ 250), up to 64 at level 2. Every timer the model arms is
+/// such a `timer_list` (`sk_reset_timer`): the retransmission timer that also carries the loss
+/// probe and the RACK reordering timeout (`icsk_retransmit_timer`), the delayed ACK
+/// (`icsk_delack_timer`) and the MPTCP retransmit timer; `delay_ns` is rounded up to whole
+/// jiffies as `usecs_to_jiffies` does. (Pacing and the compressed-ACK timer are hrtimers; the
+/// model has neither.)
 pub fn timer_wheel_fire_ns(now_ns: u64, delay_ns: u64) -> u64 {
     let now_j = now_ns / JIFFY_NS;
     let delta_j = delay_ns.div_ceil(JIFFY_NS);

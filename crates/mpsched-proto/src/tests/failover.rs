@@ -107,8 +107,8 @@ fn linux_rearms_the_mptcp_timer_with_the_period_stored_at_the_last_push() {
     // 1, and the push after it stores `TCP_RTO_MIN` (no subflow with count 0); the next
     // firing, where path 1's count goes back to 0 (it was ACKed), re-arms with that 200 ms,
     // and only the push after it stores path 1's long RTO again. So the periods alternate
-    // long, exactly 200 ms, long. (Recomputing the period after the checks, as the simulator
-    // used to, gives 200 ms, long, 200 ms: one firing out of phase.)
+    // long, exactly 200 ms (on the timer wheel: 204), long. (Recomputing the period after the
+    // checks, as the simulator used to, gives 200 ms, long, 200 ms: one firing out of phase.)
     let s = linux_download(vec![(20 * MBPS, 10 * MS), (2 * MBPS, 30 * MS)], 4 << 20);
     let mut p = download(&s);
     p.drive(3_000 * MS, |_, _| false);
@@ -140,10 +140,15 @@ fn linux_rearms_the_mptcp_timer_with_the_period_stored_at_the_last_push() {
         "path 1 had an RTO"
     );
     assert!(periods_ms[0] > 300, "{periods_ms:?}");
+    // Exactly `TCP_RTO_MIN` on the timer wheel (`sk_reset_timer(jiffies + timer_ival)`): the
+    // firing comes at a jiffy boundary, 50 jiffies are filed at level 0 and fire one jiffy
+    // later, 204 ms at HZ 250.
+    let (fired_ns, period_ns) = firings[1];
     assert_eq!(
-        firings[1].1,
-        crate::mptcp::stale::TCP_RTO_MIN_NS,
+        period_ns,
+        crate::tcp::timer_wheel_fire_ns(fired_ns, crate::mptcp::stale::TCP_RTO_MIN_NS) - fired_ns,
         "{periods_ms:?}"
     );
+    assert_eq!(period_ns, 204 * MS, "{periods_ms:?}");
     assert!(periods_ms[2] > 300, "{periods_ms:?}");
 }

@@ -1,5 +1,6 @@
 //! Agreement with Linux where the simulator once measurably differed: full-sized segments
-//! while data waits, receive-buffer autotuning, and send-buffer autotuning.
+//! while data waits, receive-buffer autotuning, send-buffer autotuning, and the MPTCP window
+//! held to each subflow's rcv_ssthresh.
 
 use super::mptcp::{complete, download, PathSpec, Setup};
 use super::util::*;
@@ -229,5 +230,102 @@ fn autotuned_send_buffer_holds_the_writer_back_behind_a_slow_paths_head_of_line(
     assert!(
         one_auto <= one_fixed * 102 / 100,
         "one path: {one_auto} autotuned vs {one_fixed} fixed"
+    );
+}
+
+#[test]
+fn mptcp_window_grows_with_the_subflows_rcv_ssthresh_while_data_ack_waits() {
+    // Linux `__tcp_select_window` offers min(free buffer, the subflow's rcv_ssthresh) and
+    // `mptcp_set_rwin` places it at the connection's DATA_ACK (never left of an edge already
+    // announced). Autotuning grows the buffer once per RTT from what the application read;
+    // then DSN X goes missing (it travels on subflow 1) and subflow 0's in-order data waits
+    // out of order: the window subflow 0 announces must grow by its rcv_ssthresh (twice each
+    // segment), not open the whole grown buffer at once. On the testbed (equal/tbf32k/1MiB,
+    // docs/testbed.md) the edge advanced 4 segments per 2-segment skb while DATA_ACK stood.
+    use crate::mptcp::{ConnConfig, DataReceiver};
+    use crate::tcp::flags;
+    const MSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.rcv_buf_autotuning = true;
+    let mut rx = DataReceiver::new(cfg);
+    let syn = |f: u16| Segment {
+        flags: flags::SYN | f,
+        ts_val: 1,
+        ..Default::default()
+    };
+    let ack3 = |f: u16| Segment {
+        flags: flags::ACK | f,
+        seq: 1,
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    rx.handle_segment(0, 0, &syn(flags::MP_CAPABLE));
+    rx.handle_segment(0, 1, &syn(flags::MP_JOIN));
+    while rx.poll_transmit(0).is_some() {}
+    rx.handle_segment(1, 0, &ack3(flags::MP_CAPABLE));
+    rx.handle_segment(1, 1, &ack3(flags::MP_JOIN));
+    while rx.poll_transmit(1).is_some() {}
+    // Full-sized segments echoing a timestamp 10 ms old: a receiver RTT of 10 ms.
+    let data = |k: u64, dsn: u64, now: u64| Segment {
+        flags: flags::ACK | flags::DSS_MAP,
+        seq: 1 + k * MSS,
+        len: MSS as u32,
+        ack: 1,
+        ts_val: 2,
+        ts_ecr: now - 10 * MS,
+        dsn,
+        ..Default::default()
+    };
+    // Rounds of in-order data on subflow 0, 11 ms apart: 20, 80, then one segment, at which
+    // autotuning grows the buffer from what the application read in the last RTT.
+    let mut edge = 0;
+    for k in 0..101 {
+        let now = if k < 20 {
+            10
+        } else if k < 100 {
+            21
+        } else {
+            32
+        } * MS;
+        rx.handle_segment(now, 0, &data(k, k * MSS, now));
+        while let Some((_, ack)) = rx.poll_transmit(now) {
+            edge = ack.data_ack + ack.window;
+        }
+    }
+    let free = rx.rcv_wnd_bytes() - rx.buffer_in_use_bytes();
+    assert!(free > 1 << 20, "autotuning grew the buffer: {free}");
+    assert!(
+        edge <= 101 * MSS + rx.subflows()[0].rcv_ssthresh(),
+        "the grown buffer is not offered at once: {edge}"
+    );
+    // DSN 101 MSS is missing (it travels on subflow 1); subflow 0 carries DSN 102 MSS onwards.
+    let mut windows = Vec::new();
+    for k in 101..121 {
+        rx.handle_segment(33 * MS, 0, &data(k, (k + 1) * MSS, 33 * MS));
+        while let Some((sf, ack)) = rx.poll_transmit(33 * MS) {
+            assert_eq!((sf, ack.data_ack), (0, 101 * MSS), "DSN 101 MSS is missing");
+            assert!(
+                ack.data_ack + ack.window >= edge,
+                "the right edge never moves left"
+            );
+            edge = ack.data_ack + ack.window;
+            assert_eq!(
+                ack.window,
+                rx.subflows()[0].rcv_ssthresh(),
+                "subflow 0's rcv_ssthresh"
+            );
+            windows.push(ack.window);
+        }
+    }
+    assert!(windows.len() >= 10, "{} ACKs", windows.len());
+    assert!(
+        windows.windows(2).all(|w| w[1] == w[0] + 2 * MSS),
+        "grows by 2 MSS per segment: {windows:?}"
+    );
+    let free = rx.rcv_wnd_bytes() - rx.buffer_in_use_bytes();
+    assert!(
+        windows.iter().all(|&w| 2 * w < free),
+        "windows {windows:?} against the free buffer {free}"
     );
 }

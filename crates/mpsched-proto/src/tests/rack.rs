@@ -227,3 +227,26 @@ fn retransmission_timeouts_fire_on_the_kernels_timer_wheel() {
         );
     }
 }
+
+#[test]
+fn the_probe_and_the_reordering_timer_fire_on_jiffy_boundaries() {
+    // Linux 6.18 turns both timeouts into jiffies (`usecs_to_jiffies(2 srtt +
+    // TCP_TIMEOUT_MIN_US)` in `tcp_schedule_loss_probe`, `usecs_to_jiffies(reo_timeout +
+    // TCP_TIMEOUT_MIN_US)` in `tcp_rack_mark_lost`) and arms `icsk_retransmit_timer`, a
+    // `timer_list` the wheel fires at a jiffy boundary (4 ms at the testbed's HZ 250), never
+    // early. The scenarios of the probe and reordering tests above, stopped when each fires.
+    let jiffy = crate::tcp::JIFFY_NS;
+    let total = 20 * 1448;
+    let mut p = download_with(TcpConfig::default(), total, 100 * MBPS, 10 * MS, "cubic");
+    p.ba[0].drop = Some(drop_first_tx(|seq| seq > 18 * 1448));
+    assert!(p.drive(10_000 * MS, |_, b| b.tx.stats().tail_loss_probes == 1));
+    let probe_ns = p.now_ns;
+    assert_eq!(probe_ns % jiffy, 0, "probe at {probe_ns} ns");
+
+    let target = 1 + 18 * 1448;
+    let mut p = download_with(TcpConfig::default(), total, 100 * MBPS, 10 * MS, "cubic");
+    p.ba[0].drop = Some(drop_first_tx(move |seq| seq == target));
+    assert!(p.drive(10_000 * MS, |_, b| b.tx.stats().fast_retransmits == 1));
+    let reo_ns = p.now_ns;
+    assert_eq!(reo_ns % jiffy, 0, "reordering timer at {reo_ns} ns");
+}

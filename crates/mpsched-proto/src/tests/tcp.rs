@@ -564,3 +564,38 @@ fn an_mptcp_subflow_grows_its_window_only_towards_the_connections_autotuned_one(
     );
     assert_eq!(feed(&mut rx, 22 * MS, MS, 20), 20, "rcv_ssthresh growing");
 }
+
+#[test]
+fn a_delayed_ack_fires_on_the_timer_wheel_at_the_next_jiffy_after_40_ms() {
+    // Linux `tcp_send_delayed_ack` arms `icsk_delack_timer` (a `timer_list`) at jiffies + ato
+    // (TCP_DELACK_MIN = HZ / 25 = 10 jiffies = 40 ms at the testbed's HZ 250); the timer wheel
+    // fires it at the next jiffy boundary after that, never early: a segment at 5.5 ms (jiffy 1)
+    // is acknowledged at jiffy 1 + 10 + 1 = 48 ms, not at 45.5 ms.
+    let cfg = TcpConfig {
+        quickack_segments: 0,
+        ..TcpConfig::default()
+    };
+    let mut rx = Receiver::established(cfg);
+    rx.set_window_clamp(65_536); // rcv_ssthresh 64 704: the segment grows it, no quickack
+    let seg = Segment {
+        flags: flags::ACK,
+        seq: 1,
+        len: 1448,
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    rx.handle_segment(5_500_000, &seg);
+    assert!(
+        rx.poll_transmit(5_500_000).is_none(),
+        "acknowledged at once"
+    );
+    assert_eq!(rx.poll_timeout(), Some(48 * MS));
+    rx.handle_timeout(47 * MS);
+    assert!(
+        rx.poll_transmit(47 * MS).is_none(),
+        "fired before its jiffy"
+    );
+    rx.handle_timeout(48 * MS);
+    assert!(rx.poll_transmit(48 * MS).is_some());
+}

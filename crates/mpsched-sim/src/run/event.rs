@@ -8,10 +8,11 @@ use mpsched_engine::net::NetEvent;
 pub(super) enum Event {
     Net(NetEvent),
     FlowStart(u32),
-    /// Timer of a flow's endpoint (`client` selects the side).
+    /// Timer of a flow's endpoint (`client` selects the side, `request` the half-connection).
     Timer {
         flow: u32,
         client: bool,
+        request: bool,
     },
     /// The application of a flow asked to act at this time.
     AppWakeup(u32),
@@ -37,6 +38,9 @@ const CROSS_SEND: u32 = 8;
 const PATH: u32 = 9;
 const PATH_END: u32 = 10;
 const HOST_RX: u32 = 11;
+/// The request half-connection's timers (an RPC's client-to-server stream).
+const TIMER_SERVER_REQUEST: u32 = 12;
+const TIMER_CLIENT_REQUEST: u32 = 13;
 
 #[inline]
 fn code(kind: u32, index: u32) -> u32 {
@@ -50,7 +54,15 @@ impl PackedEvent for Event {
         match self {
             Event::Net(ne) => ne.pack_bits(INDEX_BITS),
             Event::FlowStart(f) => code(FLOW_START, f),
-            Event::Timer { flow, client } => code(if client { TIMER_CLIENT } else { TIMER_SERVER }, flow),
+            Event::Timer { flow, client, request } => {
+                let kind = match (client, request) {
+                    (false, false) => TIMER_SERVER,
+                    (true, false) => TIMER_CLIENT,
+                    (false, true) => TIMER_SERVER_REQUEST,
+                    (true, true) => TIMER_CLIENT_REQUEST,
+                };
+                code(kind, flow)
+            }
             Event::AppWakeup(f) => code(APP_WAKEUP, f),
             Event::Sample => code(SAMPLE, 0),
             Event::CrossSend(c) => code(CROSS_SEND, c),
@@ -66,14 +78,17 @@ impl PackedEvent for Event {
         match code >> INDEX_BITS {
             0..=2 => Event::Net(NetEvent::unpack_bits(code, INDEX_BITS)),
             FLOW_START => Event::FlowStart(index),
-            TIMER_SERVER => Event::Timer { flow: index, client: false },
-            TIMER_CLIENT => Event::Timer { flow: index, client: true },
+            TIMER_SERVER => Event::Timer { flow: index, client: false, request: false },
+            TIMER_CLIENT => Event::Timer { flow: index, client: true, request: false },
+            TIMER_SERVER_REQUEST => Event::Timer { flow: index, client: false, request: true },
+            TIMER_CLIENT_REQUEST => Event::Timer { flow: index, client: true, request: true },
             APP_WAKEUP => Event::AppWakeup(index),
             SAMPLE => Event::Sample,
             CROSS_SEND => Event::CrossSend(index),
             PATH => Event::Path(index),
             PATH_END => Event::PathEnd(index),
-            _ => Event::HostRx(index),
+            HOST_RX => Event::HostRx(index),
+            kind => unreachable!("event kind {kind} is never packed"),
         }
     }
 }
@@ -90,7 +105,8 @@ mod tests {
             i.clone().prop_map(|i| Event::Net(NetEvent::PipeArrive(i))),
             i.clone().prop_map(|i| Event::Net(NetEvent::Enqueue(i))),
             i.clone().prop_map(Event::FlowStart),
-            (i.clone(), any::<bool>()).prop_map(|(flow, client)| Event::Timer { flow, client }),
+            (i.clone(), any::<bool>(), any::<bool>())
+                .prop_map(|(flow, client, request)| Event::Timer { flow, client, request }),
             i.clone().prop_map(Event::AppWakeup),
             Just(Event::Sample),
             i.clone().prop_map(Event::CrossSend),

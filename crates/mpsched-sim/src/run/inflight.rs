@@ -30,6 +30,9 @@ const HAS_SACK: u8 = 2;
 /// Bit of [`Record::meta`]: the whole segment is in the wide pool at `Record::side`; the
 /// record keeps only where it goes.
 const WIDE: u8 = 4;
+/// Bit of [`Record::meta`]: a segment of the flow's request half-connection (an RPC's
+/// client-to-server stream), not of its data connection.
+const REQUEST: u8 = 8;
 
 /// End of a chain of records (no next segment in the skb).
 pub(crate) const NO_SEGMENT: u32 = u32::MAX;
@@ -67,6 +70,8 @@ pub(crate) struct Destination {
     pub subflow: u8,
     /// True when travelling to the client.
     pub to_client: bool,
+    /// True for the request half-connection's endpoints (see `run/request.rs`).
+    pub request: bool,
 }
 
 /// Index-addressed slots with a free list; freed slots are reused first.
@@ -110,14 +115,14 @@ pub(crate) struct InFlight {
 
 impl InFlight {
     /// Stores a segment sent on `subflow` of `flow`; returns its handle.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
         // Branch-free tests (this runs for every packet sent), one branch for both: any bit
         // above 32 in the five narrowed fields; any non-zero byte in the SACK array (valid
         // blocks or not).
         let high = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32;
         let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e);
-        let mut meta = if dest.to_client { TO_CLIENT } else { 0 };
+        let mut meta = if dest.to_client { TO_CLIENT } else { 0 } | if dest.request { REQUEST } else { 0 };
         let mut side = 0;
         if high | sack != 0 {
             (meta, side) = self.insert_side(meta, high != 0, seg);
@@ -168,7 +173,12 @@ impl InFlight {
     #[inline]
     pub(crate) fn destination(&self, idx: u32) -> Destination {
         let r = &self.records.slots[idx as usize];
-        Destination { flow: r.flow, subflow: r.subflow, to_client: r.meta & TO_CLIENT != 0 }
+        Destination {
+            flow: r.flow,
+            subflow: r.subflow,
+            to_client: r.meta & TO_CLIENT != 0,
+            request: r.meta & REQUEST != 0,
+        }
     }
 
     /// Starts loading segment `idx`'s record into the cache (a hint: see
@@ -269,7 +279,7 @@ mod tests {
         ack.sack[1] = (400, 500);
         // Bytes past the valid blocks are kept too.
         ack.sack[3] = (1, 2);
-        let d = Destination { flow: 5, subflow: 2, to_client: true };
+        let d = Destination { flow: 5, subflow: 2, to_client: true, request: false };
         let a = f.insert(d, &data);
         let b = f.insert(Destination { to_client: false, ..d }, &ack);
         assert_eq!(f.segment(a), data);
@@ -288,7 +298,7 @@ mod tests {
     #[test]
     fn values_past_32_bits_are_kept_whole() {
         let mut f = InFlight::default();
-        let d = Destination { flow: 1, subflow: 0, to_client: false };
+        let d = Destination { flow: 1, subflow: 0, to_client: false, request: true };
         let mut seg = Segment { flags: flags::ACK, len: 1000, ..Default::default() };
         seg.sack_len = 1;
         seg.sack[0] = (1 << 33, (1 << 33) + 1000);
@@ -304,7 +314,7 @@ mod tests {
             }
             let i = f.insert(d, &s);
             assert_eq!(f.segment(i), s);
-            assert_eq!(f.destination(i).flow, 1);
+            assert_eq!((f.destination(i).flow, f.destination(i).request), (1, true));
             f.remove(i);
         }
         assert_eq!(f.wide.slots.len(), 1);
@@ -314,7 +324,7 @@ mod tests {
     #[test]
     fn an_skb_chain_is_walked_and_freed_whole() {
         let mut f = InFlight::default();
-        let d = Destination { flow: 0, subflow: 0, to_client: true };
+        let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
         let segs: Vec<Segment> = (0..3).map(|i| Segment { seq: 1448 * i, len: 1448, ..Default::default() }).collect();
         let ids: Vec<u32> = segs.iter().map(|s| f.insert(d, s)).collect();
         assert_eq!(f.take_next(ids[0]), NO_SEGMENT);

@@ -45,24 +45,29 @@ impl Simulation<'_> {
         // created meanwhile fails (see proto's `mptcp::join_route`).
         for fi in 0..self.flows.len() {
             let Some(f) = self.flows[fi].as_mut() else { continue };
-            if f.client.ep.upstream_kernel() || f.server.ep.upstream_kernel() {
-                // Only a join its path manager creates meanwhile notices: `connect()` fails at
-                // the route lookup of the client's interface (the kernel engine's `down`).
-                for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
-                    if fp == path {
-                        f.client.ep.set_route_up(sf, up);
-                    }
-                }
-                continue;
-            }
+            let upstream = f.client.ep.upstream_kernel() || f.server.ep.upstream_kernel();
             for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
-                if fp == path {
+                if fp != path {
+                    continue;
+                }
+                let f = self.flows[fi].as_mut().expect("running");
+                if upstream {
+                    // Only a join its path manager creates meanwhile notices: `connect()` fails
+                    // at the route lookup of the client's interface (the kernel engine's `down`).
+                    f.client.ep.set_route_up(sf, up);
+                } else {
                     f.client.ep.set_path_up(sf, up, now);
                     f.server.ep.set_path_up(sf, up, now);
                 }
+                self.request_path_up(fi, sf, up, upstream);
+            }
+            if upstream {
+                continue;
             }
             self.after_activity(fi, true);
             self.after_activity(fi, false);
+            // (The client's half of the requests acted in the data receiver's activity.)
+            self.request_activity(fi, false);
         }
     }
 }

@@ -59,8 +59,7 @@ impl Simulation<'_> {
             let Some(idx) = segment(ahead) else { continue };
             let dest = self.segments.destination(idx);
             if let Some(f) = &self.flows[dest.flow as usize] {
-                let side = if dest.to_client { &f.client } else { &f.server };
-                side.ep.prefetch(dest.subflow as usize, inner);
+                f.side(dest.to_client, dest.request).ep.prefetch(dest.subflow as usize, inner);
             }
         }
     }

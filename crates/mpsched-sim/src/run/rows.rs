@@ -37,6 +37,10 @@ impl Simulation<'_> {
     pub(super) fn finish_flow(&mut self, fi: usize, end_ns: Option<u64>) {
         let Some(f) = self.flows[fi].take() else { return };
         self.active_flows -= 1;
+        #[cfg(test)]
+        if let Some(t) = super::request::RequestTally::of(fi, &f) {
+            self.request_tallies.push(t);
+        }
         let row = self.flow_rows(fi, &f, end_ns);
         self.finished_rows.push(row);
     }

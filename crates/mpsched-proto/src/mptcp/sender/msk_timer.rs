@@ -4,6 +4,7 @@
 use super::DataSender;
 use crate::mptcp::stale::{DFRAG_DATA_BYTES, TCP_RTO_MIN_NS};
 use crate::sched::{Action, ResendKind};
+use crate::tcp::timer_wheel_fire_ns;
 
 impl DataSender {
     /// `mptcp_timeout_from_subflow` over the active subflows (`mptcp_subflow_get_send`): the
@@ -26,10 +27,11 @@ impl DataSender {
         }
     }
 
-    /// `mptcp_reset_rtx_timer`: the timer restarts with the stored `timer_ival`.
+    /// `mptcp_reset_rtx_timer`: the timer restarts with the stored `timer_ival` (jiffies,
+    /// `sk_reset_timer` on the timer wheel).
     fn reset_rtx_timer(&mut self, now_ns: u64) {
         if let Some(st) = self.stale.as_mut() {
-            st.timer_ns = Some(now_ns + st.ival_ns);
+            st.timer_ns = Some(timer_wheel_fire_ns(now_ns, st.ival_ns));
         }
     }
 

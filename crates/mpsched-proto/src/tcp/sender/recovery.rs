@@ -15,8 +15,9 @@ use crate::sched::LossKind;
 use crate::tcp::rtt::{timer_wheel_fire_ns, MIN_RTO_NS};
 use crate::tcp::scoreboard::{SentSeg, DUP_THRESH};
 
-/// Linux `TCP_TIMEOUT_MIN` (2 jiffies; HZ = 1000 assumed), added to the probe and reordering
-/// timers.
+/// Linux `TCP_TIMEOUT_MIN_US` (2 ms, whatever HZ), added to the probe and reordering timeouts
+/// before they are turned into jiffies (6.18 `tcp_schedule_loss_probe`, `tcp_rack_mark_lost`:
+/// `usecs_to_jiffies(timeout + TCP_TIMEOUT_MIN_US)`); the timer wheel then rounds them.
 const TIMEOUT_MIN_NS: u64 = 2_000_000;
 
 impl Sender {
@@ -116,8 +117,10 @@ impl Sender {
                 (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns)
             };
             let (n, timer) = self.board.rack_mark_lost(now_ns, reo_wnd_ns);
-            // Linux `tcp_rack_mark_lost`: the reordering timer fires TCP_TIMEOUT_MIN late.
-            self.rack_timer_ns = timer.map(|t| t + TIMEOUT_MIN_NS);
+            // Linux `tcp_rack_mark_lost`: the reordering timer is armed TCP_TIMEOUT_MIN_US after
+            // the deadline, in jiffies, on the timer wheel.
+            self.rack_timer_ns =
+                timer.map(|t| timer_wheel_fire_ns(now_ns, t - now_ns + TIMEOUT_MIN_NS));
             n
         } else {
             self.board.update_lost(self.tcb.mss_bytes)
@@ -249,7 +252,7 @@ impl Sender {
         } else {
             TIMEOUT_MIN_NS
         };
-        let at = now_ns + 2 * self.rtt.srtt_ns + extra;
+        let at = timer_wheel_fire_ns(now_ns, 2 * self.rtt.srtt_ns + extra);
         // "If the RTO formula yields an earlier time, then use that time."
         self.tlp_deadline = Some(self.rto_deadline.map_or(at, |r| at.min(r)));
     }

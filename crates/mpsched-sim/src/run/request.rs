@@ -1,0 +1,158 @@
+//! The request half-connection of a flow whose client writes data to the server too (an
+//! RPC's requests).
+//!
+//! The protocol crate's endpoints carry data one way (a `DataSender` and its peer's
+//! `DataReceiver`), so a client that writes as well as reads gets a second pair on the same
+//! paths: its own sequence space, subflows, congestion control, scheduler and timers, as each
+//! direction of a real TCP / MPTCP connection has; its segments share the paths' queues and
+//! losses with the data connection's. What the pair of halves does not share with a real
+//! connection: each half runs its own handshake (two SYNs where one would do, both at the
+//! flow's start), and ACKs do not ride on data of the other direction (they are separate
+//! packets; the loop sends a side's writes before its ACKs, and the server's ACK of a request
+//! is not delayed, as the response it would ride on leaves at once).
+
+use super::{rearm_app, Simulation, Wire};
+
+impl Simulation<'_> {
+    /// After something happened to endpoint `client_side` of flow `fi`'s request half: the
+    /// client writes what its requests allow, or the server learns which requests are whole
+    /// and writes their responses on the data connection; then the half's output is drained.
+    pub(super) fn request_activity(&mut self, fi: usize, client_side: bool) {
+        let now = self.now_ns;
+        let Some(f) = self.flows[fi].as_mut() else { return };
+        let Some(r) = f.request.as_deref_mut() else { return };
+        if client_side {
+            f.app.feed_requests(now, r.client.ep.as_mut());
+        } else if f.app.on_requests(r.server.ep.as_ref()) {
+            // The responses go out before the requests' ACK (which would ride on them).
+            self.after_activity(fi, false);
+        }
+        let paths = self.cfg.flow_paths(fi);
+        let Some(f) = self.flows[fi].as_mut() else { return };
+        let Some(r) = f.request.as_deref_mut() else { return };
+        let side = if client_side { &mut r.client } else { &mut r.server };
+        wire!(self).transmit(side, fi, client_side, true, paths);
+        rearm_app(f, &mut self.queue, fi, now);
+    }
+
+    /// The client's interface of `subflow` of flow `fi` went down or came back: the request
+    /// half's endpoints see it as the data connection's do (`up_route`: only its route, for
+    /// the upstream kernel).
+    pub(super) fn request_path_up(&mut self, fi: usize, subflow: usize, up: bool, route_only: bool) {
+        let now = self.now_ns;
+        let Some(r) = self.flows[fi].as_mut().and_then(|f| f.request.as_deref_mut()) else { return };
+        if route_only {
+            r.client.ep.set_route_up(subflow, up);
+        } else {
+            r.client.ep.set_path_up(subflow, up, now);
+            r.server.ep.set_path_up(subflow, up, now);
+        }
+    }
+}
+
+/// What a finished flow's request half carried (for the unit tests: the records describe the
+/// data connection only, so that every other workload's records stay as they were).
+#[cfg(test)]
+#[derive(Debug)]
+pub(super) struct RequestTally {
+    pub flow: usize,
+    /// Request bytes delivered in order to the server's application.
+    pub delivered_bytes: u64,
+    /// Request bytes DATA_ACKed at the client.
+    pub acked_bytes: u64,
+    /// Per subflow: request payload transmitted (retransmissions included) and retransmitted.
+    pub sent_bytes: Vec<u64>,
+    pub retransmitted_bytes: Vec<u64>,
+}
+
+#[cfg(test)]
+impl RequestTally {
+    pub(super) fn of(flow: usize, f: &super::Flow) -> Option<Self> {
+        let r = f.request.as_deref()?;
+        let views = r.client.ep.subflow_views();
+        Some(Self {
+            flow,
+            delivered_bytes: r.server.ep.delivered_bytes(),
+            acked_bytes: r.client.ep.acked_bytes(),
+            sent_bytes: views.iter().map(|v| v.bytes_sent).collect(),
+            retransmitted_bytes: views.iter().map(|v| v.bytes_retransmitted).collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SimConfig;
+
+    const MS: u64 = 1_000_000;
+
+    /// `requests` RPCs of `request_bytes` / 10 kB, closed loop of 4, over one path (TCP) or two
+    /// (MPTCP with `scheduler`), 20 Mbit/s and 20 / 30 ms one way; `up_loss` on each uplink.
+    fn rpc_cfg(protocol: &str, scheduler: &str, request_bytes: u64, up_loss: f64) -> SimConfig {
+        let link = |name: &str, delay_ms: u64, loss: f64| {
+            let loss = if loss > 0.0 {
+                serde_json::json!({"model": "bernoulli", "p": loss})
+            } else {
+                serde_json::json!({"model": "none"})
+            };
+            serde_json::json!({"name": name, "rate_bps": 20_000_000u64, "delay_ns": delay_ms * MS,
+                               "queue_packets": 100, "loss": loss})
+        };
+        let n = if protocol == "tcp" { 1 } else { 2 };
+        let mut links = Vec::new();
+        let mut paths = Vec::new();
+        for i in 0..n {
+            links.push(link(&format!("d{i}"), 20 + 10 * i as u64, 0.0));
+            links.push(link(&format!("u{i}"), 20 + 10 * i as u64, up_loss));
+            paths.push(serde_json::json!({"name": format!("p{i}"), "down": [2 * i], "up": [2 * i + 1]}));
+        }
+        let v = serde_json::json!({
+            "seed": 3, "duration_ns": 60_000 * MS, "links": links, "paths": paths,
+            "transports": [{"protocol": protocol, "scheduler": scheduler, "cc": "cubic",
+                            "rcv_buf_bytes": 6u64 << 20, "snd_buf_bytes": 4u64 << 20,
+                            "paths": (0..n).collect::<Vec<_>>()}],
+            "flows": [{"id": 0, "transport": 0, "start_ns": 0, "direction": "download",
+                       "app": {"kind": "rpc", "requests": 60, "request_bytes": request_bytes,
+                               "response_bytes": 10_000, "concurrency": 4}}],
+        });
+        serde_json::from_value(v).expect("a valid configuration")
+    }
+
+    fn tally(cfg: &SimConfig) -> RequestTally {
+        cfg.validate().unwrap();
+        let mut sim = Simulation::new(cfg, None);
+        sim.run_to_end(None);
+        assert_eq!(sim.request_tallies.len(), 1, "the flow completed");
+        sim.request_tallies.pop().unwrap()
+    }
+
+    #[test]
+    fn every_request_byte_reaches_the_server_once_and_lost_ones_are_retransmitted() {
+        for (protocol, scheduler) in [("tcp", ""), ("mptcp", "minrtt"), ("mptcp", "linux"), ("mptcp", "redundant")] {
+            for request_bytes in [300, 3_000] {
+                let total = 60 * request_bytes;
+                let clean = tally(&rpc_cfg(protocol, scheduler, request_bytes, 0.0));
+                let lossy = tally(&rpc_cfg(protocol, scheduler, request_bytes, 0.1));
+                let what = format!("{protocol} {scheduler} {request_bytes} B");
+                for t in [&clean, &lossy] {
+                    assert_eq!((t.flow, t.delivered_bytes, t.acked_bytes), (0, total, total), "{what}: {t:?}");
+                }
+                // Clean: each byte sent once; a redundant scheduler sends each on the first
+                // subflow and a copy on the second from its join on.
+                if scheduler == "redundant" {
+                    assert_eq!(clean.sent_bytes[0], total, "{what}: {clean:?}");
+                    assert!((1..=total).contains(&clean.sent_bytes[1]), "{what}: {clean:?}");
+                } else {
+                    assert_eq!(clean.sent_bytes.iter().sum::<u64>(), total, "{what}: {clean:?}");
+                }
+                assert_eq!(clean.retransmitted_bytes.iter().sum::<u64>(), 0, "{what}");
+                // Lossy uplinks: TCP repaired lost requests, and sent them again to do so.
+                if scheduler != "redundant" {
+                    assert!(lossy.retransmitted_bytes.iter().sum::<u64>() > 0, "{what}: {lossy:?}");
+                }
+                assert!(lossy.sent_bytes.iter().sum::<u64>() > total, "{what}: {lossy:?}");
+            }
+        }
+    }
+}
