@@ -13,15 +13,13 @@ use crate::endpoint::{build_endpoints, build_request_endpoints, Endpoint};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use event::Event;
 use host::HostRx;
-use inflight::{Destination, InFlight, NO_SEGMENT};
+use inflight::{InFlight, NO_SEGMENT};
 use mpsched_engine::event::EventQueue;
-use mpsched_engine::net::{LinkId, NetEvent, NetSink, Network, Packet, RouteId};
+use mpsched_engine::net::{LinkId, NetEvent, Network, RouteId};
 use mpsched_engine::rng::Rng;
-use mpsched_proto::tcp::flags;
 use rows::FlowRecords;
-use skb::OpenSkb;
+use wire::{rearm_app, Sink, Wire};
 
-mod event;
 /// The loop's output side ([`Wire`]) of a `Simulation`, borrowed field by field so the flows
 /// stay borrowable.
 macro_rules! wire {
@@ -38,6 +36,7 @@ macro_rules! wire {
     };
 }
 
+mod event;
 mod host;
 mod inflight;
 mod path_events;
@@ -45,6 +44,7 @@ mod prefetch;
 mod request;
 mod rows;
 mod skb;
+mod wire;
 
 /// Component-id bases of the random streams (stable: adding a component of one kind never
 /// shifts the streams of another).
@@ -95,95 +95,6 @@ impl Payload {
             PAYLOAD_SEGMENT => Carried::Segment(self.value),
             PAYLOAD_CROSS => Carried::Cross,
             flow => Carried::AppMsg { flow, tag: self.value },
-        }
-    }
-}
-
-/// The loop's side of the network: schedules network events and frees dropped segments.
-struct Sink<'q> {
-    queue: &'q mut EventQueue<Event>,
-    segments: &'q mut InFlight,
-}
-
-impl NetSink<Payload> for Sink<'_> {
-    #[inline]
-    fn schedule(&mut self, at_ns: u64, event: NetEvent) {
-        self.queue.push(at_ns, Event::Net(event));
-    }
-    #[inline]
-    fn dropped(&mut self, pkt: Packet<Payload>) {
-        if let Carried::Segment(idx) = pkt.payload.carried() {
-            self.segments.remove_chain(idx);
-        }
-    }
-}
-
-/// What draining an endpoint's output touches: the network, the queue, the segment store.
-struct Wire<'s> {
-    cfg: &'s SimConfig,
-    now_ns: u64,
-    net: &'s mut Network<Payload>,
-    queue: &'s mut EventQueue<Event>,
-    segments: &'s mut InFlight,
-    stats: &'s mut RunStats,
-    path_routes: &'s [(RouteId, RouteId)],
-}
-
-impl Wire<'_> {
-    /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
-    /// with `request`) over `paths`, onto its subflows' routes and re-arms the endpoint's timer.
-    #[inline(always)]
-    fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool, paths: &[usize]) {
-        let now = self.now_ns;
-        let mut skb: Option<OpenSkb> = None;
-        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
-            let path = paths[subflow];
-            let (down, up) = self.path_routes[path];
-            let route = if client_side { up } else { down };
-            let size = seg.wire_bytes();
-            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
-            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
-            let idx = self.segments.insert(dest, &seg);
-            if let Some(o) = skb.as_mut() {
-                if data && o.extend(self.segments, subflow, idx, &seg) {
-                    continue;
-                }
-            }
-            if let Some(o) = skb.take() {
-                let mut sink = Sink { queue: self.queue, segments: self.segments };
-                o.send(self.net, &mut sink, self.stats, now);
-            }
-            if data && self.cfg.paths[path].gso {
-                let max_segs = side.ep.tso_segments(subflow);
-                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, &seg, max_segs));
-                continue;
-            }
-            let mut sink = Sink { queue: self.queue, segments: self.segments };
-            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
-            self.stats.packets_sent += 1;
-        }
-        if let Some(o) = skb.take() {
-            let mut sink = Sink { queue: self.queue, segments: self.segments };
-            o.send(self.net, &mut sink, self.stats, now);
-        }
-        if let Some(want) = side.ep.poll_timeout() {
-            if side.timer_at_ns.is_none_or(|t| want < t) {
-                let at = want.max(now);
-                side.timer_at_ns = Some(at);
-                self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side, request });
-            }
-        }
-    }
-}
-
-/// Re-arms the application's wake-up of flow `f` (index `fi`) if it now wants an earlier one.
-#[inline(always)]
-fn rearm_app(f: &mut Flow, queue: &mut EventQueue<Event>, fi: usize, now_ns: u64) {
-    if let Some(want) = f.app.next_wakeup_ns() {
-        if f.app_wakeup_ns.is_none_or(|t| want < t) {
-            let at = want.max(now_ns);
-            f.app_wakeup_ns = Some(at);
-            queue.push(at, Event::AppWakeup(fi as u32));
         }
     }
 }

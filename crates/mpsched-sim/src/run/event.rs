@@ -105,8 +105,11 @@ mod tests {
             i.clone().prop_map(|i| Event::Net(NetEvent::PipeArrive(i))),
             i.clone().prop_map(|i| Event::Net(NetEvent::Enqueue(i))),
             i.clone().prop_map(Event::FlowStart),
-            (i.clone(), any::<bool>(), any::<bool>())
-                .prop_map(|(flow, client, request)| Event::Timer { flow, client, request }),
+            (i.clone(), any::<bool>(), any::<bool>()).prop_map(|(flow, client, request)| Event::Timer {
+                flow,
+                client,
+                request
+            }),
             i.clone().prop_map(Event::AppWakeup),
             Just(Event::Sample),
             i.clone().prop_map(Event::CrossSend),

@@ -11,7 +11,8 @@
 //! packets; the loop sends a side's writes before its ACKs, and the server's ACK of a request
 //! is not delayed, as the response it would ride on leaves at once).
 
-use super::{rearm_app, Simulation, Wire};
+use super::wire::{rearm_app, Wire};
+use super::Simulation;
 
 impl Simulation<'_> {
     /// After something happened to endpoint `client_side` of flow `fi`'s request half: the

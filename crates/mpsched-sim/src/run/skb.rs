@@ -3,7 +3,8 @@
 //! Without `gso` nothing here runs and every segment is its own packet.
 
 use super::inflight::{InFlight, NO_SEGMENT};
-use super::{Payload, Sink};
+use super::wire::Sink;
+use super::Payload;
 use crate::config::SimConfig;
 use crate::records::RunStats;
 use mpsched_engine::net::{Network, RouteId};
