@@ -64,14 +64,20 @@ impl DataReceiver {
         } else {
             Role::Server
         };
-        let subflows = (0..n)
-            .map(|i| Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i)))
-            .collect();
         let rcv_wnd_bytes = if cfg.rcv_buf_autotuning {
             (RMEM_INITIAL_BYTES / 2).min(cfg.rcv_buf_bytes)
         } else {
             cfg.rcv_buf_bytes
         };
+        // Every subflow socket starts from this initial space (`rcv_ssthresh`), also one
+        // joining after autotuning grew the connection's buffer (see `set_window_clamp`).
+        let subflows = (0..n)
+            .map(|i| {
+                let mut s = Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i));
+                s.set_window_clamp(rcv_wnd_bytes);
+                s
+            })
+            .collect();
         Self {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer.

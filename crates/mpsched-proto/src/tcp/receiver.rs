@@ -13,7 +13,7 @@
 //! in-order data segment that grows `rcv_ssthresh` (Linux `tcp_grow_window`, called from
 //! `tcp_event_data_recv` before the ACK decision: `rcv_ssthresh += min(room, max(2 advmss,
 //! 2 skb->len))` and `icsk_ack.quick |= 1`, where room = min(window_clamp, tcp_space) -
-//! rcv_ssthresh). `rcv_ssthresh` starts at the initial window (at most 64 KB) and the clamp is
+//! rcv_ssthresh). `rcv_ssthresh` starts at the initial window (the whole initial space) and the clamp is
 //! the receive buffer's window ([`Receiver::set_window_clamp`]), so while autotuning grows the
 //! buffer (every RTT of slow start) every segment, and every skb, is acknowledged at once. Timestamps follow RFC 7323 §4.3: TS.Recent is
 //! taken only from segments at or below the last ACK sent, so a delayed ACK echoes the oldest
@@ -26,16 +26,17 @@ use super::segment::{flags, Segment};
 use super::{TcpConfig, DELAYED_ACK_NS};
 use std::collections::VecDeque;
 
-/// Linux's initial `rcv_ssthresh`: the initial window `tcp_select_initial_window` offers, the
-/// buffer's window rounded down to whole segments and at most 65 535 bytes (unscaled SYN window).
+/// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`): the initial
+/// window `tcp_select_initial_window` offers, the buffer's window rounded down to whole
+/// segments. Since "tcp: remove 64 KByte limit for initial tp->rcv_wnd value" (2024, in 6.18)
+/// it is not capped at 65 535 bytes; only the SYN's own (unscaled) window field is.
 fn initial_rcv_ssthresh(window_bytes: u64, mss_bytes: u64) -> u64 {
     let mss = mss_bytes.max(1);
-    let w = if window_bytes > mss {
+    if window_bytes > mss {
         window_bytes / mss * mss
     } else {
         window_bytes
-    };
-    w.min(65_535)
+    }
 }
 
 /// A piece of in-order data handed to the owner.
@@ -97,6 +98,8 @@ pub struct Receiver {
     rcv_ssthresh: u64,
     /// Linux `min(window_clamp, tcp_space)`: the receive buffer's window, bytes.
     window_clamp: u64,
+    /// The right edge (sequence number) last announced without a connection window.
+    right_edge: u64,
     released: Vec<Released>,
     conn_window: Option<(u64, u64)>,
     path_up: bool,
@@ -135,6 +138,7 @@ impl Receiver {
             quickack_armed: false,
             rcv_ssthresh,
             window_clamp,
+            right_edge: 1,
             released: Vec::new(),
             conn_window: None,
             path_up: true,
@@ -159,12 +163,17 @@ impl Receiver {
     }
 
     /// Sets the window the receive buffer allows (Linux `window_clamp` / `tcp_space`; an MPTCP
-    /// connection's, which grows with autotuning), bytes. `rcv_ssthresh` grows towards it;
-    /// before the first data it starts from this window (the window the SYN offered).
+    /// connection's, which grows with autotuning), bytes. `rcv_ssthresh` grows towards it.
+    /// Before the first data a smaller window lowers `rcv_ssthresh` to it (the socket's
+    /// initial space: the SYN offered that), a larger one does not raise it: a subflow
+    /// joining after autotuning grew the connection's buffer starts from its own initial
+    /// space (`tcp_rmem[1]`'s window; MPTCP copies a grown `sk_rcvbuf` only to the subflows
+    /// that exist, `mptcp_rcv_space_adjust`).
     pub fn set_window_clamp(&mut self, window_bytes: u64) {
         self.window_clamp = window_bytes;
         if self.stats.bytes_received == 0 {
-            self.rcv_ssthresh = initial_rcv_ssthresh(window_bytes, self.cfg.mss_bytes);
+            let initial = initial_rcv_ssthresh(window_bytes, self.cfg.mss_bytes);
+            self.rcv_ssthresh = self.rcv_ssthresh.min(initial);
         }
     }
 
@@ -374,7 +383,12 @@ impl Receiver {
         }
         let (data_ack, window) = self.window();
         if let Some(mut s) = self.hs.poll_transmit(now_ns) {
-            s.window = window;
+            // The SYN's window field is not scaled: at most 65 535 bytes.
+            s.window = if s.has(flags::SYN) {
+                window.min(65_535)
+            } else {
+                window
+            };
             s.data_ack = data_ack;
             return Some(s);
         }
@@ -384,6 +398,9 @@ impl Receiver {
         self.ack_now = false;
         self.delack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
+        if self.conn_window.is_none() {
+            self.right_edge = self.rcv_nxt + window;
+        }
         self.quickacks_left = self.quickacks_left.saturating_sub(1);
         self.stats.acks_sent += 1;
         let mut seg = Segment {
@@ -419,15 +436,22 @@ impl Receiver {
         Some(seg)
     }
 
+    /// The (ACK point, window) to announce. Plain TCP (Linux `__tcp_select_window`): the free
+    /// buffer capped by `rcv_ssthresh`, and `tcp_select_window` never moves the right edge
+    /// left (an offer below the window still open keeps the old edge).
     fn window(&self) -> (u64, u64) {
         match self.conn_window {
             Some(w) => w,
-            None => (
-                self.rcv_nxt - 1,
-                self.cfg
+            None => {
+                let free = self
+                    .cfg
                     .rcv_buf_bytes
-                    .saturating_sub(self.ofo_ranges.total_bytes()),
-            ),
+                    .saturating_sub(self.ofo_ranges.total_bytes());
+                let edge = self
+                    .right_edge
+                    .max(self.rcv_nxt + free.min(self.rcv_ssthresh));
+                (self.rcv_nxt - 1, edge - self.rcv_nxt)
+            }
         }
     }
 

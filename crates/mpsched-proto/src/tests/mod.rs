@@ -9,3 +9,4 @@ mod rack;
 mod reassembly;
 mod tcp;
 pub(crate) mod util;
+mod window;

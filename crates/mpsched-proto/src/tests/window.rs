@@ -1,0 +1,187 @@
+//! The receive window a data receiver announces (Linux `tcp_select_initial_window`,
+//! `__tcp_select_window`, `tcp_select_window`).
+
+use crate::mptcp::{ConnConfig, DataReceiver, Mode};
+use crate::tcp::{flags, HsOption, Receiver, Role, Segment, TcpConfig};
+
+const MSS: u64 = 1448;
+
+fn cfg_with_buffer(rcv_buf_bytes: u64) -> TcpConfig {
+    TcpConfig {
+        rcv_buf_bytes,
+        ..TcpConfig::default()
+    }
+}
+
+fn data(k: u64) -> Segment {
+    Segment {
+        flags: flags::ACK,
+        seq: 1 + k * MSS,
+        len: MSS as u32,
+        ack: 1,
+        ts_val: 2,
+        ..Default::default()
+    }
+}
+
+/// Feeds segment `k` and returns the window of the ACK it triggers (the last one).
+fn window_after(rx: &mut Receiver, k: u64) -> u64 {
+    rx.handle_segment(1, &data(k));
+    rx.handle_timeout(1 << 40); // a delayed ACK goes out too
+    let mut w = None;
+    while let Some(a) = rx.poll_transmit(1 << 40) {
+        w = Some(a.window);
+    }
+    w.expect("an ACK")
+}
+
+#[test]
+fn plain_tcp_offers_the_free_buffer_capped_by_rcv_ssthresh() {
+    // Linux `__tcp_select_window`: the window offered is min(free space, rcv_ssthresh), and
+    // rcv_ssthresh grows by twice each in-order segment (`tcp_grow_window`), so a buffer
+    // that autotuning grew opens segment by segment, not at once.
+    let mut rx = Receiver::established(cfg_with_buffer(1 << 20));
+    rx.set_window_clamp(65_536); // the initial space: rcv_ssthresh 45 segments
+    assert_eq!(rx.rcv_ssthresh(), 45 * MSS);
+    rx.set_window_clamp(1 << 20); // autotuning grew the buffer
+    let w = window_after(&mut rx, 0);
+    assert_eq!(
+        w,
+        47 * MSS,
+        "rcv_ssthresh after one segment, not the 1 MiB buffer"
+    );
+    assert_eq!(window_after(&mut rx, 1), 49 * MSS);
+}
+
+#[test]
+fn plain_tcp_never_moves_the_right_edge_left() {
+    // `tcp_select_window`: an offer below the window still open keeps the announced edge.
+    // Out-of-order data behind a hole fills the buffer; the edge stays where it was.
+    let buf = 30 * MSS;
+    let mut rx = Receiver::established(cfg_with_buffer(buf));
+    let mut edge = 0;
+    for k in 0..5 {
+        edge = 1 + (k + 1) * MSS + window_after(&mut rx, k);
+    }
+    assert_eq!(edge, 1 + 35 * MSS, "the whole buffer above rcv_nxt");
+    // Segment 5 is lost; 6..16 wait out of order (10 segments of the buffer).
+    for k in 6..16 {
+        let w = window_after(&mut rx, k);
+        assert_eq!(
+            1 + 5 * MSS + w,
+            edge,
+            "segment {k}: the edge does not move left"
+        );
+    }
+}
+
+#[test]
+fn a_large_fixed_buffer_starts_rcv_ssthresh_at_the_whole_space() {
+    // Since "tcp: remove 64 KByte limit for initial tp->rcv_wnd value" (2024, in the 6.18
+    // testbed kernel) `tcp_select_initial_window` offers the whole initial space, rounded
+    // down to segments, and `rcv_ssthresh` starts there; only the SYN's unscaled window
+    // field is capped at 65 535 bytes.
+    let buf = 4 << 20;
+    let rx = Receiver::established(cfg_with_buffer(buf));
+    assert_eq!(rx.rcv_ssthresh(), buf / MSS * MSS);
+    let mut client = Receiver::new(cfg_with_buffer(buf), Role::Client, HsOption::None);
+    client.connect(0);
+    let syn = client.poll_transmit(0).expect("the SYN");
+    assert!(syn.has(flags::SYN));
+    assert_eq!(syn.window, 65_535, "the SYN's window field");
+    // Through the connection (plain TCP, no autotuning): the first ACK opens the buffer.
+    let mut conn = DataReceiver::new(ConnConfig::new(Mode::Tcp, false, 1));
+    let buf = conn.rcv_wnd_bytes();
+    let mss = ConnConfig::new(Mode::Tcp, false, 1).tcp.mss_bytes;
+    conn.handle_segment(
+        0,
+        0,
+        &Segment {
+            flags: flags::SYN,
+            ts_val: 1,
+            ..Default::default()
+        },
+    );
+    let synack = conn.poll_transmit(0).expect("the SYN-ACK").1;
+    assert_eq!(synack.window, 65_535.min(buf));
+    let ack3 = Segment {
+        flags: flags::ACK,
+        seq: 1,
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    conn.handle_segment(1, 0, &ack3);
+    while conn.poll_transmit(1).is_some() {}
+    conn.handle_segment(
+        2,
+        0,
+        &Segment {
+            len: mss as u32,
+            ..ack3
+        },
+    );
+    let ack = conn.poll_transmit(2).expect("an ACK").1;
+    assert!(
+        ack.window + mss >= buf / mss * mss,
+        "window {} of a {buf}-byte buffer",
+        ack.window
+    );
+}
+
+#[test]
+fn a_join_after_autotuning_starts_from_its_own_initial_space() {
+    // A subflow socket starts from `tcp_rmem[1]`'s window (64 KiB) whatever the connection's
+    // buffer grew to: `mptcp_rcv_space_adjust` copies a grown `sk_rcvbuf` only to the
+    // subflows that exist. Without the 64 KB cap of `tcp_select_initial_window` a join must
+    // not take the grown buffer as its initial rcv_ssthresh.
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.rcv_buf_autotuning = true;
+    let mut rx = DataReceiver::new(cfg);
+    let initial = rx.rcv_wnd_bytes();
+    let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    let syn = |f: u16| Segment {
+        flags: flags::SYN | f,
+        ts_val: 1,
+        ..Default::default()
+    };
+    let ack3 = Segment {
+        flags: flags::ACK | flags::MP_CAPABLE,
+        seq: 1,
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    rx.handle_segment(0, 0, &syn(flags::MP_CAPABLE));
+    while rx.poll_transmit(0).is_some() {}
+    rx.handle_segment(1, 0, &ack3);
+    while rx.poll_transmit(1).is_some() {}
+    const MS: u64 = 1_000_000;
+    for k in 0..101 {
+        let now = if k < 20 {
+            10
+        } else if k < 100 {
+            21
+        } else {
+            32
+        } * MS;
+        let seg = Segment {
+            flags: flags::ACK | flags::DSS_MAP,
+            seq: 1 + k * mss,
+            len: mss as u32,
+            ack: 1,
+            ts_val: 2,
+            ts_ecr: now - 10 * MS,
+            dsn: k * mss,
+            ..Default::default()
+        };
+        rx.handle_segment(now, 0, &seg);
+        while rx.poll_transmit(now).is_some() {}
+    }
+    assert!(
+        rx.rcv_wnd_bytes() > 4 * initial,
+        "autotuning grew the buffer"
+    );
+    rx.handle_segment(40 * MS, 1, &syn(flags::MP_JOIN));
+    assert_eq!(rx.subflows()[1].rcv_ssthresh(), initial / mss * mss);
+}
