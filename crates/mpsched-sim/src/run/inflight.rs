@@ -4,15 +4,19 @@
 //! it is delivered or dropped, so at scale (many flows with full windows) this store is the
 //! largest part of the simulator's memory and of its cache footprint. A [`Segment`] is 128
 //! bytes, 64 of them for four SACK blocks that only ACKs in a loss episode carry. A record is
-//! one 64-byte cache line: the timestamps in full, sequence numbers, acknowledgements and the
-//! window in 32 bits. A segment whose values do not fit (a flow past 4 GiB, a window of 4 GiB
-//! or more) is kept whole in a side pool instead, and SACK blocks, when there are any, go to
-//! another. Records are index-addressed and freed slots are reused last-in first-out, so the
-//! touched memory follows the number of segments in flight, not the number ever sent.
+//! 48 bytes: `ts_val` in full; `ts_ecr` as its distance back from `ts_val` in 32 bits (the
+//! echoed clock is one the sender received, so earlier than its own send time, and within
+//! 4.29 s of it while the peers keep talking); sequence numbers, acknowledgements and the
+//! window in 32 bits; the length in 16. A segment whose values do not fit (a flow past 4 GiB,
+//! a window of 4 GiB or more, an echo older than 4.29 s or none yet) is kept whole in a side
+//! pool instead, and SACK blocks, when there are any, go to another. Records are
+//! index-addressed and freed slots are reused last-in first-out, so the touched memory
+//! follows the number of segments in flight, not the number ever sent.
 //!
-//! A record also links to the next segment of the same TSO skb (`next`, in what was padding):
-//! on a path that carries the sender's skbs whole (`PathConfig::gso`) one network packet holds
-//! a chain of records; elsewhere the link is always [`NO_SEGMENT`].
+//! A record also links to the next segment of the same TSO skb: on a path that carries the
+//! sender's skbs whole (`PathConfig::gso`) one network packet holds a chain of records;
+//! elsewhere the link is always [`NO_SEGMENT`]. One field (`link`) holds either that link or,
+//! for a record with a side-pool entry, the entry's slot; the entry then keeps the link.
 //!
 //! Reading a record back gives the very `Segment` that was stored, field for field (the SACK
 //! array whole, not only its valid blocks), so nothing downstream can tell the difference.
@@ -23,11 +27,19 @@ use mpsched_proto::tcp::MAX_SACK_BLOCKS;
 type SackBlocks = [(u64, u64); MAX_SACK_BLOCKS];
 const NO_SACK: SackBlocks = [(0, 0); MAX_SACK_BLOCKS];
 
+/// A side-pool entry: what does not fit the record, and the record's skb link (which the
+/// record's `link` field cannot hold while it points here).
+#[derive(Debug, Clone, Copy)]
+struct Side<T> {
+    value: T,
+    next: u32,
+}
+
 /// Bit of [`Record::meta`]: travelling to the client (on a path's down route).
 const TO_CLIENT: u8 = 1;
-/// Bit of [`Record::meta`]: the SACK array is in the SACK pool at `Record::side`.
+/// Bit of [`Record::meta`]: the SACK array is in the SACK pool at `Record::link`.
 const HAS_SACK: u8 = 2;
-/// Bit of [`Record::meta`]: the whole segment is in the wide pool at `Record::side`; the
+/// Bit of [`Record::meta`]: the whole segment is in the wide pool at `Record::link`; the
 /// record keeps only where it goes.
 const WIDE: u8 = 4;
 /// Bit of [`Record::meta`]: a segment of the flow's request half-connection (an RPC's
@@ -37,24 +49,23 @@ const REQUEST: u8 = 8;
 /// End of a chain of records (no next segment in the skb).
 pub(crate) const NO_SEGMENT: u32 = u32::MAX;
 
-/// One segment in flight with where it is going: one cache line.
+/// One segment in flight with where it is going: 48 bytes.
 #[derive(Debug, Clone, Copy)]
-#[repr(align(64))]
 struct Record {
     ts_val: u64,
-    ts_ecr: u64,
+    /// `ts_val - ts_ecr`.
+    ts_ecr_back: u32,
     seq: u32,
     ack: u32,
     dsn: u32,
     data_ack: u32,
     window: u32,
-    len: u32,
     /// Index of the flow in the config.
     flow: u32,
-    /// Slot in the SACK pool (`HAS_SACK`) or the wide pool (`WIDE`).
-    side: u32,
-    /// The next segment of the same TSO skb ([`NO_SEGMENT`]: none).
-    next: u32,
+    /// With `HAS_SACK` or `WIDE`: the slot in that side pool (which holds the skb link).
+    /// Otherwise the next segment of the same TSO skb ([`NO_SEGMENT`]: none).
+    link: u32,
+    len: u16,
     flags: u16,
     subflow: u8,
     sack_len: u8,
@@ -109,8 +120,8 @@ impl<T: Copy> Pool<T> {
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     records: Pool<Record>,
-    sacks: Pool<SackBlocks>,
-    wide: Pool<Segment>,
+    sacks: Pool<Side<SackBlocks>>,
+    wide: Pool<Side<Segment>>,
 }
 
 impl InFlight {
@@ -118,27 +129,29 @@ impl InFlight {
     #[inline(always)]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
         // Branch-free tests (this runs for every packet sent), one branch for both: any bit
-        // above 32 in the five narrowed fields; any non-zero byte in the SACK array (valid
-        // blocks or not).
-        let high = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window) >> 32;
+        // above 32 in the six narrowed fields or above 16 in the length (an echo later than
+        // the send time wraps to a value past 32 bits); any non-zero byte in the SACK array
+        // (valid blocks or not).
+        let ts_ecr_back = seg.ts_val.wrapping_sub(seg.ts_ecr);
+        let high = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32
+            | (seg.len >> 16) as u64;
         let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e);
         let mut meta = if dest.to_client { TO_CLIENT } else { 0 } | if dest.request { REQUEST } else { 0 };
-        let mut side = 0;
+        let mut link = NO_SEGMENT;
         if high | sack != 0 {
-            (meta, side) = self.insert_side(meta, high != 0, seg);
+            (meta, link) = self.insert_side(meta, high != 0, seg);
         }
         let record = Record {
             ts_val: seg.ts_val,
-            ts_ecr: seg.ts_ecr,
+            ts_ecr_back: ts_ecr_back as u32,
             seq: seg.seq as u32,
             ack: seg.ack as u32,
             dsn: seg.dsn as u32,
             data_ack: seg.data_ack as u32,
             window: seg.window as u32,
-            len: seg.len,
+            len: seg.len as u16,
             flow: dest.flow,
-            side,
-            next: NO_SEGMENT,
+            link,
             flags: seg.flags,
             subflow: dest.subflow,
             sack_len: seg.sack_len,
@@ -158,14 +171,27 @@ impl InFlight {
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit 32 bits (`wide`), else its SACK array. Returns the record's `meta` and `side`.
+    /// fit the record (`wide`), else its SACK array. Returns the record's `meta` and `link`.
     #[cold]
     #[inline(never)]
     fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
         if wide {
-            (meta | WIDE, self.wide.insert(*seg))
+            (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT }))
         } else {
-            (meta | HAS_SACK, self.sacks.insert(seg.sack))
+            (meta | HAS_SACK, self.sacks.insert(Side { value: seg.sack, next: NO_SEGMENT }))
+        }
+    }
+
+    /// The skb link of record `idx`, wherever it is kept.
+    #[inline]
+    fn next_mut(&mut self, idx: u32) -> &mut u32 {
+        let r = &mut self.records.slots[idx as usize];
+        if r.meta & HAS_SACK != 0 {
+            &mut self.sacks.slots[r.link as usize].next
+        } else if r.meta & WIDE != 0 {
+            &mut self.wide.slots[r.link as usize].next
+        } else {
+            &mut r.link
         }
     }
 
@@ -195,18 +221,18 @@ impl InFlight {
     pub(crate) fn segment(&self, idx: u32) -> Segment {
         let r = &self.records.slots[idx as usize];
         if r.meta & WIDE != 0 {
-            return self.wide.slots[r.side as usize];
+            return self.wide.slots[r.link as usize].value;
         }
         Segment {
             flags: r.flags,
             seq: r.seq as u64,
-            len: r.len,
+            len: r.len as u32,
             ack: r.ack as u64,
             window: r.window as u64,
             sack_len: r.sack_len,
-            sack: if r.meta & HAS_SACK != 0 { self.sacks.slots[r.side as usize] } else { NO_SACK },
+            sack: if r.meta & HAS_SACK != 0 { self.sacks.slots[r.link as usize].value } else { NO_SACK },
             ts_val: r.ts_val,
-            ts_ecr: r.ts_ecr,
+            ts_ecr: r.ts_val.wrapping_sub(r.ts_ecr_back as u64),
             dsn: r.dsn as u64,
             data_ack: r.data_ack as u64,
         }
@@ -215,37 +241,37 @@ impl InFlight {
     /// Links segment `next` after `idx` in one skb.
     #[inline]
     pub(crate) fn set_next(&mut self, idx: u32, next: u32) {
-        self.records.slots[idx as usize].next = next;
+        *self.next_mut(idx) = next;
     }
 
     /// Unlinks segment `idx` from the rest of its skb; returns what followed it.
     #[inline]
     pub(crate) fn take_next(&mut self, idx: u32) -> u32 {
-        std::mem::replace(&mut self.records.slots[idx as usize].next, NO_SEGMENT)
+        std::mem::replace(self.next_mut(idx), NO_SEGMENT)
     }
 
     /// Frees segment `idx` (delivered or dropped); returns the next segment of its skb
     /// ([`NO_SEGMENT`]: none), which stays stored.
     #[inline]
     pub(crate) fn remove(&mut self, idx: u32) -> u32 {
-        // Only the three fields that free it are read (not the whole line).
+        // Only the two fields that free it are read (not the whole record).
         let r = &self.records.slots[idx as usize];
-        let (meta, side, next) = (r.meta, r.side, r.next);
-        if meta & (HAS_SACK | WIDE) != 0 {
-            self.remove_side(meta, side);
-        }
+        let (meta, link) = (r.meta, r.link);
+        let next = if meta & (HAS_SACK | WIDE) != 0 { self.remove_side(meta, link) } else { link };
         self.records.remove(idx);
         next
     }
 
-    /// Frees the side-pool entry of a record that has one.
+    /// Frees the side-pool entry of a record that has one; returns the record's skb link.
     #[cold]
     #[inline(never)]
-    fn remove_side(&mut self, meta: u8, side: u32) {
+    fn remove_side(&mut self, meta: u8, side: u32) -> u32 {
         if meta & HAS_SACK != 0 {
             self.sacks.remove(side);
+            self.sacks.slots[side as usize].next
         } else {
             self.wide.remove(side);
+            self.wide.slots[side as usize].next
         }
     }
 
@@ -264,8 +290,59 @@ mod tests {
     use mpsched_proto::tcp::flags;
 
     #[test]
-    fn a_record_is_one_cache_line() {
-        assert_eq!(std::mem::size_of::<Record>(), 64);
+    fn a_record_is_48_bytes() {
+        assert_eq!(std::mem::size_of::<Record>(), 48);
+    }
+
+    #[test]
+    fn echoes_and_lengths_that_do_not_fit_are_kept_whole() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 3, subflow: 1, to_client: true, request: false };
+        let now = 10_000_000_000u64;
+        let cases = [
+            // An echo just under 4.29 s back fits the record; these do not.
+            (now, now - u32::MAX as u64, 1448, false),
+            (now, now - u32::MAX as u64 - 1, 1448, true),
+            // No echo yet (0) at a send time past 4.29 s.
+            (now, 0, 1448, true),
+            // An echo later than the send time.
+            (now, now + 1, 1448, true),
+            (now, now, 1 << 16, true),
+            (now, now, u16::MAX as u32, false),
+        ];
+        for (ts_val, ts_ecr, len, wide) in cases {
+            let s = Segment { flags: flags::ACK, seq: 5, len, ts_val, ts_ecr, ..Default::default() };
+            let i = f.insert(d, &s);
+            assert_eq!(f.segment(i), s);
+            assert_eq!(f.wide.slots.len() - f.wide.free.len(), wide as usize, "{ts_val} {ts_ecr} {len}");
+            f.remove(i);
+        }
+    }
+
+    #[test]
+    fn records_with_side_entries_keep_their_skb_link() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
+        let plain = Segment { seq: 0, len: 1448, ts_val: 9, ts_ecr: 4, ..Default::default() };
+        let mut sacked = Segment { seq: 1448, len: 1448, ..Default::default() };
+        sacked.sack_len = 1;
+        sacked.sack[0] = (1, 2);
+        let wide = Segment { seq: 1 << 40, len: 1448, ..Default::default() };
+        let ids = [f.insert(d, &plain), f.insert(d, &sacked), f.insert(d, &wide), f.insert(d, &plain)];
+        for w in ids.windows(2) {
+            f.set_next(w[0], w[1]);
+        }
+        assert_eq!((f.segment(ids[1]), f.segment(ids[2])), (sacked, wide));
+        assert_eq!(f.take_next(ids[2]), ids[3]);
+        f.set_next(ids[2], ids[3]);
+        assert_eq!(f.remove(ids[0]), ids[1]);
+        assert_eq!(f.remove(ids[1]), ids[2]);
+        assert_eq!(f.remove(ids[2]), ids[3]);
+        assert_eq!(f.remove(ids[3]), NO_SEGMENT);
+        assert_eq!((f.sacks.free.len(), f.wide.free.len(), f.records.free.len()), (1, 1, 4));
+        // Reused side slots start unlinked.
+        let again = f.insert(d, &sacked);
+        assert_eq!(f.take_next(again), NO_SEGMENT);
     }
 
     #[test]
