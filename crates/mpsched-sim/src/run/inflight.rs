@@ -133,8 +133,8 @@ impl InFlight {
         // the send time wraps to a value past 32 bits); any non-zero byte in the SACK array
         // (valid blocks or not).
         let ts_ecr_back = seg.ts_val.wrapping_sub(seg.ts_ecr);
-        let high = (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32
-            | (seg.len >> 16) as u64;
+        let high =
+            (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32 | (seg.len >> 16) as u64;
         let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e);
         let mut meta = if dest.to_client { TO_CLIENT } else { 0 } | if dest.request { REQUEST } else { 0 };
         let mut link = NO_SEGMENT;
