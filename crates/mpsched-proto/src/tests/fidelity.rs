@@ -248,24 +248,7 @@ fn mptcp_window_grows_with_the_subflows_rcv_ssthresh_while_data_ack_waits() {
     let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
     cfg.rcv_buf_autotuning = true;
     let mut rx = DataReceiver::new(cfg);
-    let syn = |f: u16| Segment {
-        flags: flags::SYN | f,
-        ts_val: 1,
-        ..Default::default()
-    };
-    let ack3 = |f: u16| Segment {
-        flags: flags::ACK | f,
-        seq: 1,
-        ack: 1,
-        ts_val: 1,
-        ..Default::default()
-    };
-    rx.handle_segment(0, 0, &syn(flags::MP_CAPABLE));
-    rx.handle_segment(0, 1, &syn(flags::MP_JOIN));
-    while rx.poll_transmit(0).is_some() {}
-    rx.handle_segment(1, 0, &ack3(flags::MP_CAPABLE));
-    rx.handle_segment(1, 1, &ack3(flags::MP_JOIN));
-    while rx.poll_transmit(1).is_some() {}
+    crate::tests::util::establish_two_subflows(&mut rx);
     // Full-sized segments echoing a timestamp 10 ms old: a receiver RTT of 10 ms.
     let data = |k: u64, dsn: u64, now: u64| Segment {
         flags: flags::ACK | flags::DSS_MAP,

@@ -458,24 +458,7 @@ fn filling_a_connection_level_hole_is_acknowledged_at_once() {
     let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
     cfg.tcp.quickack_segments = 0;
     let mut rx = DataReceiver::new(cfg);
-    let syn = |f: u16| Segment {
-        flags: flags::SYN | f,
-        ts_val: 1,
-        ..Default::default()
-    };
-    let ack3 = |f: u16| Segment {
-        flags: flags::ACK | f,
-        seq: 1,
-        ack: 1,
-        ts_val: 1,
-        ..Default::default()
-    };
-    rx.handle_segment(0, 0, &syn(flags::MP_CAPABLE));
-    rx.handle_segment(0, 1, &syn(flags::MP_JOIN));
-    while rx.poll_transmit(0).is_some() {}
-    rx.handle_segment(1, 0, &ack3(flags::MP_CAPABLE));
-    rx.handle_segment(1, 1, &ack3(flags::MP_JOIN));
-    while rx.poll_transmit(1).is_some() {}
+    crate::tests::util::establish_two_subflows(&mut rx);
     let data = |dsn: u64| Segment {
         flags: flags::ACK | flags::DSS_MAP,
         seq: 1,

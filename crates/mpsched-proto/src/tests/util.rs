@@ -296,3 +296,27 @@ impl Endpoint for TcpReceiverEp {
 
 pub const MS: u64 = 1_000_000;
 pub const MBPS: u64 = 1_000_000;
+
+/// Takes an MPTCP receiver with two subflows through their handshakes: the MP_CAPABLE and
+/// MP_JOIN SYNs at 0 ns, the third ACKs at 1 ns (timestamps 1), its answers drained.
+pub fn establish_two_subflows(rx: &mut crate::mptcp::DataReceiver) {
+    use crate::tcp::flags;
+    let syn = |f: u16| Segment {
+        flags: flags::SYN | f,
+        ts_val: 1,
+        ..Default::default()
+    };
+    let ack3 = |f: u16| Segment {
+        flags: flags::ACK | f,
+        seq: 1,
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    rx.handle_segment(0, 0, &syn(flags::MP_CAPABLE));
+    rx.handle_segment(0, 1, &syn(flags::MP_JOIN));
+    while rx.poll_transmit(0).is_some() {}
+    rx.handle_segment(1, 0, &ack3(flags::MP_CAPABLE));
+    rx.handle_segment(1, 1, &ack3(flags::MP_JOIN));
+    while rx.poll_transmit(1).is_some() {}
+}
