@@ -1,6 +1,7 @@
 //! The receive window a data receiver announces (Linux `tcp_select_initial_window`,
 //! `__tcp_select_window`, `tcp_select_window`).
 
+use super::util::MS;
 use crate::mptcp::{ConnConfig, DataReceiver, Mode};
 use crate::tcp::{flags, HsOption, Receiver, Role, Segment, TcpConfig};
 
@@ -195,4 +196,125 @@ fn the_syn_window_field_is_at_most_65535() {
     let syn = client.poll_transmit(0).expect("the SYN");
     assert!(syn.has(flags::SYN));
     assert_eq!(syn.window, 65_535);
+}
+
+/// Feeds `n` in-order full segments one at a time from `seq`; returns how many of them were
+/// acknowledged at once (an ACK segment ready right after the segment arrived).
+fn acked_at_once(rx: &mut Receiver, seq: &mut u64, n: usize) -> usize {
+    let mut acked = 0;
+    for _ in 0..n {
+        let seg = Segment {
+            flags: flags::ACK,
+            seq: *seq,
+            len: 1448,
+            ack: 1,
+            ts_val: 1,
+            ..Default::default()
+        };
+        *seq += 1448;
+        rx.handle_segment(1, &seg);
+        acked += usize::from(rx.poll_transmit(1).is_some());
+    }
+    acked
+}
+
+#[test]
+fn a_segment_that_grows_the_receive_window_is_acknowledged_at_once() {
+    // Linux `tcp_grow_window` (from `tcp_event_data_recv`, before `__tcp_ack_snd_check`):
+    // while rcv_ssthresh is below the buffer's window every in-order skb grows it by twice its
+    // length and sets `icsk_ack.quick |= 1`, so it is acknowledged at once. On the testbed
+    // (tcp_single/htb/1MiB with the delayer segmenting, docs/testbed.md) the client ACKs every
+    // single segment through slow start while autotuning grows the buffer, then every second.
+    let mut rx = Receiver::established(TcpConfig::default());
+    rx.set_window_clamp(65_536); // the initial window: rcv_ssthresh 64 704, no room
+    let mut seq = 1;
+    // 16 quickacks (`tcp_incr_quickack`), and the first segment's growth into the 832 bytes
+    // left sets quick = 16 | 1.
+    assert_eq!(
+        acked_at_once(&mut rx, &mut seq, 17),
+        17,
+        "the initial quickacks"
+    );
+    assert_eq!(
+        acked_at_once(&mut rx, &mut seq, 20),
+        10,
+        "no room: every second segment"
+    );
+    assert_eq!(rx.rcv_ssthresh(), 65_536);
+    // Autotuning grew the buffer by 40 segments: 20 segments of growth, each ACKed at once.
+    rx.set_window_clamp(65_536 + 40 * 1448);
+    assert_eq!(
+        acked_at_once(&mut rx, &mut seq, 20),
+        20,
+        "rcv_ssthresh growing"
+    );
+    assert_eq!(rx.rcv_ssthresh(), 65_536 + 40 * 1448);
+    assert_eq!(
+        acked_at_once(&mut rx, &mut seq, 20),
+        10,
+        "caught up: every second segment"
+    );
+}
+
+#[test]
+fn an_mptcp_subflow_grows_its_window_only_towards_the_connections_autotuned_one() {
+    // MPTCP makes every subflow follow the msk's autotuned buffer and clamp (Linux 6.18
+    // `mptcp_rcv_space_adjust` -> `tcp_rcvbuf_grow(ssk, ...)`), so a subflow's
+    // `tcp_grow_window` quickack lasts while the connection's window grows, not until the
+    // configured maximum (here 6 MiB) is reached.
+    use crate::mptcp::{ConnConfig, DataReceiver, Mode};
+    const MSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 1);
+    cfg.rcv_buf_autotuning = true;
+    let mut rx = DataReceiver::new(cfg);
+    let hs = |f: u16| Segment {
+        flags: f | flags::MP_CAPABLE,
+        seq: u64::from(f & flags::SYN == 0),
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    rx.handle_segment(0, 0, &hs(flags::SYN));
+    while rx.poll_transmit(0).is_some() {}
+    rx.handle_segment(1, 0, &hs(flags::ACK));
+    while rx.poll_transmit(1).is_some() {}
+    let mut k = 0u64;
+    // Feeds `n` in-order segments at `now_ns` (echoing `ts_ecr`); how many were ACKed at once.
+    let mut feed = |rx: &mut DataReceiver, now_ns: u64, ts_ecr: u64, n: usize| -> usize {
+        let mut acked = 0;
+        for _ in 0..n {
+            let seg = Segment {
+                flags: flags::ACK | flags::DSS_MAP,
+                seq: 1 + k * MSS,
+                len: MSS as u32,
+                ack: 1,
+                ts_val: 2,
+                ts_ecr,
+                dsn: k * MSS,
+                ..Default::default()
+            };
+            k += 1;
+            rx.handle_segment(now_ns, 0, &seg);
+            acked += usize::from(rx.poll_transmit(now_ns).is_some());
+        }
+        acked
+    };
+    // The connection's initial window (64 KB): the 16 initial quickacks (and the one the first
+    // segment's growth adds), then no room: every second segment.
+    assert_eq!(feed(&mut rx, 2 * MS, 0, 17), 17);
+    assert_eq!(
+        feed(&mut rx, 2 * MS, 0, 20),
+        10,
+        "rcv_ssthresh at the connection's window"
+    );
+    assert_eq!(rx.rcv_wnd_bytes(), 65_536);
+    // One receiver RTT (10 ms) later autotuning grows the connection's window; the subflow's
+    // rcv_ssthresh grows after it, each segment ACKed at once.
+    feed(&mut rx, 11 * MS, MS, 1);
+    feed(&mut rx, 22 * MS, MS, 1);
+    assert!(
+        rx.rcv_wnd_bytes() > 4 * 65_536,
+        "autotuning grew the window"
+    );
+    assert_eq!(feed(&mut rx, 22 * MS, MS, 20), 20, "rcv_ssthresh growing");
 }
