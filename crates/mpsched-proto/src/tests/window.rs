@@ -318,3 +318,27 @@ fn an_mptcp_subflow_grows_its_window_only_towards_the_connections_autotuned_one(
     );
     assert_eq!(feed(&mut rx, 22 * MS, MS, 20), 20, "rcv_ssthresh growing");
 }
+
+/// Feeds one full in-order segment at `now_ns` echoing `ts_ecr_ns`; returns the receiver's
+/// RTT estimate after it.
+fn rcv_rtt_after(rx: &mut Receiver, k: u64, now_ns: u64, ts_ecr_ns: u64) -> u64 {
+    let seg = Segment {
+        ts_ecr: ts_ecr_ns,
+        ..data(k)
+    };
+    rx.handle_segment(now_ns, &seg);
+    rx.rcv_rtt_ns()
+}
+
+#[test]
+fn the_receiver_rtt_latches_a_smaller_sample_and_smooths_a_larger_one() {
+    // Linux 6.16+ `tcp_rcv_rtt_update`: after a round with queueing (80 ms) a 41 ms sample
+    // brings the estimate, and so the autotuning's measurement period, back at once (the
+    // 1/8 smoothing it replaced gave 44.5 ms). One sample per echoed timestamp, in ms ticks.
+    let mut rx = Receiver::established(cfg_with_buffer(1 << 20));
+    assert_eq!(rcv_rtt_after(&mut rx, 0, 50 * MS, 10 * MS), 40 * MS);
+    assert_eq!(rcv_rtt_after(&mut rx, 1, 100 * MS, 20 * MS), 45 * MS); // 40 + (80 - 40) / 8
+    // the same echoed timestamp (same 1 ms tick) gives no second sample
+    assert_eq!(rcv_rtt_after(&mut rx, 2, 130 * MS, 20 * MS + MS / 2), 45 * MS);
+    assert_eq!(rcv_rtt_after(&mut rx, 3, 141 * MS + MS / 3, 100 * MS + MS / 2), 41 * MS);
+}
