@@ -1,9 +1,9 @@
 """The kernel's HyStart on the testbed (issue 11): run one grid cell on the kernel (root) while a
-watcher in the server namespace reads the HyStart counters (`nstat`) and the senders' `ss -ti`
+watcher in the server namespace (the client's with --client: rcv_rtt, rcv_space) reads the HyStart counters (`nstat`) and the senders' `ss -ti`
 (cwnd, ssthresh, rtt) every few ms; prints the counters at the end of the run and, per
 connection and subflow, where slow start ended (the first sample with a finite ssthresh).
 
-    sudo .venv/bin/python benches/probe_hystart.py equal/htb/1MiB [--out DIR]
+    sudo .venv/bin/python benches/probe_hystart.py equal/htb/1MiB [--out DIR] [--client]
 
 Wrap it in the testbed's flock (one kernel run per machine).
 """
@@ -26,21 +26,21 @@ WATCH = ("while :; do echo \"@ $(date +%s%N)\"; nstat -asz 'TcpExtTCPHystart*' |
          "ss -tinH state established; sleep 0.003; done")
 
 
-def _server_ns(pid: int) -> str | None:
+def _server_ns(pid: int, side: str = "s") -> str | None:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for line in out.splitlines():
         name = line.split()[0] if line.split() else ""
-        if name.startswith(f"{PREFIX}-{pid}-s"):
+        if name.startswith(f"{PREFIX}-{pid}-{side}"):
             return name
     return None
 
 
-def watch(stop: threading.Event, out: Path, pcap: bool) -> None:
+def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s") -> None:
     import os
 
     ns = None
     while ns is None and not stop.is_set():
-        ns = _server_ns(os.getpid())
+        ns = _server_ns(os.getpid(), side)
         time.sleep(0.01)
     if ns is None:
         return
@@ -107,6 +107,8 @@ def main() -> None:
                     help="every path gso = false: the delayer segments the sender's skbs, so the client "
                          "receives (and acknowledges) single segments")
     ap.add_argument("--flows", type=int, default=0, help="run only the first N flows of the cell (0: all)")
+    ap.add_argument("--client", action="store_true",
+                    help="watch the client's sockets instead (the receiver: rcv_rtt, rcv_space, rcv_ssthresh)")
     a = ap.parse_args()
     cell = next(c for c in cells(GRID) if c.id == a.cell)
     if a.gso_off:
@@ -115,9 +117,9 @@ def main() -> None:
         cell.config["flows"] = cell.config["flows"][:a.flows]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / (a.cell.replace("/", "_") + ("_gso_off" if a.gso_off else "") + ".log")
+    log = out / (a.cell.replace("/", "_") + ("_gso_off" if a.gso_off else "") + ("_client" if a.client else "") + ".log")
     stop = threading.Event()
-    t = threading.Thread(target=watch, args=(stop, log, a.pcap), daemon=True)
+    t = threading.Thread(target=watch, args=(stop, log, a.pcap and not a.client, "c" if a.client else "s"), daemon=True)
     t.start()
     try:
         run_kernel(cell.config, repetitions=1)

@@ -338,7 +338,13 @@ fn the_receiver_rtt_latches_a_smaller_sample_and_smooths_a_larger_one() {
     let mut rx = Receiver::established(cfg_with_buffer(1 << 20));
     assert_eq!(rcv_rtt_after(&mut rx, 0, 50 * MS, 10 * MS), 40 * MS);
     assert_eq!(rcv_rtt_after(&mut rx, 1, 100 * MS, 20 * MS), 45 * MS); // 40 + (80 - 40) / 8
-    // the same echoed timestamp (same 1 ms tick) gives no second sample
-    assert_eq!(rcv_rtt_after(&mut rx, 2, 130 * MS, 20 * MS + MS / 2), 45 * MS);
-    assert_eq!(rcv_rtt_after(&mut rx, 3, 141 * MS + MS / 3, 100 * MS + MS / 2), 41 * MS);
+                                                                       // the same echoed timestamp (same 1 ms tick) gives no second sample
+    assert_eq!(
+        rcv_rtt_after(&mut rx, 2, 130 * MS, 20 * MS + MS / 2),
+        45 * MS
+    );
+    assert_eq!(
+        rcv_rtt_after(&mut rx, 3, 141 * MS + MS / 3, 100 * MS + MS / 2),
+        41 * MS
+    );
 }
