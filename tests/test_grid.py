@@ -30,7 +30,8 @@ if (GRID / CSV_NAME).exists():
 #: Kernel side: kernel.csv re-measured 2026-11-28 with the testbed's server sockets born cubic
 #: (before, born bbr: paced, with HyStart's ACK-train threshold doubled; docs/testbed.md "The
 #: kernel's HyStart"), at a 1-minute load of 0-3.9 (the settings column), GSO skbs kept whole;
-#: three bimodal cells (fast_slow/*/4MiB, jitter/htb/1MiB) have 21 flows, 14 added 2026-11-29.
+#: four heavy-tailed cells (fast_slow/*/4MiB, jitter/htb/1MiB, equal/htb/1MiB) have 21 flows, 14
+#: added 2026-11-29 (benches/grid_more_reps.py).
 #: Simulator side: HyStart's rounds as Linux 6.18 tracks them, the endpoint timing model on
 #: ([host_delay], measured on the testbed), SIM_SEEDS seeds pooled (21 flows), the grid's paths
 #: with `gso = true` as the testbed carries them (the lossy path per segment, as the delayer
@@ -72,7 +73,7 @@ RETRANS_MISSES: dict[str, str] = {
     "cross_udp/htb/4MiB": "kernel 96.6 kB, sim 241.4 kB per transfer (2.50x)",
     "cross_udp/tbf32k/1MiB": "kernel 169.8 kB, sim 373.5 kB per transfer (2.20x)",
     "cross_udp/tbf32k/4MiB": "kernel 249.7 kB, sim 614.9 kB per transfer (2.46x)",
-    "equal/htb/1MiB": "kernel 44.0 kB, sim 12.8 kB per transfer (0.29x): the kernel's 7 transfers spread 9-223 kB; the simulator resent 78.1 kB (1.77x) before tcp11j's receiver RTT",
+    "equal/htb/1MiB": "kernel 19.8 kB, sim 12.8 kB per transfer (0.64x): the kernel's 21 transfers spread 7-223 kB (44.0 kB median over the first 7; 14 added by tcp11j); the simulator resent 78.1 kB before tcp11j's receiver RTT",
     "equal/tbf32k/1MiB": "kernel 130.9 kB, sim 288.3 kB per transfer (2.20x)",
     "equal_16mib/htb/16MiB": "kernel 46.7 kB, sim 21.3 kB per transfer (0.46x): 83.8 kB (1.79x) before tcp11j's receiver RTT; not analysed",
     "jitter/tbf32k/1MiB": "kernel 105.1 kB, sim 210.2 kB per transfer (2.00x)",
