@@ -494,7 +494,11 @@ fn small_segments_grow_the_window_by_one_segment_each_as_linux_counts_packets() 
         p.b.tx.penalize();
     }
     let mss = p.b.tx.cc_state().mss_bytes;
-    assert_eq!(p.b.tx.cc_state().cwnd_bytes / mss, 1, "one segment of window");
+    assert_eq!(
+        p.b.tx.cc_state().cwnd_bytes / mss,
+        1,
+        "one segment of window"
+    );
     let mut off = 300;
     let mut both_out = Vec::new();
     for _ in 0..4 {

@@ -327,8 +327,9 @@ impl Sender {
         };
         // Segments that left the board plus the change in SACKed ones (a SACKed segment that
         // is then cumulatively acknowledged leaves both counts: it is not counted twice).
-        out.delivered_segs = (segs_before - self.board.segs_out() as u64 + self.board.sacked_segs())
-            .saturating_sub(sacked_before);
+        out.delivered_segs = (segs_before - self.board.segs_out() as u64
+            + self.board.sacked_segs())
+        .saturating_sub(sacked_before);
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
