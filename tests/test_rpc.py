@@ -133,3 +133,45 @@ def test_the_kernel_engine_refuses_what_mpxfer_cannot_run_naming_the_field():
     with pytest.raises(TestbedConfigError) as e:
         make_plan(cfg)
     assert e.value.field == "flows[0].direction"
+
+
+DOWN_AND_BACK = """
+duration = "10s"
+[[paths]]
+name = "wlan"
+rate = "20Mbit"
+rtt = "20ms"
+queue = "1BDP"
+[[paths]]
+name = "lte"
+rate = "10Mbit"
+rtt = "60ms"
+queue = "1BDP"
+[connection]
+scheduler = "minrtt"
+[workload]
+kind = "rpc"
+request = "300B"
+response = "16KB"
+requests = 450
+rate_hz = 50
+[[path_events]]
+kind = "down"
+path = "wlan"
+at = "2s"
+duration = "2s"
+"""
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+def test_after_a_path_comes_back_requests_are_as_fast_as_before_it_failed(tmp_path):
+    # The kernel's requests are back at their pre-event latency a second after WLAN returns
+    # (docs/testbed.md, "Request / response (RPC) on the kernel"): the request subflow's window,
+    # cut to one segment by its RTOs, grows by a segment per acknowledged request as Linux
+    # counts it, so each request goes on WLAN again rather than every second one over LTE.
+    res = mpsched.run(mpsched.loads_scenario(DOWN_AND_BACK), tmp_path / "down", jobs=1)
+    b = res.blocks
+    before = b.filter(pl.col("sent_ns") < 2_000_000_000)["delay_ns"].median()
+    after = b.filter(pl.col("sent_ns") >= 5_000_000_000)["delay_ns"]
+    assert after.len() == 200 and after.null_count() == 0
+    assert after.median() == pytest.approx(before, abs=MS) and after.max() < before + 5 * MS, (before, after.max())
