@@ -14,7 +14,8 @@ autotuning and join timing, a bulk download for 9 s; at 3 s WLAN goes down (the 
 interface), is blackholed, collapses to 500 kbit/s, loses 0 to 30 % of its packets on a 1 s
 ramp, or takes 150 ms more each way; lifted at 6 s. Each run appends one JSON
 line (kind, engine, repetition, failover / to 90 % / failback / longest stall in ms from
-`mpsched.metrics`, RTOs, MB delivered); `--table` prints per kind and engine the median and
+`mpsched.metrics`, RTOs, MB delivered, the event's time and the WLAN srtt just before it);
+`--spread-ms S` spreads the event's time over [3 s, 3 s + S) across repetitions; `--table` prints per kind and engine the median and
 range of each, and whether the medians agree within 20 %. The simulator's repetitions use
 seeds 1..reps with the endpoint timing model (`[host_delay]`, as the validation scenarios);
 the kernel's are repeated runs. For `down` and `blackhole` each line also has `silent_ms`: when
@@ -56,7 +57,7 @@ stop = "9s"
 [[path_events]]
 kind = "{kind}"
 path = "wlan"
-at = "3s"
+at = "{at_ms}ms"
 duration = "3s"
 {extra}
 [host_delay]
@@ -83,8 +84,24 @@ def silence_ms(sub: pl.DataFrame, path: int, at_ns: int, end_ns: int) -> float |
     return None if p.is_empty() else max(int(p["time_ns"][-1]) - at_ns, 0) / 1e6
 
 
-def one_run(kind: str, engine: str, seed: int) -> dict:
-    cfg = to_config(mpsched.loads_scenario(TOML.format(kind=kind, extra=KINDS[kind], seed=seed)))
+def event_at_ms(rep: int, spread_ms: int) -> int:
+    """The event's time for repetition `rep` (1-based): 3 s, plus with `spread_ms` an offset
+    spread evenly over [0, spread_ms) (golden-ratio sequence, the same on both engines), so
+    that the runs meet the WLAN subflow's cubic sawtooth at different phases. The simulator's
+    seeds do not move that phase, and the failback scales with the RTO at the event (srtt at
+    the event + 200 ms, doubled three times: docs/testbed.md "Failback")."""
+    return 3000 + int(spread_ms * ((rep * 0.6180339887498949) % 1.0)) if spread_ms else 3000
+
+
+def srtt_at_ms(sub: pl.DataFrame, path: int, at_ns: int) -> float | None:
+    """The path's smoothed RTT at its last sample before `at_ns`, ms."""
+    p = sub.filter((pl.col("path") == path) & (pl.col("time_ns") < at_ns)).drop_nulls("srtt_ns").sort("time_ns")
+    return None if p.is_empty() else p["srtt_ns"][-1] / 1e6
+
+
+def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0) -> dict:
+    at_ms = event_at_ms(seed, spread_ms)
+    cfg = to_config(mpsched.loads_scenario(TOML.format(kind=kind, extra=KINDS[kind], seed=seed, at_ms=at_ms)))
     t = engines.run_config(cfg, engine)
     flows, conn = pl.DataFrame(t["flows"]), pl.DataFrame(t["conn_series"])
     events = pl.DataFrame(t["path_events"], schema_overrides={"end_ns": pl.Int64})
@@ -93,7 +110,8 @@ def one_run(kind: str, engine: str, seed: int) -> dict:
     fo = metrics.failover(events, stalls, conn, sub).row(0, named=True)
     ev = events.row(0, named=True)
     silent = silence_ms(sub, ev["path_index"], ev["at_ns"], ev["end_ns"]) if kind in SILENT else None
-    return {"kind": kind, "engine": engine, "seed": seed, **{m: fo.get(m) for m in MEASURES[:3]}, "silent_ms": silent,
+    return {"kind": kind, "engine": engine, "seed": seed, "at_ms": at_ms, **{m: fo.get(m) for m in MEASURES[:3]},
+            "silent_ms": silent, "srtt_at_event_ms": srtt_at_ms(sub, ev["path_index"], ev["at_ns"]),
             "longest_stall_ms": metrics.longest_stall(stalls)["longest_stall_ms"][0],
             "rtos": sum(t["subflows"]["rto_count"]), "mb_delivered": flows["bytes_delivered"][0] / 1e6}
 
@@ -123,15 +141,16 @@ def median_ci(values: list) -> str:
 def table(path: str) -> None:
     rows = [json.loads(line) for line in open(path) if line.strip()]
     print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs "
-          "| silent after (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| silent after (ms) | WLAN srtt at the event (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for kind in KINDS:
         for eng in ("sim", "kernel"):
             rs = [r for r in rows if r["kind"] == kind and r["engine"] == eng]
             if rs:
                 cells = " | ".join(_cell([r[m] for r in rs]) for m in MEASURES)
                 silent = _cell([r.get("silent_ms") for r in rs]) if kind in SILENT else "–"
-                print(f"| {kind} | {eng} | {len(rs)} | {cells} | {_cell([r['rtos'] for r in rs])} | {silent} |")
+                srtt = _cell([r.get("srtt_at_event_ms") for r in rs])
+                print(f"| {kind} | {eng} | {len(rs)} | {cells} | {_cell([r['rtos'] for r in rs])} | {silent} | {srtt} |")
     print("\nmedian simulator / kernel, within 20 %?")
     for kind in KINDS:
         out = []
@@ -156,6 +175,9 @@ def main() -> None:
     ap.add_argument("--engine", choices=("sim", "kernel"))
     ap.add_argument("--kind", choices=tuple(KINDS), action="append")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--first-rep", type=int, default=1, help="number of the first repetition (seed, event offset)")
+    ap.add_argument("--spread-ms", type=int, default=0,
+                    help="spread the event's time over [3 s, 3 s + this) across repetitions (0: all at 3 s)")
     ap.add_argument("--out")
     ap.add_argument("--table")
     a = ap.parse_args()
@@ -163,8 +185,8 @@ def main() -> None:
         table(a.table)
         return
     for kind in a.kind or KINDS:
-        for rep in range(1, a.reps + 1):
-            r = one_run(kind, a.engine or "sim", rep)
+        for rep in range(a.first_rep, a.first_rep + a.reps):
+            r = one_run(kind, a.engine or "sim", rep, a.spread_ms)
             line = json.dumps(r)
             print(line, flush=True)
             if a.out:

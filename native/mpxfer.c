@@ -12,6 +12,8 @@
 // client, server and router events on one time axis. The flows file has one flow per line:
 //   id protocol(mptcp|tcp) cc bind_ip direction(download|upload) kind(sized|bulk) amount start_ns
 // (amount: bytes for sized, stop time relative to the epoch for bulk; start relative too).
+// An rpc line (kind rpc, direction download, amount = requests) ends with four more fields:
+//   request_bytes response_bytes interval_ns(0: closed loop) concurrency   (mpxfer_rpc.c)
 // The client opens each flow at epoch + start (socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP) or
 // plain TCP), sends a struct mpx_request and measures from the start of connect() to the last
 // byte (download: received by the client; upload: the server reports when its last byte came).
@@ -48,6 +50,7 @@ static void on_signal(int sig) {
     (void)sig;
     g_stop = 1;
 }
+int mpx_stopping(void) { return g_stop; }
 
 static const char *arg(int argc, char **argv, const char *key, const char *def) {
     for (int i = 2; i + 1 < argc; i += 2)
@@ -71,7 +74,7 @@ static void sleep_until(uint64_t abs_ns) {
 }
 
 // Waits for `events` on fd until abs_ns; returns revents (0 on timeout).
-static short wait_fd(int fd, short events, uint64_t abs_ns) {
+short mpx_wait_fd(int fd, short events, uint64_t abs_ns) {
     uint64_t now = mpx_now_ns();
     uint64_t d = abs_ns > now ? abs_ns - now : 0;
     struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ull), .tv_nsec = (long)(d % 1000000000ull)};
@@ -97,7 +100,7 @@ static uint64_t send_loop(int fd, uint64_t flow_id, uint64_t limit, uint64_t sto
             mpx_report_subflows(stdout, fd, flow_id, now, 0, client_side);
             next_sample = next_sample + sample_ns > now ? next_sample + sample_ns : now + sample_ns;
         }
-        short ev = wait_fd(fd, POLLOUT | (watch_read ? POLLIN : 0),
+        short ev = mpx_wait_fd(fd, POLLOUT | (watch_read ? POLLIN : 0),
                            min3(sample_ns ? next_sample : UINT64_MAX, stop_abs, UINT64_MAX));
         if (ev & (POLLIN | POLLERR | POLLHUP)) break;
         if (ev & POLLOUT) {
@@ -121,7 +124,7 @@ static int sample_until_readable(int fd, uint64_t flow_id, uint64_t stop_abs, ui
             mpx_report_subflows(stdout, fd, flow_id, now, 0, client_side);
             next_sample = now + sample_ns;
         }
-        if (wait_fd(fd, POLLIN, min3(sample_ns ? next_sample : UINT64_MAX, stop_abs, UINT64_MAX)))
+        if (mpx_wait_fd(fd, POLLIN, min3(sample_ns ? next_sample : UINT64_MAX, stop_abs, UINT64_MAX)))
             return 1;
     }
     return 0;
@@ -139,7 +142,7 @@ static void final_report(int fd, uint64_t flow_id, int client_side, uint64_t max
 }
 
 // The receiver's progress: application bytes read so far (the conn_series table).
-static void report_conn(uint64_t flow_id, uint64_t now_ns, uint64_t delivered) {
+void mpx_report_conn(uint64_t flow_id, uint64_t now_ns, uint64_t delivered) {
     printf("{\"type\": \"conn\", \"flow_id\": %" PRIu64 ", \"t_ns\": %" PRIu64
            ", \"delivered_bytes\": %" PRIu64 "}\n", flow_id, now_ns, delivered);
 }
@@ -150,12 +153,12 @@ static short wait_readable_sampling(int fd, uint64_t stop_abs, uint64_t flow_id,
     for (;;) {
         uint64_t now = mpx_now_ns();
         if (sample_ns && now >= *next_sample) {
-            report_conn(flow_id, now, delivered);
+            mpx_report_conn(flow_id, now, delivered);
             *next_sample = *next_sample + sample_ns > now ? *next_sample + sample_ns : now + sample_ns;
         }
         if (now >= stop_abs || g_stop) return 0;
         uint64_t until = sample_ns && *next_sample < stop_abs ? *next_sample : stop_abs;
-        short ev = wait_fd(fd, POLLIN, until);
+        short ev = mpx_wait_fd(fd, POLLIN, until);
         if (ev) return ev;
     }
 }
@@ -163,7 +166,7 @@ static short wait_readable_sampling(int fd, uint64_t stop_abs, uint64_t flow_id,
 static int read_full(int fd, void *buf, size_t len, uint64_t stop_abs) {
     size_t got = 0;
     while (got < len) {
-        if (!(wait_fd(fd, POLLIN, stop_abs) & (POLLIN | POLLHUP | POLLERR))) return -1;
+        if (!(mpx_wait_fd(fd, POLLIN, stop_abs) & (POLLIN | POLLHUP | POLLERR))) return -1;
         ssize_t n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
         if (n == 0) return -1;
         if (n < 0 && errno != EAGAIN && errno != EINTR) return -1;
@@ -193,7 +196,12 @@ static void *serve(void *p) {
     rq.cc[sizeof rq.cc - 1] = 0;
     set_cc(c.fd, rq.cc);
     uint64_t flow_id = be64toh(rq.flow_id), size = be64toh(rq.size_bytes);
-    if (rq.direction == MPX_DOWNLOAD) {
+    if (rq.kind == MPX_RPC) {
+        uint64_t request_bytes = be64toh(rq.request_bytes);
+        if (request_bytes == 0 || size == 0) goto out;
+        mpx_rpc_serve(c.fd, flow_id, request_bytes, size, c.sample_ns, mpx_now_ns() + LINGER_NS * 360);
+        final_report(c.fd, flow_id, 0, FINAL_WAIT_NS);
+    } else if (rq.direction == MPX_DOWNLOAD) {
         uint64_t limit = rq.kind == MPX_BULK ? UINT64_MAX : size;
         send_loop(c.fd, flow_id, limit, UINT64_MAX, c.sample_ns, 0, 1);
         // The client sends one byte once it has everything (or its bulk period ended).
@@ -214,11 +222,11 @@ static void *serve(void *p) {
                 last = mpx_now_ns();
             }
         }
-        if (c.sample_ns) report_conn(flow_id, mpx_now_ns(), got);
+        if (c.sample_ns) mpx_report_conn(flow_id, mpx_now_ns(), got);
         struct mpx_upload_reply r = {.last_byte_ns = htobe64(last), .bytes_received = htobe64(got)};
         send(c.fd, &r, sizeof r, MSG_NOSIGNAL);
         // Wait for the client's close so the reply is not lost to a reset.
-        wait_fd(c.fd, POLLIN, mpx_now_ns() + LINGER_NS);
+        mpx_wait_fd(c.fd, POLLIN, mpx_now_ns() + LINGER_NS);
     }
 out:
     close(c.fd);
@@ -247,7 +255,7 @@ static int run_server(int argc, char **argv) {
     set_cc(ls, arg(argc, argv, "--cc", ""));
     printf("{\"type\": \"ready\"}\n");
     while (!g_stop) {
-        if (!(wait_fd(ls, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
+        if (!(mpx_wait_fd(ls, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
         int fd = accept(ls, NULL, NULL);
         if (fd < 0) continue;
         struct conn *c = malloc(sizeof *c);
@@ -268,6 +276,7 @@ static int run_server(int argc, char **argv) {
 
 struct flow {
     uint64_t id, amount, start_ns;
+    uint64_t request_bytes, response_bytes, interval_ns, concurrency; // rpc (amount: requests)
     char protocol[8], cc[16], bind_ip[48], direction[12], kind[8];
     const char *server;
     int port;
@@ -282,8 +291,40 @@ static void flow_result(const struct flow *f, uint64_t t_connect, uint64_t end, 
            f->id, t_connect, end, completed ? "true" : "false", delivered, error);
 }
 
+// An RPC flow on the connected `fd`: the requests and their responses, one "block" line per
+// request (times relative to the epoch), then the flow's line.
+static void run_rpc(const struct flow *f, int fd, uint64_t t_connect, uint64_t stop_abs) {
+    struct mpx_request rq = {.magic = htonl(MPX_MAGIC), .direction = MPX_DOWNLOAD, .kind = MPX_RPC,
+                             .flow_id = htobe64(f->id), .size_bytes = htobe64(f->response_bytes),
+                             .request_bytes = htobe64(f->request_bytes)};
+    snprintf(rq.cc, sizeof rq.cc, "%s", f->cc);
+    struct mpx_rpc_spec s = {.flow_id = f->id, .requests = f->amount, .request_bytes = f->request_bytes,
+                             .response_bytes = f->response_bytes, .interval_ns = f->interval_ns,
+                             .concurrency = f->concurrency ? f->concurrency : 1,
+                             .start_abs = f->epoch + f->start_ns, .stop_abs = stop_abs, .sample_ns = f->sample_ns};
+    uint64_t *sent = calloc(f->amount, sizeof *sent), *delivered = calloc(f->amount, sizeof *delivered);
+    uint64_t answered = 0, got = 0;
+    int failed = !sent || !delivered || mpx_rpc_client(fd, &rq, &s, sent, delivered, &answered, &got) < 0;
+    uint64_t end = answered == f->amount && answered ? delivered[answered - 1] : mpx_now_ns();
+    shutdown(fd, SHUT_WR);
+    static __thread char buf[4096];
+    uint64_t drain_until = mpx_now_ns() + LINGER_NS;
+    while (mpx_wait_fd(fd, POLLIN, drain_until) && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+    }
+    for (uint64_t k = 0; sent && k < f->amount && sent[k]; k++) {
+        printf("{\"type\": \"block\", \"flow_id\": %" PRIu64 ", \"block\": %" PRIu64 ", \"sent_ns\": %" PRIu64,
+               f->id, k, sent[k] - f->epoch);
+        if (k < answered) printf(", \"delivered_ns\": %" PRIu64, delivered[k] - f->epoch);
+        printf("}\n");
+    }
+    flow_result(f, t_connect, end, answered == f->amount, got, failed ? "reset" : "");
+    free(sent);
+    free(delivered);
+}
+
 static void *run_flow(void *p) {
     struct flow *f = p;
+    int rpc = !strcmp(f->kind, "rpc");
     int upload = !strcmp(f->direction, "upload"), bulk = !strcmp(f->kind, "bulk");
     uint64_t stop_abs = bulk ? f->epoch + f->amount : UINT64_MAX;
     if (stop_abs > f->deadline_abs) stop_abs = f->deadline_abs;
@@ -294,6 +335,7 @@ static void *run_flow(void *p) {
         return NULL;
     }
     set_cc(fd, f->cc);
+    if (rpc) mpx_nodelay(fd);
     struct sockaddr_in local = {.sin_family = AF_INET}, remote = {.sin_family = AF_INET};
     inet_pton(AF_INET, f->bind_ip, &local.sin_addr);
     inet_pton(AF_INET, f->server, &remote.sin_addr);
@@ -309,12 +351,17 @@ static void *run_flow(void *p) {
     if (r < 0 && errno == EINPROGRESS) {
         int err = 0;
         socklen_t el = sizeof err;
-        if (!(wait_fd(fd, POLLOUT, f->deadline_abs) & POLLOUT) ||
+        if (!(mpx_wait_fd(fd, POLLOUT, f->deadline_abs) & POLLOUT) ||
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) r = -1;
         else r = 0;
     }
     if (r < 0) {
         flow_result(f, t_connect, mpx_now_ns(), 0, 0, "connect");
+        close(fd);
+        return NULL;
+    }
+    if (rpc) {
+        run_rpc(f, fd, t_connect, stop_abs);
         close(fd);
         return NULL;
     }
@@ -348,13 +395,13 @@ static void *run_flow(void *p) {
         int completed = bulk ? (!failed && mpx_now_ns() >= stop_abs && stop_abs < f->deadline_abs)
                              : got >= want;
         if (bulk || !completed) end = mpx_now_ns();
-        if (f->sample_ns) report_conn(f->id, end, got);
+        if (f->sample_ns) mpx_report_conn(f->id, end, got);
         char done = 1;
         send(fd, &done, 1, MSG_NOSIGNAL);
         shutdown(fd, SHUT_WR);
         // Drain until the server closes, so its final counters are taken on a live connection.
         uint64_t drain_until = mpx_now_ns() + LINGER_NS;
-        while (wait_fd(fd, POLLIN, drain_until) && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+        while (mpx_wait_fd(fd, POLLIN, drain_until) && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
         }
         flow_result(f, t_connect, end, completed, got, failed ? "reset" : "");
     } else {
@@ -388,10 +435,18 @@ static int run_client(int argc, char **argv) {
         return 2;
     }
     int n = 0;
-    struct flow f = {0};
-    while (n < MAX_FLOWS &&
-           fscanf(in, "%" SCNu64 " %7s %15s %47s %11s %7s %" SCNu64 " %" SCNu64, &f.id, f.protocol,
-                  f.cc, f.bind_ip, f.direction, f.kind, &f.amount, &f.start_ns) == 8) {
+    char line[512];
+    while (n < MAX_FLOWS && fgets(line, sizeof line, in)) {
+        struct flow f = {0};
+        int k = sscanf(line, "%" SCNu64 " %7s %15s %47s %11s %7s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                       " %" SCNu64 " %" SCNu64, &f.id, f.protocol, f.cc, f.bind_ip, f.direction, f.kind,
+                       &f.amount, &f.start_ns, &f.request_bytes, &f.response_bytes, &f.interval_ns, &f.concurrency);
+        if (k < 8) break;
+        if (!strcmp(f.kind, "rpc") && (k != 12 || !f.request_bytes || !f.response_bytes || !f.amount)) {
+            fprintf(stderr, "mpxfer: flow %" PRIu64 ": an rpc line ends with request_bytes response_bytes "
+                    "interval_ns concurrency (positive sizes, requests > 0)\n", f.id);
+            return 2;
+        }
         f.server = server;
         f.port = port;
         f.epoch = epoch;
@@ -460,7 +515,7 @@ static int run_sink(int argc, char **argv) {
     static char buf[65536];
     uint64_t packets = 0, bytes = 0;
     while (!g_stop) {
-        if (!(wait_fd(fd, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
+        if (!(mpx_wait_fd(fd, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
         ssize_t n;
         while ((n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) >= 0) {
             packets++;
@@ -485,7 +540,7 @@ static int run_echo(int argc, char **argv) {
     printf("{\"type\": \"ready\"}\n");
     char buf[2048];
     while (!g_stop) {
-        if (!(wait_fd(fd, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
+        if (!(mpx_wait_fd(fd, POLLIN, mpx_now_ns() + 200000000ull) & POLLIN)) continue;
         struct sockaddr_in from;
         socklen_t fl = sizeof from;
         ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
@@ -527,7 +582,7 @@ static int run_ping(int argc, char **argv) {
         }
         if (g_stop || (sent == count && (received == count || now >= last_send + wait_ns))) break;
         uint64_t until = sent < count ? due : last_send + wait_ns;
-        if (!(wait_fd(fd, POLLIN, until) & POLLIN)) continue;
+        if (!(mpx_wait_fd(fd, POLLIN, until) & POLLIN)) continue;
         struct probe q;
         if (recv(fd, &q, sizeof q, MSG_DONTWAIT) == (ssize_t)sizeof q) {
             received++;

@@ -1,6 +1,6 @@
 """The request / response (RPC) workload through the Python API: each request's latency on a
 clean path against the analytic value, conservation, the metrics (`request_latency`,
-`rpc_summary`), the request size, bad input named, and the kernel engine's refusal."""
+`rpc_summary`), the request size, bad input named, and the kernel engine's plan and records of it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from mpsched.scenario import ScenarioError
 from mpsched.scenario.normalize import to_config
 
 from conftest import has_core_runner
+
+MS = 1_000_000
 
 CLEAN = """
 duration = "5s"
@@ -92,10 +94,84 @@ def test_a_request_is_any_positive_size_and_300_bytes_by_default():
     assert e.value.field == "workload[0].request"
 
 
-def test_the_kernel_engine_refuses_an_rpc_naming_the_field():
+def test_the_kernel_engine_runs_an_rpc_with_mpxfer_and_records_its_requests():
+    from mpsched.engines.kernel.plan import client_addr, make_plan
+    from mpsched.engines.kernel.rpc import blocks_table
+
+    cfg = to_config(mpsched.loads_scenario(CLEAN + 'rate_hz = 50\ndeadline = "45ms"\n'))
+    plan = make_plan(cfg)
+    f = plan.flows[0]
+    # mpxfer's flows line: 20 requests, then request / response bytes, the open loop's interval
+    # and the closed loop's window (unused here); the flow's bytes are all its responses.
+    assert f.line() == f"{f.flow_id} tcp cubic {client_addr(0)} download rpc 20 {f.start_ns} 300 4000 20000000 1"
+    assert (f.kind, f.size_bytes) == ("rpc", 20 * 4000)
+    closed = make_plan(to_config(mpsched.loads_scenario(CLEAN + "concurrency = 3\n"))).flows[0]
+    assert closed.line().endswith(" 300 4000 0 3")
+    # mpxfer's block lines -> the simulator's `blocks` table: latency, deadline (45 ms) missed
+    # when late, or when never answered once its due time fell within the run (5 s).
+    lines = [{"type": "block", "flow_id": f.flow_id, "block": 1, "sent_ns": 20 * MS, "delivered_ns": 90 * MS},
+             {"type": "block", "flow_id": f.flow_id, "block": 0, "sent_ns": 0, "delivered_ns": 42 * MS},
+             {"type": "block", "flow_id": f.flow_id, "block": 2, "sent_ns": 40 * MS},
+             {"type": "block", "flow_id": f.flow_id, "block": 3, "sent_ns": 4_990 * MS}]
+    b = pl.DataFrame(blocks_table({f.flow_id: f.rpc}, lines, cfg["duration_ns"]))
+    assert b["block"].to_list() == [0, 1, 2, 3]
+    assert b["delay_ns"].to_list() == [42 * MS, 70 * MS, None, None]
+    assert b["deadline_missed"].to_list() == [False, True, True, False]
+    assert b["size_bytes"].to_list() == [4000] * 4
+
+
+def test_the_kernel_engine_refuses_what_mpxfer_cannot_run_naming_the_field():
     from mpsched.engines.kernel.plan import TestbedConfigError, make_plan
 
+    cfg = to_config(mpsched.loads_scenario(CLEAN))
+    cfg["flows"][0]["app"] = {"kind": "messages", "size_bytes": 100, "interval_ns": 20 * MS, "stop_ns": MS}
     with pytest.raises(TestbedConfigError) as e:
-        make_plan(to_config(mpsched.loads_scenario(CLEAN)))
-    assert e.value.field == "flows[0].app.kind"
-    assert "'rpc'" in str(e.value) and "sized and bulk" in str(e.value)
+        make_plan(cfg)
+    assert e.value.field == "flows[0].app.kind" and "'messages'" in str(e.value)
+    cfg = to_config(mpsched.loads_scenario(CLEAN))
+    cfg["flows"][0]["direction"] = "upload"
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(cfg)
+    assert e.value.field == "flows[0].direction"
+
+
+DOWN_AND_BACK = """
+duration = "10s"
+[[paths]]
+name = "wlan"
+rate = "20Mbit"
+rtt = "20ms"
+queue = "1BDP"
+[[paths]]
+name = "lte"
+rate = "10Mbit"
+rtt = "60ms"
+queue = "1BDP"
+[connection]
+scheduler = "minrtt"
+[workload]
+kind = "rpc"
+request = "300B"
+response = "16KB"
+requests = 450
+rate_hz = 50
+[[path_events]]
+kind = "down"
+path = "wlan"
+at = "2s"
+duration = "2s"
+"""
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+def test_after_a_path_comes_back_requests_are_as_fast_as_before_it_failed(tmp_path):
+    # The kernel's requests are back at their pre-event latency a second after WLAN returns
+    # (docs/testbed.md, "Request / response (RPC) on the kernel"): the request subflow's window,
+    # cut to one segment by its RTOs, grows by a segment per acknowledged request as Linux
+    # counts it, so each request goes on WLAN again rather than every second one over LTE.
+    res = mpsched.run(mpsched.loads_scenario(DOWN_AND_BACK), tmp_path / "down", jobs=1)
+    b = res.blocks
+    before = b.filter(pl.col("sent_ns") < 2_000_000_000)["delay_ns"].median()
+    after = b.filter(pl.col("sent_ns") >= 5_000_000_000)["delay_ns"]
+    assert after.len() == 200 and after.null_count() == 0
+    assert after.median() == pytest.approx(before, abs=MS) and after.max() < before + 5 * MS, (before, after.max())

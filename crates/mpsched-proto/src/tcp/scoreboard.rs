@@ -125,6 +125,10 @@ pub struct Scoreboard {
     sacked_segs: u64,
     lost_bytes: u64,
     retx_bytes: u64,
+    /// Segments deemed lost and not SACKed, and retransmitted ones outstanding (Linux
+    /// `lost_out`, `retrans_out`: the window is counted in segments).
+    lost_segs: u64,
+    retx_segs: u64,
     /// Segments below this absolute index have been judged by `IsLost` (lost or SACKed).
     loss_ptr: u64,
     sacked_below_ptr_bytes: u64,
@@ -153,6 +157,12 @@ impl Scoreboard {
     /// Makes room for `segments` outstanding segments in all (no effect when there is).
     pub fn reserve(&mut self, segments: usize) {
         self.segs.reserve(segments.saturating_sub(self.segs.len()));
+    }
+    /// Linux `tcp_packets_in_flight()`: segments out, less SACKed and lost ones, plus
+    /// retransmissions in flight (`pipe_bytes` counted in segments, whatever their size).
+    #[inline]
+    pub fn pipe_segs(&self) -> u64 {
+        self.segs.len() as u64 + self.retx_segs - self.sacked_segs - self.lost_segs
     }
 
     /// Bytes sent and not cumulatively acknowledged.
@@ -248,9 +258,11 @@ impl Scoreboard {
             } else {
                 if s.flags & LOST != 0 {
                     self.lost_bytes -= len;
+                    self.lost_segs -= 1;
                 }
                 if s.flags & RETX != 0 {
                     self.retx_bytes -= len;
+                    self.retx_segs -= 1;
                 }
                 self.note_reordering(&s, self.fack);
                 self.rack_advance(&s, now_ns);
@@ -348,9 +360,11 @@ impl Scoreboard {
                 let len = s.len as u64;
                 if s.flags & LOST != 0 {
                     self.lost_bytes -= len;
+                    self.lost_segs -= 1;
                 }
                 if s.flags & RETX != 0 {
                     self.retx_bytes -= len;
+                    self.retx_segs -= 1;
                 }
                 s.flags = SACKED;
                 self.put(i, &s);
@@ -394,6 +408,7 @@ impl Scoreboard {
                     s.flags |= LOST;
                     self.put(idx, &s);
                     self.lost_bytes += len;
+                    self.lost_segs += 1;
                     newly += len;
                 }
                 self.loss_ptr += 1;
@@ -435,6 +450,7 @@ impl Scoreboard {
                 s.flags |= LOST;
                 self.put(idx, &s);
                 self.lost_bytes += len;
+                self.lost_segs += 1;
                 newly += len;
             }
             self.loss_ptr += 1;
@@ -501,11 +517,13 @@ impl Scoreboard {
             }
             if s.flags & LOST == 0 {
                 self.lost_bytes += s.len as u64;
+                self.lost_segs += 1;
             }
             s.flags = LOST;
             self.put(i, &s);
         }
         self.retx_bytes = 0;
+        self.retx_segs = 0;
         self.rtx_fifo.clear();
         self.loss_ptr = self.front_abs + self.segs.len() as u64;
         self.sacked_below_ptr_bytes = self.sacked_bytes;
@@ -535,6 +553,7 @@ impl Scoreboard {
         s.xmit_ns = now_ns;
         self.put(i, &s);
         self.retx_bytes += s.len as u64;
+        self.retx_segs += 1;
         self.rtx_fifo.push_back((self.rtx_ptr, now_ns));
         self.rtx_ptr += 1;
     }
@@ -563,6 +582,7 @@ impl Scoreboard {
             self.put(i, &s);
             let len = s.len as u64;
             self.retx_bytes -= len;
+            self.retx_segs -= 1;
             newly += len;
             self.rtx_ptr = self.rtx_ptr.min(abs);
             self.rtx_fifo.pop_front();

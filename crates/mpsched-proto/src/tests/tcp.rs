@@ -478,3 +478,40 @@ fn a_delayed_ack_fires_on_the_timer_wheel_at_the_next_jiffy_after_40_ms() {
     rx.handle_timeout(48 * MS);
     assert!(rx.poll_transmit(48 * MS).is_some());
 }
+
+#[test]
+fn small_segments_grow_the_window_by_one_segment_each_as_linux_counts_packets() {
+    // Linux counts cwnd, what an ACK acknowledges and the window's use in packets
+    // (`tcp_cong_avoid(sk, ack, acked_sacked)`, `tcp_is_cwnd_limited`): a 300-byte request
+    // acknowledged while it filled a one-segment window opens a second segment, as a full one
+    // would. A sender cut to one segment writes 300 bytes, then 300 more 5 ms later, every
+    // 100 ms: the first round the second write waits for the first's ACK, from the next one
+    // both are out at once (counted in bytes, the window grew 300 bytes an ACK and stopped
+    // short of a second segment, so every second write waited a round trip).
+    let mut p = download(300, 100 * MBPS, 10 * MS, "cubic");
+    run_to_completion(&mut p, 300);
+    for _ in 0..3 {
+        p.b.tx.penalize();
+    }
+    let mss = p.b.tx.cc_state().mss_bytes;
+    assert_eq!(
+        p.b.tx.cc_state().cwnd_bytes / mss,
+        1,
+        "one segment of window"
+    );
+    let mut off = 300;
+    let mut both_out = Vec::new();
+    for _ in 0..4 {
+        for gap in [5 * MS, MS] {
+            p.b.tx.queue(off, 300, false);
+            off += 300;
+            let t = p.now_ns;
+            p.drive(t + gap, |_, _| false);
+        }
+        both_out.push(p.b.tx.outstanding_bytes() == 600);
+        let t = p.now_ns;
+        p.drive(t + 94 * MS, |_, _| false);
+    }
+    assert_eq!(both_out, [false, true, true, true]);
+    assert!(p.b.tx.cc_state().cwnd_bytes >= 2 * mss);
+}

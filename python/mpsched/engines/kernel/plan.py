@@ -20,6 +20,7 @@ from mpsched.engines.kernel.errors import TestbedConfigError
 from mpsched.engines.kernel.gso import lossy, with_gso
 from mpsched.engines.kernel.path_events import (collapse, delayer_event_keys, delayer_events, path_events,
                                                 stale_loss_cnt)
+from mpsched.engines.kernel.rpc import RpcPlan, rpc_plan
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
            "client_addr", "SERVER_ADDR", "MAX_PATHS"]
@@ -35,7 +36,6 @@ KERNEL_SCHEDULERS = ("linux", "default", "minrtt")
 UNLIMITED_QUEUE_BYTES = 1 << 30
 #: htb rate of a trace-driven link: the delayer is its bottleneck, the class only counts.
 TRACE_HTB_RATE_BPS = 10_000_000_000
-
 
 
 def client_addr(path: int) -> str:
@@ -139,16 +139,17 @@ class FlowPlan:
     cc: str
     paths: tuple[int, ...]
     direction: str        # "download" | "upload"
-    kind: str             # "sized" | "bulk"
-    size_bytes: int | None
+    kind: str             # "sized" | "bulk" | "rpc"
+    size_bytes: int | None  # rpc: all responses
     stop_ns: int | None
     start_ns: int
+    rpc: RpcPlan | None = None
 
     def line(self) -> str:
         """The flow's line in mpxfer's flows file (native/mpxfer.c)."""
-        amount = self.size_bytes if self.kind == "sized" else self.stop_ns
+        amount = {"sized": self.size_bytes, "bulk": self.stop_ns}.get(self.kind, self.rpc and self.rpc.requests)
         return (f"{self.flow_id} {self.protocol} {self.cc} {client_addr(self.paths[0])} "
-                f"{self.direction} {self.kind} {amount} {self.start_ns}")
+                f"{self.direction} {self.kind} {amount} {self.start_ns}" + (self.rpc.fields() if self.rpc else ""))
 
 
 @dataclass(frozen=True)
@@ -300,8 +301,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
             links.append(with_gso(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")), p.get("gso"), i))
 
     transports = cfg.get("transports") or []
-    mptcp_sets = set()
-    backups: set[int] = set()
+    mptcp_sets, backups = set(), set()
     for t_i, t in enumerate(transports):
         where = f"transports[{t_i}]"
         if t["protocol"] not in ("mptcp", "tcp"):
@@ -337,8 +337,8 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         if mss != 1448:
             raise TestbedConfigError("transports[0].mss_bytes", "the testbed's veths have MTU 1500, so MSS is 1448")
 
-    flows = []
-    seen = set()
+    flows: list[FlowPlan] = []
+    seen: set[int] = set()
     for f_i, f in enumerate(cfg.get("flows") or []):
         where = f"flows[{f_i}]"
         if f["id"] in seen:
@@ -349,13 +349,14 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         t = transports[f["transport"]]
         app = f["app"]
         kind = app["kind"]
-        if kind not in ("sized", "bulk"):
-            raise TestbedConfigError(f"{where}.app.kind", f"the testbed runs sized and bulk flows, not {kind!r}")
+        if kind not in ("sized", "bulk", "rpc"):
+            raise TestbedConfigError(f"{where}.app.kind", f"the testbed runs sized, bulk and rpc flows, not {kind!r}")
+        rpc = rpc_plan(app, f.get("direction", "download"), where) if kind == "rpc" else None
         flows.append(FlowPlan(
             flow_id=int(f["id"]), protocol=t["protocol"], cc=t["cc"], paths=tuple(t["paths"]),
             direction=f.get("direction", "download"), kind=kind,
-            size_bytes=int(app["size_bytes"]) if kind == "sized" else None,
-            stop_ns=int(app["stop_ns"]) if kind == "bulk" else None, start_ns=int(f["start_ns"])))
+            size_bytes=int(app["size_bytes"]) if kind == "sized" else rpc and rpc.requests * rpc.response_bytes,
+            stop_ns=int(app["stop_ns"]) if kind == "bulk" else None, start_ns=int(f["start_ns"]), rpc=rpc))
 
     cross = []
     for c_i, c in enumerate(cfg.get("cross_traffic") or []):
@@ -369,8 +370,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                stop_ns=int(c["stop_ns"])))
 
     links = delayer_events(collapse(links, link_events), link_events)
-    record = cfg.get("record") or {}
-    notes = []
+    record, notes = cfg.get("record") or {}, []
     # The kernel always autotunes its receive buffer (net.ipv4.tcp_moderate_rcvbuf = 1 and no
     # SO_RCVBUF) and joins with upstream timing (the in-kernel path manager acts once the
     # connection is fully established). The simulator's other settings, the defaults there,

@@ -23,6 +23,7 @@ from mpsched.engines.kernel.host import (
 )
 from mpsched.engines.kernel.network import Testbed
 from mpsched.engines.kernel.plan import SERVER_ADDR, FlowPlan, Plan, client_addr, make_plan
+from mpsched.engines.kernel.rpc import blocks_table
 
 __all__ = ["run_kernel", "run_once"]
 
@@ -278,7 +279,7 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         completed = bool(r.get("completed", False))
         end = r.get("end_ns")
         end_rel = end - epoch if end else None
-        fct = (end - r["connect_ns"]) if completed and f.kind == "sized" and end and r.get("connect_ns") else None
+        fct = (end - r["connect_ns"]) if completed and f.kind in ("sized", "rpc") and end and r.get("connect_ns") else None
         flows["flow_id"].append(f.flow_id)
         flows["protocol"].append(f.protocol)
         flows["scheduler"].append("linux")
@@ -312,7 +313,11 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         links["packets_dropped"].append(a.get("drops", 0) - b.get("drops", 0)
                                         + (trace_drops.get(lk.qnum, 0) if lk.trace is not None else 0))
         links["packets_lost"].append(lost.get(lk.qnum, 0) if lk.needs_delayer else 0)
-    return {"flows": flows, "subflows": subflows, "subflow_series": series, "conn_series": conn, "links": links}
+    tables = {"flows": flows, "subflows": subflows, "subflow_series": series, "conn_series": conn, "links": links}
+    rpcs = {f.flow_id: f.rpc for f in plan.flows if f.rpc is not None}
+    if rpcs:
+        tables["blocks"] = blocks_table(rpcs, [d for d in client if d.get("type") == "block"], plan.duration_ns)
+    return tables
 
 
 def _link_series(plan: Plan, epoch: int, samples: list[dict], before: dict) -> dict[str, list]:
@@ -338,7 +343,8 @@ def _link_series(plan: Plan, epoch: int, samples: list[dict], before: dict) -> d
 def run_kernel(config: dict[str, Any], repetitions: int = 1) -> Tables:
     """Run a normalized configuration on the real Linux MPTCP stack `repetitions` times, each on
     a freshly built testbed; returns the simulator's tables (`flows`, `subflows`,
-    `subflow_series`, `conn_series`, `links`), with a `repetition` column when repetitions > 1."""
+    `subflow_series`, `conn_series`, `links`; `blocks` for rpc flows), with a `repetition` column
+    when repetitions > 1."""
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
     plan = make_plan(config)

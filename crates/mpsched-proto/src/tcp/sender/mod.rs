@@ -69,6 +69,9 @@ pub struct AckOutcome {
     pub acked_bytes: u64,
     /// Bytes newly SACKed.
     pub sacked_bytes: u64,
+    /// Segments newly acknowledged, cumulatively or by SACK (Linux counts the window's growth
+    /// in these: `tcp_cong_control`'s `acked_sacked` is packets, whatever their size).
+    pub delivered_segs: u64,
     /// RTT sample taken.
     pub rtt_sample_ns: Option<u64>,
     /// A loss was detected.
@@ -111,7 +114,8 @@ pub struct Sender {
     path_up: bool,
     // Linux `tcp_cwnd_validate` state.
     is_cwnd_limited: bool,
-    max_out_bytes: u64,
+    /// Linux `max_packets_out`: segments outstanding at most in the current window round.
+    max_out_segs: u64,
     cwnd_usage_seq: u64,
     // OLIA loss intervals.
     l1_bytes: u64,
@@ -171,7 +175,7 @@ impl Sender {
             potentially_failed: false,
             path_up: true,
             is_cwnd_limited: false,
-            max_out_bytes: 0,
+            max_out_segs: 0,
             cwnd_usage_seq: 1,
             l1_bytes: 0,
             l2_bytes: 0,
@@ -297,6 +301,7 @@ impl Sender {
         let ack = seg.ack.min(self.snd_nxt);
         let una_advanced = ack > self.snd_una;
         self.board.set_min_rtt(self.rtt.min_rtt_ns);
+        let (segs_before, sacked_before) = (self.board.segs_out() as u64, self.board.sacked_segs());
         if una_advanced {
             // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
             if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
@@ -320,6 +325,11 @@ impl Sender {
         } else {
             0
         };
+        // Segments that left the board plus the change in SACKed ones (a SACKed segment that
+        // is then cumulatively acknowledged leaves both counts: it is not counted twice).
+        out.delivered_segs = (segs_before - self.board.segs_out() as u64
+            + self.board.sacked_segs())
+        .saturating_sub(sacked_before);
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
@@ -327,7 +337,7 @@ impl Sender {
         let delivered = out.acked_bytes + out.sacked_bytes;
         if self.state == CaState::Open && self.board.lost_bytes() == 0 {
             if delivered > 0 {
-                self.grow(now_ns, delivered, out.rtt_sample_ns, view);
+                self.grow(now_ns, out.delivered_segs, out.rtt_sample_ns, view);
             }
         } else {
             self.on_ack_with_loss(now_ns, delivered, una_advanced, newly_lost, out, view);
@@ -339,11 +349,16 @@ impl Sender {
         }
     }
 
-    fn grow(&mut self, now_ns: u64, delivered: u64, rtt: Option<u64>, view: &CoupledView<'_>) {
+    /// Window growth for `delivered_segs` segments acknowledged. Linux counts cwnd, the
+    /// segments acknowledged and the window's use in packets (`tcp_cong_avoid(sk, ack,
+    /// acked_sacked)`, `tcp_is_cwnd_limited`), so a small segment (an RPC request, a message)
+    /// grows the window by as much as a full one; in bytes here, one MSS a segment.
+    fn grow(&mut self, now_ns: u64, delivered_segs: u64, rtt: Option<u64>, view: &CoupledView<'_>) {
         let in_ss = self.tcb.in_slow_start();
+        let mss = self.tcb.mss_bytes;
         let sample = AckSample {
             now_ns,
-            acked_bytes: delivered,
+            acked_bytes: delivered_segs * mss,
             rtt_sample_ns: rtt,
             min_rtt_ns: self.rtt.min_rtt_ns,
             srtt_ns: self.rtt.srtt_ns,
@@ -351,7 +366,7 @@ impl Sender {
             snd_nxt: self.snd_nxt,
             // Linux `tcp_is_cwnd_limited`.
             cwnd_limited: self.is_cwnd_limited
-                || (in_ss && self.tcb.cwnd_bytes < 2 * self.max_out_bytes),
+                || (in_ss && self.tcb.cwnd_bytes < 2 * self.max_out_segs * mss),
             pacing_rate_bps: self.pacing_rate_bps(),
         };
         self.cc.inner_mut().on_ack(&mut self.tcb, &sample, view);
@@ -402,8 +417,8 @@ impl Sender {
         let Some(&front) = self.queue.front() else {
             // Linux's test is in packets (`tcp_write_xmit`: no cwnd quota left, i.e. packets
             // in flight >= snd_cwnd): the window is the limit when it has no room for one
-            // more full segment, not only when every byte of it is in flight.
-            let limited = self.board.pipe_bytes() + self.tcb.mss_bytes > self.tcb.cwnd_bytes;
+            // more segment, whatever the size of those in flight.
+            let limited = self.board.pipe_segs() >= self.cwnd_segs();
             self.cwnd_validate(limited);
             return None;
         };
@@ -447,9 +462,16 @@ impl Sender {
         Some(wrap(self.build(now_ns, seq, len as u32, dsn, fin)))
     }
 
-    fn can_send(&self, len: u64) -> bool {
-        let pipe = self.board.pipe_bytes();
-        pipe + len <= self.tcb.cwnd_bytes || pipe == 0
+    /// Linux `tcp_cwnd_test`: a segment goes out while fewer segments are in flight than the
+    /// window holds, whatever their sizes (a window of one segment carries one 300-byte
+    /// request at a time, not four).
+    fn can_send(&self, _len: u64) -> bool {
+        self.board.pipe_segs() < self.cwnd_segs()
+    }
+
+    /// The window in segments (Linux `snd_cwnd`): whole MSS in the window, at least one.
+    fn cwnd_segs(&self) -> u64 {
+        (self.tcb.cwnd_bytes / self.tcb.mss_bytes.max(1)).max(1)
     }
 
     fn can_send_new(&self, len: u64) -> bool {
@@ -503,13 +525,13 @@ impl Sender {
 
     /// Linux `tcp_cwnd_validate`: remember whether the window was the limit in this round.
     fn cwnd_validate(&mut self, limited: bool) {
-        let out = self.board.outstanding_bytes();
+        let out = self.board.segs_out() as u64;
         if self.snd_una >= self.cwnd_usage_seq
             || limited
-            || (!self.is_cwnd_limited && out > self.max_out_bytes)
+            || (!self.is_cwnd_limited && out > self.max_out_segs)
         {
             self.is_cwnd_limited = limited;
-            self.max_out_bytes = out;
+            self.max_out_segs = out;
             self.cwnd_usage_seq = self.snd_nxt;
         }
     }

@@ -41,7 +41,7 @@ impl Sender {
                     out.loss = Some(LossKind::FastRetransmit);
                     self.prr_update(delivered, una_advanced, newly_lost);
                 } else if delivered > 0 {
-                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
+                    self.grow(now_ns, out.delivered_segs, out.rtt_sample_ns, view);
                 }
             }
             CaState::Recovery => {
@@ -55,7 +55,7 @@ impl Sender {
             }
             CaState::Loss => {
                 if delivered > 0 {
-                    self.grow(now_ns, delivered, out.rtt_sample_ns, view);
+                    self.grow(now_ns, out.delivered_segs, out.rtt_sample_ns, view);
                 }
                 if self.snd_una >= self.high_seq {
                     self.state = CaState::Open;
