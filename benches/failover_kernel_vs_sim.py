@@ -10,9 +10,12 @@ the testbed lock):
     .venv/bin/python benches/failover_kernel_vs_sim.py --table /tmp/failover.jsonl
 
 WLAN 20 Mbit/s 20 ms + LTE 10 Mbit/s 60 ms, one BDP of queue each, `linux` with the kernel's
-autotuning and join timing, a bulk download for 9 s; at 3 s WLAN goes down (the client's
-interface), is blackholed, collapses to 500 kbit/s, loses 0 to 30 % of its packets on a 1 s
-ramp, or takes 150 ms more each way; lifted at 6 s. Each run appends one JSON
+autotuning and join timing, the paths carrying the sender's TSO skbs whole (`gso = true`) as the
+testbed's veths do, except WLAN under `loss_ramp`, whose delayer segments them (`--per-segment`:
+every segment a packet on both paths, the simulator's default), a bulk download for 9 s; at
+3 s WLAN goes down (the client's interface), is blackholed, collapses to 500 kbit/s, loses 0 to
+30 % of its packets on a 1 s ramp, or takes 150 ms more each way; lifted at 6 s. Each run
+appends one JSON
 line (kind, engine, repetition, failover / to 90 % / failback / longest stall in ms from
 `mpsched.metrics`, RTOs, MB delivered, the event's time and the WLAN srtt just before it);
 `--spread-ms S` spreads the event's time over [3 s, 3 s + S) across repetitions; `--table` prints per kind and engine the median and
@@ -42,11 +45,13 @@ name = "wlan"
 rate = "20Mbit"
 rtt = "20ms"
 queue = "1BDP"
+{wlan_gso}
 [[paths]]
 name = "lte"
 rate = "10Mbit"
 rtt = "60ms"
 queue = "1BDP"
+gso = true
 [connection]
 scheduler = "linux"
 rcv_buf_autotuning = true
@@ -71,6 +76,9 @@ KINDS = {"down": "", "blackhole": "", "rate_collapse": 'rate = "500kbit"',
          "loss_ramp": 'to_loss = "30%"\nramp = "1s"', "rtt_spike": 'extra_delay = "150ms"'}
 MEASURES = ("failover_ms", "failover90_ms", "failback_ms", "longest_stall_ms")
 SILENT = ("down", "blackhole")  # the path acknowledges nothing while the event lasts
+#: Kinds whose WLAN link drops single packets: the testbed's delayer segments the sender's TSO
+#: skbs there (a lossy link; `gso = true` is refused), so the simulator sends per segment too.
+PER_SEGMENT = ("loss_ramp",)
 
 
 def silence_ms(sub: pl.DataFrame, path: int, at_ns: int, end_ns: int) -> float | None:
@@ -99,9 +107,13 @@ def srtt_at_ms(sub: pl.DataFrame, path: int, at_ns: int) -> float | None:
     return None if p.is_empty() else p["srtt_ns"][-1] / 1e6
 
 
-def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0) -> dict:
+def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0, per_segment: bool = False) -> dict:
     at_ms = event_at_ms(seed, spread_ms)
-    cfg = to_config(mpsched.loads_scenario(TOML.format(kind=kind, extra=KINDS[kind], seed=seed, at_ms=at_ms)))
+    toml = TOML.format(kind=kind, extra=KINDS[kind], seed=seed, at_ms=at_ms,
+                       wlan_gso="" if kind in PER_SEGMENT else "gso = true")
+    if per_segment:
+        toml = toml.replace("gso = true\n", "")
+    cfg = to_config(mpsched.loads_scenario(toml))
     t = engines.run_config(cfg, engine)
     flows, conn = pl.DataFrame(t["flows"]), pl.DataFrame(t["conn_series"])
     events = pl.DataFrame(t["path_events"], schema_overrides={"end_ns": pl.Int64})
@@ -180,13 +192,16 @@ def main() -> None:
                     help="spread the event's time over [3 s, 3 s + this) across repetitions (0: all at 3 s)")
     ap.add_argument("--out")
     ap.add_argument("--table")
+    ap.add_argument("--per-segment", action="store_true",
+                    help="simulator: every segment a packet of its own on both paths (the comparison before "
+                         "2026-11-29 snd15), not the testbed's skbs")
     a = ap.parse_args()
     if a.table:
         table(a.table)
         return
     for kind in a.kind or KINDS:
         for rep in range(a.first_rep, a.first_rep + a.reps):
-            r = one_run(kind, a.engine or "sim", rep, a.spread_ms)
+            r = one_run(kind, a.engine or "sim", rep, a.spread_ms, a.per_segment)
             line = json.dumps(r)
             print(line, flush=True)
             if a.out:

@@ -314,3 +314,33 @@ fn an_upstream_join_whose_interface_is_down_is_never_made() {
     assert_eq!(sent_on_path1(0), 0);
     assert!(sent_on_path1(S) > 0);
 }
+
+#[test]
+fn a_rate_collapse_acts_on_the_queue_it_finds_and_its_end_on_the_queue_it_leaves() {
+    // Bulk over path 0 (10 Mbit/s, 10 ms one way, 100-packet queue); its downlink collapses to
+    // 500 kbit/s from 1 s to 3 s. A qdisc prices each packet at dequeue with the rate in force
+    // (htb/tbf after `tc class change`), so the packets queued at 1 s leave at 500 kbit/s and
+    // those queued at 3 s at 10 Mbit/s: the collapse is felt at once and its end too. (Before,
+    // the queue kept the pace it was accepted at: 97 kB came in the collapse's first 0.3 s,
+    // 17 kB in the 0.3 s after it; now 30 kB and 325 kB.)
+    let mut cfg = two_paths(8 * S);
+    cfg.transports.push(transport(Protocol::Mptcp, "minrtt", "cubic", vec![0]));
+    cfg.flows.push(sized(0, 0, 0, 6_000_000));
+    cfg.path_events = vec![PathEvent::Kind(PathImpairment::RateCollapse {
+        at_ns: S,
+        path: 0,
+        duration_ns: Some(2 * S),
+        direction: LinkDirection::Down,
+        rate_bps: 500_000,
+    })];
+    let rec = run(&cfg).unwrap();
+    let t = u64s(&rec, "conn_series", "time_ns");
+    let d = u64s(&rec, "conn_series", "delivered_bytes");
+    let at = |ns: u64| d[t.iter().position(|&x| x >= ns).unwrap()];
+    let first = at(S + 300 * MS) - at(S);
+    // 500 kbit/s for 0.3 s is 18.75 kB; the packet in service and those propagating add a few.
+    assert!(first < 50_000, "{first} bytes in the collapse's first 0.3 s");
+    let after = at(3 * S + 300 * MS) - at(3 * S);
+    // At 10 Mbit/s the 0.3 s after the end carry up to 375 kB.
+    assert!(after > 200_000, "{after} bytes in the 0.3 s after the collapse");
+}

@@ -7,7 +7,9 @@
 //! ([`super::Network::set_impairment`]). They apply to packets as the link accepts them: a
 //! packet already accepted keeps the schedule it was given (its serialisation end and arrival
 //! are computed at acceptance, see `link`), so a change takes effect for the packets that
-//! arrive at the link from the change on.
+//! arrive at the link from the change on. The one exception is the rate: a rate limit set or
+//! lifted re-times the packets still waiting in the queue (a qdisc prices each packet at
+//! dequeue with the rate in force then).
 
 use crate::rng::Rng;
 

@@ -125,6 +125,9 @@ struct Pending {
     end_ns: u64,
     /// Bytes the queue counts (framing included).
     bytes: u64,
+    /// The packet went on into the FIFO propagation pipe (not lost after the transmitter,
+    /// not reordered into the propagation slab): the pipe holds these in backlog order.
+    piped: bool,
 }
 
 /// Where an accepted packet goes next.
@@ -400,7 +403,7 @@ impl<P> Link<P> {
             (start_ns, end_ns)
         };
         self.free_at_ns = end_ns;
-        self.backlog.push_back(Pending { queued_ns: at_ns, start_ns, end_ns, bytes: size });
+        self.backlog.push_back(Pending { queued_ns: at_ns, start_ns, end_ns, bytes: size, piped: true });
         self.backlog_bytes += size;
         let mut arrive_ns = end_ns;
         if !BEFORE && self.plain {
@@ -409,15 +412,18 @@ impl<P> Link<P> {
         } else if !BEFORE {
             if self.loss.lose(&mut self.rng) {
                 self.stats.packets_lost_random += 1;
+                self.unpipe_last();
                 return Accepted::Dropped(pkt);
             }
             if !self.impairment.is_none() && self.impairment.loses(end_ns, &mut self.rng) {
                 self.stats.packets_lost_impairment += 1;
+                self.unpipe_last();
                 return Accepted::Dropped(pkt);
             }
             arrive_ns +=
                 self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
             if self.reorders() {
+                self.unpipe_last();
                 return Accepted::Arrives(arrive_ns, Some(pkt));
             }
         }
@@ -425,6 +431,94 @@ impl<P> Link<P> {
         self.last_arrival_ns = arrive_ns;
         self.pipe.push_back((arrive_ns, self.epoch, pkt));
         Accepted::Arrives(arrive_ns, None)
+    }
+
+    /// The packet just put in the backlog does not go into the pipe (lost after the
+    /// transmitter, or reordered).
+    #[inline(never)]
+    fn unpipe_last(&mut self) {
+        if let Some(p) = self.backlog.back_mut() {
+            p.piped = false;
+        }
+    }
+
+    /// The transmitter's rate changed at `now_ns` (a rate collapse set or lifted): the packets
+    /// still waiting in the queue are served at the new rate, from when the packet in service
+    /// ends (which finishes as scheduled). Linux's qdiscs work that way: htb and tbf price each
+    /// packet at dequeue with the rate in force then (`tc class change` / `tc qdisc change`
+    /// acts on the queue's contents at once), so the 50 kB a queue holds when a 20 Mbit/s link
+    /// collapses to 500 kbit/s take 0.8 s to drain, and those queued at 500 kbit/s when it
+    /// recovers drain in 20 ms. Their arrival times in the pipe move by the same amount (FIFO
+    /// order kept). Returns the pipe head's new arrival time when it moved: the caller
+    /// schedules an arrival event then (the old one finds the head not yet arrived and is
+    /// ignored, see [`Link::head_arrived`]). Links whose impairments come before the queue,
+    /// or whose jitter reorders packets, keep their schedule (their queue runs ahead of the
+    /// clock, or their packets' arrival events are already scheduled one by one).
+    pub(crate) fn retime_waiting(&mut self, now_ns: u64) -> Option<u64> {
+        if !self.after_queue || self.reorders() {
+            return None;
+        }
+        self.settle(now_ns);
+        let first = self.backlog.iter().position(|p| p.start_ns > now_ns)?;
+        if self.backlog.iter().skip(first).any(|p| p.end_ns == u64::MAX) {
+            return None; // stuck behind a capacity that never resumes
+        }
+        let mut free_ns = if first == 0 { now_ns } else { self.backlog[first - 1].end_ns };
+        let rate_limit_bps = if self.plain { None } else { self.impairment.rate_limit_bps };
+        // Shift of each re-timed packet that is in the pipe, in order.
+        let mut shifts: Vec<i128> = Vec::new();
+        for i in first..self.backlog.len() {
+            let p = self.backlog[i];
+            let start_ns = free_ns.max(p.queued_ns);
+            let (start_ns, end_ns) = match (&mut self.bucket, rate_limit_bps) {
+                (_, Some(rate_bps)) => (start_ns, start_ns + crate::time::serialization_ns(p.bytes, rate_bps.max(1))),
+                (Some(bucket), None) => {
+                    // A packet accepted under the collapse may be longer than the bucket:
+                    // it leaves at once (the collapse let it in).
+                    let t = bucket.depart(start_ns, p.bytes).unwrap_or(start_ns);
+                    (t, t)
+                }
+                (None, None) => {
+                    let mut s = start_ns;
+                    loop {
+                        match self.capacity.serve(s, p.bytes) {
+                            Service::DoneAt(t) => break (s, t),
+                            Service::WaitUntil(t) => s = t,
+                            Service::Never => break (s, u64::MAX),
+                        }
+                    }
+                }
+            };
+            if p.piped {
+                shifts.push(end_ns as i128 - p.end_ns as i128);
+            }
+            let q = &mut self.backlog[i];
+            q.start_ns = start_ns;
+            q.end_ns = end_ns;
+            free_ns = end_ns;
+        }
+        self.free_at_ns = free_ns;
+        // The re-timed packets are the pipe's last `shifts.len()` entries.
+        let n = self.pipe.len();
+        let from = n.checked_sub(shifts.len())?;
+        let old_head_ns = self.pipe.front().map(|e| e.0);
+        let mut last_ns = if from == 0 { 0 } else { self.pipe[from - 1].0 };
+        for (k, shift) in shifts.into_iter().enumerate() {
+            let e = &mut self.pipe[from + k];
+            let t = (e.0 as i128 + shift).clamp(0, u64::MAX as i128) as u64;
+            e.0 = t.max(last_ns);
+            last_ns = e.0;
+        }
+        self.last_arrival_ns = self.pipe.back().map_or(self.last_arrival_ns, |e| e.0);
+        let new_head_ns = self.pipe.front().map(|e| e.0);
+        (new_head_ns != old_head_ns).then_some(new_head_ns).flatten()
+    }
+
+    /// Whether the pipe's head has arrived by `now_ns`. An arrival event that finds it not
+    /// yet there was made stale by [`Link::retime_waiting`] (the head's new event follows).
+    #[inline]
+    pub(crate) fn head_arrived(&self, now_ns: u64) -> bool {
+        self.pipe.front().is_some_and(|e| e.0 <= now_ns)
     }
 
     /// Departure of a packet of `size` framed bytes from the token bucket, or `None` when tbf
@@ -449,7 +543,13 @@ impl<P> Link<P> {
     /// The capacity never resumes: the packet waits forever (and counts in the queue).
     fn stuck(&mut self, queued_ns: u64, start_ns: u64, size: u64) -> Accepted<P> {
         self.free_at_ns = u64::MAX;
-        self.backlog.push_back(Pending { queued_ns, start_ns: start_ns.max(1), end_ns: u64::MAX, bytes: size });
+        self.backlog.push_back(Pending {
+            queued_ns,
+            start_ns: start_ns.max(1),
+            end_ns: u64::MAX,
+            bytes: size,
+            piped: false,
+        });
         self.backlog_bytes += size;
         Accepted::Stuck
     }

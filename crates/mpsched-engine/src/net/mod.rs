@@ -254,6 +254,9 @@ impl<P> Network<P> {
         let (epoch, pkt) = match event {
             NetEvent::PipeArrive(link) => {
                 let l = &mut self.links[link as usize];
+                if !l.head_arrived(now_ns) {
+                    return None; // made stale by a rate change (`Link::retime_waiting`)
+                }
                 let (_, epoch, pkt) = l.pipe.pop_front()?;
                 if let Some(&(next_ns, _, _)) = l.pipe.front() {
                     sink.schedule(next_ns, NetEvent::PipeArrive(link));
@@ -312,11 +315,20 @@ impl<P> Network<P> {
         self.links[link as usize].impairment()
     }
 
-    /// Puts a link under `impairment` (replacing what was in force) from `now_ns` on: packets
-    /// the link accepts from now are treated under it; those already accepted keep their
-    /// schedule. [`Impairment::default`] lifts every impairment.
-    pub fn set_impairment(&mut self, link: LinkId, impairment: Impairment) {
-        self.links[link as usize].set_impairment(impairment);
+    /// Puts a link under `impairment` (replacing what was in force) at `now_ns`: packets the
+    /// link accepts from now are treated under it; those already accepted keep their loss,
+    /// delay and arrival, except that a change of the serialisation rate (a rate collapse set
+    /// or lifted) re-times the packets still waiting in the queue, as a qdisc re-reads its
+    /// rate at each dequeue (see `Link::retime_waiting`).
+    pub fn set_impairment(&mut self, now_ns: u64, link: LinkId, impairment: Impairment, sink: &mut impl NetSink<P>) {
+        let l = &mut self.links[link as usize];
+        let rate_changed = l.impairment().rate_limit_bps != impairment.rate_limit_bps;
+        l.set_impairment(impairment);
+        if rate_changed {
+            if let Some(head_ns) = l.retime_waiting(now_ns) {
+                sink.schedule(head_ns, NetEvent::PipeArrive(link));
+            }
+        }
     }
 }
 

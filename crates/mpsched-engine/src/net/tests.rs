@@ -183,7 +183,7 @@ fn impaired_run(
             }
         }
         while next_change < changes.len() && changes[next_change].0 <= t {
-            net.set_impairment(l, changes[next_change].1);
+            net.set_impairment(t, l, changes[next_change].1, &mut |w, e| q.push(w, e));
             next_change += 1;
         }
         net.send(t, r, 1500, t, &mut |w, e| q.push(w, e));
@@ -280,4 +280,71 @@ fn a_loss_ramp_loses_about_its_mean_probability_over_the_ramp_and_its_end_value_
     assert_eq!(lost(5, 6), 0.0);
     // The ramp rises: its second half loses more than its first.
     assert!(lost(2, 3) > lost(1, 2) + 0.1);
+}
+
+/// Sends `n` 1500-byte packets at time 0 into a one-link network, applies `changes` at their
+/// times while delivering; returns (arrival time, payload) of every delivered packet.
+fn burst_under_changes(s: LinkSpec, n: u64, changes: &[(u64, Impairment)]) -> Vec<(u64, u64)> {
+    let mut net = Network::new();
+    let l = net.add_link(s, Rng::stream(5, 0));
+    let r = net.add_route(vec![l]);
+    let mut q = EventQueue::new();
+    for i in 0..n {
+        net.send(0, r, 1500, i, &mut |w, e| q.push(w, e));
+    }
+    let mut got = Vec::new();
+    for &(at, imp) in changes {
+        while q.peek_time_ns().is_some_and(|t| t <= at) {
+            let Some((t, ev)) = q.pop() else { break };
+            if let Some(p) = net.handle(t, ev, &mut |w, e| q.push(w, e)) {
+                got.push((t, p.payload));
+            }
+        }
+        net.set_impairment(at, l, imp, &mut |w, e| q.push(w, e));
+    }
+    got.extend(drain(&mut net, &mut q).into_iter().map(|(t, p)| (t, p)));
+    got
+}
+
+#[test]
+fn a_rate_collapse_re_times_the_queue_it_finds_and_its_end_the_queue_it_leaves() {
+    // 12 Mbit/s (1 ms per packet), 10 ms: 20 packets at once queue up. The collapse to
+    // 1.2 Mbit/s (10 ms per packet) at 5.5 ms lets packet 5 (in service, 5-6 ms) finish,
+    // then serves the waiting ones at 10 ms each, as htb or tbf would after a rate change;
+    // the lift at 50 ms lets packet 10 (in service, 46-56 ms) finish and serves the rest at
+    // 1 ms each again. (Before: the queue kept the schedule of the rate it was accepted at,
+    // so the whole collapse's queue drained slowly after it ended.)
+    let slow = Impairment { rate_limit_bps: Some(1_200_000), ..Default::default() };
+    let got = burst_under_changes(
+        spec(12_000_000, 10 * NS_PER_MS),
+        20,
+        &[(5 * NS_PER_MS + NS_PER_MS / 2, slow), (50 * NS_PER_MS, Impairment::default())],
+    );
+    let end_ms = |i: u64| match i {
+        0..=5 => i + 1,
+        6..=10 => 6 + 10 * (i - 5),
+        _ => 56 + (i - 10),
+    };
+    let expected: Vec<(u64, u64)> = (0..20).map(|i| ((end_ms(i) + 10) * NS_PER_MS, i)).collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_re_timed_queue_head_arrives_at_its_new_time_not_its_old_event() {
+    // A token bucket of one frame at 12 Mbit/s, no delay: 10 packets at once leave 1 ms apart
+    // (0, 1, 2, ... ms), each arriving as it leaves. At 2.5 ms the pipe's head is packet 3,
+    // waiting for tokens (its arrival event is at 3 ms); the collapse serves it at 1.2 Mbit/s
+    // from 2.5 ms, so it arrives at 12.5 ms: the 3 ms event must not deliver it.
+    let mut s = spec(12_000_000, 0);
+    s.burst_bytes = Some(1500);
+    let slow = Impairment { rate_limit_bps: Some(1_200_000), ..Default::default() };
+    let got =
+        burst_under_changes(s, 10, &[(2 * NS_PER_MS + NS_PER_MS / 2, slow), (30 * NS_PER_MS, Impairment::default())]);
+    let order: Vec<u64> = got.iter().map(|g| g.1).collect();
+    assert_eq!(order, (0..10).collect::<Vec<_>>(), "all delivered, in order");
+    assert_eq!(got[3].0, 12 * NS_PER_MS + NS_PER_MS / 2);
+    assert_eq!(got[4].0, 22 * NS_PER_MS + NS_PER_MS / 2);
+    // Packet 5 is in service at the lift (22.5-32.5 ms); the rest follow at the bucket's pace.
+    assert_eq!(got[5].0, 32 * NS_PER_MS + NS_PER_MS / 2);
+    assert!(got[9].0 <= 36 * NS_PER_MS, "{:?}", got[9]);
 }

@@ -152,6 +152,7 @@ fn app_limited_download(
     total: u64,
     snd_autotune: bool,
     cc: &str,
+    mut observe: impl FnMut(&crate::mptcp::DataSender),
 ) -> (u64, bool, u64) {
     use crate::mptcp::{ConnConfig, DataReceiver, DataSender};
     use crate::sched::registry;
@@ -190,6 +191,7 @@ fn app_limited_download(
         }
         let used = p.b.app_written() - p.b.data_acked();
         excess = excess.max(used.saturating_sub(p.b.send_buffer_bytes()));
+        observe(&p.b);
         let until = p.now_ns + MS;
         p.drive(until, |_, _| false);
         p.now_ns = p.now_ns.max(until);
@@ -213,10 +215,11 @@ fn autotuned_send_buffer_holds_the_writer_back_behind_a_slow_paths_head_of_line(
     let fast = (50 * MBPS, 10 * MS);
     let slow = (15 * MBPS, 100 * MS);
     let total = 32 << 20;
-    let (two_fixed, _, _) = app_limited_download(vec![fast, slow], total, false, "cubic");
-    let (two_auto, two_held, excess) = app_limited_download(vec![fast, slow], total, true, "cubic");
-    let (one_fixed, _, _) = app_limited_download(vec![fast], total, false, "cubic");
-    let (one_auto, _, _) = app_limited_download(vec![fast], total, true, "cubic");
+    let (two_fixed, _, _) = app_limited_download(vec![fast, slow], total, false, "cubic", |_| {});
+    let (two_auto, two_held, excess) =
+        app_limited_download(vec![fast, slow], total, true, "cubic", |_| {});
+    let (one_fixed, _, _) = app_limited_download(vec![fast], total, false, "cubic", |_| {});
+    let (one_auto, _, _) = app_limited_download(vec![fast], total, true, "cubic", |_| {});
     assert!(two_held, "the writer was held back");
     // A write goes on while the buffer is below its size, a 32 KiB page frag at a time.
     assert!(
@@ -230,6 +233,50 @@ fn autotuned_send_buffer_holds_the_writer_back_behind_a_slow_paths_head_of_line(
     assert!(
         one_auto <= one_fixed * 102 / 100,
         "one path: {one_auto} autotuned vs {one_fixed} fixed"
+    );
+}
+
+#[test]
+fn mptcp_send_buffer_is_tcp_wmem0_plus_two_largest_cwnds_of_truesize_per_subflow() {
+    // Linux `tcp_sndbuf_expand`: a subflow's sk_sndbuf = 2 x max(TCP_INIT_CWND, cwnd) x per_mss
+    // (2304 bytes of truesize per segment on the testbed's kernel), grown on ACKs as cwnd grows
+    // and never shrunk; `__mptcp_sync_sndbuf`: the MPTCP socket's = tcp_wmem[0] + the
+    // subflows' (a join once established). Measured on the testbed (docs/testbed.md, Failover):
+    // msk sndbuf 1 137 664 = 4096 + 2 x 69 x 2304 + 2 x 177 x 2304, the subflows' largest cwnds.
+    use crate::mptcp::{SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
+    let (mut max_cwnd, mut last, mut fell, mut checked) = ([0u64; 2], 0u64, false, 0);
+    let observe = |tx: &crate::mptcp::DataSender| {
+        let mut expected = TCP_WMEM0_BYTES;
+        for (i, sf) in tx.subflows().iter().enumerate() {
+            let tcb = sf.cc_state();
+            let cwnd = tcb.cwnd_bytes / tcb.mss_bytes;
+            fell |= cwnd < max_cwnd[i];
+            max_cwnd[i] = max_cwnd[i].max(cwnd);
+            if i == 0 || sf.is_established() {
+                expected += 2 * max_cwnd[i].max(10) * SNDBUF_PER_MSS_BYTES;
+            }
+        }
+        let now = tx.send_buffer_bytes();
+        assert!(now >= last, "the send buffer shrank: {last} -> {now}");
+        last = now;
+        if fell {
+            // A cwnd fell (loss): the buffer keeps the largest (sampled every ms, so at least).
+            assert!(now >= expected, "{now} < {expected} after a loss");
+        } else {
+            assert_eq!(now, expected, "cwnds {max_cwnd:?}");
+            checked += 1;
+        }
+    };
+    let fast = (50 * MBPS, 10 * MS);
+    let slow = (15 * MBPS, 100 * MS);
+    app_limited_download(vec![fast, slow], 8 << 20, true, "cubic", observe);
+    assert!(
+        fell && checked > 50,
+        "losses seen: {fell}, samples before them: {checked}"
+    );
+    assert!(
+        max_cwnd.iter().all(|&c| c > 10),
+        "both subflows grew: {max_cwnd:?}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! Path events in the event loop: a path going down or coming back (links and hosts), and
 //! impairments set on and lifted from its links (hosts see nothing).
 
+use super::wire::Sink;
 use super::Simulation;
 use crate::config::{LinkDirection, PathEvent};
 use crate::path_events::PathAction;
@@ -19,10 +20,11 @@ impl Simulation<'_> {
                     LinkDirection::Up => [&[], &p.up],
                 };
                 // The hosts see nothing: only the links change.
+                let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
                 for &l in chains.into_iter().flatten() {
                     let mut imp = *self.net.impairment(l as LinkId);
                     e.apply(&mut imp, on);
-                    self.net.set_impairment(l as LinkId, imp);
+                    self.net.set_impairment(self.now_ns, l as LinkId, imp, &mut sink);
                 }
             }
         }
