@@ -11,8 +11,8 @@ covered, window) and the server's data (first sends, resends), in ms.
     flock /tmp/mpsched-testbed-queue.lock .venv/bin/python benches/probe_rcvbuf.py failover --rcvbuf 262144
 
 `rack`: plain TCP, 100 Mbit/s, 20 ms RTT, downloads of 20 segments (28 960 bytes), the first
-transmission of the last two dropped in the router (`iptables -m connbytes`: the connection's
-reply packets 21 and 22 = SYN-ACK, the ACK of the request, data 1..20; the endpoints send single
+transmission of the last two dropped in the router (`iptables -t mangle -m connbytes` ahead of the delayer: the
+connection's reply packets 21 and 22 = SYN-ACK, the ACK of the request, data 1..20; the endpoints send single
 segments, MPSCHED_TESTBED_SEGMENT=1). `failover`: MPTCP `linux` over 20 Mbit/s 20 ms + 10 Mbit/s
 60 ms, a bulk download, path `a` blackholed both ways at 2 s for 3 s. Root; about 10-15 s each.
 docs/testbed.md ("The initial rcv_ssthresh of a fixed buffer") has the numbers.
@@ -87,8 +87,10 @@ path = "a"
 at = "2s"
 duration = "3s"
 """
-# The connection's reply-direction packets 21-22: data segments 19 and 20 (see the module doc).
-DROP = ["iptables", "-I", "FORWARD", "1", "-p", "tcp", "--sport", str(SERVER_PORT), "-m", "connbytes",
+# The connection's reply-direction packets 21-22: data segments 19 and 20 (see the module doc),
+# dropped ahead of the delayer's NFQUEUE: conntrack counts a packet when it enters the router, so
+# a rule after the 10 ms delay reads the count of the whole flight (it dropped data 11-20).
+DROP = ["iptables", "-t", "mangle", "-I", "FORWARD", "1", "-p", "tcp", "--sport", str(SERVER_PORT), "-m", "connbytes",
         "--connbytes", "21:22", "--connbytes-dir", "reply", "--connbytes-mode", "packets", "-j", "DROP"]
 
 
