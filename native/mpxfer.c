@@ -336,6 +336,13 @@ static void *run_flow(void *p) {
     }
     set_cc(fd, f->cc);
     if (rpc) mpx_nodelay(fd);
+    // Probe hook (benches/probe_rcvbuf.py): a fixed receive buffer, as SO_RCVBUF sets it, which
+    // turns autotuning off (SOCK_RCVBUF_LOCK); FORCE passes net.core.rmem_max (root).
+    const char *rcvbuf = getenv("MPXFER_RCVBUF_BYTES");
+    if (rcvbuf && *rcvbuf) {
+        int v = atoi(rcvbuf);
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0) perror("mpxfer: SO_RCVBUFFORCE");
+    }
     struct sockaddr_in local = {.sin_family = AF_INET}, remote = {.sin_family = AF_INET};
     inet_pton(AF_INET, f->bind_ip, &local.sin_addr);
     inet_pton(AF_INET, f->server, &remote.sin_addr);

@@ -28,12 +28,14 @@ use std::collections::VecDeque;
 
 /// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`): the initial
 /// window `tcp_select_initial_window` offers, the buffer's window rounded down to whole
-/// segments, here still at most 65 535 bytes. Known difference: since "tcp: remove 64 KByte
-/// limit for initial tp->rcv_wnd value" (2024, in the 6.18 testbed kernel) Linux offers the
-/// whole initial space (only the SYN's unscaled field is capped). Lifting the cap changes the
-/// ACK timing of a large fixed buffer (no `tcp_grow_window` quickacks) and two tests built on
-/// it (`rack::with_rack_tlp_a_tail_loss_…`, `failover::linux_resends_the_head_data_frag_…`);
-/// not decided yet (docs/testbed.md, "Session 4: plain TCP receive window"). Autotuned
+/// segments, here still at most 65 535 bytes. Known difference, measured with SO_RCVBUF on the
+/// 6.18 testbed (docs/testbed.md, "The initial rcv_ssthresh of a fixed buffer"): the kernel
+/// offers the whole initial space at once (6 291 200 bytes for 6 MiB; MPTCP subflows start at
+/// 260 696 for 256 KiB) and still grows `rcv_ssthresh` from there, re-arming quickack, because
+/// the first skb's measured scaling ratio raises the clamp ~54 % above the initial space.
+/// Lifting only the cap loses that growth (delayed ACKs after 16 quickacks); modelling both
+/// (branch cap11-ratio) flips the race that `failover::linux_resends_the_head_data_frag_…`
+/// checks (MPTCP timer vs path 0's RTO, which the kernel's timer wins by 16-128 ms). Autotuned
 /// connections (the grid) start at 64 KiB and are not affected.
 fn initial_rcv_ssthresh(window_bytes: u64, mss_bytes: u64) -> u64 {
     let mss = mss_bytes.max(1);

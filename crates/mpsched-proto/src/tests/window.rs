@@ -77,7 +77,7 @@ fn plain_tcp_never_moves_the_right_edge_left() {
 }
 
 #[test]
-#[ignore = "known difference: the 64 KB cap is kept (tcp/receiver.rs, initial_rcv_ssthresh)"]
+#[ignore = "known difference: the 64 KB cap is kept; the kernel offers the whole space but keeps growing rcv_ssthresh (tcp/receiver.rs, initial_rcv_ssthresh)"]
 fn a_large_fixed_buffer_starts_rcv_ssthresh_at_the_whole_space() {
     // Since "tcp: remove 64 KByte limit for initial tp->rcv_wnd value" (2024, in the 6.18
     // testbed kernel) `tcp_select_initial_window` offers the whole initial space, rounded
