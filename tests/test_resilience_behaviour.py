@@ -135,3 +135,15 @@ def test_the_failure_metrics_are_empty_where_nothing_failed(tmp_path):
     # which minRTT does not use while "a" is faster
     spike = '[[path_events]]\nkind = "rtt_spike"\npath = "b"\nat = "2s"\nduration = "1s"\nextra_delay = "50ms"\n'
     assert _failover(_run(tmp_path, "minrtt", spike))["failover_ms"][0] == 0.0
+
+
+def test_min_rtt_moves_every_message_off_a_blackholed_path_at_its_first_timeout(tmp_path):
+    # After the first retransmission timeout on "a", minRTT sends new messages on "b" and the
+    # data "a" held (sent, and queued behind a window of one segment) is reinjected there (the
+    # out-of-tree kernel's mptcp_reinject_data walks the subflow's whole write queue): nothing
+    # waits for "a"'s backed-off timeouts, so every message sent from 1 s after the blackhole
+    # to its end (2 s to 5 s) meets its deadline over "b" alone.
+    res = _run(tmp_path, "minrtt", _event("blackhole"))
+    later = res.blocks.filter(pl.col("sent_ns").is_between(3_000_000_000, 5_000_000_000, closed="left"))
+    assert later.height == 100
+    assert not later["deadline_missed"].any(), later.filter(pl.col("deadline_missed"))["delay_ns"].max()

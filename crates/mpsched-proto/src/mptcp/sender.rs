@@ -528,13 +528,18 @@ impl DataSender {
         }
     }
 
+    /// Queues everything subflow `sf` holds for reinjection: what it sent and what waits in
+    /// its queue (the out-of-tree kernel's `mptcp_reinject_data` walks the whole write queue,
+    /// sent and unsent skbs). The window counts segments, so after an RTO a subflow of one
+    /// segment holds small messages it may not send until its next, backed-off, timeout.
     fn reinject_outstanding(&mut self, sf: usize) {
         if self.cfg.mode != Mode::Mptcp || self.subflows.len() < 2 {
             return;
         }
         let acked = self.data_acked;
         let chunks = &mut self.chunks;
-        for (dsn, len) in self.subflows[sf].unacked_mappings() {
+        let subflow = &self.subflows[sf];
+        for (dsn, len) in subflow.unacked_mappings().chain(subflow.unsent_mappings()) {
             chunks.add_reinject(dsn.max(acked), dsn + len);
         }
     }
@@ -560,11 +565,7 @@ impl DataSender {
         self.path_up ^= views::bit(subflow);
         self.touch(subflow);
         self.subflows[subflow].set_path_up(up, now_ns);
-        if !up && self.cfg.mode == Mode::Mptcp && self.subflows.len() > 1 {
-            let acked = self.data_acked;
-            for (dsn, len) in self.subflows[subflow].unsent_mappings() {
-                self.chunks.add_reinject(dsn.max(acked), dsn + len);
-            }
+        if !up {
             self.reinject_outstanding(subflow);
         }
         self.need_schedule = true;
