@@ -33,6 +33,7 @@ fn subflows(n: usize) -> Vec<SubflowView> {
                 ssthresh_bytes: 8 * MSS,
                 in_flight_bytes: cwnd_bytes / 2,
                 queued_bytes: 0,
+                segs_in_use: 0,
                 pacing_rate_bps: cwnd_bytes * 8 * 1_000_000_000 / srtt_ns * 12 / 10,
                 bytes_acked: 1_000_000 * (i as u64 + 1),
                 bytes_sent: 1_100_000 * (i as u64 + 1),

@@ -435,6 +435,21 @@ mod tests {
     }
 
     #[test]
+    fn a_window_full_of_small_segments_has_no_room_whatever_their_bytes() {
+        // Ten 160-byte messages in flight fill a ten-segment window (Linux counts packets);
+        // by their 1 600 bytes alone the window would look nearly empty.
+        let mut s = [sf(0, 10, 10), sf(1, 50, 10)];
+        s[0].in_flight_bytes = 1_600;
+        assert_eq!(s[0].free_cwnd_bytes(), 8 * MSS);
+        s[0].segs_in_use = 10;
+        assert_eq!(s[0].free_cwnd_bytes(), 0);
+        assert_eq!(min_rtt_select(&s, 0), Some(1));
+        s[0].segs_in_use = 9;
+        assert_eq!(s[0].free_cwnd_bytes(), MSS);
+        assert_eq!(min_rtt_select(&s, 0), Some(0));
+    }
+
+    #[test]
     fn reinjection_prefers_a_subflow_that_has_not_carried_it_and_reuses_when_all_have() {
         let s = [sf(0, 10, 10), sf(1, 50, 10)];
         assert_eq!(min_rtt_select(&s, 0b01), Some(1));

@@ -65,6 +65,7 @@ fn arb_subflow(id: usize) -> impl Strategy<Value = SubflowView> {
                     in_flight_bytes: infl.min(cwnd + 5) * MSS,
                     outstanding_bytes: infl.min(cwnd + 5) * MSS,
                     queued_bytes: queued * MSS,
+                    segs_in_use: 0,
                     pacing_rate_bps: if sampled { rate } else { 0 },
                     bytes_acked: 0,
                     bytes_sent: 0,

@@ -105,6 +105,10 @@ pub struct SubflowView {
     pub outstanding_bytes: u64,
     /// Bytes assigned to this subflow's send queue but not transmitted yet.
     pub queued_bytes: u64,
+    /// Segments in flight (Linux `tcp_packets_in_flight`) plus the segments the queued bytes
+    /// will leave as, whatever their sizes: the sender's window counts these. 0 where a view
+    /// is built by hand: the room is then reckoned from the byte counts alone.
+    pub segs_in_use: u64,
     /// Linux-style pacing rate, bit/s: ratio * cwnd / srtt, ratio 2.0 in slow start below
     /// ssthresh/2, else 1.2 (0 before the first RTT sample).
     pub pacing_rate_bps: u64,
@@ -120,7 +124,7 @@ pub struct SubflowView {
 
 impl SubflowView {
     /// Room in the congestion window after what is in flight and already queued, bytes, in
-    /// whole segments: Linux counts cwnd in packets (`tcp_cwnd_test`: `snd_cwnd` minus
+    /// whole segments (in flight and queued counted as [`Self::segs_in_use`] where larger): Linux counts cwnd in packets (`tcp_cwnd_test`: `snd_cwnd` minus
     /// `tcp_packets_in_flight`), so the room is floor(cwnd / MSS) packets minus the packets
     /// in flight or queued (a partial segment counts as one), times the MSS.
     #[inline]
@@ -130,7 +134,9 @@ impl SubflowView {
             return self.cwnd_bytes.saturating_sub(used);
         }
         let cwnd_pkts = self.cwnd_bytes / self.mss_bytes;
-        cwnd_pkts.saturating_sub(used.div_ceil(self.mss_bytes)) * self.mss_bytes
+        // Small segments (messages, requests) fill the window by count, not by bytes.
+        let used_pkts = used.div_ceil(self.mss_bytes).max(self.segs_in_use);
+        cwnd_pkts.saturating_sub(used_pkts) * self.mss_bytes
     }
 
     /// Can carry data at all (established, not potentially failed): the OOT

@@ -131,6 +131,7 @@ impl Model {
                 ssthresh_bytes: s.cwnd_bytes,
                 in_flight_bytes: s.in_flight_bytes,
                 queued_bytes: s.queue.iter().map(|q| q.1).sum(),
+                segs_in_use: 0,
                 pacing_rate_bps: s.cwnd_bytes * 8 * 1_000_000_000 / s.rtt_ns * 12 / 10,
                 bytes_acked: s.bytes_acked,
                 bytes_sent: s.bytes_sent,

@@ -27,6 +27,9 @@ impl Sender {
         v.in_flight_bytes = self.board.pipe_bytes();
         v.outstanding_bytes = self.board.outstanding_bytes();
         v.queued_bytes = self.queued_bytes;
+        let mss = self.tcb.mss_bytes.max(1);
+        let queued_segs: u64 = self.queue.iter().map(|m| m.len.div_ceil(mss)).sum();
+        v.segs_in_use = self.board.pipe_segs() + queued_segs;
         v.pacing_rate_bps = self.pacing_rate_bps();
         v.bytes_acked = self.stats.bytes_acked;
         v.bytes_sent = self.stats.bytes_sent;
