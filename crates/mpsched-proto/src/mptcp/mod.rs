@@ -162,29 +162,24 @@ impl ConnConfig {
         }
     }
 
+    /// What an endpoint keeps of this after building its subflows.
+    fn params(&self) -> ConnParams {
+        ConnParams {
+            mode: self.mode,
+            is_client: self.is_client,
+            join_timing: self.join_timing,
+            rcv_buf_autotuning: self.rcv_buf_autotuning,
+            snd_buf_autotuning: self.snd_buf_autotuning,
+            rcv_buf_bytes: self.rcv_buf_bytes,
+            snd_buf_bytes: self.snd_buf_bytes,
+        }
+    }
+
     fn subflow_count(&self) -> usize {
         if self.mode == Mode::Tcp {
             1
         } else {
             self.num_subflows.clamp(1, 64)
-        }
-    }
-
-    /// Client side: does this segment on subflow `sf` (whose handshake state is
-    /// `established` after it, `became_established` by it) trigger the joins?
-    fn triggers_joins(
-        &self,
-        sf: usize,
-        seg: &crate::tcp::Segment,
-        established: bool,
-        became_established: bool,
-    ) -> bool {
-        if !self.is_client || self.mode != Mode::Mptcp || sf != 0 || !established {
-            return false;
-        }
-        match self.join_timing {
-            JoinTiming::AfterSynAck => true,
-            JoinTiming::FullyEstablished => !became_established && !seg.has(crate::tcp::flags::SYN),
         }
     }
 
@@ -215,6 +210,40 @@ impl ConnConfig {
             (Mode::Mptcp, i) => HsOption::Join {
                 backup: self.backup.get(i).copied().unwrap_or(false),
             },
+        }
+    }
+}
+
+/// The part of a [`ConnConfig`] an endpoint reads after construction (the rest builds its
+/// subflows), kept by value: 24 bytes instead of the whole config with its `String` and `Vec`
+/// (two heap blocks) on both sides of every connection.
+#[derive(Debug, Clone, Copy)]
+struct ConnParams {
+    mode: Mode,
+    is_client: bool,
+    join_timing: JoinTiming,
+    rcv_buf_autotuning: bool,
+    snd_buf_autotuning: bool,
+    rcv_buf_bytes: u64,
+    snd_buf_bytes: u64,
+}
+
+impl ConnParams {
+    /// Client side: does this segment on subflow `sf` (whose handshake state is
+    /// `established` after it, `became_established` by it) trigger the joins?
+    fn triggers_joins(
+        &self,
+        sf: usize,
+        seg: &crate::tcp::Segment,
+        established: bool,
+        became_established: bool,
+    ) -> bool {
+        if !self.is_client || self.mode != Mode::Mptcp || sf != 0 || !established {
+            return false;
+        }
+        match self.join_timing {
+            JoinTiming::AfterSynAck => true,
+            JoinTiming::FullyEstablished => !became_established && !seg.has(crate::tcp::flags::SYN),
         }
     }
 }

@@ -19,13 +19,13 @@
 //! window is the grown value itself (Linux sizes the buffer from it with the measured
 //! payload/truesize `scaling_ratio` and advertises the window back from the buffer).
 
-use super::ConnConfig;
+use super::{ConnConfig, ConnParams};
 use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
 
 /// The receiving endpoint of a connection.
 #[derive(Debug)]
 pub struct DataReceiver {
-    cfg: ConnConfig,
+    cfg: ConnParams,
     subflows: Vec<Receiver>,
     /// Bit `i`: the path of subflow `i` is up (at most 64 subflows).
     path_up: u64,
@@ -97,7 +97,7 @@ impl DataReceiver {
             joins_started: false,
             route_down: 0,
             failed_joins: 0,
-            cfg,
+            cfg: cfg.params(),
         }
     }
 

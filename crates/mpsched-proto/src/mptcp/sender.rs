@@ -6,11 +6,14 @@ use super::stale::StaleTracker;
 
 mod msk_timer;
 mod views;
-use super::{subflow_sndbuf_bytes, ConnConfig, Mode};
+use super::{subflow_sndbuf_bytes, ConnConfig, ConnParams, Mode};
 use super::{PAGE_FRAG_BYTES, SNDBUF_PER_MSS_BYTES, TCP_WMEM0_BYTES};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
 use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
 use crate::tcp::{flags, Role, Segment, Sender};
+
+/// Refused actions by action kind and reason.
+type RejectionCounts = [[u64; Rejection::ALL.len()]; Action::KINDS.len()];
 
 /// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
 const MAX_SCHEDULE_ROUNDS: usize = 64;
@@ -18,7 +21,7 @@ const MAX_SCHEDULE_ROUNDS: usize = 64;
 /// The sending endpoint of a connection.
 #[derive(Debug)]
 pub struct DataSender {
-    cfg: ConnConfig,
+    cfg: ConnParams,
     subflows: Vec<Sender>,
     /// Subflow masks (bit `i` = subflow `i`; at most 64 subflows): announced to the scheduler,
     /// path up.
@@ -52,8 +55,9 @@ pub struct DataSender {
     /// Subflows whose local interface has no route now (bit per subflow); joins that failed.
     route_down: u64,
     failed_joins: u64,
-    /// Refused actions, by action kind ([`Action::kind_index`]) and reason.
-    rejections: [[u64; Rejection::ALL.len()]; Action::KINDS.len()],
+    /// Refused actions, by action kind ([`Action::kind_index`]) and reason; allocated at the
+    /// first refusal (most connections have none: 120 bytes kept out of every sender).
+    rejections: Option<Box<RejectionCounts>>,
     schedule_calls: u64,
     /// Per subflow: the largest congestion window so far, segments (send-buffer autotuning).
     max_cwnd_segments: Vec<u64>,
@@ -115,7 +119,7 @@ impl DataSender {
             joins_started: false,
             route_down: 0,
             failed_joins: 0,
-            rejections: Default::default(),
+            rejections: None,
             schedule_calls: 0,
             max_cwnd_segments: if cfg.snd_buf_autotuning {
                 vec![0; n]
@@ -124,7 +128,7 @@ impl DataSender {
             },
             writer_blocked: false,
             stale,
-            cfg,
+            cfg: cfg.params(),
         })
     }
 
@@ -350,7 +354,8 @@ impl DataSender {
                 match self.apply(a) {
                     Ok(()) => applied += 1,
                     Err(why) => {
-                        self.rejections[a.kind_index()][why.index()] += 1;
+                        self.rejections.get_or_insert_with(Default::default)[a.kind_index()]
+                            [why.index()] += 1;
                         sched.on_rejected(a, why, now_ns);
                     }
                 }

@@ -47,3 +47,33 @@ fn bulk_transfer_speed() {
     bulk(Mode::Mptcp, 2, 500 << 20, 1_000);
     bulk(Mode::Mptcp, 3, 500 << 20, 10_000);
 }
+
+/// Every concurrent flow holds these: a data sender with one subflow `Sender`, a data
+/// receiver with one `Receiver` (issue 17: peak memory per long flow). The config's `String`
+/// and `Vec` and the rarely set counters are not among them (`ConnParams`, the boxed
+/// rejection counts and the subflow's boxed rare counters): a field added to the hot state
+/// shows here.
+#[test]
+fn the_fixed_state_of_a_connection_stays_small() {
+    use std::mem::size_of;
+    assert!(
+        size_of::<DataSender>() <= 496,
+        "{}",
+        size_of::<DataSender>()
+    );
+    assert!(
+        size_of::<crate::tcp::Sender>() <= 784,
+        "{}",
+        size_of::<crate::tcp::Sender>()
+    );
+    assert!(
+        size_of::<DataReceiver>() <= 192,
+        "{}",
+        size_of::<DataReceiver>()
+    );
+    assert!(
+        size_of::<crate::tcp::Receiver>() <= 344,
+        "{}",
+        size_of::<crate::tcp::Receiver>()
+    );
+}

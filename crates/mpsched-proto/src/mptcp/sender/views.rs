@@ -124,7 +124,11 @@ impl DataSender {
 
     /// Rejected actions so far for reason `why`.
     pub fn rejections(&self, why: Rejection) -> u64 {
-        self.rejections.iter().map(|r| r[why.index()]).sum()
+        self.rejections
+            .iter()
+            .flat_map(|k| k.iter())
+            .map(|r| r[why.index()])
+            .sum()
     }
 
     /// Refused actions so far, `(action kind, reason, count)` for every non-zero count, in
@@ -132,7 +136,7 @@ impl DataSender {
     pub fn rejected_actions(&self) -> impl Iterator<Item = (&'static str, Rejection, u64)> + '_ {
         Action::KINDS
             .iter()
-            .zip(&self.rejections)
+            .zip(self.rejections.iter().flat_map(|k| k.iter()))
             .flat_map(|(kind, row)| {
                 Rejection::ALL
                     .iter()

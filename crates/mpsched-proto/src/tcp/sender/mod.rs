@@ -134,7 +134,19 @@ pub struct Sender {
     probe_due: bool,
     /// DATA_ACK to put on outgoing segments (reverse direction; set by the connection).
     pub data_ack_out: u64,
-    stats: SenderStats,
+    /// The counters of [`SenderStats`] that change per segment; the others (loss recovery,
+    /// resends) are in `rare`, allocated at the first such event: 56 bytes kept out of every
+    /// subflow that never has one.
+    stats: HotStats,
+    rare: Option<Box<SenderStats>>,
+}
+
+/// See [`Sender`]'s `stats`.
+#[derive(Debug, Clone, Copy, Default)]
+struct HotStats {
+    bytes_sent: u64,
+    bytes_acked: u64,
+    segments_sent: u64,
 }
 
 impl Sender {
@@ -186,7 +198,8 @@ impl Sender {
             tlp_retrans: false,
             probe_due: false,
             data_ack_out: 0,
-            stats: SenderStats::default(),
+            stats: HotStats::default(),
+            rare: None,
         }
     }
 
@@ -439,7 +452,10 @@ impl Sender {
         let dsn = head.dsn;
         let fin = head.data_fin && len == head.len;
         if let Some(kind) = head.resend {
-            self.stats.resent.add(kind, len);
+            self.rare
+                .get_or_insert_with(Default::default)
+                .resent
+                .add(kind, len);
         }
         head.dsn += len;
         head.len -= len;

@@ -72,14 +72,14 @@ impl Sender {
     pub(super) fn take_probe(&mut self, now_ns: u64) -> Option<SentSeg> {
         self.probe_due = false;
         if !self.queue.is_empty() {
-            self.stats.tail_loss_probes += 1;
+            self.rare_stats().tail_loss_probes += 1;
             return None;
         }
         // No new data: probe with the highest outstanding segment.
         let s = self.board.probe_last(now_ns)?;
         let len = s.len as u64;
-        self.stats.bytes_retransmitted += len;
-        self.stats.tail_loss_probes += 1;
+        self.rare_stats().bytes_retransmitted += len;
+        self.rare_stats().tail_loss_probes += 1;
         self.on_sent(now_ns, len);
         self.tlp_high_seq = Some(self.snd_nxt);
         self.tlp_retrans = true;
@@ -98,7 +98,7 @@ impl Sender {
         }
         self.board.mark_retransmitted(now_ns);
         let len = s.len as u64;
-        self.stats.bytes_retransmitted += len;
+        self.rare_stats().bytes_retransmitted += len;
         self.on_sent(now_ns, len);
         Some(Some(s))
     }
@@ -142,7 +142,7 @@ impl Sender {
         self.prr_out = 0;
         self.high_seq = self.snd_nxt;
         self.state = CaState::Recovery;
-        self.stats.fast_retransmits += 1;
+        self.rare_stats().fast_retransmits += 1;
         self.tlp_deadline = None;
         // Linux `tcp_init_cwnd_reduction`: the recovery ends any probe episode.
         self.tlp_high_seq = None;
@@ -217,7 +217,7 @@ impl Sender {
             self.tcb.ssthresh_bytes = ss;
             self.tcb.cwnd_bytes = ss.max(self.tcb.mss_bytes);
             self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
-            self.stats.tlp_recoveries += 1;
+            self.rare_stats().tlp_recoveries += 1;
             self.l1_bytes = self.l2_bytes;
             self.l2_bytes = 0;
         } else if !una_advanced && newly_sacked == 0 {
@@ -317,7 +317,7 @@ impl Sender {
             self.rto_deadline = None;
             return None;
         }
-        self.stats.rto_count += 1;
+        self.rare_stats().rto_count += 1;
         self.potentially_failed = true;
         // Linux `tcp_enter_loss`: a new ssthresh only for the first timeout of an episode.
         if self.state == CaState::Open || (self.state == CaState::Loss && self.backoff == 0) {

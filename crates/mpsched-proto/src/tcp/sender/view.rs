@@ -33,8 +33,13 @@ impl Sender {
         v.pacing_rate_bps = self.pacing_rate_bps();
         v.bytes_acked = self.stats.bytes_acked;
         v.bytes_sent = self.stats.bytes_sent;
-        v.bytes_retransmitted = self.stats.bytes_retransmitted;
-        v.rto_count = self.stats.rto_count;
+        if let Some(r) = self.rare.as_deref() {
+            v.bytes_retransmitted = r.bytes_retransmitted;
+            v.rto_count = r.rto_count;
+        } else {
+            v.bytes_retransmitted = 0;
+            v.rto_count = 0;
+        }
     }
 
     /// Linux `tcp_update_pacing_rate`: ratio * max(cwnd, outstanding) / srtt, ratio 200 % in
@@ -111,7 +116,18 @@ impl Sender {
     }
     /// Counters.
     pub fn stats(&self) -> SenderStats {
-        self.stats
+        SenderStats {
+            bytes_sent: self.stats.bytes_sent,
+            bytes_acked: self.stats.bytes_acked,
+            segments_sent: self.stats.segments_sent,
+            ..self.rare.as_deref().copied().unwrap_or_default()
+        }
+    }
+
+    /// The rarely changed counters, allocated on first use.
+    #[inline]
+    pub(super) fn rare_stats(&mut self) -> &mut SenderStats {
+        self.rare.get_or_insert_with(Default::default)
     }
     /// SYN retransmissions.
     pub fn syn_retransmits(&self) -> u64 {
