@@ -18,11 +18,11 @@ use super::capacity::{Capacity, CapacityConfig, Service};
 use super::impairment::Impairment;
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
+use super::ring::{PipeEntry, Ring};
 use super::shaper::{Impairments, TokenBucket};
 use super::Packet;
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// Everything that defines a link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,11 +116,11 @@ pub struct LinkStats {
     pub max_queue_bytes: u64,
 }
 
-/// A packet accepted and not yet fully served.
+/// A packet accepted and not yet fully served (24 bytes: when it reached the queue is kept
+/// apart, in `Link::queued`, and only where the impairments come first; elsewhere it reached
+/// the queue when the link accepted it, at or before any time the queue is asked about).
 #[derive(Debug, Clone, Copy)]
 struct Pending {
-    /// When it reached the queue (after the delay when the impairments come first).
-    queued_ns: u64,
     start_ns: u64,
     end_ns: u64,
     /// Bytes the queue counts (framing included).
@@ -166,14 +166,20 @@ pub(crate) struct Link<P> {
     has_bucket: bool,
     /// Accepted packets not yet fully served, in order (queue, start and end times
     /// non-decreasing).
-    backlog: VecDeque<Pending>,
+    backlog: Ring<Pending>,
     /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
-    pub(crate) pipe: VecDeque<(u64, u32, Packet<P>)>,
+    pub(crate) pipe: Ring<PipeEntry<P>>,
+    /// Leading packets of `pipe` that were on the link when it last went down (lost when they
+    /// arrive): the pipe is FIFO, so these are exactly the packets of an older epoch.
+    stale: usize,
     /// `spec.queue_bytes` and `spec.queue_packets` (hot copies).
     queue_bytes: Option<u64>,
     queue_packets: Option<u64>,
     pub(crate) stats: LinkStats,
     capacity: Capacity,
+    /// When each entry of `backlog` reached the queue, with the impairments before the queue
+    /// only (empty otherwise).
+    queued: Ring<u64>,
     /// Leading entries of `backlog` whose service started by `queue_clock_ns`, and their bytes
     /// (kept with the impairments before the queue only; zero otherwise).
     served: usize,
@@ -206,12 +212,14 @@ impl<P> Link<P> {
             loss: LossState::new(spec.loss.clone()),
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
-            backlog: VecDeque::new(),
+            backlog: Ring::new(),
+            queued: Ring::new(),
             backlog_bytes: 0,
             served: 0,
             served_bytes: 0,
             queue_clock_ns: 0,
-            pipe: VecDeque::new(),
+            pipe: Ring::new(),
+            stale: 0,
             free_at_ns: 0,
             rng,
             last_arrival_ns: 0,
@@ -279,14 +287,19 @@ impl<P> Link<P> {
                 self.served -= 1;
             }
             self.backlog.pop_front();
+            if !self.after_queue {
+                self.queued.pop_front();
+            }
         }
     }
 
     /// (bytes, packets) waiting at `now_ns`: in the queue, service not started.
     pub(crate) fn waiting(&self, now_ns: u64) -> (u64, u64) {
         let (mut bytes, mut packets) = (0, 0);
+        // After-queue links keep no queue times: every entry reached the queue by `now_ns`.
+        let mut queued = self.queued.iter().rev();
         for p in self.backlog.iter().rev() {
-            if p.queued_ns > now_ns {
+            if queued.next().is_some_and(|&q| q > now_ns) {
                 continue; // still in the delay line in front of the queue
             }
             if p.start_ns <= now_ns {
@@ -400,7 +413,10 @@ impl<P> Link<P> {
             (start_ns, end_ns)
         };
         self.free_at_ns = end_ns;
-        self.backlog.push_back(Pending { queued_ns: at_ns, start_ns, end_ns, bytes: size });
+        self.backlog.push_back(Pending { start_ns, end_ns, bytes: size });
+        if BEFORE {
+            self.queued.push_back(at_ns);
+        }
         self.backlog_bytes += size;
         let mut arrive_ns = end_ns;
         if !BEFORE && self.plain {
@@ -423,7 +439,7 @@ impl<P> Link<P> {
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
-        self.pipe.push_back((arrive_ns, self.epoch, pkt));
+        self.pipe.push_back(PipeEntry::new(arrive_ns, pkt));
         Accepted::Arrives(arrive_ns, None)
     }
 
@@ -449,7 +465,10 @@ impl<P> Link<P> {
     /// The capacity never resumes: the packet waits forever (and counts in the queue).
     fn stuck(&mut self, queued_ns: u64, start_ns: u64, size: u64) -> Accepted<P> {
         self.free_at_ns = u64::MAX;
-        self.backlog.push_back(Pending { queued_ns, start_ns: start_ns.max(1), end_ns: u64::MAX, bytes: size });
+        self.backlog.push_back(Pending { start_ns: start_ns.max(1), end_ns: u64::MAX, bytes: size });
+        if !self.after_queue {
+            self.queued.push_back(queued_ns);
+        }
         self.backlog_bytes += size;
         Accepted::Stuck
     }
@@ -465,11 +484,21 @@ impl<P> Link<P> {
         true
     }
 
-    /// A packet that entered in `epoch` reached the far end: it survives only if the link has
-    /// not gone down since.
+    /// The packet at the head of the pipe reached the far end: the entry, and whether the
+    /// link went down since the packet entered (it is lost).
     #[inline]
-    pub(crate) fn arrive_ok(&mut self, epoch: u32, size_bytes: u32) -> bool {
-        if !self.up || epoch != self.epoch {
+    pub(crate) fn pipe_pop(&mut self) -> Option<(PipeEntry<P>, bool)> {
+        let entry = self.pipe.pop_front()?;
+        let stale = self.stale > 0;
+        self.stale -= stale as usize;
+        Some((entry, stale))
+    }
+
+    /// A packet reached the far end (`stale`: the link went down since it entered): it
+    /// survives only if the link is up and has not gone down since.
+    #[inline]
+    pub(crate) fn arrive_ok(&mut self, stale: bool, size_bytes: u32) -> bool {
+        if !self.up || stale {
             self.stats.packets_lost_down += 1;
             return false;
         }
@@ -490,6 +519,7 @@ impl<P> Link<P> {
             // They are all in the pipe (or the propagation slab) and are counted as lost when
             // they would have arrived.
             self.backlog.clear();
+            self.queued.clear();
             self.backlog_bytes = 0;
             self.served = 0;
             self.served_bytes = 0;
@@ -499,6 +529,7 @@ impl<P> Link<P> {
                 bucket.reset(now_ns); // the qdisc is reset with the device (tbf_reset)
             }
             self.epoch = self.epoch.wrapping_add(1);
+            self.stale = self.pipe.len();
         }
     }
 }
