@@ -148,7 +148,7 @@ fn packets_on_a_link_when_it_goes_down_are_lost_and_those_sent_after_it_recovers
     let l = net.add_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
     let r = net.add_route(vec![l]);
     let mut q = EventQueue::new();
-    let mut send = |net: &mut Network<u64>, q: &mut EventQueue<NetEvent>, at_ns, payload| {
+    let send = |net: &mut Network<u64>, q: &mut EventQueue<NetEvent>, at_ns, payload| {
         net.send(at_ns, r, 1500, payload, &mut |t, e| q.push(t, e));
     };
     // 0..5 are on the link (queued or propagating) when it goes down at 2 ms; 5 and 6 enter
