@@ -281,9 +281,10 @@ impl<P> Link<P> {
         }
     }
 
-    /// Forgets packets whose service ended by `now_ns` (at most the queue's clock).
-    #[inline]
-    fn settle(&mut self, now_ns: u64) {
+    /// Forgets packets whose service ended by `now_ns` (at most the queue's clock). `BEFORE`:
+    /// the impairments come before the queue (the queue times in `queued` go too).
+    #[inline(always)]
+    fn settle<const BEFORE: bool>(&mut self, now_ns: u64) {
         while let Some(p) = self.backlog.front() {
             if p.end_ns > now_ns {
                 break;
@@ -295,7 +296,7 @@ impl<P> Link<P> {
                 self.served -= 1;
             }
             self.backlog.pop_front();
-            if !self.after_queue {
+            if BEFORE {
                 self.queued.pop_front();
             }
         }
@@ -370,11 +371,11 @@ impl<P> Link<P> {
             // The queue runs ahead of the clock: packets served by `at_ns` may not have been
             // forgotten yet.
             self.advance_queue(at_ns);
-            self.settle(now_ns);
+            self.settle::<true>(now_ns);
             (self.served_bytes, self.served)
         } else {
             // At the clock, only the packet in service (the first, if it started) is served.
-            self.settle(now_ns);
+            self.settle::<false>(now_ns);
             let in_service = self.backlog.front().filter(|p| p.start_ns <= now_ns);
             (in_service.map_or(0, |p| p.bytes), in_service.is_some() as usize)
         };
