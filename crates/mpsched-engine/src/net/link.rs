@@ -18,11 +18,13 @@ use super::capacity::{Capacity, CapacityConfig, Service};
 use super::impairment::Impairment;
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
+use super::ring::{PipeEntry, Ring};
 use super::shaper::{Impairments, TokenBucket};
 use super::Packet;
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+
+mod retime;
 
 /// Everything that defines a link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,8 +99,10 @@ impl LinkSpec {
     }
 }
 
-/// Counters of one link.
+/// Counters of one link (`repr(C)`: the four a hop updates first, in the link's third cache
+/// line; see `Link`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct LinkStats {
     /// Packets that left the link (not lost).
     pub packets_forwarded: u64,
@@ -106,28 +110,37 @@ pub struct LinkStats {
     pub bytes_forwarded: u64,
     /// Packets dropped because the queue was full.
     pub packets_dropped_queue: u64,
+    /// Largest queue occupancy seen, bytes.
+    pub max_queue_bytes: u64,
     /// Packets lost by the random loss model.
     pub packets_lost_random: u64,
     /// Packets lost because the link was down.
     pub packets_lost_down: u64,
     /// Packets lost to an impairment in force (blackhole, loss ramp).
     pub packets_lost_impairment: u64,
-    /// Largest queue occupancy seen, bytes.
-    pub max_queue_bytes: u64,
 }
 
-/// A packet accepted and not yet fully served.
+/// A packet accepted and not yet fully served (24 bytes: when it reached the queue is kept
+/// apart, in `Link::queued`, and only where the impairments come first; elsewhere it reached
+/// the queue when the link accepted it, at or before any time the queue is asked about).
 #[derive(Debug, Clone, Copy)]
 struct Pending {
-    /// When it reached the queue (after the delay when the impairments come first).
-    queued_ns: u64,
     start_ns: u64,
     end_ns: u64,
-    /// Bytes the queue counts (framing included).
-    bytes: u64,
+    /// Bytes the queue counts (framing included; a packet's `size_bytes` is a `u32` and the
+    /// framing at most `MAX_OVERHEAD_BYTES`, see `framed_u32`).
+    bytes: u32,
     /// The packet went on into the FIFO propagation pipe (not lost after the transmitter,
     /// not reordered into the propagation slab): the pipe holds these in backlog order.
     piped: bool,
+}
+
+/// A framed packet's size as `Pending` keeps it: at most `u32::MAX` bytes of packet plus
+/// `MAX_OVERHEAD_BYTES` of framing, and the simulator's packets are at most a 64 KB TSO skb.
+#[inline(always)]
+fn framed_u32(size: u64) -> u32 {
+    debug_assert!(size <= u32::MAX as u64, "a framed packet of {size} bytes");
+    size as u32
 }
 
 /// Where an accepted packet goes next.
@@ -143,9 +156,10 @@ pub(crate) enum Accepted<P> {
 }
 
 /// Fields in the order a packet's hop reads them (`repr(C)` keeps that order): the state a
-/// plain link (no loss, jitter, token bucket or impairment in force) needs per packet is in
-/// the first four cache lines, with copies of the few `spec` fields it reads, so that with
-/// thousands of links a hop misses the cache a few times rather than once per sub-structure.
+/// plain link (no loss, jitter, token bucket, capacity schedule or impairment in force) reads
+/// per packet is in its first three cache lines (the scalars; the two rings' headers; the
+/// flags and the counters a hop updates), with copies of the few `spec` fields it reads, so
+/// that with thousands of links a hop touches three lines of its link, not five.
 #[repr(C)]
 pub(crate) struct Link<P> {
     /// When the transmitter is next free.
@@ -157,8 +171,17 @@ pub(crate) struct Link<P> {
     /// `spec.overhead_bytes` and `spec.delay_ns` (hot copies; the spec never changes).
     overhead_bytes: u64,
     delay_ns: u64,
-    /// Incremented each time the link goes down: packets of an older epoch are lost.
-    epoch: u32,
+    /// The serialisation rate of a constant capacity (`capacity` is a rate without steps),
+    /// bit/s; 0 when the capacity varies or is zero (then `capacity` serves every packet).
+    fixed_rate_bps: u64,
+    /// `spec.queue_bytes` and `spec.queue_packets` (hot copies; `u64::MAX`: no limit).
+    queue_bytes: u64,
+    queue_packets: u64,
+    /// Accepted packets not yet fully served, in order (queue, start and end times
+    /// non-decreasing).
+    backlog: Ring<Pending>,
+    /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
+    pub(crate) pipe: Ring<PipeEntry<P>>,
     up: bool,
     /// `spec.impairments` is `AfterQueue` (hot copy).
     after_queue: bool,
@@ -167,16 +190,17 @@ pub(crate) struct Link<P> {
     plain: bool,
     /// A token bucket is configured (`bucket.is_some()`).
     has_bucket: bool,
-    /// Accepted packets not yet fully served, in order (queue, start and end times
-    /// non-decreasing).
-    backlog: VecDeque<Pending>,
-    /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
-    pub(crate) pipe: VecDeque<(u64, u32, Packet<P>)>,
-    /// `spec.queue_bytes` and `spec.queue_packets` (hot copies).
-    queue_bytes: Option<u64>,
-    queue_packets: Option<u64>,
+    /// Incremented each time the link goes down: packets of an older epoch are lost.
+    epoch: u32,
+    /// Leading packets of `pipe` that were on the link when it last went down (lost when they
+    /// arrive): the pipe is FIFO, so these are exactly the packets of an older epoch. (A pipe
+    /// of 2^32 packets would not fit memory.)
+    stale: u32,
     pub(crate) stats: LinkStats,
     capacity: Capacity,
+    /// When each entry of `backlog` reached the queue, with the impairments before the queue
+    /// only (empty otherwise).
+    queued: Ring<u64>,
     /// Leading entries of `backlog` whose service started by `queue_clock_ns`, and their bytes
     /// (kept with the impairments before the queue only; zero otherwise).
     served: usize,
@@ -199,22 +223,25 @@ impl<P> Link<P> {
         let mut link = Self {
             overhead_bytes: spec.overhead_bytes,
             delay_ns: spec.delay_ns,
+            fixed_rate_bps: if spec.capacity == CapacityConfig::Constant { spec.rate_bps } else { 0 },
             after_queue: spec.impairments == Impairments::AfterQueue,
             plain: false,
             has_bucket: spec.burst_bytes.is_some(),
-            queue_bytes: spec.queue_bytes,
-            queue_packets: spec.queue_packets,
+            queue_bytes: spec.queue_bytes.unwrap_or(u64::MAX),
+            queue_packets: spec.queue_packets.unwrap_or(u64::MAX),
             capacity: Capacity::new(&spec.capacity, spec.rate_bps),
             bucket: spec.burst_bytes.map(|b| TokenBucket::new(spec.rate_bps, b)),
             loss: LossState::new(spec.loss.clone()),
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
-            backlog: VecDeque::new(),
+            backlog: Ring::new(),
+            queued: Ring::new(),
             backlog_bytes: 0,
             served: 0,
             served_bytes: 0,
             queue_clock_ns: 0,
-            pipe: VecDeque::new(),
+            pipe: Ring::new(),
+            stale: 0,
             free_at_ns: 0,
             rng,
             last_arrival_ns: 0,
@@ -263,39 +290,45 @@ impl<P> Link<P> {
             if p.start_ns > at_ns || !predecessor_done {
                 break;
             }
-            self.served_bytes += p.bytes;
+            self.served_bytes += u64::from(p.bytes);
             self.served += 1;
         }
     }
 
-    /// Forgets packets whose service ended by `now_ns` (at most the queue's clock).
-    #[inline]
-    fn settle(&mut self, now_ns: u64) {
+    /// Forgets packets whose service ended by `now_ns` (at most the queue's clock). `BEFORE`:
+    /// the impairments come before the queue (the queue times in `queued` go too).
+    #[inline(always)]
+    fn settle<const BEFORE: bool>(&mut self, now_ns: u64) {
         while let Some(p) = self.backlog.front() {
             if p.end_ns > now_ns {
                 break;
             }
-            self.backlog_bytes -= p.bytes;
+            self.backlog_bytes -= u64::from(p.bytes);
             if self.served > 0 {
                 // end <= now <= queue clock: the entry is in the served prefix.
-                self.served_bytes -= p.bytes;
+                self.served_bytes -= u64::from(p.bytes);
                 self.served -= 1;
             }
             self.backlog.pop_front();
+            if BEFORE {
+                self.queued.pop_front();
+            }
         }
     }
 
     /// (bytes, packets) waiting at `now_ns`: in the queue, service not started.
     pub(crate) fn waiting(&self, now_ns: u64) -> (u64, u64) {
         let (mut bytes, mut packets) = (0, 0);
+        // After-queue links keep no queue times: every entry reached the queue by `now_ns`.
+        let mut queued = self.queued.iter().rev();
         for p in self.backlog.iter().rev() {
-            if p.queued_ns > now_ns {
+            if queued.next().is_some_and(|&q| q > now_ns) {
                 continue; // still in the delay line in front of the queue
             }
             if p.start_ns <= now_ns {
                 break;
             }
-            bytes += p.bytes;
+            bytes += u64::from(p.bytes);
             packets += 1;
         }
         (bytes, packets)
@@ -352,23 +385,21 @@ impl<P> Link<P> {
             // The queue runs ahead of the clock: packets served by `at_ns` may not have been
             // forgotten yet.
             self.advance_queue(at_ns);
-            self.settle(now_ns);
+            self.settle::<true>(now_ns);
             (self.served_bytes, self.served)
         } else {
             // At the clock, only the packet in service (the first, if it started) is served.
-            self.settle(now_ns);
+            self.settle::<false>(now_ns);
             let in_service = self.backlog.front().filter(|p| p.start_ns <= now_ns);
-            (in_service.map_or(0, |p| p.bytes), in_service.is_some() as usize)
+            (in_service.map_or(0, |p| u64::from(p.bytes)), in_service.is_some() as usize)
         };
         let size = pkt.size_bytes as u64 + self.overhead_bytes;
         // Waiting = every pending packet but those served by `at_ns`.
         let waiting_bytes = self.backlog_bytes - served_bytes;
         let waiting_packets = (self.backlog.len() - served) as u64;
         let (queue_bytes, queue_packets) = (self.queue_bytes, self.queue_packets);
-        let over = || {
-            queue_bytes.is_some_and(|l| waiting_bytes + size > l)
-                || queue_packets.is_some_and(|l| waiting_packets + 1 > l)
-        };
+        // (No limit is u64::MAX, which no count exceeds.)
+        let over = || waiting_bytes + size > queue_bytes || waiting_packets + 1 > queue_packets;
         // A rate collapse in force replaces the bucket's or the capacity model's rate (a
         // plain link has none in force).
         let rate_limit_bps = if self.plain { None } else { self.impairment.rate_limit_bps };
@@ -391,6 +422,9 @@ impl<P> Link<P> {
             let mut start_ns = self.free_at_ns.max(at_ns);
             let end_ns = if let Some(rate_bps) = rate_limit_bps {
                 start_ns + crate::time::serialization_ns(size, rate_bps.max(1))
+            } else if self.fixed_rate_bps > 0 {
+                // What `capacity.serve` computes for a constant positive rate.
+                start_ns + crate::time::serialization_ns(size, self.fixed_rate_bps)
             } else {
                 loop {
                     match self.capacity.serve(start_ns, size) {
@@ -403,7 +437,10 @@ impl<P> Link<P> {
             (start_ns, end_ns)
         };
         self.free_at_ns = end_ns;
-        self.backlog.push_back(Pending { queued_ns: at_ns, start_ns, end_ns, bytes: size, piped: true });
+        self.backlog.push_back(Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true });
+        if BEFORE {
+            self.queued.push_back(at_ns);
+        }
         self.backlog_bytes += size;
         let mut arrive_ns = end_ns;
         if !BEFORE && self.plain {
@@ -429,7 +466,7 @@ impl<P> Link<P> {
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
-        self.pipe.push_back((arrive_ns, self.epoch, pkt));
+        self.pipe.push_back(PipeEntry::new(arrive_ns, pkt));
         Accepted::Arrives(arrive_ns, None)
     }
 
@@ -440,85 +477,6 @@ impl<P> Link<P> {
         if let Some(p) = self.backlog.back_mut() {
             p.piped = false;
         }
-    }
-
-    /// The transmitter's rate changed at `now_ns` (a rate collapse set or lifted): the packets
-    /// still waiting in the queue are served at the new rate, from when the packet in service
-    /// ends (which finishes as scheduled). Linux's qdiscs work that way: htb and tbf price each
-    /// packet at dequeue with the rate in force then (`tc class change` / `tc qdisc change`
-    /// acts on the queue's contents at once), so the 50 kB a queue holds when a 20 Mbit/s link
-    /// collapses to 500 kbit/s take 0.8 s to drain, and those queued at 500 kbit/s when it
-    /// recovers drain in 20 ms. Their arrival times in the pipe move by the same amount (FIFO
-    /// order kept). Returns the pipe head's new arrival time when it moved: the caller
-    /// schedules an arrival event then (the old one finds the head not yet arrived and is
-    /// ignored, see [`Link::head_arrived`]). Links whose impairments come before the queue,
-    /// or whose jitter reorders packets, keep their schedule (their queue runs ahead of the
-    /// clock, or their packets' arrival events are already scheduled one by one).
-    pub(crate) fn retime_waiting(&mut self, now_ns: u64) -> Option<u64> {
-        if !self.after_queue || self.reorders() {
-            return None;
-        }
-        self.settle(now_ns);
-        let first = self.backlog.iter().position(|p| p.start_ns > now_ns)?;
-        if self.backlog.iter().skip(first).any(|p| p.end_ns == u64::MAX) {
-            return None; // stuck behind a capacity that never resumes
-        }
-        let mut free_ns = if first == 0 { now_ns } else { self.backlog[first - 1].end_ns };
-        let rate_limit_bps = if self.plain { None } else { self.impairment.rate_limit_bps };
-        // Shift of each re-timed packet that is in the pipe, in order.
-        let mut shifts: Vec<i128> = Vec::new();
-        for i in first..self.backlog.len() {
-            let p = self.backlog[i];
-            let start_ns = free_ns.max(p.queued_ns);
-            let (start_ns, end_ns) = match (&mut self.bucket, rate_limit_bps) {
-                (_, Some(rate_bps)) => (start_ns, start_ns + crate::time::serialization_ns(p.bytes, rate_bps.max(1))),
-                (Some(bucket), None) => {
-                    // A packet accepted under the collapse may be longer than the bucket:
-                    // it leaves at once (the collapse let it in).
-                    let t = bucket.depart(start_ns, p.bytes).unwrap_or(start_ns);
-                    (t, t)
-                }
-                (None, None) => {
-                    let mut s = start_ns;
-                    loop {
-                        match self.capacity.serve(s, p.bytes) {
-                            Service::DoneAt(t) => break (s, t),
-                            Service::WaitUntil(t) => s = t,
-                            Service::Never => break (s, u64::MAX),
-                        }
-                    }
-                }
-            };
-            if p.piped {
-                shifts.push(end_ns as i128 - p.end_ns as i128);
-            }
-            let q = &mut self.backlog[i];
-            q.start_ns = start_ns;
-            q.end_ns = end_ns;
-            free_ns = end_ns;
-        }
-        self.free_at_ns = free_ns;
-        // The re-timed packets are the pipe's last `shifts.len()` entries.
-        let n = self.pipe.len();
-        let from = n.checked_sub(shifts.len())?;
-        let old_head_ns = self.pipe.front().map(|e| e.0);
-        let mut last_ns = if from == 0 { 0 } else { self.pipe[from - 1].0 };
-        for (k, shift) in shifts.into_iter().enumerate() {
-            let e = &mut self.pipe[from + k];
-            let t = (e.0 as i128 + shift).clamp(0, u64::MAX as i128) as u64;
-            e.0 = t.max(last_ns);
-            last_ns = e.0;
-        }
-        self.last_arrival_ns = self.pipe.back().map_or(self.last_arrival_ns, |e| e.0);
-        let new_head_ns = self.pipe.front().map(|e| e.0);
-        (new_head_ns != old_head_ns).then_some(new_head_ns).flatten()
-    }
-
-    /// Whether the pipe's head has arrived by `now_ns`. An arrival event that finds it not
-    /// yet there was made stale by [`Link::retime_waiting`] (the head's new event follows).
-    #[inline]
-    pub(crate) fn head_arrived(&self, now_ns: u64) -> bool {
-        self.pipe.front().is_some_and(|e| e.0 <= now_ns)
     }
 
     /// Departure of a packet of `size` framed bytes from the token bucket, or `None` when tbf
@@ -544,12 +502,14 @@ impl<P> Link<P> {
     fn stuck(&mut self, queued_ns: u64, start_ns: u64, size: u64) -> Accepted<P> {
         self.free_at_ns = u64::MAX;
         self.backlog.push_back(Pending {
-            queued_ns,
             start_ns: start_ns.max(1),
             end_ns: u64::MAX,
-            bytes: size,
+            bytes: framed_u32(size),
             piped: false,
         });
+        if !self.after_queue {
+            self.queued.push_back(queued_ns);
+        }
         self.backlog_bytes += size;
         Accepted::Stuck
     }
@@ -565,11 +525,21 @@ impl<P> Link<P> {
         true
     }
 
-    /// A packet that entered in `epoch` reached the far end: it survives only if the link has
-    /// not gone down since.
+    /// The packet at the head of the pipe reached the far end: the entry, and whether the
+    /// link went down since the packet entered (it is lost).
     #[inline]
-    pub(crate) fn arrive_ok(&mut self, epoch: u32, size_bytes: u32) -> bool {
-        if !self.up || epoch != self.epoch {
+    pub(crate) fn pipe_pop(&mut self) -> Option<(PipeEntry<P>, bool)> {
+        let entry = self.pipe.pop_front()?;
+        let stale = self.stale > 0;
+        self.stale -= stale as u32;
+        Some((entry, stale))
+    }
+
+    /// A packet reached the far end (`stale`: the link went down since it entered): it
+    /// survives only if the link is up and has not gone down since.
+    #[inline]
+    pub(crate) fn arrive_ok(&mut self, stale: bool, size_bytes: u32) -> bool {
+        if !self.up || stale {
             self.stats.packets_lost_down += 1;
             return false;
         }
@@ -590,6 +560,7 @@ impl<P> Link<P> {
             // They are all in the pipe (or the propagation slab) and are counted as lost when
             // they would have arrived.
             self.backlog.clear();
+            self.queued.clear();
             self.backlog_bytes = 0;
             self.served = 0;
             self.served_bytes = 0;
@@ -599,6 +570,26 @@ impl<P> Link<P> {
                 bucket.reset(now_ns); // the qdisc is reset with the device (tbf_reset)
             }
             self.epoch = self.epoch.wrapping_add(1);
+            self.stale = self.pipe.len() as u32;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn a_plain_hop_reads_the_first_three_cache_lines_of_its_link() {
+        type L = Link<[u32; 2]>;
+        assert_eq!(size_of::<Pending>(), 24);
+        // Line 0: the scalars of the transmitter and the queue limits.
+        assert!(offset_of!(L, queue_packets) + 8 <= 64);
+        // Line 1: the headers of the backlog and the pipe.
+        assert!(offset_of!(L, backlog) >= 64 && offset_of!(L, pipe) + size_of::<Ring<PipeEntry<[u32; 2]>>>() <= 128);
+        // Line 2: the flags, the epoch and outage count, and the counters a hop updates.
+        let hot_stats_end = offset_of!(L, stats) + offset_of!(LinkStats, max_queue_bytes) + 8;
+        assert!(offset_of!(L, up) >= 128 && hot_stats_end <= 192, "hot counters end at {hot_stats_end}");
     }
 }

@@ -16,6 +16,7 @@ mod impairment;
 mod jitter;
 mod link;
 mod loss;
+mod ring;
 mod shaper;
 
 pub use capacity::{CapacityConfig, RateStep};
@@ -181,7 +182,7 @@ impl<P> Network<P> {
     /// order (what the event loop prefetches state for).
     #[inline]
     pub fn pipe_payload(&self, link: LinkId, ahead: usize) -> Option<&P> {
-        self.links[link as usize].pipe.get(ahead).map(|(_, _, p)| &p.payload)
+        self.links[link as usize].pipe.get(ahead).map(|e| &e.pkt.payload)
     }
 
     /// Starts loading the state a packet arriving on `link` reads first (its first cache
@@ -251,19 +252,25 @@ impl<P> Network<P> {
     /// Processes one network event. Returns a packet that reached the end of its route.
     #[inline]
     pub fn handle(&mut self, now_ns: u64, event: NetEvent, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
-        let (epoch, pkt) = match event {
+        let (stale, pkt) = match event {
             NetEvent::PipeArrive(link) => {
                 let l = &mut self.links[link as usize];
                 if !l.head_arrived(now_ns) {
-                    return None; // made stale by a rate change (`Link::retime_waiting`)
+                    // An event outdated by a rate change (`Link::retime_waiting`): the head's
+                    // new event follows.
+                    return None;
                 }
-                let (_, epoch, pkt) = l.pipe.pop_front()?;
-                if let Some(&(next_ns, _, _)) = l.pipe.front() {
-                    sink.schedule(next_ns, NetEvent::PipeArrive(link));
+                let (entry, stale) = l.pipe_pop()?;
+                if let Some(next) = l.pipe.front() {
+                    sink.schedule(next.arrive_ns(), NetEvent::PipeArrive(link));
                 }
-                (epoch, pkt)
+                (stale, entry.pkt)
             }
-            NetEvent::Arrive(idx) => self.propagating.remove(idx as usize),
+            NetEvent::Arrive(idx) => {
+                let (epoch, pkt) = self.propagating.remove(idx as usize);
+                let (id, _) = self.hop_link(pkt.route, pkt.hop);
+                (epoch != self.links[id as usize].epoch(), pkt)
+            }
             NetEvent::Enqueue(idx) => {
                 let (epoch, pkt) = self.propagating.remove(idx as usize);
                 let (id, _) = self.hop_link(pkt.route, pkt.hop);
@@ -278,21 +285,21 @@ impl<P> Network<P> {
                 return None;
             }
         };
-        self.forward(now_ns, epoch, pkt, sink)
+        self.forward(now_ns, stale, pkt, sink)
     }
 
-    /// A packet reached the far end of its current link: hand it to the next link, or return
-    /// it when its route ends here.
+    /// A packet reached the far end of its current link (`stale`: the link went down since it
+    /// entered): hand it to the next link, or return it when its route ends here.
     #[inline]
     fn forward(
         &mut self,
         now_ns: u64,
-        epoch: u32,
+        stale: bool,
         mut pkt: Packet<P>,
         sink: &mut impl NetSink<P>,
     ) -> Option<Packet<P>> {
         let (link, last) = self.hop_link(pkt.route, pkt.hop);
-        if !self.links[link as usize].arrive_ok(epoch, pkt.size_bytes) {
+        if !self.links[link as usize].arrive_ok(stale, pkt.size_bytes) {
             sink.dropped(pkt);
             return None;
         }

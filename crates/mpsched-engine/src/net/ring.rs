@@ -1,0 +1,163 @@
+//! The FIFO rings of a link (its backlog and its propagation pipe), and the record a pipe keeps
+//! per packet.
+//!
+//! A link's rings reach their peak length early (a bottleneck queue fills in its first
+//! seconds) and then cycle through their whole buffer, so every slot of the buffer is resident
+//! for the rest of the run. `VecDeque` doubles its buffer when full, which leaves up to half of
+//! it unused at the peak; [`Ring`] grows by a quarter instead (at least 4 slots), so at most a
+//! fifth of a ring's buffer is slack. The extra reallocations happen only while a ring grows
+//! towards its peak.
+
+use super::Packet;
+use std::collections::VecDeque;
+
+/// A FIFO queue whose buffer grows by a quarter when full (see the module comment).
+#[derive(Debug, Clone)]
+pub(crate) struct Ring<T>(VecDeque<T>);
+
+impl<T> Ring<T> {
+    pub(crate) const fn new() -> Self {
+        Self(VecDeque::new())
+    }
+
+    #[inline(always)]
+    pub(crate) fn push_back(&mut self, value: T) {
+        if self.0.len() == self.0.capacity() {
+            self.grow();
+        }
+        self.0.push_back(value);
+    }
+
+    /// Room for a quarter more (at least 4): out of line, it runs only while the ring grows.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        self.0.reserve_exact((self.0.len() / 4).max(4));
+    }
+
+    #[inline(always)]
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        self.0.pop_front()
+    }
+
+    #[inline(always)]
+    pub(crate) fn front(&self) -> Option<&T> {
+        self.0.front()
+    }
+
+    #[inline(always)]
+    pub(crate) fn back(&self) -> Option<&T> {
+        self.0.back()
+    }
+
+    #[inline(always)]
+    pub(crate) fn back_mut(&mut self) -> Option<&mut T> {
+        self.0.back_mut()
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self, index: usize) -> Option<&T> {
+        self.0.get(index)
+    }
+
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
+        self.0.iter()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
+impl<T> std::ops::Index<usize> for Ring<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, index: usize) -> &T {
+        &self.0[index]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Ring<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, index: usize) -> &mut T {
+        &mut self.0[index]
+    }
+}
+
+/// A packet propagating on a FIFO link, with its arrival time at the far end. The time is kept
+/// as two 32-bit halves so that the record has the packet's 4-byte alignment: 28 bytes with
+/// the simulator's 8-byte payload rather than 32. (Whether the packet was on the link when it
+/// last went down is not kept per packet: see `Link::stale`.)
+#[derive(Debug, Clone)]
+pub(crate) struct PipeEntry<P> {
+    arrive_lo: u32,
+    arrive_hi: u32,
+    pub(crate) pkt: Packet<P>,
+}
+
+impl<P> PipeEntry<P> {
+    #[inline(always)]
+    pub(crate) fn new(arrive_ns: u64, pkt: Packet<P>) -> Self {
+        Self { arrive_lo: arrive_ns as u32, arrive_hi: (arrive_ns >> 32) as u32, pkt }
+    }
+
+    #[inline(always)]
+    pub(crate) fn arrive_ns(&self) -> u64 {
+        (self.arrive_hi as u64) << 32 | self.arrive_lo as u64
+    }
+
+    /// Moves the arrival (a rate change re-timed the packet, see `Link::retime_waiting`).
+    pub(crate) fn set_arrive_ns(&mut self, arrive_ns: u64) {
+        (self.arrive_lo, self.arrive_hi) = (arrive_ns as u32, (arrive_ns >> 32) as u32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipe_entry_with_an_8_byte_payload_is_28_bytes_and_keeps_its_time() {
+        assert_eq!(std::mem::size_of::<PipeEntry<[u32; 2]>>(), 28);
+        for t in [0, 1, u32::MAX as u64, 1 << 32, (7 << 32) | 12_345, u64::MAX] {
+            let e = PipeEntry::new(t, Packet { size_bytes: 1, route: 0, hop: 0, payload: [0u32; 2] });
+            assert_eq!(e.arrive_ns(), t);
+        }
+    }
+
+    #[test]
+    fn a_ring_keeps_fifo_order_and_grows_by_a_quarter() {
+        let mut r = Ring::new();
+        let (mut next_out, mut peak) = (0, 0);
+        for i in 0..10_000u32 {
+            r.push_back(i);
+            peak = peak.max(r.len());
+            if i % 3 == 0 {
+                assert_eq!(r.pop_front(), Some(next_out));
+                next_out += 1;
+            }
+            // A full ring grows by max(len / 4, 4): never more than a quarter above its peak
+            // (doubling would leave up to the peak again).
+            assert!(r.capacity() <= peak + (peak / 4).max(4), "capacity {} for a peak of {peak}", r.capacity());
+        }
+        assert_eq!(r.len(), 10_000 - next_out as usize);
+        assert_eq!(r.front(), Some(&next_out));
+        assert_eq!(r.get(1), Some(&(next_out + 1)));
+        assert!(r.iter().copied().eq(next_out..10_000));
+    }
+}
