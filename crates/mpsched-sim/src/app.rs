@@ -9,6 +9,28 @@ use crate::config::AppConfig;
 use crate::endpoint::Endpoint;
 use crate::units::{cbr_blocks, interval_units, Trigger, UnitApp, UnitRecord};
 
+/// Bytes a sized or bulk sender hands the socket per write: the testbed's `mpxfer` waits for
+/// `POLLOUT` and then makes one non-blocking `send` of at most this much (`CHUNK_BYTES`,
+/// native/mpxfer.c). With the socket writable only while a third of its send buffer is free,
+/// a buffer larger than three chunks is kept between two thirds full and two thirds plus a
+/// chunk, not topped up to full.
+const WRITE_CHUNK_BYTES: u64 = 256 * 1024;
+
+/// Writes up to `want_bytes` a chunk at a time while the socket takes more; returns the bytes
+/// written.
+fn write_chunks(now_ns: u64, sender: &mut dyn Endpoint, want_bytes: u64) -> u64 {
+    let mut written = 0;
+    while written < want_bytes {
+        let n = sender.send_buffer_free().min(WRITE_CHUNK_BYTES).min(want_bytes - written);
+        if n == 0 {
+            break;
+        }
+        sender.write(now_ns, n);
+        written += n;
+    }
+    written
+}
+
 /// The application of one flow.
 #[derive(Debug)]
 pub(crate) enum App {
@@ -72,11 +94,7 @@ impl App {
                 if *closed {
                     return;
                 }
-                let n = sender.send_buffer_free().min(*remaining_bytes);
-                if n > 0 {
-                    sender.write(now_ns, n);
-                    *remaining_bytes -= n;
-                }
+                *remaining_bytes -= write_chunks(now_ns, sender, *remaining_bytes);
                 if *remaining_bytes == 0 {
                     sender.close(now_ns);
                     *closed = true;
@@ -87,10 +105,7 @@ impl App {
                     return;
                 }
                 if now_ns < *stop_ns {
-                    let free = sender.send_buffer_free();
-                    if free > 0 {
-                        sender.write(now_ns, free);
-                    }
+                    write_chunks(now_ns, sender, u64::MAX);
                 } else {
                     sender.close(now_ns);
                     *closed = true;

@@ -61,8 +61,6 @@ pub struct DataSender {
     schedule_calls: u64,
     /// Per subflow: the largest congestion window so far, segments (send-buffer autotuning).
     max_cwnd_segments: Vec<u64>,
-    /// Send-buffer autotuning: the writer filled the buffer and waits to be woken.
-    writer_blocked: bool,
     /// Upstream stale-subflow detection and its MPTCP-level timer, when the scheduler runs on
     /// the upstream kernel's machinery.
     stale: Option<StaleTracker>,
@@ -126,7 +124,6 @@ impl DataSender {
             } else {
                 Vec::new()
             },
-            writer_blocked: false,
             stale,
             cfg: cfg.params(),
         })
@@ -158,24 +155,22 @@ impl DataSender {
         }
         self.app_written += bytes;
         self.need_schedule = true;
-        if self.cfg.snd_buf_autotuning && self.unacked_written() >= self.send_buffer_bytes() {
-            self.writer_blocked = true;
-        }
     }
 
     fn unacked_written(&self) -> u64 {
         self.app_written - self.data_acked
     }
 
-    /// Linux wakes a writer that filled the send buffer only once a third of it is free
-    /// again (`sk_stream_write_space` / `mptcp_poll`: `sk_stream_wspace >=
-    /// sk_stream_min_wspace`, i.e. free >= queued / 2).
-    fn update_writer_blocked(&mut self) {
-        if self.writer_blocked {
-            let used = self.unacked_written();
-            let free = self.send_buffer_bytes().saturating_sub(used);
-            self.writer_blocked = free < used / 2;
-        }
+    /// Linux reports the socket writable only while a third of the send buffer is free
+    /// (`mptcp_poll` -> `__mptcp_stream_is_writeable` / `sk_stream_write_space`:
+    /// `sk_stream_wspace >= sk_stream_min_wspace`, i.e. free >= queued / 2), whether the writer
+    /// polls (the testbed's `mpxfer`: `poll` for `POLLOUT`, then one non-blocking `send`) or
+    /// sleeps in `sk_stream_wait_memory` after filling the buffer: a writer that stopped waits
+    /// for a third of the buffer, and a polling writer's chunks stop at that threshold.
+    fn stream_writeable(&self) -> bool {
+        let used = self.unacked_written();
+        let free = self.send_buffer_bytes().saturating_sub(used);
+        free > 0 && free >= used / 2
     }
 
     /// The application will write no more.
@@ -187,15 +182,15 @@ impl DataSender {
     /// Room in the send buffer: what the application may write now. The buffer holds the
     /// bytes written and not DATA_ACKed; its size is `snd_buf_bytes`, or with
     /// [`ConnConfig::snd_buf_autotuning`] the autotuned [`DataSender::send_buffer_bytes`]
-    /// (a write goes on while the buffer is below it, a page frag at a time; a writer that
-    /// filled it may write again once a third of it is free).
+    /// (a write goes on while the buffer is below it, a page frag at a time, and only while
+    /// the socket is writable: a third of the buffer free).
     pub fn send_buffer_free(&self) -> u64 {
         let used = self.unacked_written();
         let hard = self.cfg.snd_buf_bytes.saturating_sub(used);
         if !self.cfg.snd_buf_autotuning {
             return hard;
         }
-        if self.writer_blocked {
+        if !self.stream_writeable() {
             return 0;
         }
         let room = self.send_buffer_bytes().saturating_sub(used);
@@ -311,7 +306,6 @@ impl DataSender {
             }
             self.restart_rtx_timer(now_ns);
         }
-        self.update_writer_blocked();
     }
 
     fn is_path_up(&self, sf: usize) -> bool {

@@ -152,6 +152,19 @@ fn app_limited_download(
     total: u64,
     snd_autotune: bool,
     cc: &str,
+    observe: impl FnMut(&crate::mptcp::DataSender),
+) -> (u64, bool, u64) {
+    chunked_download(paths, total, snd_autotune, cc, u64::MAX, observe)
+}
+
+/// [`app_limited_download`] with a writer that hands the socket at most `chunk` bytes per
+/// write (the testbed's `mpxfer`: one non-blocking `send` of up to 256 KiB per `POLLOUT`).
+fn chunked_download(
+    paths: Vec<PathSpec>,
+    total: u64,
+    snd_autotune: bool,
+    cc: &str,
+    chunk: u64,
     mut observe: impl FnMut(&crate::mptcp::DataSender),
 ) -> (u64, bool, u64) {
     use crate::mptcp::{ConnConfig, DataReceiver, DataSender};
@@ -177,16 +190,17 @@ fn app_limited_download(
     }
     let (mut remaining, mut held_back, mut excess) = (total, false, 0);
     while !(p.a.delivered_bytes() == total && p.b.is_done()) {
-        let free = p.b.send_buffer_free();
-        if remaining > 0 {
-            let w = free.min(remaining);
-            held_back |= w < remaining;
-            if w > 0 {
-                p.b.write(w, p.now_ns);
-                remaining -= w;
-                if remaining == 0 {
-                    p.b.close();
-                }
+        while remaining > 0 {
+            let free = p.b.send_buffer_free();
+            let w = free.min(remaining).min(chunk);
+            held_back |= free < remaining;
+            if w == 0 {
+                break;
+            }
+            p.b.write(w, p.now_ns);
+            remaining -= w;
+            if remaining == 0 {
+                p.b.close();
             }
         }
         let used = p.b.app_written() - p.b.data_acked();
@@ -233,6 +247,37 @@ fn autotuned_send_buffer_holds_the_writer_back_behind_a_slow_paths_head_of_line(
     assert!(
         one_auto <= one_fixed * 102 / 100,
         "one path: {one_auto} autotuned vs {one_fixed} fixed"
+    );
+}
+
+#[test]
+fn a_polling_writer_keeps_the_send_buffer_two_thirds_full_not_full() {
+    // `mptcp_poll` reports POLLOUT only while a third of the send buffer is free
+    // (`__mptcp_stream_is_writeable`: `sk_stream_wspace >= sk_stream_min_wspace`), and the
+    // testbed's writer then makes one non-blocking send of at most 256 KiB. So once the buffer
+    // is larger than three such chunks it never fills: the data written and not DATA_ACKed
+    // stays under two thirds of it plus a chunk (and a page frag of rounding). A write of
+    // whatever room is left whenever any is left would keep it full, and a subflow that goes
+    // silent then strands a buffer's worth on the other one instead of about two thirds.
+    let chunk = 256 << 10;
+    let (mut peak_over, mut big_seen) = (0i64, false);
+    let observe = |tx: &crate::mptcp::DataSender| {
+        let size = tx.send_buffer_bytes();
+        if size < 4 * chunk {
+            return;
+        }
+        big_seen = true;
+        let used = tx.app_written() - tx.data_acked();
+        let ceiling = size * 2 / 3 + chunk + crate::mptcp::PAGE_FRAG_BYTES;
+        peak_over = peak_over.max(used as i64 - ceiling as i64);
+    };
+    let paths = vec![(50 * MBPS, 10 * MS), (15 * MBPS, 100 * MS)];
+    let (_, held, _) = chunked_download(paths, 32 << 20, true, "cubic", chunk, observe);
+    assert!(held, "the writer was held back");
+    assert!(big_seen, "the send buffer grew past four chunks");
+    assert!(
+        peak_over <= 0,
+        "{peak_over} bytes above two thirds of the buffer plus a chunk"
     );
 }
 

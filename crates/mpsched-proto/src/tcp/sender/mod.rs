@@ -105,6 +105,7 @@ pub struct Sender {
     state: CaState,
     /// Recovery point (RFC 6675 RecoveryPoint / Linux `high_seq`).
     high_seq: u64,
+    /// PRR state in packets, as Linux keeps it (`prr_delivered`, `prr_out`, `prior_cwnd`).
     prr_delivered: u64,
     prr_out: u64,
     prior_cwnd: u64,
@@ -528,7 +529,8 @@ impl Sender {
         self.stats.bytes_sent += len;
         self.stats.segments_sent += 1;
         if self.state == CaState::Recovery {
-            self.prr_out += len;
+            // Linux `prr_out`: packets sent in recovery, whatever their size.
+            self.prr_out += 1;
         }
         // RFC 6298 (5.1): start the timer if it is not running.
         if self.rto_deadline.is_none() {

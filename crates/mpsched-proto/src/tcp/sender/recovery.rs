@@ -39,7 +39,7 @@ impl Sender {
                 if self.board.lost_bytes() > 0 {
                     self.enter_recovery(now_ns, view);
                     out.loss = Some(LossKind::FastRetransmit);
-                    self.prr_update(delivered, una_advanced, newly_lost);
+                    self.prr_update(out.delivered_segs, una_advanced, newly_lost);
                 } else if delivered > 0 {
                     self.grow(now_ns, out.delivered_segs, out.rtt_sample_ns, view);
                 }
@@ -50,7 +50,7 @@ impl Sender {
                     self.state = CaState::Open;
                     self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
                 } else {
-                    self.prr_update(delivered, una_advanced, newly_lost);
+                    self.prr_update(out.delivered_segs, una_advanced, newly_lost);
                 }
             }
             CaState::Loss => {
@@ -137,7 +137,7 @@ impl Sender {
             .inner_mut()
             .ssthresh_on_loss(&self.tcb, now_ns, view);
         self.tcb.ssthresh_bytes = ss;
-        self.prior_cwnd = self.tcb.cwnd_bytes.max(1);
+        self.prior_cwnd = self.cwnd_segs();
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.high_seq = self.snd_nxt;
@@ -152,37 +152,39 @@ impl Sender {
 
     /// RFC 6937 PRR as Linux 6.18's `tcp_cwnd_reduction()` applies it: proportional while pipe
     /// exceeds ssthresh, then up to ssthresh by what is owed (plus one segment when the
-    /// cumulative ACK advanced and nothing new was marked lost).
-    pub(super) fn prr_update(&mut self, delivered: u64, una_advanced: bool, newly_lost: u64) {
-        if delivered == 0 {
+    /// cumulative ACK advanced and nothing new was marked lost). Counted in packets, as Linux
+    /// counts them: `delivered_segs` are the segments this ACK newly delivered, each once
+    /// (`tcp_newly_delivered`; a segment SACKed earlier and now cumulatively acknowledged is
+    /// not delivered again), `prr_out` the segments sent, pipe `tcp_packets_in_flight`. Counted
+    /// in acknowledged bytes, the ACK that repairs a hole re-delivered everything SACKed above
+    /// it and released that much at once (a 34-segment burst into a 2 Mbit/s path).
+    pub(super) fn prr_update(&mut self, delivered_segs: u64, una_advanced: bool, newly_lost: u64) {
+        if delivered_segs == 0 {
             return;
         }
-        let mss = self.tcb.mss_bytes;
-        self.prr_delivered += delivered;
-        let pipe = self.board.pipe_bytes();
-        let ss = self.tcb.ssthresh_bytes;
+        let mss = self.tcb.mss_bytes.max(1);
+        self.prr_delivered += delivered_segs;
+        let pipe = self.board.pipe_segs();
+        let ss = self.tcb.ssthresh_bytes / mss;
+        let prior_cwnd = self.prior_cwnd.max(1);
         let mut sndcnt = if pipe > ss {
-            let num = ss as u128 * self.prr_delivered as u128 + self.prior_cwnd as u128 - 1;
-            ((num / self.prior_cwnd as u128) as u64).saturating_sub(self.prr_out)
+            let num = ss as u128 * self.prr_delivered as u128 + prior_cwnd as u128 - 1;
+            ((num / prior_cwnd as u128) as u64).saturating_sub(self.prr_out)
         } else {
             // Linux 6.x: what PRR still owes (delivered minus sent) or this ACK's delivery,
             // one segment more when the cumulative ACK advanced and nothing new was lost.
             let owed = self
                 .prr_delivered
                 .saturating_sub(self.prr_out)
-                .max(delivered);
-            let bonus = if una_advanced && newly_lost == 0 {
-                mss
-            } else {
-                0
-            };
+                .max(delivered_segs);
+            let bonus = u64::from(una_advanced && newly_lost == 0);
             (ss - pipe).min(owed + bonus)
         };
         // Linux: force the fast retransmit upon entering recovery.
         if self.prr_out == 0 {
-            sndcnt = sndcnt.max(mss);
+            sndcnt = sndcnt.max(1);
         }
-        self.tcb.cwnd_bytes = (pipe + sndcnt).max(mss);
+        self.tcb.cwnd_bytes = (pipe + sndcnt).max(1) * mss;
     }
 
     /// Linux `tcp_process_tlp_ack`, for an ACK at or beyond the probe's `snd_nxt`: a probe of
@@ -355,17 +357,72 @@ mod tests {
         let mut s = Sender::established(TcpConfig::default(), crate::cc::build("reno").unwrap());
         let mss = s.tcb.mss_bytes;
         s.tcb.ssthresh_bytes = 10 * mss;
-        s.prior_cwnd = 20 * mss;
+        s.prior_cwnd = 20;
         // A SACK of three segments that also marks one lost.
-        s.prr_update(3 * mss, false, mss);
+        s.prr_update(3, false, mss);
         assert_eq!(s.tcb.cwnd_bytes, 3 * mss);
         // One segment went out; the next SACK delivers one and marks another lost: PRR still
         // owes 4 - 1 = 3 segments (the CRB-only rule would allow 1).
-        s.prr_out = mss;
-        s.prr_update(mss, false, mss);
+        s.prr_out = 1;
+        s.prr_update(1, false, mss);
         assert_eq!(s.tcb.cwnd_bytes, 3 * mss);
         // A cumulative ACK with no new loss: owed 5 - 1 = 4, plus one.
-        s.prr_update(mss, true, 0);
+        s.prr_update(1, true, 0);
         assert_eq!(s.tcb.cwnd_bytes, 5 * mss);
+    }
+
+    #[test]
+    fn the_ack_that_repairs_a_hole_adds_only_the_retransmission_to_prr() {
+        // Linux counts what an ACK newly delivers once (`tcp_clean_rtx_queue` counts a SACKed
+        // skb's cumulative ACK in `sacked_out`, not in `delivered`), and PRR adds only that.
+        // 40 segments out; segment 0 and 11..38 are lost, 1..10 and 39 SACKed: recovery
+        // (ssthresh 20, pipe 0) resends 11. The ACK of segment 0's retransmission then moves
+        // snd_una over the ten SACKed segments: one segment delivered, so PRR lets out two
+        // (what it owes, 12 - 11, plus one), not twelve.
+        use crate::tcp::Segment;
+        let mut s = Sender::established(TcpConfig::default(), crate::cc::build("reno").unwrap());
+        let mss = s.tcb.mss_bytes;
+        s.tcb.cwnd_bytes = 40 * mss;
+        s.queue(0, 100 * mss, false);
+        let send_all = |s: &mut Sender, now: u64| {
+            let mut n = 0;
+            while s.poll_transmit(now).is_some() {
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(send_all(&mut s, 0), 40);
+        let seq = |i: u64| 1 + i * mss;
+        let ack = |to: u64, blocks: &[(u64, u64)]| {
+            let mut a = Segment {
+                flags: crate::tcp::flags::ACK,
+                ack: to,
+                ts_ecr: 1,
+                ..Default::default()
+            };
+            for (k, &b) in blocks.iter().enumerate() {
+                a.sack[k] = b;
+            }
+            a.sack_len = blocks.len() as u8;
+            a
+        };
+        let ms = 1_000_000;
+        s.handle_segment(
+            20 * ms,
+            &ack(seq(0), &[(seq(1), seq(11)), (seq(39), seq(40))]),
+        );
+        assert_eq!(s.ca_state(), CaState::Recovery);
+        assert_eq!(
+            send_all(&mut s, 20 * ms),
+            11,
+            "PRR resends what was delivered"
+        );
+        s.handle_segment(40 * ms, &ack(seq(11), &[(seq(39), seq(40))]));
+        assert_eq!(s.ca_state(), CaState::Recovery);
+        assert_eq!(
+            send_all(&mut s, 40 * ms),
+            2,
+            "the repair ACK delivered one segment"
+        );
     }
 }
