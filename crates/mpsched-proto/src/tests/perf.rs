@@ -52,7 +52,9 @@ fn bulk_transfer_speed() {
 /// receiver with one `Receiver` (issue 17: peak memory per long flow). The config's `String`
 /// and `Vec` and the rarely set counters are not among them (`ConnParams`, the boxed
 /// rejection counts and the subflow's boxed rare counters): a field added to the hot state
-/// shows here.
+/// shows here. Sender 784 -> 800 B: the scoreboard's lost and retransmitted segment counts (the
+/// window counted in segments, rpck15); Receiver 344 -> 360 B: the receiver-side RTT sample
+/// kept as Linux 6.16+ keeps it (tcp11j).
 #[test]
 fn the_fixed_state_of_a_connection_stays_small() {
     use std::mem::size_of;
@@ -62,7 +64,7 @@ fn the_fixed_state_of_a_connection_stays_small() {
         size_of::<DataSender>()
     );
     assert!(
-        size_of::<crate::tcp::Sender>() <= 784,
+        size_of::<crate::tcp::Sender>() <= 800,
         "{}",
         size_of::<crate::tcp::Sender>()
     );
@@ -72,7 +74,7 @@ fn the_fixed_state_of_a_connection_stays_small() {
         size_of::<DataReceiver>()
     );
     assert!(
-        size_of::<crate::tcp::Receiver>() <= 344,
+        size_of::<crate::tcp::Receiver>() <= 360,
         "{}",
         size_of::<crate::tcp::Receiver>()
     );
