@@ -8,39 +8,9 @@
 
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262 // include/uapi/linux/in.h
-// mpxfer.c
-short mpx_wait_fd(int fd, short events, uint64_t abs_ns); // revents, 0 on timeout
-void mpx_report_conn(uint64_t flow_id, uint64_t now_ns, uint64_t delivered);
-int mpx_stopping(void);
-
-// mpxfer_rpc.c
-void mpx_nodelay(int fd);
-// Issues the requests (the stream starts with `rq`), reads the responses; fills sent_ns and
-// delivered_ns (per request, `*answered` of them delivered). Returns -1 if the connection failed.
-int mpx_rpc_client(int fd, const struct mpx_request *rq, const struct mpx_rpc_spec *s, uint64_t *sent_ns,
-                   uint64_t *delivered_ns, uint64_t *answered, uint64_t *response_bytes_read);
-// Serves requests of `request_bytes` with responses of `response_bytes` until the client closes.
-void mpx_rpc_serve(int fd, uint64_t flow_id, uint64_t request_bytes, uint64_t response_bytes, uint64_t sample_ns,
-                   uint64_t give_up_abs);
-
 #endif
 #ifndef SOL_MPTCP
 #define SOL_MPTCP 284 // include/linux/socket.h
-// mpxfer.c
-short mpx_wait_fd(int fd, short events, uint64_t abs_ns); // revents, 0 on timeout
-void mpx_report_conn(uint64_t flow_id, uint64_t now_ns, uint64_t delivered);
-int mpx_stopping(void);
-
-// mpxfer_rpc.c
-void mpx_nodelay(int fd);
-// Issues the requests (the stream starts with `rq`), reads the responses; fills sent_ns and
-// delivered_ns (per request, `*answered` of them delivered). Returns -1 if the connection failed.
-int mpx_rpc_client(int fd, const struct mpx_request *rq, const struct mpx_rpc_spec *s, uint64_t *sent_ns,
-                   uint64_t *delivered_ns, uint64_t *answered, uint64_t *response_bytes_read);
-// Serves requests of `request_bytes` with responses of `response_bytes` until the client closes.
-void mpx_rpc_serve(int fd, uint64_t flow_id, uint64_t request_bytes, uint64_t response_bytes, uint64_t sample_ns,
-                   uint64_t give_up_abs);
-
 #endif
 
 // Request a client sends right after connect(), network byte order on the wire.
