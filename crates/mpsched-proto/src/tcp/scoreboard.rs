@@ -419,70 +419,6 @@ impl Scoreboard {
         newly
     }
 
-    /// RACK (RFC 8985 §6.2, Linux `tcp_rack_detect_loss`) for first transmissions, used instead
-    /// of [`Scoreboard::update_lost`] when RACK-TLP is on: a segment sent before the most
-    /// recently sent delivered one is lost once `RACK.rtt + reo_wnd` has passed since it was
-    /// sent. Returns (bytes newly marked lost, reordering-timer deadline if one is needed).
-    pub fn rack_mark_lost(&mut self, now_ns: u64, reo_wnd_ns: u64) -> (u64, Option<u64>) {
-        let mut newly = 0;
-        loop {
-            let idx = (self.loss_ptr - self.front_abs) as usize;
-            if idx >= self.segs.len() {
-                return (newly, None);
-            }
-            let mut s = self.get(idx);
-            let len = s.len as u64;
-            if s.flags & SACKED != 0 {
-                self.sacked_below_ptr_bytes += len;
-                self.sacked_below_ptr_segs += 1;
-                self.loss_ptr += 1;
-                continue;
-            }
-            let (xmit_ns, end) = (s.xmit_ns, s.seq + len);
-            if !self.sent_before_rack(xmit_ns, end) {
-                return (newly, None);
-            }
-            let deadline = xmit_ns + self.rack_rtt_ns + reo_wnd_ns;
-            if now_ns < deadline {
-                return (newly, Some(deadline));
-            }
-            if s.flags & LOST == 0 {
-                s.flags |= LOST;
-                self.put(idx, &s);
-                self.lost_bytes += len;
-                self.lost_segs += 1;
-                newly += len;
-            }
-            self.loss_ptr += 1;
-        }
-    }
-
-    /// Sets the minimum RTT used to judge retransmitted deliveries.
-    pub fn set_min_rtt(&mut self, min_rtt_ns: u64) {
-        self.min_rtt_ns = min_rtt_ns;
-    }
-
-    /// RFC 8985 §6.1 / Linux `tcp_rack_advance`: remember the most recently sent delivered
-    /// segment. A retransmitted one counts only if delivered at least min RTT after it was
-    /// last sent (otherwise the original may have been the one delivered).
-    fn rack_advance(&mut self, s: &SentSeg, now_ns: u64) {
-        let rtt = now_ns.saturating_sub(s.xmit_ns);
-        if s.ever_retx && rtt < self.min_rtt_ns {
-            return;
-        }
-        let end = s.seq + s.len as u64;
-        if (s.xmit_ns, end) > (self.rack_xmit_ns, self.rack_end_seq) {
-            self.rack_xmit_ns = s.xmit_ns;
-            self.rack_end_seq = end;
-            self.rack_rtt_ns = rtt;
-        }
-    }
-
-    /// Sent before the most recently sent delivered segment (RFC 8985 `RACK_sent_after`).
-    fn sent_before_rack(&self, xmit_ns: u64, end_seq: u64) -> bool {
-        (xmit_ns, end_seq) < (self.rack_xmit_ns, self.rack_end_seq)
-    }
-
     /// Number of SACKed segments above the cumulative ACK.
     pub fn sacked_segs(&self) -> u64 {
         self.sacked_segs
@@ -603,6 +539,9 @@ impl Scoreboard {
 
 #[path = "scoreboard_upkeep.rs"]
 mod upkeep;
+
+#[path = "scoreboard_rack.rs"]
+mod rack;
 
 #[cfg(test)]
 #[path = "scoreboard_tests.rs"]
