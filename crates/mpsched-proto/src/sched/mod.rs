@@ -124,9 +124,10 @@ pub struct SubflowView {
 
 impl SubflowView {
     /// Room in the congestion window after what is in flight and already queued, bytes, in
-    /// whole segments (in flight and queued counted as [`Self::segs_in_use`] where larger): Linux counts cwnd in packets (`tcp_cwnd_test`: `snd_cwnd` minus
+    /// whole segments: Linux counts cwnd in packets (`tcp_cwnd_test`: `snd_cwnd` minus
     /// `tcp_packets_in_flight`), so the room is floor(cwnd / MSS) packets minus the packets
-    /// in flight or queued (a partial segment counts as one), times the MSS.
+    /// in flight or queued (a partial segment counts as one; [`Self::segs_in_use`] where it
+    /// counts more), times the MSS.
     #[inline]
     pub fn free_cwnd_bytes(&self) -> u64 {
         let used = self.in_flight_bytes + self.queued_bytes;

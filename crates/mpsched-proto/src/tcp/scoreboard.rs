@@ -393,30 +393,45 @@ impl Scoreboard {
             if idx >= self.segs.len() {
                 break;
             }
-            let mut s = self.get(idx);
-            let len = s.len as u64;
+            let s = self.get(idx);
             if s.flags & SACKED != 0 {
-                self.sacked_below_ptr_bytes += len;
-                self.sacked_below_ptr_segs += 1;
-                self.loss_ptr += 1;
+                self.pass_sacked_at_ptr(&s);
                 continue;
             }
             let above_bytes = self.sacked_bytes - self.sacked_below_ptr_bytes;
             let above_segs = self.sacked_segs - self.sacked_below_ptr_segs;
             if above_bytes > (DUP_THRESH - 1) * mss_bytes || above_segs >= DUP_THRESH {
-                if s.flags & LOST == 0 {
-                    s.flags |= LOST;
-                    self.put(idx, &s);
-                    self.lost_bytes += len;
-                    self.lost_segs += 1;
-                    newly += len;
-                }
-                self.loss_ptr += 1;
+                newly += self.judge_lost_at_ptr(idx, s);
             } else {
                 break;
             }
         }
         newly
+    }
+
+    /// The segment at the loss pointer is SACKed: it counts below the pointer, which steps past.
+    #[inline]
+    fn pass_sacked_at_ptr(&mut self, s: &SentSeg) {
+        self.sacked_below_ptr_bytes += s.len as u64;
+        self.sacked_below_ptr_segs += 1;
+        self.loss_ptr += 1;
+    }
+
+    /// The segment at the loss pointer (slot `idx`, read as `s`) is judged lost: marked once,
+    /// counted in bytes and in segments, and the pointer steps past it. Returns the bytes newly
+    /// marked (0 if it was already lost).
+    #[inline]
+    fn judge_lost_at_ptr(&mut self, idx: usize, mut s: SentSeg) -> u64 {
+        self.loss_ptr += 1;
+        if s.flags & LOST != 0 {
+            return 0;
+        }
+        s.flags |= LOST;
+        self.put(idx, &s);
+        let len = s.len as u64;
+        self.lost_bytes += len;
+        self.lost_segs += 1;
+        len
     }
 
     /// Number of SACKed segments above the cumulative ACK.

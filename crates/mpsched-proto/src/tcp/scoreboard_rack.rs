@@ -1,7 +1,7 @@
 //! RACK's part of the scoreboard (RFC 8985, Linux `tcp_rack_detect_loss`, `tcp_rack_advance`):
 //! the most recently sent delivered segment and the time-based loss marking it drives.
 
-use super::{Scoreboard, SentSeg, LOST, SACKED};
+use super::{Scoreboard, SentSeg, SACKED};
 
 impl Scoreboard {
     /// RACK (RFC 8985 §6.2, Linux `tcp_rack_detect_loss`) for first transmissions, used instead
@@ -15,15 +15,12 @@ impl Scoreboard {
             if idx >= self.segs.len() {
                 return (newly, None);
             }
-            let mut s = self.get(idx);
-            let len = s.len as u64;
+            let s = self.get(idx);
             if s.flags & SACKED != 0 {
-                self.sacked_below_ptr_bytes += len;
-                self.sacked_below_ptr_segs += 1;
-                self.loss_ptr += 1;
+                self.pass_sacked_at_ptr(&s);
                 continue;
             }
-            let (xmit_ns, end) = (s.xmit_ns, s.seq + len);
+            let (xmit_ns, end) = (s.xmit_ns, s.seq + s.len as u64);
             if !self.sent_before_rack(xmit_ns, end) {
                 return (newly, None);
             }
@@ -31,14 +28,7 @@ impl Scoreboard {
             if now_ns < deadline {
                 return (newly, Some(deadline));
             }
-            if s.flags & LOST == 0 {
-                s.flags |= LOST;
-                self.put(idx, &s);
-                self.lost_bytes += len;
-                self.lost_segs += 1;
-                newly += len;
-            }
-            self.loss_ptr += 1;
+            newly += self.judge_lost_at_ptr(idx, s);
         }
     }
 
