@@ -1,8 +1,10 @@
 """A fixed receive buffer on the kernel testbed (issue 11, cap11): the two simulator tests built on
 the initial `rcv_ssthresh` (`tests::rack::with_rack_tlp_a_tail_loss_is_repaired_by_a_probe_not_the_rto`,
 `tests::failover::linux_resends_the_head_data_frag_on_the_drained_subflow_...`), run as kernel
-scenarios with the client's receive buffer set by SO_RCVBUF (`MPXFER_RCVBUF_BYTES`, the
-simulator's `rcv_buf_autotuning = false`) or autotuned (`--rcvbuf 0`), while tcpdump records the
+scenarios with a fixed receive buffer (`rcv_buf_autotuning = false`, `rcv_buf` = `--rcvbuf`: since
+kern11 the kernel engine sets the client's SO_RCVBUF to the value whose window is `rcv_buf`,
+engines/kernel/rcvbuf.py; cap11's numbers were taken with SO_RCVBUF = `--rcvbuf` itself, through a
+probe-only hook that is gone) or autotuned (`--rcvbuf 0`), while tcpdump records the
 client's interfaces. Prints, per connection, the client's ACKs (time from the SYN, segments
 covered, window) and the server's data (first sends, resends), in ms.
 
@@ -259,7 +261,8 @@ def _burst(b: list) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=("rack", "failover"))
-    ap.add_argument("--rcvbuf", type=int, default=6 << 20, help="SO_RCVBUF bytes; 0 = autotuning")
+    ap.add_argument("--rcvbuf", type=int, default=6 << 20,
+                    help="the scenario's rcv_buf (the window) in bytes, rcv_buf_autotuning = false; 0 = autotuning")
     ap.add_argument("--out", default="/tmp/probe_rcvbuf")
     a = ap.parse_args()
     out = Path(a.out) / f"{a.case}_{a.rcvbuf}"
@@ -269,8 +272,6 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as fh:
         fh.write(text)
     cfg = to_config(next(iter(Scenario.load(fh.name).expand())))
-    if a.rcvbuf:
-        os.environ["MPXFER_RCVBUF_BYTES"] = str(a.rcvbuf)
     if a.case == "rack":
         os.environ["MPSCHED_TESTBED_SEGMENT"] = "1"
     stop = threading.Event()

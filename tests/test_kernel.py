@@ -249,6 +249,29 @@ def test_upload_with_loss_over_tcp():
     assert links["lte.up"]["bytes_forwarded"] < 10_000  # TCP stays on path 1
 
 
+def test_a_fixed_receive_buffer_limits_the_kernel_as_it_limits_the_simulator():
+    """rcv_buf_autotuning = false with a 128 KiB rcv_buf on a 100 Mbit/s, 40 ms path (BDP 500 kB):
+    the window, not the link, sets the rate (128 KiB per round trip, 26 Mbit/s), so a 4 MiB
+    download takes about 1.3 s. The kernel engine sets the SO_RCVBUF whose window is rcv_buf
+    (engines/kernel/rcvbuf.py); its time must be the simulator's within 10 %. Taking rcv_buf itself
+    as SO_RCVBUF would give the kernel a 54 % larger window and a third less time; autotuning,
+    the window of the whole BDP (under 0.6 s)."""
+    from mpsched.engines import run_config
+
+    path = _link("a", 100_000_000, 20 * MS, 1_000_000)
+    cfg = {"seed": 3, "duration_ns": 5_000 * MS,
+           "links": [path, {**path, "name": "a.up"}], "paths": [{"name": "a", "down": [0], "up": [1]}],
+           "transports": [{"protocol": "tcp", "scheduler": "linux", "cc": "cubic", "paths": [0],
+                           "rcv_buf_bytes": 128 << 10, "snd_buf_bytes": 4 << 20, "rcv_buf_autotuning": False}],
+           "flows": [{"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 4 << 20}}]}
+    kernel = _rows(run_once(cfg)[0]["flows"])[0]
+    sim = _rows(run_config(cfg)["flows"])[0]
+    assert kernel["completed"] and sim["completed"], (kernel, sim)
+    window_bound_ns = (4 << 20) / (128 << 10) * 40 * MS  # one window per round trip at most
+    assert kernel["fct_ns"] >= 0.95 * window_bound_ns, kernel
+    assert kernel["fct_ns"] == pytest.approx(sim["fct_ns"], rel=0.10), (kernel["fct_ns"], sim["fct_ns"])
+
+
 def test_path_failure_moves_the_transfer_to_the_other_path():
     """WLAN fails 0.5 s into an 8 MiB MPTCP download: the kernel moves the rest to LTE and the
     flow completes. 20 s of room: the kernel's failover has a long tail (one run of the failover

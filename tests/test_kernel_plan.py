@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from mpsched.engines.kernel import TestbedConfigError, make_plan
+from mpsched.engines.kernel.rcvbuf import so_rcvbuf_bytes
 from mpsched.study.validate import compare, validate
 from mpsched.engines.kernel.plan import client_addr
 
@@ -44,7 +45,9 @@ def test_plan_maps_paths_to_router_interfaces_and_queues():
     assert len({lk.qnum for lk in plan.links}) == 4
     assert by_name["lte.down"].delayer_spec() == f"{by_name['lte.down'].qnum},delay_us=100000.000"
     # The flow binds to its transport's first path: the MP_CAPABLE subflow goes over LTE.
-    assert plan.flows[0].line() == f"4 mptcp cubic {client_addr(1)} download sized 1000 {5 * MS}"
+    # The last field is the client's SO_RCVBUF: no rcv_buf_autotuning is false, as in the
+    # simulator's core, so the receiving socket gets the fixed 8 MiB window's buffer.
+    assert plan.flows[0].line() == f"4 mptcp cubic {client_addr(1)} download sized 1000 {5 * MS} {so_rcvbuf_bytes(8 << 20)}"
     assert plan.mptcp_paths == (0, 1)
 
 
@@ -287,3 +290,53 @@ def test_the_server_listener_gets_the_flows_congestion_control(monkeypatch):
     assert _listener_cc(make_plan(mixed)) == []  # no single cc: each socket switches itself
     monkeypatch.setenv(INHERIT_CC_ENV, "1")
     assert _listener_cc(make_plan(cfg)) == []
+
+
+def test_a_fixed_receive_buffer_gets_the_so_rcvbuf_whose_window_is_rcv_buf():
+    """rcv_buf_autotuning = false (absent: false, as in the core) sets SO_RCVBUF on the receiving
+    socket, sized so that Linux's window for it (2 x SO_RCVBUF x scaling_ratio / 256 once the
+    first segment measured the ratio) is the simulator's rcv_buf; true leaves it to autotuning."""
+    from mpsched.engines.kernel.rcvbuf import TESTBED_SCALING_RATIO
+
+    def window(so_rcvbuf: int) -> int:  # __tcp_win_from_space(ratio, sk_rcvbuf = 2 x SO_RCVBUF)
+        return 2 * so_rcvbuf * TESTBED_SCALING_RATIO >> 8
+
+    for rcv_buf in (4096, 128 << 10, 6 << 20, 16 << 20, 1_000_003):
+        v = so_rcvbuf_bytes(rcv_buf)
+        assert window(v) >= rcv_buf > window(v - 1), rcv_buf  # the smallest buffer that allows it
+        assert v < rcv_buf  # the kernel counts skb overhead: SO_RCVBUF doubles, the ratio takes ~23 %
+    cfg = base_config()
+    assert make_plan(cfg).flows[0].so_rcvbuf_bytes == so_rcvbuf_bytes(8 << 20)
+    assert make_plan(cfg).listener_so_rcvbuf_bytes == 0  # no upload: the server's listener autotunes
+    cfg["transports"][0]["rcv_buf_autotuning"] = True
+    assert make_plan(cfg).flows[0].so_rcvbuf_bytes == 0
+    up = base_config()
+    up["flows"][0]["direction"] = "upload"
+    plan = make_plan(up)
+    assert (plan.flows[0].so_rcvbuf_bytes, plan.listener_so_rcvbuf_bytes) == (so_rcvbuf_bytes(8 << 20),) * 2
+
+
+@pytest.mark.parametrize("change,field,words", [
+    ({"rcv_buf_bytes": 1000}, "transports[0].rcv_buf_bytes", "rcv_buf_autotuning = true"),
+    ({"rcv_buf_bytes": 1 << 31}, "transports[0].rcv_buf_bytes", "2896 to"),
+    ({"rcv_buf_autotuning": "no"}, "transports[0].rcv_buf_autotuning", "true or false"),
+])
+def test_a_fixed_receive_buffer_the_kernel_cannot_have_is_one_clear_error(change, field, words):
+    cfg = base_config()
+    cfg["transports"][0].update(change)
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(cfg)
+    assert e.value.field == field and words in str(e.value)
+
+
+def test_uploads_share_the_servers_listener_so_their_buffers_must_agree():
+    cfg = base_config()
+    cfg["flows"][0]["direction"] = "upload"
+    cfg["transports"].append({**cfg["transports"][0], "rcv_buf_bytes": 1 << 20})
+    cfg["flows"].append({**cfg["flows"][0], "id": 99, "transport": 1})
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(cfg)
+    assert e.value.field == "transports[*].rcv_buf_bytes" and "one listener" in str(e.value)
+    cfg["flows"][1]["direction"] = "download"  # a download's buffer is the client's own socket
+    plan = make_plan(cfg)
+    assert [f.so_rcvbuf_bytes for f in plan.flows] == [so_rcvbuf_bytes(8 << 20), so_rcvbuf_bytes(1 << 20)]

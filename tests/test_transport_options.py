@@ -14,6 +14,7 @@ from mpsched.scenario.normalize import to_config
 from mpsched.scenario import Scenario, ScenarioError, loads_scenario
 from mpsched.scenario.sweep import expand
 from mpsched.engines.kernel import make_plan
+from mpsched.engines.kernel.rcvbuf import so_rcvbuf_bytes
 
 BASE = {
     "duration": "5s",
@@ -94,10 +95,14 @@ def test_the_simulator_honours_them():
 def test_kernel_accepts_what_it_does_and_says_what_it_cannot_do():
     kernel = scenario(scheduler="linux", rcv_buf_autotuning=True, join_timing="fully_established")
     assert make_plan(to_config(kernel.expand()[0])).notes == []
+    assert [f.so_rcvbuf_bytes for f in make_plan(to_config(kernel.expand()[0])).flows] == [0]  # autotunes
     sim_only = scenario(scheduler="linux")
-    notes = make_plan(to_config(sim_only.expand()[0])).notes
-    assert any(n.startswith("rcv_buf_autotuning = false: the kernel cannot") for n in notes), notes
-    assert any(n.startswith("join_timing: the kernel cannot join at the SYN-ACK") for n in notes), notes
+    plan = make_plan(to_config(sim_only.expand()[0]))
+    assert any(n.startswith("join_timing: the kernel cannot join at the SYN-ACK") for n in plan.notes), plan.notes
+    # A fixed receive buffer is honoured, so nothing to note: the client's socket gets the
+    # SO_RCVBUF whose window is rcv_buf (engines/kernel/rcvbuf.py).
+    assert not [n for n in plan.notes if n.startswith("rcv_buf_autotuning")], plan.notes
+    assert [f.so_rcvbuf_bytes for f in plan.flows] == [so_rcvbuf_bytes(6 << 20)]  # the default rcv_buf
 
 
 def test_validation_scenarios_describe_the_kernel():

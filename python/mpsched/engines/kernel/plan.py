@@ -20,6 +20,7 @@ from mpsched.engines.kernel.errors import TestbedConfigError
 from mpsched.engines.kernel.gso import lossy, with_gso
 from mpsched.engines.kernel.path_events import (collapse, delayer_event_keys, delayer_events, path_events,
                                                 stale_loss_cnt)
+from mpsched.engines.kernel.rcvbuf import listener_so_rcvbuf, transport_so_rcvbuf
 from mpsched.engines.kernel.rpc import RpcPlan, rpc_plan
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
@@ -144,12 +145,13 @@ class FlowPlan:
     stop_ns: int | None
     start_ns: int
     rpc: RpcPlan | None = None
+    so_rcvbuf_bytes: int = 0   # SO_RCVBUF of the receiving socket (engines/kernel/rcvbuf.py); 0: autotune
 
     def line(self) -> str:
         """The flow's line in mpxfer's flows file (native/mpxfer.c)."""
         amount = {"sized": self.size_bytes, "bulk": self.stop_ns}.get(self.kind, self.rpc and self.rpc.requests)
-        return (f"{self.flow_id} {self.protocol} {self.cc} {client_addr(self.paths[0])} "
-                f"{self.direction} {self.kind} {amount} {self.start_ns}" + (self.rpc.fields() if self.rpc else ""))
+        return (f"{self.flow_id} {self.protocol} {self.cc} {client_addr(self.paths[0])} {self.direction} "
+                f"{self.kind} {amount} {self.start_ns} {self.so_rcvbuf_bytes}" + (self.rpc.fields() if self.rpc else ""))
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ class Plan:
     snd_buf_bytes: int
     init_cwnd_segments: int
     stale_loss_cnt: int = 4          # net.mptcp.stale_loss_cnt, per namespace
+    listener_so_rcvbuf_bytes: int = 0  # the server's SO_RCVBUF, for uploads (rcvbuf.py); 0: autotune
     #: (at_ns, path, up, direction): a blackhole of a path, both directions or one ("down", "up")
     drops: list[tuple[int, int, bool, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -301,7 +304,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
             links.append(with_gso(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")), p.get("gso"), i))
 
     transports = cfg.get("transports") or []
-    mptcp_sets, backups = set(), set()
+    mptcp_sets, backups, so_rcvbuf = set(), set(), []
     for t_i, t in enumerate(transports):
         where = f"transports[{t_i}]"
         if t["protocol"] not in ("mptcp", "tcp"):
@@ -314,8 +317,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                      f"(name it 'linux'); {t['scheduler']!r} exists only in the simulator")
         if not t["paths"] or any(not 0 <= p < len(paths) for p in t["paths"]):
             raise TestbedConfigError(f"{where}.paths", "must list existing path indices")
-        if not isinstance(t.get("rcv_buf_autotuning", True), bool):
-            raise TestbedConfigError(f"{where}.rcv_buf_autotuning", "must be true or false")
+        so_rcvbuf.append(transport_so_rcvbuf(t, where))
         if t.get("join_timing", "fully_established") not in ("oot", "fully_established"):
             raise TestbedConfigError(f"{where}.join_timing", "must be 'oot' or 'fully_established'")
         if t["protocol"] == "tcp" and len(t["paths"]) != 1:
@@ -356,7 +358,8 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
             flow_id=int(f["id"]), protocol=t["protocol"], cc=t["cc"], paths=tuple(t["paths"]),
             direction=f.get("direction", "download"), kind=kind,
             size_bytes=int(app["size_bytes"]) if kind == "sized" else rpc and rpc.requests * rpc.response_bytes,
-            stop_ns=int(app["stop_ns"]) if kind == "bulk" else None, start_ns=int(f["start_ns"]), rpc=rpc))
+            stop_ns=int(app["stop_ns"]) if kind == "bulk" else None, start_ns=int(f["start_ns"]), rpc=rpc,
+            so_rcvbuf_bytes=so_rcvbuf[f["transport"]]))
 
     cross = []
     for c_i, c in enumerate(cfg.get("cross_traffic") or []):
@@ -371,13 +374,9 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
 
     links = delayer_events(collapse(links, link_events), link_events)
     record, notes = cfg.get("record") or {}, []
-    # The kernel always autotunes its receive buffer (net.ipv4.tcp_moderate_rcvbuf = 1 and no
-    # SO_RCVBUF) and joins with upstream timing (the in-kernel path manager acts once the
-    # connection is fully established). The simulator's other settings, the defaults there,
-    # are run as the kernel does and said so, like a default scheduler name is.
-    if any(t.get("rcv_buf_autotuning") is False for t in transports):
-        notes.append("rcv_buf_autotuning = false: the kernel cannot switch receive-buffer autotuning off; "
-                     "it autotuned (as rcv_buf_autotuning = true) up to rcv_buf")
+    # The kernel joins with upstream timing (the in-kernel path manager acts once the connection
+    # is fully established). The simulator's other settings, the defaults there, are run as the
+    # kernel does and said so, like a default scheduler name is.
     if any(t.get("join_timing", "fully_established") != "fully_established" for t in transports):
         notes.append("join_timing: the kernel cannot join at the SYN-ACK ('oot', the out-of-tree kernel); "
                      "it joined once fully established (as join_timing = 'fully_established')")
@@ -396,5 +395,6 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         snd_buf_bytes=max((int(t["snd_buf_bytes"]) for t in transports), default=6 << 20),
         init_cwnd_segments=int(transports[0].get("init_cwnd_segments", 10)) if transports else 10,
         stale_loss_cnt=stale_loss_cnt(transports),
+        listener_so_rcvbuf_bytes=listener_so_rcvbuf([f.so_rcvbuf_bytes for f in flows if f.direction == "upload"]),
         notes=notes)
 
