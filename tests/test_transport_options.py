@@ -119,3 +119,19 @@ def test_validation_scenarios_describe_the_kernel():
                        for t in cfg["transports"]), f.name
             notes = make_plan(cfg).notes
             assert not [n for n in notes if n.startswith(("rcv_buf_autotuning", "join_timing"))], (f.name, notes)
+
+
+def test_the_grid_stays_what_its_kernel_data_measured():
+    """validation/grid/kernel.csv was measured with receive-buffer autotuning (before the kernel
+    engine could fix the buffer, kern11): every grid scenario asks for it, so re-measuring the grid
+    (`mpsched validate --grid`) gives the kernel no SO_RCVBUF and the simulator the same warm-up."""
+    from conftest import SCENARIOS
+
+    files = sorted((SCENARIOS / "validation" / "grid").glob("*.toml"))
+    assert len(files) >= 8
+    for f in files:
+        for run in Scenario.load(f).expand():
+            cfg = to_config(run)
+            assert all(t["rcv_buf_autotuning"] for t in cfg["transports"]), f.name
+            plan = make_plan(cfg)
+            assert {fl.so_rcvbuf_bytes for fl in plan.flows} == {0} and plan.listener_so_rcvbuf_bytes == 0, f.name
