@@ -277,7 +277,10 @@ fn the_probe_leaves_two_srtt_after_the_last_ack_as_the_testbed_measures() {
     let (gap_ns, srtt_ns) = probe_gap_after_last_ack(2);
     let jiffy = crate::tcp::JIFFY_NS;
     let pto_ns = (2 * srtt_ns + 2 * MS).div_ceil(jiffy) * jiffy;
-    assert!((pto_ns..pto_ns + jiffy).contains(&gap_ns), "gap {gap_ns}, srtt {srtt_ns}");
+    assert!(
+        (pto_ns..pto_ns + jiffy).contains(&gap_ns),
+        "gap {gap_ns}, srtt {srtt_ns}"
+    );
     assert!((44 * MS..=48 * MS).contains(&gap_ns), "gap {gap_ns}");
 }
 
@@ -288,6 +291,9 @@ fn with_one_segment_out_the_probe_waits_for_a_delayed_ack_but_not_past_the_rto()
     // first and the probe takes its time. Testbed (same scenario, only the last segment lost,
     // 5 flows): the probe 225.9-231.5 ms after the ACK of segment 19, no RTO.
     let (gap_ns, srtt_ns) = probe_gap_after_last_ack(1);
-    assert!(gap_ns < 2 * srtt_ns + 200 * MS, "gap {gap_ns}, srtt {srtt_ns}");
+    assert!(
+        gap_ns < 2 * srtt_ns + 200 * MS,
+        "gap {gap_ns}, srtt {srtt_ns}"
+    );
     assert!((220 * MS..=232 * MS).contains(&gap_ns), "gap {gap_ns}");
 }
