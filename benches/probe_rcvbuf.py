@@ -17,7 +17,11 @@ transmission of the last two dropped in the router (`iptables -t mangle -m connb
 connection's reply packets 21 and 22 = SYN-ACK, the ACK of the request, data 1..20; the endpoints send single
 segments, MPSCHED_TESTBED_SEGMENT=1). `failover`: MPTCP `linux` over 20 Mbit/s 20 ms + 10 Mbit/s
 60 ms, a bulk download, path `a` blackholed both ways at 2 s for 3 s. Root; about 10-15 s each.
-docs/testbed.md ("The initial rcv_ssthresh of a fixed buffer") has the numbers.
+docs/testbed.md ("The initial rcv_ssthresh of a fixed buffer") has the numbers. `rack` also prints,
+from the server's capture, each resend's time after the last ACK of new data reached the server
+(the tail loss probe's timeout; tcp11m); `--lost 1` drops only the last segment (one segment out:
+the delayed-ACK allowance and the RTO clamp). docs/testbed.md ("Session 6: the tail loss probe's
+timing and short tbf transfers (tcp11m)").
 """
 
 from __future__ import annotations
@@ -112,7 +116,12 @@ def watch(stop: threading.Event, out: Path, n_paths: int, drop: bool) -> None:
         time.sleep(0.005)
     if len(found) < 3:
         return
-    time.sleep(0.3)  # the testbed's links first
+    # tcpdump fails on a link not up yet (under load the testbed takes longer to build).
+    for ns, dev in [(found["c"], f"p{i}") for i in range(n_paths)] + [(found["s"], "srv0")]:
+        while not stop.is_set() and ",UP" not in subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "show", dev],
+                                                                capture_output=True, text=True).stdout:
+            time.sleep(0.01)
+    time.sleep(0.05)
     if drop:
         subprocess.run(["ip", "netns", "exec", found["r"], *DROP], check=True)
     procs = [subprocess.Popen(["ip", "netns", "exec", found["c"], "tcpdump", "-Z", "root", "-i", f"p{i}", "-s", "160",
@@ -138,6 +147,36 @@ LINE = re.compile(r"^(\d+\.\d+) IP (\S+)\.(\d+) > (\S+)\.(\d+): Flags \[([^\]]*)
 def rows(pcap: Path) -> list[tuple]:
     text = subprocess.run(["tcpdump", "-r", str(pcap), "-tt", "-n", "-S"], capture_output=True, text=True).stdout
     return [m.groups() for m in map(LINE.match, text.splitlines()) if m]
+
+
+def probe_report(out: Path) -> None:
+    """Per connection, at the server (srv0): how long after the last ACK of new data arrived,
+    and after the last first transmission left, each resend left (the tail loss probe first)."""
+    conns: dict[str, list] = {}
+    for r in rows(out / "srv0.pcap"):
+        conns.setdefault(r[4] if r[2] == str(SERVER_PORT) else r[2], []).append(r)
+    for port, rs in conns.items():
+        synack = next((r for r in rs if r[5] == "S."), None)
+        if not synack:
+            continue
+        isn = int(re.search(r"seq (\d+)", synack[6]).group(1))
+        seen: set[int] = set()
+        last_ack, last_first, out_rows = (0.0, 0.0), 0.0, []
+        for ts, _s, sport, _d, _dp, flags, rest in rs:
+            t = float(ts)
+            if sport == str(SERVER_PORT):
+                m = re.search(r"seq (\d+):", rest)
+                if m and (a := int(m.group(1)) - isn) in seen:
+                    out_rows.append(f"seg {(a - 1) // MSS + 1} resent {(t - last_ack[0]) * 1e3:.2f} ms after the ACK of "
+                                    f"{last_ack[1]:.0f} segs, {(t - last_first) * 1e3:.2f} ms after the last new data")
+                elif m:
+                    seen.add(a)
+                    last_first = t
+            elif (m := re.search(r"ack (\d+)", rest)) and "S" not in flags and "sack" not in rest:
+                acked = (int(m.group(1)) - isn - 1) / MSS
+                if acked > last_ack[1]:
+                    last_ack = (t, acked)
+        print(f"-- connection {port} (server side): " + "; ".join(out_rows))
 
 
 def rack_report(out: Path) -> None:
@@ -264,6 +303,8 @@ def main() -> None:
     ap.add_argument("--rcvbuf", type=int, default=6 << 20,
                     help="the scenario's rcv_buf (the window) in bytes, rcv_buf_autotuning = false; 0 = autotuning")
     ap.add_argument("--out", default="/tmp/probe_rcvbuf")
+    ap.add_argument("--lost", type=int, choices=(1, 2), default=2,
+                    help="rack: drop the first transmission of the last 1 or 2 of the 20 segments")
     a = ap.parse_args()
     out = Path(a.out) / f"{a.case}_{a.rcvbuf}"
     out.mkdir(parents=True, exist_ok=True)
@@ -274,6 +315,7 @@ def main() -> None:
     cfg = to_config(next(iter(Scenario.load(fh.name).expand())))
     if a.case == "rack":
         os.environ["MPSCHED_TESTBED_SEGMENT"] = "1"
+        DROP[DROP.index("21:22")] = f"{23 - a.lost}:22"
     stop = threading.Event()
     t = threading.Thread(target=watch, args=(stop, out, len(cfg["paths"]), a.case == "rack"), daemon=True)
     t.start()
@@ -286,6 +328,8 @@ def main() -> None:
     sub = tables["subflows"]
     print("subflows:", {k: sub[k] for k in ("path", "rto_count", "bytes_retransmitted") if k in sub})
     (rack_report if a.case == "rack" else failover_report)(out)
+    if a.case == "rack":
+        probe_report(out)
 
 
 if __name__ == "__main__":

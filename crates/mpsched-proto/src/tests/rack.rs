@@ -250,3 +250,50 @@ fn the_probe_and_the_reordering_timer_fire_on_jiffy_boundaries() {
     let reo_ns = p.now_ns;
     assert_eq!(reo_ns % jiffy, 0, "reordering timer at {reo_ns} ns");
 }
+
+/// The scenario of the probe tests above (100 Mbit/s, 20 ms RTT, 20 segments) with the first
+/// transmission of the last `lost` segments dropped: the time from the arrival of the last
+/// ACK at the sender to the probe's departure, and the SRTT when that ACK arrived.
+fn probe_gap_after_last_ack(lost: u64) -> (u64, u64) {
+    let total = 20 * 1448;
+    let mut p = download_with(TcpConfig::default(), total, 100 * MBPS, 10 * MS, "cubic");
+    p.ba[0].drop = Some(drop_first_tx(move |seq| seq > (20 - lost) * 1448));
+    let lost_bytes = lost * 1448;
+    assert!(p.drive(10_000 * MS, |_, b| b.tx.outstanding_bytes() == lost_bytes));
+    let (ack_ns, srtt_ns) = (p.now_ns, p.b.tx.rtt().srtt_ns);
+    assert!(p.drive(10_000 * MS, |_, b| b.tx.stats().tail_loss_probes == 1));
+    let st = p.b.tx.stats();
+    assert_eq!(st.rto_count, 0, "a probe, not the RTO");
+    (p.now_ns - ack_ns, srtt_ns)
+}
+
+#[test]
+fn the_probe_leaves_two_srtt_after_the_last_ack_as_the_testbed_measures() {
+    // Linux 6.18 `tcp_schedule_loss_probe`, re-armed by the last ACK (`tcp_set_xmit_timer`,
+    // advancing_rto): 2 SRTT (`srtt_us >> 2`) + TCP_TIMEOUT_MIN_US with two segments out,
+    // rounded up to jiffies, then up to the next jiffy on the wheel. Testbed (6.18.44, HZ 250,
+    // this scenario, 5 flows, server capture): 45.8-48.0 ms from the ACK of segment 18 to the
+    // probe. A probe timed from the last new data instead would leave ~20 ms earlier.
+    let (gap_ns, srtt_ns) = probe_gap_after_last_ack(2);
+    let jiffy = crate::tcp::JIFFY_NS;
+    let pto_ns = (2 * srtt_ns + 2 * MS).div_ceil(jiffy) * jiffy;
+    assert!(
+        (pto_ns..pto_ns + jiffy).contains(&gap_ns),
+        "gap {gap_ns}, srtt {srtt_ns}"
+    );
+    assert!((44 * MS..=48 * MS).contains(&gap_ns), "gap {gap_ns}");
+}
+
+#[test]
+fn with_one_segment_out_the_probe_waits_for_a_delayed_ack_but_not_past_the_rto() {
+    // One segment out: Linux adds `tcp_rto_min_us` (200 ms) for a delayed ACK of it (2 SRTT
+    // + 200 ms = ~241 ms), but the RTO formula (`icsk_rto` = SRTT + 200 ms, ~221 ms) comes
+    // first and the probe takes its time. Testbed (same scenario, only the last segment lost,
+    // 5 flows): the probe 225.9-231.5 ms after the ACK of segment 19, no RTO.
+    let (gap_ns, srtt_ns) = probe_gap_after_last_ack(1);
+    assert!(
+        gap_ns < 2 * srtt_ns + 200 * MS,
+        "gap {gap_ns}, srtt {srtt_ns}"
+    );
+    assert!((220 * MS..=232 * MS).contains(&gap_ns), "gap {gap_ns}");
+}
