@@ -7,9 +7,9 @@
 //! direction of a real TCP / MPTCP connection has; its segments share the paths' queues and
 //! losses with the data connection's. What the pair of halves does not share with a real
 //! connection: each half runs its own handshake (two SYNs where one would do, both at the
-//! flow's start), and ACKs do not ride on data of the other direction (they are separate
-//! packets; the loop sends a side's writes before its ACKs, and the server's ACK of a request
-//! is not delayed, as the response it would ride on leaves at once).
+//! flow's start), and an ACK that rides on data of the other direction is a separate packet
+//! sent with it (`ack_rides_on_data`: the same subflow's delayed ACK leaves when the other
+//! half sends data there; the loop sends a side's writes before its ACKs).
 
 use super::wire::{rearm_app, Wire};
 use super::Simulation;
@@ -32,8 +32,36 @@ impl Simulation<'_> {
         let Some(f) = self.flows[fi].as_mut() else { return };
         let Some(r) = f.request.as_deref_mut() else { return };
         let side = if client_side { &mut r.client } else { &mut r.server };
-        wire!(self).transmit(side, fi, client_side, true, paths);
+        let data_subflows = wire!(self).transmit(side, fi, client_side, true, paths);
         rearm_app(f, &mut self.queue, fi, now);
+        self.ack_rides_on_data(fi, client_side, true, data_subflows);
+    }
+
+    /// Data of one half (`request`: the request half) left side `client_side` of flow `fi` on
+    /// the subflows of `data_subflows` (bit i: subflow i). In a real connection both
+    /// directions share each subflow and every segment carries the current ACK, so the same
+    /// host's endpoint of the other half has its delayed ACK on those subflows sent now; a
+    /// subflow that carried no data keeps its delayed ACK (a response on another path leaves
+    /// the request's ACK to the timer, or to the next data there).
+    pub(super) fn ack_rides_on_data(&mut self, fi: usize, client_side: bool, request: bool, data_subflows: u64) {
+        if data_subflows == 0 {
+            return;
+        }
+        let (now, paths) = (self.now_ns, self.cfg.flow_paths(fi));
+        let Some(f) = self.flows[fi].as_mut() else { return };
+        if f.request.is_none() {
+            return;
+        }
+        let other = f.side_mut(client_side, !request);
+        let mut due = false;
+        let mut bits = data_subflows;
+        while bits != 0 {
+            due |= other.ep.ack_rides_on_data(bits.trailing_zeros() as usize, now);
+            bits &= bits - 1;
+        }
+        if due {
+            wire!(self).transmit(other, fi, client_side, !request, paths);
+        }
     }
 
     /// The client's interface of `subflow` of flow `fi` went down or came back: the request
