@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -26,9 +25,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_failover_buffers import _ns  # noqa: E402  (this process's testbed namespace)
 from rpc_kernel_vs_sim import one_run  # noqa: E402
-
-from mpsched.engines.kernel.host import PREFIX  # noqa: E402
 
 # "1764400000.123456 IP 10.0.1.1.40000 > 10.9.0.1.5201: Flags [P.], [cksum ..., ]seq 1:301, ack 1, ... length 300"
 LINE = re.compile(r"^(\d+\.\d+) IP (\S+)\.(\d+) > (\S+)\.(\d+): Flags \[([^\]]*)\]")
@@ -36,12 +34,6 @@ SEQ = re.compile(r", seq (\d+)(?::(\d+))?")
 ACK = re.compile(r", ack (\d+)")
 LEN = re.compile(r"length (\d+)$")
 DSS = re.compile(r"dss .*?seq (\d+) subseq (\d+) len (\d+)")
-
-
-def _ns(suffix: str) -> str | None:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    names = [line.split()[0] for line in out.splitlines() if line.split()]
-    return next((n for n in names if n.startswith(f"{PREFIX}-{os.getpid()}-{suffix}")), None)
 
 
 def watch(stop: threading.Event, out: Path) -> None:
