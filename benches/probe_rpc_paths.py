@@ -133,16 +133,10 @@ def per_request(out: Path, request_bytes: int = 300, response_bytes: int = 16_00
     for i, dev in enumerate(("p0", "p1")):
         rows = packets(out / f"{dev}.pcap")
         server_port = min(min(r["sport"], r["dport"]) for r in rows)
-        isn: dict[tuple[int, bool], int] = {}
         for r in rows:
             up = r["dport"] == server_port
             port = r["sport"] if up else r["dport"]
-            if r["len"] == 0:
-                # The first data byte is ISN + 1; the SYN's seq is the ISN.
-                if r["seq"] and (port, up) not in isn and "S" in r.get("flags", "S"):
-                    isn[(port, up)] = r["seq"]
-                continue
-            if r["dsn"] is None and not r["capable"]:
+            if r["len"] == 0 or (r["dsn"] is None and not r["capable"]):
                 continue
             pk.append({"path": i, "up": up, "t": r["t"], "len": r["len"], "dsn": r["dsn"], "seq": r["seq"],
                        "port": port, "capable": r["capable"]})
