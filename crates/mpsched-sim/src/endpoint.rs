@@ -39,7 +39,6 @@ pub(crate) trait Endpoint {
         false
     }
 
-
     /// Starts loading this endpoint's state into the cache, or (`inner`) the state of its
     /// `subflow`, which is read through the endpoint's: fetch that once the endpoint's own has
     /// had time to arrive. A hint: it changes nothing.

@@ -537,9 +537,14 @@ fn in_pingpong_mode_a_small_segment_waits_for_data_to_carry_its_ack() {
     assert!(!rx.ack_rides_on_data(3 * MS));
     assert!(rx.in_pingpong());
     rx.handle_segment(20 * MS, &req(301));
-    assert!(rx.poll_transmit(20 * MS).is_none(), "no quickack in pingpong mode");
+    assert!(
+        rx.poll_transmit(20 * MS).is_none(),
+        "no quickack in pingpong mode"
+    );
     assert!(rx.ack_rides_on_data(21 * MS));
-    let ack = rx.poll_transmit(21 * MS).expect("the ACK leaves with the data");
+    let ack = rx
+        .poll_transmit(21 * MS)
+        .expect("the ACK leaves with the data");
     assert_eq!(ack.ack, 601);
     assert!(rx.poll_timeout().is_none(), "no delayed ACK left");
     // No data follows the next one: the delayed ACK fires and ends pingpong mode.
