@@ -107,8 +107,8 @@ pub struct Receiver {
     /// instead of quickacks. Only an RPC's halves report such data
     /// ([`Receiver::ack_rides_on_data`]); other workloads never enter it.
     pingpong: bool,
-    /// When in-order data last arrived, ns (Linux `icsk_ack.lrcvtime`).
-    last_data_rcv_ns: Option<u64>,
+    /// When in-order data last arrived, ns (Linux `icsk_ack.lrcvtime`); 0 = never.
+    last_data_rcv_ns: u64,
     /// Linux `rcv_ssthresh`: how far the window offered may grow now, bytes.
     rcv_ssthresh: u64,
     /// Linux `min(window_clamp, tcp_space)`: the receive buffer's window, bytes.
@@ -120,8 +120,9 @@ pub struct Receiver {
     path_up: bool,
     /// Receiver-side RTT estimate, ns (Linux `rcv_rtt_est`, from timestamps); 0 = none.
     rcv_rtt_ns: u64,
-    /// The echoed timestamp of the last sample, ms (Linux `rcv_rtt_last_tsecr`).
-    rcv_rtt_last_tsecr_ms: Option<u64>,
+    /// The echoed timestamp of the last sample, ms (Linux `rcv_rtt_last_tsecr`, a 32-bit
+    /// timestamp that wraps as Linux's does; 32 bits keep the receiver in its size budget).
+    rcv_rtt_last_tsecr_ms: Option<u32>,
     stats: ReceiverStats,
 }
 
@@ -154,7 +155,7 @@ impl Receiver {
             quickacks_left: 0,
             quickack_armed: false,
             pingpong: false,
-            last_data_rcv_ns: None,
+            last_data_rcv_ns: 0,
             rcv_ssthresh,
             window_clamp,
             right_edge: 1,
@@ -227,10 +228,10 @@ impl Receiver {
             return;
         }
         let tsecr_ms = ts_ecr_ns / NS_PER_MS;
-        if self.rcv_rtt_last_tsecr_ms == Some(tsecr_ms) {
+        if self.rcv_rtt_last_tsecr_ms == Some(tsecr_ms as u32) {
             return;
         }
-        self.rcv_rtt_last_tsecr_ms = Some(tsecr_ms);
+        self.rcv_rtt_last_tsecr_ms = Some(tsecr_ms as u32);
         if len >= self.cfg.mss_bytes {
             let delta_ms = (now_ns / NS_PER_MS).saturating_sub(tsecr_ms).max(1);
             self.rcv_rtt_update(delta_ms * NS_PER_MS);
@@ -308,7 +309,7 @@ impl Receiver {
                 self.stats.duplicate_bytes += off;
             }
             let had_ofo = !self.ofo.is_empty();
-            self.last_data_rcv_ns = Some(now_ns);
+            self.last_data_rcv_ns = now_ns.max(1);
             self.grow_window(len - off);
             self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
             self.rcv_nxt = end;
@@ -539,9 +540,8 @@ impl Receiver {
     /// (`tcp_event_data_sent`, `tcp_pingpong_thresh` = 1). Returns true when an ACK was due;
     /// without a pending delayed ACK none is sent (the data's ACK field repeats the last one).
     pub fn ack_rides_on_data(&mut self, now_ns: u64) -> bool {
-        if self
-            .last_data_rcv_ns
-            .is_some_and(|t| now_ns.saturating_sub(t) < DELAYED_ACK_NS)
+        if self.last_data_rcv_ns > 0
+            && now_ns.saturating_sub(self.last_data_rcv_ns) < DELAYED_ACK_NS
         {
             self.pingpong = true;
         }
