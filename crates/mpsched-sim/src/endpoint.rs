@@ -31,6 +31,13 @@ pub(crate) trait Endpoint {
     /// The upstream kernel's client interface of `subflow` lost or regained its routes: only
     /// a join created meanwhile notices (its `connect()` fails; proto's `join_route`).
     fn set_route_up(&mut self, _subflow: usize, _up: bool) {}
+    /// Data of the other half of the connection (an RPC's requests or responses) leaves this
+    /// host on `subflow` at `now_ns`: a receiver's delayed ACK on that subflow rides on it,
+    /// and it may enter pingpong mode. True when an ACK was due (the caller drains this
+    /// endpoint).
+    fn ack_rides_on_data(&mut self, _subflow: usize, _now_ns: u64) -> bool {
+        false
+    }
 
     /// Starts loading this endpoint's state into the cache, or (`inner`) the state of its
     /// `subflow`, which is read through the endpoint's: fetch that once the endpoint's own has
@@ -110,21 +117,22 @@ pub(crate) fn build_endpoints(
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
-    build_pair(t, paths, direction, now_ns, custom, true)
+    build_pair(t, paths, direction, now_ns, custom)
 }
 
 /// Builds the (client, server) endpoints of a flow's client-to-server stream (an RPC's
 /// requests) over `paths`: its own sequence space, subflows and scheduler, as the client's
-/// half of a real connection has. The server ACKs requests at once: in a real connection that
-/// ACK rides on the response, which the server writes as soon as a request is whole, so no
-/// delayed ACK holds it (the loop sends it after the response's segments).
+/// half of a real connection has. The server delays its ACKs as any receiver does: a request's
+/// ACK leaves with the response when that goes out on the same subflow (the simulation's
+/// `ack_rides_on_data`), else on the delayed-ACK timer or with the next data on that subflow,
+/// as on the kernel (docs/testbed.md, "Session 6: RPC latency").
 pub(crate) fn build_request_endpoints(
     t: &TransportConfig,
     paths: &[usize],
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
-    build_pair(t, paths, Direction::Upload, now_ns, custom, false)
+    build_pair(t, paths, Direction::Upload, now_ns, custom)
 }
 
 fn build_pair(
@@ -133,7 +141,6 @@ fn build_pair(
     direction: Direction,
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
-    receiver_delays_acks: bool,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
     let mode = match t.protocol {
         Protocol::Tcp => Mode::Tcp,
@@ -170,9 +177,7 @@ fn build_pair(
         Mode::Tcp => None,
     };
     let mut sender = DataSender::new(conn(sender_is_client), scheduler).expect("checked by check_transport");
-    let mut receiver_conn = conn(!sender_is_client);
-    receiver_conn.tcp.delayed_ack &= receiver_delays_acks;
-    let mut receiver = DataReceiver::new(receiver_conn);
+    let mut receiver = DataReceiver::new(conn(!sender_is_client));
     if sender_is_client {
         sender.connect(now_ns);
     } else {
@@ -289,6 +294,9 @@ impl Endpoint for ReceiverEp {
     }
     fn set_path_up(&mut self, subflow: usize, up: bool, _now_ns: u64) {
         self.0.set_path_up(subflow, up);
+    }
+    fn ack_rides_on_data(&mut self, subflow: usize, now_ns: u64) -> bool {
+        self.0.ack_rides_on_data(subflow, now_ns)
     }
     fn set_route_up(&mut self, subflow: usize, up: bool) {
         self.0.set_route_up(subflow, up);

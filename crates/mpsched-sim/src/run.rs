@@ -492,7 +492,12 @@ impl<'a> Simulation<'a> {
             }
         }
         let side = if client_side { &mut f.client } else { &mut f.server };
-        wire!(self).transmit(side, fi, client_side, false, paths);
+        let data_subflows = wire!(self).transmit(side, fi, client_side, false, paths);
+        if data_subflows != 0 && f.request.is_some() {
+            self.ack_rides_on_data(fi, client_side, false, data_subflows);
+            let Some(again) = self.flows[fi].as_mut() else { return };
+            f = again;
+        }
         rearm_app(f, &mut self.queue, fi, now);
         let (sender, receiver) = f.roles(fc.direction);
         if let Some(end_ns) = f.app.completion_ns(now, sender.ep.as_ref(), receiver.ep.as_ref()) {

@@ -141,9 +141,20 @@ impl DataReceiver {
         // A connection-level hole was filled: DATA_ACK jumps and the window reopens. ACK at
         // once, as TCP does for a filled hole (RFC 5681 §4.2), instead of waiting for this
         // subflow's delayed ACK while the sender may be blocked on the window.
-        if self.ofo.total_bytes() < ofo_before {
+        // Not in pingpong mode: an RPC's small request that fills a hole barely reopens the
+        // window (Linux sends the msk's window update, `mptcp_cleanup_rbuf`, when the space
+        // doubles), and its ACK rides on the response.
+        if self.ofo.total_bytes() < ofo_before && !self.subflows[subflow].in_pingpong() {
             self.subflows[subflow].request_ack();
         }
+    }
+
+    /// Data of the other direction leaves on `subflow` at `now_ns`: its pending delayed ACK
+    /// rides on it (see [`crate::tcp::Receiver::ack_rides_on_data`]). True when one was due.
+    pub fn ack_rides_on_data(&mut self, subflow: usize, now_ns: u64) -> bool {
+        self.subflows
+            .get_mut(subflow)
+            .is_some_and(|s| s.ack_rides_on_data(now_ns))
     }
 
     fn deliver(&mut self, r: Released, now_ns: u64) {

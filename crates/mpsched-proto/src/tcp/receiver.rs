@@ -102,6 +102,13 @@ pub struct Receiver {
     delack_deadline: Option<u64>,
     quickacks_left: u32,
     quickack_armed: bool,
+    /// Linux pingpong (interactive) mode: data of the other direction left within the
+    /// delayed-ACK time of the last data received, so ACKs wait to ride on the next data
+    /// instead of quickacks. Only an RPC's halves report such data
+    /// ([`Receiver::ack_rides_on_data`]); other workloads never enter it.
+    pingpong: bool,
+    /// When in-order data last arrived, ns (Linux `icsk_ack.lrcvtime`); 0 = never.
+    last_data_rcv_ns: u64,
     /// Linux `rcv_ssthresh`: how far the window offered may grow now, bytes.
     rcv_ssthresh: u64,
     /// Linux `min(window_clamp, tcp_space)`: the receive buffer's window, bytes.
@@ -113,8 +120,9 @@ pub struct Receiver {
     path_up: bool,
     /// Receiver-side RTT estimate, ns (Linux `rcv_rtt_est`, from timestamps); 0 = none.
     rcv_rtt_ns: u64,
-    /// The echoed timestamp of the last sample, ms (Linux `rcv_rtt_last_tsecr`).
-    rcv_rtt_last_tsecr_ms: Option<u64>,
+    /// The echoed timestamp of the last sample, ms (Linux `rcv_rtt_last_tsecr`, a 32-bit
+    /// timestamp that wraps as Linux's does; 32 bits keep the receiver in its size budget).
+    rcv_rtt_last_tsecr_ms: Option<u32>,
     stats: ReceiverStats,
 }
 
@@ -146,6 +154,8 @@ impl Receiver {
             delack_deadline: None,
             quickacks_left: 0,
             quickack_armed: false,
+            pingpong: false,
+            last_data_rcv_ns: 0,
             rcv_ssthresh,
             window_clamp,
             right_edge: 1,
@@ -218,10 +228,10 @@ impl Receiver {
             return;
         }
         let tsecr_ms = ts_ecr_ns / NS_PER_MS;
-        if self.rcv_rtt_last_tsecr_ms == Some(tsecr_ms) {
+        if self.rcv_rtt_last_tsecr_ms == Some(tsecr_ms as u32) {
             return;
         }
-        self.rcv_rtt_last_tsecr_ms = Some(tsecr_ms);
+        self.rcv_rtt_last_tsecr_ms = Some(tsecr_ms as u32);
         if len >= self.cfg.mss_bytes {
             let delta_ms = (now_ns / NS_PER_MS).saturating_sub(tsecr_ms).max(1);
             self.rcv_rtt_update(delta_ms * NS_PER_MS);
@@ -248,6 +258,11 @@ impl Receiver {
         if self.hs.is_established() {
             self.ack_now = true;
         }
+    }
+
+    /// True in pingpong (interactive) mode: ACKs wait for data of the other direction.
+    pub fn in_pingpong(&self) -> bool {
+        self.pingpong
     }
 
     /// Feeds an incoming segment. Returns true when the handshake completed with it.
@@ -285,6 +300,7 @@ impl Receiver {
             self.stats.duplicate_bytes += len;
             self.ack_now = true;
             self.quickacks_left = self.quickacks_left.max(self.cfg.quickack_segments);
+            self.pingpong = false;
             return established;
         }
         if seg.seq <= self.rcv_nxt {
@@ -293,6 +309,7 @@ impl Receiver {
                 self.stats.duplicate_bytes += off;
             }
             let had_ofo = !self.ofo.is_empty();
+            self.last_data_rcv_ns = now_ns.max(1);
             self.grow_window(len - off);
             self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
             self.rcv_nxt = end;
@@ -301,11 +318,12 @@ impl Receiver {
             }
             self.ofo_ranges.remove_below(self.rcv_nxt);
             // Immediate ACK: a hole was filled or remains, delayed ACKs are off, quickack
-            // mode, or more than one MSS is unacknowledged.
+            // mode (never in pingpong mode: Linux `tcp_in_quickack_mode`), or more than one
+            // MSS is unacknowledged.
             if had_ofo
                 || !self.ofo.is_empty()
                 || !self.cfg.delayed_ack
-                || self.quickacks_left > 0
+                || (self.quickacks_left > 0 && !self.pingpong)
                 || self.rcv_nxt - self.last_ack_sent > self.cfg.mss_bytes
             {
                 self.ack_now = true;
@@ -505,9 +523,34 @@ impl Receiver {
         self.hs.handle_timeout(now_ns);
         if self.delack_deadline.is_some_and(|t| now_ns >= t) {
             self.delack_deadline = None;
+            // Linux `tcp_delack_timer_handler`: a delayed ACK that no data carried ends
+            // pingpong mode.
+            self.pingpong = false;
             // An ACK due while the interface is gone is lost (see `set_path_up`).
             self.ack_now = self.path_up;
         }
+    }
+
+    /// Data of the other direction leaves on this subflow at `now_ns` (an RPC's response on
+    /// the subflow that carried the request, or the next request on the one that carried a
+    /// response). In a real connection every segment carries the current ACK, so a delayed
+    /// ACK goes with it (Linux `tcp_transmit_skb` -> `tcp_event_ack_sent` stops the
+    /// delayed-ACK timer); here it is sent at once. Data sent within the delayed-ACK time
+    /// (`ato`, [`super::DELAYED_ACK_NS`]) of the last data received enters pingpong mode
+    /// (`tcp_event_data_sent`, `tcp_pingpong_thresh` = 1). Returns true when an ACK was due;
+    /// without a pending delayed ACK none is sent (the data's ACK field repeats the last one).
+    pub fn ack_rides_on_data(&mut self, now_ns: u64) -> bool {
+        if self.last_data_rcv_ns > 0
+            && now_ns.saturating_sub(self.last_data_rcv_ns) < DELAYED_ACK_NS
+        {
+            self.pingpong = true;
+        }
+        if self.delack_deadline.is_none() || !self.path_up || !self.hs.is_established() {
+            return false;
+        }
+        self.delack_deadline = None;
+        self.ack_now = true;
+        true
     }
 
     /// Path down: nothing is sent until it is up again. An ACK due meanwhile is lost, not

@@ -515,3 +515,45 @@ fn small_segments_grow_the_window_by_one_segment_each_as_linux_counts_packets() 
     assert_eq!(both_out, [false, true, true, true]);
     assert!(p.b.tx.cc_state().cwnd_bytes >= 2 * mss);
 }
+
+#[test]
+fn in_pingpong_mode_a_small_segment_waits_for_data_to_carry_its_ack() {
+    // Linux: data sent within ato (40 ms) of the last receipt enters pingpong mode
+    // (`tcp_event_data_sent`, `tcp_pingpong_thresh` = 1), where `tcp_in_quickack_mode` is false:
+    // an RPC request's ACK is delayed and leaves with the next data on the subflow
+    // (`tcp_event_ack_sent`); a delayed ACK that fires ends the mode (`tcp_delack_timer_handler`).
+    let mut rx = Receiver::established(TcpConfig::default());
+    let req = |seq: u64| Segment {
+        flags: flags::ACK,
+        seq,
+        len: 300,
+        ack: 1,
+        ts_val: 1,
+        ..Default::default()
+    };
+    rx.handle_segment(MS, &req(1));
+    assert!(rx.poll_transmit(MS).is_some(), "quickack before pingpong");
+    // Nothing to acknowledge: the data carries no extra ACK, but it answers within ato.
+    assert!(!rx.ack_rides_on_data(3 * MS));
+    assert!(rx.in_pingpong());
+    rx.handle_segment(20 * MS, &req(301));
+    assert!(
+        rx.poll_transmit(20 * MS).is_none(),
+        "no quickack in pingpong mode"
+    );
+    assert!(rx.ack_rides_on_data(21 * MS));
+    let ack = rx
+        .poll_transmit(21 * MS)
+        .expect("the ACK leaves with the data");
+    assert_eq!(ack.ack, 601);
+    assert!(rx.poll_timeout().is_none(), "no delayed ACK left");
+    // No data follows the next one: the delayed ACK fires and ends pingpong mode.
+    rx.handle_segment(40 * MS, &req(601));
+    assert!(rx.poll_transmit(40 * MS).is_none());
+    let fire = rx.poll_timeout().expect("a delayed ACK");
+    rx.handle_timeout(fire);
+    assert!(rx.poll_transmit(fire).is_some());
+    assert!(!rx.in_pingpong());
+    rx.handle_segment(fire + 10 * MS, &req(901));
+    assert!(rx.poll_transmit(fire + 10 * MS).is_some(), "quickack again");
+}

@@ -45,8 +45,11 @@ impl Wire<'_> {
     /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
     /// with `request`) over `paths`, onto its subflows' routes and re-arms the endpoint's timer.
     #[inline(always)]
-    pub(super) fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool, paths: &[usize]) {
+    /// Returns the subflows that carried data, bit `i` for subflow `i` (the other half's ACKs
+    /// on them ride along, [`super::Simulation::ack_rides_on_data`]).
+    pub(super) fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool, paths: &[usize]) -> u64 {
         let now = self.now_ns;
+        let mut data_subflows = 0u64;
         let mut skb: Option<OpenSkb> = None;
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
             let path = paths[subflow];
@@ -54,6 +57,9 @@ impl Wire<'_> {
             let route = if client_side { up } else { down };
             let size = seg.wire_bytes();
             let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+            if data {
+                data_subflows |= 1u64 << subflow.min(63);
+            }
             let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
             let idx = self.segments.insert(dest, &seg);
             if let Some(o) = skb.as_mut() {
@@ -85,6 +91,7 @@ impl Wire<'_> {
                 self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side, request });
             }
         }
+        data_subflows
     }
 }
 
