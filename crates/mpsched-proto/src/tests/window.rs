@@ -348,3 +348,73 @@ fn the_receiver_rtt_latches_a_smaller_sample_and_smooths_a_larger_one() {
         41 * MS
     );
 }
+
+/// The (DATA_ACK, window, unread bytes) of every ACK a data receiver sends while segments
+/// `0..n` of subflow 0 are handled, segment `k` at `at(k)`.
+fn mptcp_burst_acks(
+    rx: &mut DataReceiver,
+    ks: std::ops::Range<u64>,
+    at: impl Fn(u64) -> u64,
+) -> Vec<(u64, u64, u64)> {
+    const DMSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    let mut acks = Vec::new();
+    for k in ks {
+        let seg = Segment {
+            flags: flags::ACK | flags::DSS_MAP,
+            seq: 1 + k * DMSS,
+            len: DMSS as u32,
+            ack: 1,
+            ts_val: 2,
+            dsn: k * DMSS,
+            ..Default::default()
+        };
+        rx.handle_segment(at(k), 0, &seg);
+        while let Some((_, a)) = rx.poll_transmit(at(k)) {
+            acks.push((a.data_ack, a.window, rx.unread_bytes()));
+        }
+    }
+    acks
+}
+
+fn autotuned_receiver() -> DataReceiver {
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.rcv_buf_autotuning = true; // the 64 KB initial window: the buffer, not rcv_ssthresh, binds
+    let mut rx = DataReceiver::new(cfg);
+    super::util::establish_two_subflows(&mut rx);
+    rx
+}
+
+#[test]
+fn mptcp_window_counts_a_bursts_unread_bytes_until_the_application_reads_them() {
+    // Linux answers the packets that reach the host back to back in the receive softirq,
+    // before the reader it woke runs: the burst's bytes still hold receive buffer
+    // (`__mptcp_space`), so the window those ACKs announce falls by what is unread and the
+    // right edge stands still (testbed, tbf burst: 44 -> 35 segments, docs/testbed.md
+    // Session 6); once the application has read, the window reopens.
+    const DMSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    let mut rx = autotuned_receiver();
+    let burst = mptcp_burst_acks(&mut rx, 0..12, |_| 10 * MS);
+    assert!(burst.len() >= 4, "the burst is ACKed as it arrives: {burst:?}");
+    let (first_ack, first_wnd, _) = burst[0];
+    for &(ack, wnd, unread) in &burst {
+        assert_eq!(unread, ack, "nothing of the burst is read before its ACKs");
+        assert_eq!(ack + wnd, first_ack + first_wnd, "the right edge stands still: {burst:?}");
+    }
+    let (last_ack, last_wnd, _) = *burst.last().unwrap();
+    assert!(last_wnd + 8 * DMSS <= first_wnd, "the window fell by the unread bytes: {burst:?}");
+    // The next segment arrives 1 ms later: the application read the burst in between.
+    let after = mptcp_burst_acks(&mut rx, 12..13, |_| 11 * MS);
+    let (ack, wnd, unread) = after[0];
+    assert_eq!((ack, unread), (13 * DMSS, DMSS), "the burst was read, not the new segment");
+    assert!(wnd >= last_wnd + 10 * DMSS, "the window reopened after the read: {wnd} vs {last_wnd} at {last_ack}");
+}
+
+#[test]
+fn mptcp_window_of_spaced_segments_is_not_narrowed_by_reading() {
+    // The same segments 0.6 ms apart (a serialising shaper): each is read before the next
+    // arrives, so every ACK announces the same window (the testbed under htb: 44 at every ACK).
+    let mut rx = autotuned_receiver();
+    let acks = mptcp_burst_acks(&mut rx, 0..12, |k| 10 * MS + k * 600_000);
+    assert!(acks.len() >= 4, "{acks:?}");
+    assert!(acks.iter().all(|a| a.1 == acks[0].1), "one window: {acks:?}");
+}
