@@ -1,11 +1,10 @@
 //! The data receiver: subflow receivers feeding one connection-level reassembly buffer.
 //!
-//! In-order subflow data is reassembled by DSN: bytes at the DATA_ACK point are queued for
-//! the application, which reads them once the segments handled at that instant have been
-//! answered (see `read_before`), bytes above it wait in the out-of-order
+//! In-order subflow data is reassembled by DSN: bytes at the DATA_ACK point are delivered to
+//! the application at once (it reads immediately), bytes above it wait in the out-of-order
 //! queue, duplicates (reinjections, redundant copies) are dropped by DSN. The advertised
-//! window is the free buffer (receive buffer minus unread bytes and out-of-order bytes at
-//! connection and subflow level) capped by the sending subflow's `rcv_ssthresh`, relative to DATA_ACK, and
+//! window is the free buffer (receive buffer minus out-of-order bytes at connection and
+//! subflow level) capped by the sending subflow's `rcv_ssthresh`, relative to DATA_ACK, and
 //! its right edge never moves left (Linux `__tcp_select_window`, `mptcp_set_rwin`).
 //!
 //! With [`ConnConfig::rcv_buf_autotuning`] the buffer behind that window grows as Linux's
@@ -51,13 +50,6 @@ pub struct DataReceiver {
     copied_bytes: u64,
     /// Autotuning: start of this measurement (`rcvq_space.time`).
     measure_start_ns: Option<u64>,
-    /// In-order bytes the application has not read yet: they hold receive buffer (Linux
-    /// charges their skbs' truesize to `sk_rmem_alloc` until `recvmsg` frees them).
-    unread_bytes: u64,
-    /// The instant the unread bytes were handled: the application reads them after every
-    /// segment handled at that instant has been processed and answered, see
-    /// [`DataReceiver::read_before`].
-    unread_at_ns: u64,
 }
 
 /// Linux `tcp_rmem[1]`: the initial receive buffer, bytes.
@@ -95,8 +87,6 @@ impl DataReceiver {
             space_bytes: rcv_wnd_bytes.min(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500 * 10),
             copied_bytes: 0,
             measure_start_ns: None,
-            unread_bytes: 0,
-            unread_at_ns: 0,
             subflows,
             path_up: if n >= 64 { u64::MAX } else { (1u64 << n) - 1 },
             rcv_nxt: 0,
@@ -123,7 +113,6 @@ impl DataReceiver {
         if subflow >= self.subflows.len() {
             return;
         }
-        self.read_before(now_ns);
         // Linux `tcp_grow_window` on the subflow: `rcv_ssthresh` grows towards the buffer's
         // window (MPTCP propagates the msk's autotuned rcvbuf and clamp to its subflows).
         self.subflows[subflow].set_window_clamp(self.rcv_wnd_bytes);
@@ -174,28 +163,11 @@ impl DataReceiver {
                 }
             }
             self.last_delivery_ns = Some(now_ns);
-            // Queued for the application, which reads after this instant's segments.
-            self.unread_bytes += self.rcv_nxt - before;
-            self.unread_at_ns = now_ns;
+            // The application reads at once.
+            self.rcv_space_adjust(self.rcv_nxt - before, now_ns);
         } else {
             let added = self.ofo.insert(r.dsn, end);
             self.duplicate_bytes += r.len - added;
-        }
-    }
-
-    /// The application reads everything queued at an earlier instant. Linux handles the
-    /// packets that reached the host back to back in one receive softirq (NAPI poll) and
-    /// answers each with its ACK there (`tcp_ack_snd_check`), while the reader woken by
-    /// `sk_data_ready` runs only after it: so the ACKs of a burst are sent before the burst
-    /// is read, and its bytes are not free space in them (`__mptcp_space` =
-    /// `mptcp_win_from_space(sk_rcvbuf - backlog_len - sk_rmem_alloc)`: the skbs' truesize
-    /// at the msk's payload/truesize `scaling_ratio`, i.e. their payload; the window here is
-    /// kept in payload bytes, see the module doc). A burst is the segments handled at one
-    /// instant (with the endpoint timing model, those its host handles together).
-    fn read_before(&mut self, now_ns: u64) {
-        if self.unread_bytes > 0 && now_ns > self.unread_at_ns {
-            let read = std::mem::take(&mut self.unread_bytes);
-            self.rcv_space_adjust(read, self.unread_at_ns);
         }
     }
 
@@ -253,7 +225,6 @@ impl DataReceiver {
 
     /// Next segment to send (ACKs, handshake) and its subflow.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        self.read_before(now_ns);
         // Most calls find nothing to send (a delayed ACK waits): the window is computed only
         // for a segment that goes out, as Linux's `tcp_select_window` does at transmission.
         let any_pending = self
@@ -285,7 +256,6 @@ impl DataReceiver {
 
     /// Fires due timers.
     pub fn handle_timeout(&mut self, now_ns: u64) {
-        self.read_before(now_ns);
         for s in &mut self.subflows {
             if s.poll_timeout().is_some_and(|t| t <= now_ns) {
                 s.handle_timeout(now_ns);
@@ -340,16 +310,10 @@ impl DataReceiver {
     pub fn ofo_bytes(&self) -> u64 {
         self.ofo.total_bytes()
     }
-    /// Receive-buffer bytes in use: connection-level plus subflow-level out-of-order data,
-    /// and in-order data the application has not read yet.
+    /// Receive-buffer bytes in use: connection-level plus subflow-level out-of-order data
+    /// (in-order data is read by the application at once).
     pub fn buffer_in_use_bytes(&self) -> u64 {
-        self.unread_bytes
-            + self.ofo.total_bytes()
-            + self.subflows.iter().map(|s| s.ofo_bytes()).sum::<u64>()
-    }
-    /// In-order bytes handed over but not yet read by the application.
-    pub fn unread_bytes(&self) -> u64 {
-        self.unread_bytes
+        self.ofo.total_bytes() + self.subflows.iter().map(|s| s.ofo_bytes()).sum::<u64>()
     }
     /// Receive window the buffer allows now (grows with autotuning), bytes.
     pub fn rcv_wnd_bytes(&self) -> u64 {
