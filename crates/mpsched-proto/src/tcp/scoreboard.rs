@@ -153,6 +153,32 @@ pub struct Scoreboard {
     reord_seen: bool,
 }
 
+/// What Linux's `tcp_clean_rtx_queue` and `tcp_sacktag_one` note for `ca_rtt_us` while one ACK
+/// is applied: the latest send time of a newly cumulatively acknowledged segment that was
+/// neither SACKed nor ever retransmitted (`last_ackt`), of a newly SACKed never-retransmitted
+/// one (`last_sackt`), and whether retransmitted data was cumulatively acknowledged
+/// (`FLAG_RETRANS_DATA_ACKED`, Karn: no `last_ackt` sample then). Kept by the caller for one
+/// ACK, not in the scoreboard (every subflow holds one).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CaRttSources {
+    last_ackt_ns: Option<u64>,
+    last_sackt_ns: Option<u64>,
+    retx_acked: bool,
+}
+
+impl CaRttSources {
+    /// Linux `ca_rtt_us` of the ACK: from the latest-sent newly SACKed segment never
+    /// retransmitted if there is one, else from the latest-sent newly acknowledged one unless
+    /// retransmitted data was acknowledged (Karn); `None` otherwise (the caller may fall back
+    /// to the timestamp echo, as `tcp_ack_update_rtt` does).
+    pub fn ca_rtt(&self, now_ns: u64) -> Option<u64> {
+        let sent = self
+            .last_sackt_ns
+            .or(self.last_ackt_ns.filter(|_| !self.retx_acked))?;
+        Some(now_ns.saturating_sub(sent))
+    }
+}
+
 impl Scoreboard {
     /// Makes room for `segments` outstanding segments in all (no effect when there is).
     pub fn reserve(&mut self, segments: usize) {
@@ -235,6 +261,11 @@ impl Scoreboard {
 
     /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
     pub fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
+        self.advance_una_noting(ack, now_ns, &mut CaRttSources::default())
+    }
+
+    /// [`Scoreboard::advance_una`], noting the RTT sources of the acknowledged segments.
+    pub fn advance_una_noting(&mut self, ack: u64, now_ns: u64, src: &mut CaRttSources) -> u64 {
         let mut acked = 0;
         while let Some(&front) = self.segs.front() {
             let end = self.end_of(0);
@@ -248,6 +279,7 @@ impl Scoreboard {
             let len = s.len as u64;
             acked += len;
             self.out_bytes -= len;
+            src.retx_acked |= s.ever_retx;
             if s.flags & SACKED != 0 {
                 self.sacked_bytes -= len;
                 self.sacked_segs -= 1;
@@ -256,6 +288,9 @@ impl Scoreboard {
                     self.sacked_below_ptr_segs -= 1;
                 }
             } else {
+                if !s.ever_retx {
+                    src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
+                }
                 if s.flags & LOST != 0 {
                     self.lost_bytes -= len;
                     self.lost_segs -= 1;
@@ -287,8 +322,18 @@ impl Scoreboard {
     }
 
     /// Applies SACK blocks; returns newly SACKed bytes.
-    #[inline(never)]
     pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
+        self.apply_sack_noting(blocks, now_ns, &mut CaRttSources::default())
+    }
+
+    /// [`Scoreboard::apply_sack`], noting the RTT sources of the newly SACKed segments.
+    #[inline(never)]
+    pub fn apply_sack_noting(
+        &mut self,
+        blocks: &[(u64, u64)],
+        now_ns: u64,
+        src: &mut CaRttSources,
+    ) -> u64 {
         let Some(lo) = self.segs.front().map(Slot::seq) else {
             return 0;
         };
@@ -315,10 +360,10 @@ impl Scoreboard {
             if overflow {
                 // Pathological block pattern: mark the whole block (already SACKed segments
                 // are skipped inside).
-                newly += self.mark_sacked(s, e, now_ns, prior_fack);
+                newly += self.mark_sacked(s, e, now_ns, prior_fack, src);
             } else {
                 for &(a, b) in &gaps[..n] {
-                    newly += self.mark_sacked(a, b, now_ns, prior_fack);
+                    newly += self.mark_sacked(a, b, now_ns, prior_fack, src);
                 }
             }
         }
@@ -340,7 +385,14 @@ impl Scoreboard {
         self.reord_seen
     }
 
-    fn mark_sacked(&mut self, start: u64, end: u64, now_ns: u64, prior_fack: u64) -> u64 {
+    fn mark_sacked(
+        &mut self,
+        start: u64,
+        end: u64,
+        now_ns: u64,
+        prior_fack: u64,
+        src: &mut CaRttSources,
+    ) -> u64 {
         // First segment ending after `start`: the last one starting at or before it, unless
         // that one ends by `start` (only the last segment can: they are contiguous).
         let starting = self.segs.partition_point(|x| x.seq() <= start);
@@ -365,6 +417,11 @@ impl Scoreboard {
                 if s.flags & RETX != 0 {
                     self.retx_bytes -= len;
                     self.retx_segs -= 1;
+                }
+                if !s.ever_retx {
+                    // The highest newly SACKed one, as Linux walks them in sequence order
+                    // (first transmissions: the latest sent).
+                    src.last_sackt_ns = src.last_sackt_ns.max(Some(s.xmit_ns));
                 }
                 s.flags = SACKED;
                 self.put(i, &s);
