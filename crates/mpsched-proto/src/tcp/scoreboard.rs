@@ -260,6 +260,7 @@ impl Scoreboard {
     }
 
     /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
+    #[cfg(test)]
     pub fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
         self.advance_una_noting(ack, now_ns, &mut CaRttSources::default())
     }
@@ -322,6 +323,7 @@ impl Scoreboard {
     }
 
     /// Applies SACK blocks; returns newly SACKed bytes.
+    #[cfg(test)]
     pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
         self.apply_sack_noting(blocks, now_ns, &mut CaRttSources::default())
     }
