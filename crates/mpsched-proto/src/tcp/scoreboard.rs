@@ -41,7 +41,7 @@ const DATA_FIN: u8 = 16;
 /// Sequence numbers stay below this; the top byte of a [`Slot`]'s `seq_bits` holds its bits.
 const SEQ_LIMIT: u64 = 1 << 56;
 
-/// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una`]).
+/// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una_noting`]).
 const KEEP_SLOTS: usize = 64;
 
 /// Room kept for retransmissions in flight between recovery episodes.
@@ -153,32 +153,6 @@ pub struct Scoreboard {
     reord_seen: bool,
 }
 
-/// What Linux's `tcp_clean_rtx_queue` and `tcp_sacktag_one` note for `ca_rtt_us` while one ACK
-/// is applied: the latest send time of a newly cumulatively acknowledged segment that was
-/// neither SACKed nor ever retransmitted (`last_ackt`), of a newly SACKed never-retransmitted
-/// one (`last_sackt`), and whether retransmitted data was cumulatively acknowledged
-/// (`FLAG_RETRANS_DATA_ACKED`, Karn: no `last_ackt` sample then). Kept by the caller for one
-/// ACK, not in the scoreboard (every subflow holds one).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CaRttSources {
-    last_ackt_ns: Option<u64>,
-    last_sackt_ns: Option<u64>,
-    retx_acked: bool,
-}
-
-impl CaRttSources {
-    /// Linux `ca_rtt_us` of the ACK: from the latest-sent newly SACKed segment never
-    /// retransmitted if there is one, else from the latest-sent newly acknowledged one unless
-    /// retransmitted data was acknowledged (Karn); `None` otherwise (the caller may fall back
-    /// to the timestamp echo, as `tcp_ack_update_rtt` does).
-    pub fn ca_rtt(&self, now_ns: u64) -> Option<u64> {
-        let sent = self
-            .last_sackt_ns
-            .or(self.last_ackt_ns.filter(|_| !self.retx_acked))?;
-        Some(now_ns.saturating_sub(sent))
-    }
-}
-
 impl Scoreboard {
     /// Makes room for `segments` outstanding segments in all (no effect when there is).
     pub fn reserve(&mut self, segments: usize) {
@@ -259,13 +233,8 @@ impl Scoreboard {
         slot.xmit_ns = s.xmit_ns;
     }
 
-    /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
-    #[cfg(test)]
-    pub fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
-        self.advance_una_noting(ack, now_ns, &mut CaRttSources::default())
-    }
-
-    /// [`Scoreboard::advance_una`], noting the RTT sources of the acknowledged segments.
+    /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes,
+    /// noting the RTT sources of the acknowledged segments.
     pub fn advance_una_noting(&mut self, ack: u64, now_ns: u64, src: &mut CaRttSources) -> u64 {
         let mut acked = 0;
         while let Some(&front) = self.segs.front() {
@@ -322,13 +291,8 @@ impl Scoreboard {
         acked
     }
 
-    /// Applies SACK blocks; returns newly SACKed bytes.
-    #[cfg(test)]
-    pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
-        self.apply_sack_noting(blocks, now_ns, &mut CaRttSources::default())
-    }
-
-    /// [`Scoreboard::apply_sack`], noting the RTT sources of the newly SACKed segments.
+    /// Applies SACK blocks; returns newly SACKed bytes, noting the RTT sources of the newly
+    /// SACKed segments.
     #[inline(never)]
     pub fn apply_sack_noting(
         &mut self,
@@ -616,6 +580,7 @@ mod upkeep;
 
 #[path = "scoreboard_rack.rs"]
 mod rack;
+pub use rack::CaRttSources;
 
 #[cfg(test)]
 #[path = "scoreboard_tests.rs"]

@@ -3,6 +3,18 @@
 use super::*;
 const MSS: u64 = 100;
 
+impl Scoreboard {
+    /// [`Scoreboard::advance_una_noting`] without the RTT sources.
+    fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
+        self.advance_una_noting(ack, now_ns, &mut CaRttSources::default())
+    }
+
+    /// [`Scoreboard::apply_sack_noting`] without the RTT sources.
+    fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
+        self.apply_sack_noting(blocks, now_ns, &mut CaRttSources::default())
+    }
+}
+
 fn board(n: u64) -> Scoreboard {
     let mut b = Scoreboard::default();
     for i in 0..n {
