@@ -22,8 +22,19 @@ from mpsched.engines.kernel.run import run_kernel
 from mpsched.study.grid import cells
 
 GRID = Path(__file__).resolve().parent.parent / "scenarios" / "validation" / "grid"
-WATCH = ("while :; do echo \"@ $(date +%s%N)\"; nstat -asz 'TcpExtTCPHystart*' | tail -n +2; "
-         "ss -tinH state established; sleep 0.003; done")
+#: The counters the watcher reads (nstat globs): HyStart's, and with --counters the loss
+#: detection and recovery ones (tcp11n: where the kernel loses and resends).
+HYSTART = "'TcpExtTCPHystart*'"
+RECOVERY = ("'TcpExtTCPHystart*' 'TcpExtTCPLostRetransmit' 'TcpExtTCPSackRecovery' 'TcpExtTCPLossProbe*' "
+            "'TcpExtTCPSpuriousRTOs' 'TcpExtTCPTimeouts' 'TcpExtTCPFastRetrans' 'TcpExtTCPSlowStartRetrans' "
+            "'TcpExtTCPSACKReorder' 'TcpExtTCPDSACK*' 'TcpExtTCPSackRecoveryFail' 'TcpExtTCPLossUndo' "
+            "'TcpExtTCPPartialUndo' 'TcpExtTCPSackFailures' 'TcpExtTCPLossFailures' 'TcpRetransSegs' 'TcpOutSegs' "
+            "'TcpExtTCPSpuriousRtxHostQueues' 'TcpExtTCPFullUndo' 'TcpExtTCPDSACKUndo'")
+
+
+def watch_cmd(counters: str) -> str:
+    return (f"while :; do echo \"@ $(date +%s%N)\"; nstat -asz {counters} | tail -n +2; "
+            "ss -tinH state established; sleep 0.003; done")
 
 
 def _server_ns(pid: int, side: str = "s") -> str | None:
@@ -35,7 +46,7 @@ def _server_ns(pid: int, side: str = "s") -> str | None:
     return None
 
 
-def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s") -> None:
+def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART) -> None:
     import os
 
     ns = None
@@ -46,14 +57,16 @@ def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s") -> None
         return
     time.sleep(0.3)  # the testbed's sysctls and routes first
     with open(out, "w") as fh:
-        procs = [subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", WATCH], stdout=fh,
+        procs = [subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", watch_cmd(counters)], stdout=fh,
                                   stderr=subprocess.DEVNULL)]
         if pcap:
             # The sender's view: data skbs as TCP hands them to srv0 (GSO, before any
             # segmentation) and the ACKs as they reach it.
-            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-Z", "root", "-i", "srv0", "-s", "128", "-U",
-                                           "-w", str(out.with_suffix(".pcap"))], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+            # (srv0 may not be up yet on a loaded host: wait for it.)
+            cap = (f"until ip -o link show srv0 2>/dev/null | grep -q 'state UP'; do sleep 0.02; done; "
+                   f"exec tcpdump -Z root -i srv0 -s 128 -U -w {out.with_suffix('.pcap')}")
+            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", cap], stdout=subprocess.DEVNULL,
+                                          stderr=open(out.with_suffix(".tcpdump.txt"), "w")))
         stop.wait()
         for proc in procs:
             proc.terminate()
@@ -63,7 +76,7 @@ def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s") -> None
 def summarize(log: Path) -> None:
     text = log.read_text()
     counters: dict[str, int] = {}
-    for m in re.finditer(r"^(TcpExtTCPHystart\w+)\s+(\d+)", text, re.M):
+    for m in re.finditer(r"^(Tcp\w+)\s+(\d+)", text, re.M):
         counters[m.group(1)] = int(m.group(2))
     print("counters at the end:", counters or "none (all zero)")
     # One line per socket: 'ESTAB ... local peer \n\t cubic ... cwnd:N ssthresh:M ...'
@@ -95,7 +108,9 @@ def summarize(log: Path) -> None:
         end = last[key]
         print(f"{key}: max cwnd {max_cwnd[key]}; slow start ended: {first_ss.get(key, (0, 'never seen'))[1]}; "
               f"last sample: bytes_sent {field(end, 'bytes_sent')} bytes_retrans {field(end, 'bytes_retrans')} "
-              f"sndbuf_limited {field(end, 'sndbuf_limited')} {'join' if 'flags:J' in end else ''}")
+              f"sndbuf_limited {field(end, 'sndbuf_limited')} retrans {field(end, 'retrans')} "
+              f"reordering {field(end, 'reordering')} reord_seen {field(end, 'reord_seen')} "
+              f"dsack_dups {field(end, 'dsack_dups')} {'join' if 'flags:J' in end else ''}")
 
 
 def main() -> None:
@@ -109,6 +124,9 @@ def main() -> None:
     ap.add_argument("--flows", type=int, default=0, help="run only the first N flows of the cell (0: all)")
     ap.add_argument("--client", action="store_true",
                     help="watch the client's sockets instead (the receiver: rcv_rtt, rcv_space, rcv_ssthresh)")
+    ap.add_argument("--counters", action="store_true",
+                    help="also read the loss-detection and recovery counters (TCPLostRetransmit, TCPSackRecovery, "
+                         "TCPLossProbes, DSACKs, ...) and print the links' drops")
     a = ap.parse_args()
     cell = next(c for c in cells(GRID) if c.id == a.cell)
     if a.gso_off:
@@ -119,14 +137,18 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     log = out / (a.cell.replace("/", "_") + ("_gso_off" if a.gso_off else "") + ("_client" if a.client else "") + ".log")
     stop = threading.Event()
-    t = threading.Thread(target=watch, args=(stop, log, a.pcap and not a.client, "c" if a.client else "s"), daemon=True)
+    t = threading.Thread(target=watch, args=(stop, log, a.pcap and not a.client, "c" if a.client else "s",
+                                                   RECOVERY if a.counters else HYSTART), daemon=True)
     t.start()
     try:
-        run_kernel(cell.config, repetitions=1)
+        tables = run_kernel(cell.config, repetitions=1)
     finally:
         stop.set()
         t.join()
     summarize(log)
+    if a.counters:
+        print("links:", tables.get("links"))
+        print("flows retransmitted bytes:", tables["flows"].get("bytes_retransmitted"))
 
 
 if __name__ == "__main__":

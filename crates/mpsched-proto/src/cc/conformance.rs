@@ -67,6 +67,7 @@ proptest! {
                             cwnd_limited: limited,
                             pacing_rate_bps: 10_000_000,
                         };
+                        cc.inner_mut().on_rtt_sample(&mut t, &a);
                         cc.inner_mut().on_ack(&mut t, &a, &view);
                         let grown = t.cwnd_bytes.saturating_sub(before.cwnd_bytes);
                         // RFC 3465: at most L = 2 MSS per ACK in slow start; CUBIC at most

@@ -12,6 +12,9 @@
 //! from the first ACK and ends slow start early once cwnd >= 16 segments: ACK-train detection (ACKs spaced <= 2 ms apart spanning
 //! more than half the minimum RTT) or delay increase (minimum of the first 8 RTT samples of a
 //! round above delay_min + clamp(delay_min / 8, 4 ms, 16 ms)). Detection sets ssthresh = cwnd.
+//! As in Linux it runs on every ACK's RTT sample while cwnd < ssthresh, whatever the state: in
+//! fast recovery PRR can take cwnd below ssthresh, and a detection there lowers the window
+//! recovery ends with.
 
 use super::{AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS};
 
@@ -212,23 +215,30 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
-    fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, _view: &CoupledView<'_>) {
-        // Linux `bictcp_acked`: RTT bookkeeping and HyStart, before window growth.
-        if let Some(rtt) = ack.rtt_sample_ns {
-            let after_recovery = self
-                .epoch_start_ns
-                .is_some_and(|e| ack.now_ns - e < NS_PER_S as u64);
-            if !after_recovery {
-                let delay = rtt.max(1);
-                if self.delay_min_ns == 0 || self.delay_min_ns > delay {
-                    self.delay_min_ns = delay;
-                }
-                if !self.found && tcb.in_slow_start() {
-                    self.hystart_update(tcb, ack, delay);
-                }
+    fn on_rtt_sample(&mut self, tcb: &mut CcState, ack: &AckSample) {
+        // Linux `cubictcp_acked`: RTT bookkeeping and HyStart, on every ACK with a sample and
+        // in any state (in fast recovery too, whenever PRR has taken cwnd below ssthresh; the
+        // testbed's subflows end most of their first recoveries that way: ssthresh = the PRR
+        // window, below beta x cwnd), skipping the second after a cubic epoch starts.
+        let Some(rtt) = ack.rtt_sample_ns else {
+            return;
+        };
+        let after_recovery = self
+            .epoch_start_ns
+            .is_some_and(|e| ack.now_ns - e < NS_PER_S as u64);
+        if !after_recovery {
+            let delay = rtt.max(1);
+            if self.delay_min_ns == 0 || self.delay_min_ns > delay {
+                self.delay_min_ns = delay;
+            }
+            if !self.found && tcb.in_slow_start() {
+                self.hystart_update(tcb, ack, delay);
             }
         }
-        // Linux `cubictcp_cong_avoid`.
+    }
+
+    fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, _view: &CoupledView<'_>) {
+        // Linux `cubictcp_cong_avoid` (HyStart ran before, in `on_rtt_sample`).
         let Some(acked) = linux_slow_start(tcb, ack) else {
             return;
         };

@@ -6,7 +6,8 @@
 //! static dispatch and [`build`] builds one by name.
 //!
 //! Call order, per incoming ACK on a subflow: the subflow updates its RTT estimator and
-//! scoreboard, then calls [`CongestionControl::on_ack`] (only outside fast recovery), or
+//! scoreboard, calls [`CongestionControl::on_rtt_sample`] when the ACK brings an RTT sample
+//! (in every state), then [`CongestionControl::on_ack`] (only outside fast recovery), or
 //! [`CongestionControl::ssthresh_on_loss`] when the ACK starts a fast recovery. At the end of
 //! recovery the subflow sets `cwnd = ssthresh` (Linux `tcp_end_cwnd_reduction`) and calls
 //! [`CongestionControl::on_recovery_exit`]. On an RTO it calls [`CongestionControl::on_rto`]
@@ -120,6 +121,14 @@ pub trait CongestionControl: std::fmt::Debug + Send {
 
     /// An ACK arrived outside fast recovery: grow the window.
     fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, view: &CoupledView<'_>);
+
+    /// Every ACK with an RTT sample (`ack.rtt_sample_ns`: Linux `ca_rtt_us`, from the send
+    /// time of the latest segment it newly acknowledged or SACKed), in any congestion state,
+    /// before loss detection and [`CongestionControl::on_ack`] (Linux `pkts_acked`, called
+    /// from `tcp_clean_rtx_queue` for every ACK). Cubic's HyStart runs here, so it also runs
+    /// in fast recovery whenever PRR has taken cwnd below ssthresh.
+    #[allow(unused_variables)]
+    fn on_rtt_sample(&mut self, tcb: &mut CcState, ack: &AckSample) {}
 
     /// A loss was detected (fast retransmit): return the new ssthresh, bytes. Must not change
     /// `tcb` (ns-3 `GetSsThresh` contract); the subflow applies it.

@@ -134,6 +134,7 @@ fn hystart_delay_increase_ends_slow_start() {
         una += MSS;
         a.snd_una = una;
         a.snd_nxt = una + 12 * MSS;
+        c.on_rtt_sample(&mut t, &a);
         c.on_ack(&mut t, &a, &CoupledView::SINGLE);
         now += 5_000_000; // spaced ACKs: no ACK train
         if c.hystart_found() {
@@ -160,6 +161,7 @@ fn hystart_rounds_start_at_the_first_ack_below_the_low_window() {
         una += 2 * MSS;
         a.snd_una = una;
         a.snd_nxt = nxt;
+        c.on_rtt_sample(t, &a);
         c.on_ack(t, &a, &CoupledView::SINGLE);
         nxt += 4 * MSS;
     };
@@ -189,6 +191,7 @@ fn cubic_slow_start_takes_a_stretch_ack_whole_and_hystart_goes_on() {
         una += 6 * MSS;
         a.snd_una = una;
         a.snd_nxt = nxt;
+        c.on_rtt_sample(t, &a);
         c.on_ack(t, &a, &CoupledView::SINGLE);
         nxt += 12 * MSS;
     };
@@ -311,4 +314,36 @@ fn balia_decrease_is_larger_on_the_slower_path() {
         },
     );
     assert_eq!(s1, (10 * MSS - (10 * MSS) * 3 / 4).max(2 * MSS));
+}
+
+#[test]
+fn hystart_runs_in_fast_recovery_once_prr_takes_cwnd_below_ssthresh() {
+    // Linux calls cubic's `pkts_acked` (HyStart) for every ACK with an RTT sample, whatever
+    // the state; in fast recovery PRR sets cwnd = pipe + sndcnt, which falls below ssthresh
+    // after a large overshoot, and `tcp_in_slow_start` is then true. SACKs that show the
+    // queue (40 ms against a 20 ms minimum) then set ssthresh = cwnd: recovery ends at the
+    // PRR window (the testbed: ssthresh 77 -> 61 during the first recovery), not at
+    // beta x cwnd.
+    let mut c = Cubic::default();
+    let mut t = tcb(120, u64::MAX);
+    let mut a = ack_rtt(1_000_000_000, MSS, 20_000_000);
+    a.snd_una = 1;
+    a.snd_nxt = 1 + 200 * MSS;
+    c.on_rtt_sample(&mut t, &a);
+    // The loss: ssthresh = 0.7 x 120; PRR then holds cwnd at 40.
+    t.ssthresh_bytes = c.ssthresh_on_loss(&t, 1_020_000_000, &CoupledView::SINGLE);
+    assert_eq!(
+        t.ssthresh_bytes,
+        120 * MSS * cubic::BETA_NUM / cubic::BETA_DEN
+    );
+    t.cwnd_bytes = 40 * MSS;
+    // A new round (snd_una past the round's end) of SACK samples at 40 ms.
+    for k in 0..10u64 {
+        let mut s = ack_rtt(1_100_000_000 + k * 3_000_000, MSS, 40_000_000);
+        s.snd_una = 1 + 201 * MSS;
+        s.snd_nxt = 1 + 260 * MSS;
+        c.on_rtt_sample(&mut t, &s);
+    }
+    assert!(c.hystart_found());
+    assert_eq!(t.ssthresh_bytes, 40 * MSS, "ssthresh = the PRR window");
 }

@@ -41,7 +41,7 @@ const DATA_FIN: u8 = 16;
 /// Sequence numbers stay below this; the top byte of a [`Slot`]'s `seq_bits` holds its bits.
 const SEQ_LIMIT: u64 = 1 << 56;
 
-/// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una`]).
+/// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una_noting`]).
 const KEEP_SLOTS: usize = 64;
 
 /// Room kept for retransmissions in flight between recovery episodes.
@@ -233,8 +233,9 @@ impl Scoreboard {
         slot.xmit_ns = s.xmit_ns;
     }
 
-    /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes.
-    pub fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
+    /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes,
+    /// noting the RTT sources of the acknowledged segments.
+    pub fn advance_una_noting(&mut self, ack: u64, now_ns: u64, src: &mut CaRttSources) -> u64 {
         let mut acked = 0;
         while let Some(&front) = self.segs.front() {
             let end = self.end_of(0);
@@ -248,6 +249,7 @@ impl Scoreboard {
             let len = s.len as u64;
             acked += len;
             self.out_bytes -= len;
+            src.retx_acked |= s.ever_retx;
             if s.flags & SACKED != 0 {
                 self.sacked_bytes -= len;
                 self.sacked_segs -= 1;
@@ -256,6 +258,9 @@ impl Scoreboard {
                     self.sacked_below_ptr_segs -= 1;
                 }
             } else {
+                if !s.ever_retx {
+                    src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
+                }
                 if s.flags & LOST != 0 {
                     self.lost_bytes -= len;
                     self.lost_segs -= 1;
@@ -286,9 +291,15 @@ impl Scoreboard {
         acked
     }
 
-    /// Applies SACK blocks; returns newly SACKed bytes.
+    /// Applies SACK blocks; returns newly SACKed bytes, noting the RTT sources of the newly
+    /// SACKed segments.
     #[inline(never)]
-    pub fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
+    pub fn apply_sack_noting(
+        &mut self,
+        blocks: &[(u64, u64)],
+        now_ns: u64,
+        src: &mut CaRttSources,
+    ) -> u64 {
         let Some(lo) = self.segs.front().map(Slot::seq) else {
             return 0;
         };
@@ -315,10 +326,10 @@ impl Scoreboard {
             if overflow {
                 // Pathological block pattern: mark the whole block (already SACKed segments
                 // are skipped inside).
-                newly += self.mark_sacked(s, e, now_ns, prior_fack);
+                newly += self.mark_sacked(s, e, now_ns, prior_fack, src);
             } else {
                 for &(a, b) in &gaps[..n] {
-                    newly += self.mark_sacked(a, b, now_ns, prior_fack);
+                    newly += self.mark_sacked(a, b, now_ns, prior_fack, src);
                 }
             }
         }
@@ -340,7 +351,14 @@ impl Scoreboard {
         self.reord_seen
     }
 
-    fn mark_sacked(&mut self, start: u64, end: u64, now_ns: u64, prior_fack: u64) -> u64 {
+    fn mark_sacked(
+        &mut self,
+        start: u64,
+        end: u64,
+        now_ns: u64,
+        prior_fack: u64,
+        src: &mut CaRttSources,
+    ) -> u64 {
         // First segment ending after `start`: the last one starting at or before it, unless
         // that one ends by `start` (only the last segment can: they are contiguous).
         let starting = self.segs.partition_point(|x| x.seq() <= start);
@@ -365,6 +383,11 @@ impl Scoreboard {
                 if s.flags & RETX != 0 {
                     self.retx_bytes -= len;
                     self.retx_segs -= 1;
+                }
+                if !s.ever_retx {
+                    // The highest newly SACKed one, as Linux walks them in sequence order
+                    // (first transmissions: the latest sent).
+                    src.last_sackt_ns = src.last_sackt_ns.max(Some(s.xmit_ns));
                 }
                 s.flags = SACKED;
                 self.put(i, &s);
@@ -557,6 +580,7 @@ mod upkeep;
 
 #[path = "scoreboard_rack.rs"]
 mod rack;
+pub use rack::CaRttSources;
 
 #[cfg(test)]
 #[path = "scoreboard_tests.rs"]

@@ -1,5 +1,6 @@
 //! RACK's part of the scoreboard (RFC 8985, Linux `tcp_rack_detect_loss`, `tcp_rack_advance`):
-//! the most recently sent delivered segment and the time-based loss marking it drives.
+//! the most recently sent delivered segment and the time-based loss marking it drives; and the
+//! congestion control's RTT sample of an ACK, also taken from its latest-sent delivered segment.
 
 use super::{Scoreboard, SentSeg, SACKED};
 
@@ -56,5 +57,31 @@ impl Scoreboard {
     /// Sent before the most recently sent delivered segment (RFC 8985 `RACK_sent_after`).
     pub(super) fn sent_before_rack(&self, xmit_ns: u64, end_seq: u64) -> bool {
         (xmit_ns, end_seq) < (self.rack_xmit_ns, self.rack_end_seq)
+    }
+}
+
+/// What Linux's `tcp_clean_rtx_queue` and `tcp_sacktag_one` note for `ca_rtt_us` while one ACK
+/// is applied: the latest send time of a newly cumulatively acknowledged segment that was
+/// neither SACKed nor ever retransmitted (`last_ackt`), of a newly SACKed never-retransmitted
+/// one (`last_sackt`), and whether retransmitted data was cumulatively acknowledged
+/// (`FLAG_RETRANS_DATA_ACKED`, Karn: no `last_ackt` sample then). Kept by the caller for one
+/// ACK, not in the scoreboard (every subflow holds one).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CaRttSources {
+    pub(super) last_ackt_ns: Option<u64>,
+    pub(super) last_sackt_ns: Option<u64>,
+    pub(super) retx_acked: bool,
+}
+
+impl CaRttSources {
+    /// Linux `ca_rtt_us` of the ACK: from the latest-sent newly SACKed segment never
+    /// retransmitted if there is one, else from the latest-sent newly acknowledged one unless
+    /// retransmitted data was acknowledged (Karn); `None` otherwise (the caller may fall back
+    /// to the timestamp echo, as `tcp_ack_update_rtt` does).
+    pub fn ca_rtt(&self, now_ns: u64) -> Option<u64> {
+        let sent = self
+            .last_sackt_ns
+            .or(self.last_ackt_ns.filter(|_| !self.retx_acked))?;
+        Some(now_ns.saturating_sub(sent))
     }
 }

@@ -3,6 +3,18 @@
 use super::*;
 const MSS: u64 = 100;
 
+impl Scoreboard {
+    /// [`Scoreboard::advance_una_noting`] without the RTT sources.
+    fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
+        self.advance_una_noting(ack, now_ns, &mut CaRttSources::default())
+    }
+
+    /// [`Scoreboard::apply_sack_noting`] without the RTT sources.
+    fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
+        self.apply_sack_noting(blocks, now_ns, &mut CaRttSources::default())
+    }
+}
+
 fn board(n: u64) -> Scoreboard {
     let mut b = Scoreboard::default();
     for i in 0..n {
@@ -179,4 +191,30 @@ fn the_queue_gives_back_room_when_the_flight_shrinks() {
         b.unsacked_mappings().next(),
         Some((1 + 10 * (4096 - 100), 10))
     );
+}
+
+#[test]
+fn the_congestion_controls_rtt_comes_from_the_latest_segment_an_ack_delivers() {
+    // Linux `ca_rtt_us`: a pure SACK gives a sample (from the latest-sent newly SACKed
+    // segment), a cumulative ACK of retransmitted data gives none (Karn), one of first
+    // transmissions gives the latest-sent one's RTT. Segment i is sent at t = i.
+    let mut b = board(10);
+    let mut src = CaRttSources::default();
+    b.apply_sack_noting(&[(301, 601)], 50, &mut src);
+    assert_eq!(
+        src.ca_rtt(50),
+        Some(50 - 5),
+        "SACK of segments 3..5: the latest is 5"
+    );
+    b.update_lost(MSS);
+    b.next_lost().unwrap();
+    b.mark_retransmitted(60);
+    // The retransmission of segment 0 arrives (1 and 2 are still out): cumulative ACK to 101.
+    let mut src = CaRttSources::default();
+    b.advance_una_noting(101, 80, &mut src);
+    assert_eq!(src.ca_rtt(80), None, "retransmitted data acknowledged");
+    // Segments 1 and 2 (first transmissions, sent at 1 and 2) and the SACKed 3..5.
+    let mut src = CaRttSources::default();
+    b.advance_una_noting(601, 90, &mut src);
+    assert_eq!(src.ca_rtt(90), Some(90 - 2));
 }

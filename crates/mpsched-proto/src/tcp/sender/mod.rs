@@ -14,7 +14,7 @@
 
 use super::handshake::{Handshake, HsOption, Role};
 use super::rtt::{timer_wheel_fire_ns, RttEstimator};
-use super::scoreboard::Scoreboard;
+use super::scoreboard::{CaRttSources, Scoreboard};
 use super::segment::{flags, Segment};
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
@@ -317,6 +317,7 @@ impl Sender {
         let una_advanced = ack > self.snd_una;
         self.board.set_min_rtt(self.rtt.min_rtt_ns);
         let (segs_before, sacked_before) = (self.board.segs_out() as u64, self.board.sacked_segs());
+        let mut ca_src = CaRttSources::default();
         if una_advanced {
             // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
             if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
@@ -324,7 +325,7 @@ impl Sender {
                 self.rtt.on_sample(r);
                 out.rtt_sample_ns = Some(r);
             }
-            out.acked_bytes = self.board.advance_una(ack, now_ns);
+            out.acked_bytes = self.board.advance_una_noting(ack, now_ns, &mut ca_src);
             self.snd_una = ack;
             self.stats.bytes_acked += out.acked_bytes;
             self.l2_bytes += out.acked_bytes;
@@ -336,7 +337,8 @@ impl Sender {
         }
         // No SACK blocks (most ACKs): nothing newly SACKed, and the scoreboard need not look.
         out.sacked_bytes = if seg.sack_len > 0 {
-            self.board.apply_sack(seg.sack_blocks(), now_ns)
+            self.board
+                .apply_sack_noting(seg.sack_blocks(), now_ns, &mut ca_src)
         } else {
             0
         };
@@ -345,6 +347,14 @@ impl Sender {
         out.delivered_segs = (segs_before - self.board.segs_out() as u64
             + self.board.sacked_segs())
         .saturating_sub(sacked_before);
+        // Linux `pkts_acked`: the congestion control sees this ACK's RTT sample (the send
+        // time of the latest segment it newly acknowledged or SACKed, else the timestamp echo
+        // of an ACK of new data) in every state, before loss detection.
+        let ca_rtt = ca_src.ca_rtt(now_ns).or(out.rtt_sample_ns);
+        if ca_rtt.is_some() {
+            let sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
+            self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
+        }
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
@@ -369,9 +379,16 @@ impl Sender {
     /// acked_sacked)`, `tcp_is_cwnd_limited`), so a small segment (an RPC request, a message)
     /// grows the window by as much as a full one; in bytes here, one MSS a segment.
     fn grow(&mut self, now_ns: u64, delivered_segs: u64, rtt: Option<u64>, view: &CoupledView<'_>) {
+        let sample = self.ack_sample(now_ns, delivered_segs, rtt);
+        self.cc.inner_mut().on_ack(&mut self.tcb, &sample, view);
+        self.tcb.cwnd_bytes = self.tcb.cwnd_bytes.max(self.tcb.mss_bytes);
+    }
+
+    /// What the congestion control is told of an ACK that delivered `delivered_segs`.
+    fn ack_sample(&self, now_ns: u64, delivered_segs: u64, rtt: Option<u64>) -> AckSample {
         let in_ss = self.tcb.in_slow_start();
         let mss = self.tcb.mss_bytes;
-        let sample = AckSample {
+        AckSample {
             now_ns,
             acked_bytes: delivered_segs * mss,
             rtt_sample_ns: rtt,
@@ -383,9 +400,7 @@ impl Sender {
             cwnd_limited: self.is_cwnd_limited
                 || (in_ss && self.tcb.cwnd_bytes < 2 * self.max_out_segs * mss),
             pacing_rate_bps: self.pacing_rate_bps(),
-        };
-        self.cc.inner_mut().on_ack(&mut self.tcb, &sample, view);
-        self.tcb.cwnd_bytes = self.tcb.cwnd_bytes.max(self.tcb.mss_bytes);
+        }
     }
 
     /// Next segment to send, if any (call until `None`).
