@@ -45,6 +45,17 @@ pub use segment::{
 pub const MPTCP_DATA_MSS_BYTES_FOR_1500: u64 = 1448 - DSS_MAP_ACK_BYTES;
 pub use sender::{AckOutcome, CaState, Sender, SenderStats};
 
+/// Makes room for one more entry in a full queue by a quarter of its length (at least 4), not
+/// by doubling. A per-flow queue that cycles through its buffer (the scoreboard's sent
+/// segments, the receiver's out-of-order queue) touches all of it, so a doubled buffer's slack
+/// stays resident for as long as the queue is long: with a quarter, at most a fifth of the
+/// buffer is slack at its peak. Capacity only: the queue's contents and order are unchanged.
+#[inline(never)]
+#[cold]
+pub(crate) fn grow_by_a_quarter<T>(queue: &mut std::collections::VecDeque<T>) {
+    queue.reserve_exact((queue.len() / 4).max(4));
+}
+
 /// The largest skb TCP builds (`tcp_xmit_size_goal`: `GSO_LEGACY_MAX_SIZE`), bytes.
 pub const GSO_MAX_BYTES: u64 = 65_536;
 /// `tcp_min_tso_segs`: the fewest segments `tcp_tso_autosize` puts in an skb.

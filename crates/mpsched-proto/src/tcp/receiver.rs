@@ -345,6 +345,9 @@ impl Receiver {
                     len: seg.len,
                     data_fin: seg.has(flags::DATA_FIN),
                 };
+                if self.ofo.len() == self.ofo.capacity() {
+                    super::grow_by_a_quarter(&mut self.ofo);
+                }
                 self.ofo.insert(at, o);
                 let added = self.ofo_ranges.insert(seg.seq, end);
                 self.stats.duplicate_bytes += len - added;

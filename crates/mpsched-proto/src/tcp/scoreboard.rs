@@ -156,7 +156,7 @@ pub struct Scoreboard {
 impl Scoreboard {
     /// Makes room for `segments` outstanding segments in all (no effect when there is).
     pub fn reserve(&mut self, segments: usize) {
-        self.segs.reserve(segments.saturating_sub(self.segs.len()));
+        self.segs.reserve_exact(segments.saturating_sub(self.segs.len()));
     }
     /// Linux `tcp_packets_in_flight()`: segments out, less SACKed and lost ones, plus
     /// retransmissions in flight (`pipe_bytes` counted in segments, whatever their size).
@@ -202,6 +202,9 @@ impl Scoreboard {
             self.new_run(seq, dsn);
         }
         self.next_dsn = dsn.wrapping_add(len as u64);
+        if self.segs.len() == self.segs.capacity() {
+            super::grow_by_a_quarter(&mut self.segs);
+        }
         self.segs.push_back(Slot {
             seq_bits: seq | (bits as u64) << 56,
             xmit_ns: now_ns,

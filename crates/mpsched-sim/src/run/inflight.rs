@@ -8,8 +8,9 @@
 //! echoed clock is one the sender received, so earlier than its own send time, and within
 //! 4.29 s of it while the peers keep talking); sequence numbers, acknowledgements and the
 //! window in 32 bits; the length in 16. A segment whose values do not fit (a flow past 4 GiB,
-//! a window of 4 GiB or more, an echo older than 4.29 s or none yet) is kept whole in a side
-//! pool instead, and SACK blocks, when there are any, go to another. Records are
+//! a window of 4 GiB or more, an echo older than 4.29 s or none yet, a SACK edge past 4 GiB)
+//! is kept whole in a side pool instead, and SACK blocks, when there are any, go to another
+//! with their edges in 32 bits (a 36-byte entry). Records are
 //! index-addressed and freed slots are reused last-in first-out, so the touched memory
 //! follows the number of segments in flight, not the number ever sent.
 //!
@@ -26,6 +27,17 @@ use mpsched_proto::tcp::MAX_SACK_BLOCKS;
 
 type SackBlocks = [(u64, u64); MAX_SACK_BLOCKS];
 const NO_SACK: SackBlocks = [(0, 0); MAX_SACK_BLOCKS];
+/// A SACK array whose edges all fit 32 bits, as the SACK pool keeps it (32 bytes, not 64: an
+/// ACK in a loss episode carries one, so the pool holds ~16 entries a flow at the peak).
+type NarrowSacks = [(u32, u32); MAX_SACK_BLOCKS];
+
+fn narrow(sack: &SackBlocks) -> NarrowSacks {
+    sack.map(|(s, e)| (s as u32, e as u32))
+}
+
+fn widen(sack: &NarrowSacks) -> SackBlocks {
+    sack.map(|(s, e)| (s as u64, e as u64))
+}
 
 /// A side-pool entry: what does not fit the record, and the record's skb link (which the
 /// record's `link` field cannot hold while it points here).
@@ -120,7 +132,7 @@ impl<T: Copy> Pool<T> {
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     records: Pool<Record>,
-    sacks: Pool<Side<SackBlocks>>,
+    sacks: Pool<Side<NarrowSacks>>,
     wide: Pool<Side<Segment>>,
 }
 
@@ -136,6 +148,8 @@ impl InFlight {
         let high =
             (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32 | (seg.len >> 16) as u64;
         let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e);
+        // SACK edges past 32 bits are one more value that does not fit.
+        let high = high | sack >> 32;
         let mut meta = if dest.to_client { TO_CLIENT } else { 0 } | if dest.request { REQUEST } else { 0 };
         let mut link = NO_SEGMENT;
         if high | sack != 0 {
@@ -178,7 +192,7 @@ impl InFlight {
         if wide {
             (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT }))
         } else {
-            (meta | HAS_SACK, self.sacks.insert(Side { value: seg.sack, next: NO_SEGMENT }))
+            (meta | HAS_SACK, self.sacks.insert(Side { value: narrow(&seg.sack), next: NO_SEGMENT }))
         }
     }
 
@@ -230,7 +244,7 @@ impl InFlight {
             ack: r.ack as u64,
             window: r.window as u64,
             sack_len: r.sack_len,
-            sack: if r.meta & HAS_SACK != 0 { self.sacks.slots[r.link as usize].value } else { NO_SACK },
+            sack: if r.meta & HAS_SACK != 0 { widen(&self.sacks.slots[r.link as usize].value) } else { NO_SACK },
             ts_val: r.ts_val,
             ts_ecr: r.ts_val.wrapping_sub(r.ts_ecr_back as u64),
             dsn: r.dsn as u64,
@@ -370,6 +384,25 @@ mod tests {
         assert_eq!(f.insert(d, &ack), b);
         assert_eq!(f.segment(b), ack);
         assert_eq!(f.sacks.slots.len(), 1);
+    }
+
+    #[test]
+    fn sack_entries_are_36_bytes_and_edges_past_32_bits_go_whole() {
+        assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 36);
+        let mut f = InFlight::default();
+        let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
+        let mut ack = Segment { flags: flags::ACK, ack: 5, ..Default::default() };
+        ack.sack_len = 2;
+        ack.sack[0] = (u32::MAX as u64 - 9, u32::MAX as u64);
+        ack.sack[1] = (10, 20);
+        let narrow = f.insert(d, &ack);
+        assert_eq!(f.segment(narrow), ack);
+        assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
+        // One edge one past 32 bits (in a block past sack_len too): the whole segment is kept.
+        ack.sack[3] = (0, u32::MAX as u64 + 1);
+        let wide = f.insert(d, &ack);
+        assert_eq!(f.segment(wide), ack);
+        assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 1));
     }
 
     #[test]

@@ -64,3 +64,15 @@ impl Simulation<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A delivered packet reads its flow's slot first (and the lookahead above fetches it
+    /// whole): the slot keeps the two sides' endpoint pointers and timers, not a units
+    /// application's queues (boxed), so it is three cache lines at most, not seven.
+    #[test]
+    fn a_flow_slot_is_at_most_three_cache_lines() {
+        let size = std::mem::size_of::<Option<super::super::Flow>>();
+        assert!(size <= 3 * 64, "{size} bytes");
+    }
+}
