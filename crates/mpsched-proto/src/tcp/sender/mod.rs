@@ -99,6 +99,10 @@ pub struct Sender {
     snd_nxt: u64,
     queue: VecDeque<Mapping>,
     queued_bytes: u64,
+    /// Segments the queue will leave as: the sum over its mappings of ceil(len / MSS), kept in
+    /// step with every push, merge, trim and transmission (the scheduler's view reads it on
+    /// every decision; walking the queue there cost a pass over it per view).
+    queued_segs: u64,
     board: Scoreboard,
     rtt: RttEstimator,
     cc: AnyCc,
@@ -175,6 +179,7 @@ impl Sender {
             snd_nxt: 1,
             queue: VecDeque::new(),
             queued_bytes: 0,
+            queued_segs: 0,
             board: Scoreboard::default(),
             rtt: RttEstimator::default(),
             cc,
@@ -227,13 +232,17 @@ impl Sender {
             return;
         }
         self.queued_bytes += len;
+        let mss = self.tcb.mss_bytes.max(1);
         if let Some(last) = self.queue.back_mut() {
             if last.dsn + last.len == dsn && !last.data_fin && last.resend == resend {
+                self.queued_segs -= last.len.div_ceil(mss);
                 last.len += len;
                 last.data_fin = data_fin;
+                self.queued_segs += last.len.div_ceil(mss);
                 return;
             }
         }
+        self.queued_segs += len.div_ceil(mss);
         self.queue.push_back(Mapping {
             dsn,
             len,
@@ -251,13 +260,16 @@ impl Sender {
     /// level through another subflow. Sequence numbers are assigned at transmission, so this
     /// leaves no hole. Looks at the queue head only: O(1) when there is nothing to drop.
     pub fn trim_unsent_below(&mut self, dsn: u64) {
+        let mss = self.tcb.mss_bytes.max(1);
         while let Some(m) = self.queue.front_mut() {
             if m.dsn >= dsn {
                 break;
             }
             let cut = (dsn - m.dsn).min(m.len);
+            self.queued_segs -= m.len.div_ceil(mss);
             m.dsn += cut;
             m.len -= cut;
+            self.queued_segs += m.len.div_ceil(mss);
             self.queued_bytes -= cut;
             if m.len > 0 {
                 break;
@@ -465,6 +477,8 @@ impl Sender {
             self.queue.pop_front();
         }
         self.queued_bytes -= len;
+        // The head gave up min(len, MSS) bytes, 0 < len: exactly one of its segments.
+        self.queued_segs -= 1;
         let seq = self.snd_nxt;
         self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;
