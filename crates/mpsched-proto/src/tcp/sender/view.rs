@@ -27,8 +27,8 @@ impl Sender {
         v.in_flight_bytes = self.board.pipe_bytes();
         v.outstanding_bytes = self.board.outstanding_bytes();
         v.queued_bytes = self.queued_bytes;
-        debug_assert_eq!(self.queued_segs, self.queued_segs_by_walk());
-        v.segs_in_use = self.board.pipe_segs() + self.queued_segs;
+        debug_assert_eq!(u64::from(self.queued_segs), self.queued_segs_by_walk());
+        v.segs_in_use = self.board.pipe_segs() + u64::from(self.queued_segs);
         v.pacing_rate_bps = self.pacing_rate_bps();
         v.bytes_acked = self.stats.bytes_acked;
         v.bytes_sent = self.stats.bytes_sent;
@@ -212,7 +212,7 @@ mod tests {
                     }
                 }
                 let walked: u64 = s.queue.iter().map(|m| m.len.div_ceil(mss)).sum();
-                prop_assert_eq!(s.queued_segs, walked);
+                prop_assert_eq!(u64::from(s.queued_segs), walked);
                 s.fill_view(&mut v);
                 prop_assert_eq!(v.segs_in_use, s.board.pipe_segs() + walked);
             }
