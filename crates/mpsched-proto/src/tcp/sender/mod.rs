@@ -81,6 +81,20 @@ pub struct AckOutcome {
     pub became_established: bool,
 }
 
+/// ceil(`len` / `mss`) (an MSS of 0 counted as 1, as the view does), as the 32-bit count the
+/// sender keeps. More than 2^32 - 1 segments queued on one subflow (over 150 GB at the smallest
+/// MSS) is refused with a panic naming it: a wrapped count would silently change the window.
+#[inline]
+fn segs_of(len: u64, mss: u64) -> u32 {
+    u32::try_from(len.div_ceil(mss.max(1))).expect("a subflow's send queue holds fewer than 2^32 segments")
+}
+
+/// `a + b` segments queued, refused like [`segs_of`] beyond 32 bits.
+#[inline]
+fn add_segs(a: u32, b: u32) -> u32 {
+    a.checked_add(b).expect("a subflow's send queue holds fewer than 2^32 segments")
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Mapping {
     dsn: u64,
@@ -99,6 +113,12 @@ pub struct Sender {
     snd_nxt: u64,
     queue: VecDeque<Mapping>,
     queued_bytes: u64,
+    /// Segments the queue will leave as: the sum over its mappings of ceil(len / MSS), kept in
+    /// step with every push, merge, trim and transmission (the scheduler's view reads it on
+    /// every decision; walking the queue there cost a pass over it per view). 32 bits, in the
+    /// padding beside `backoff` (the connection's fixed size is guarded by `tests::perf`);
+    /// [`segs_of`] refuses a count that does not fit rather than wrapping it.
+    queued_segs: u32,
     board: Scoreboard,
     rtt: RttEstimator,
     cc: AnyCc,
@@ -175,6 +195,7 @@ impl Sender {
             snd_nxt: 1,
             queue: VecDeque::new(),
             queued_bytes: 0,
+            queued_segs: 0,
             board: Scoreboard::default(),
             rtt: RttEstimator::default(),
             cc,
@@ -227,13 +248,17 @@ impl Sender {
             return;
         }
         self.queued_bytes += len;
+        let mss = self.tcb.mss_bytes;
         if let Some(last) = self.queue.back_mut() {
             if last.dsn + last.len == dsn && !last.data_fin && last.resend == resend {
+                self.queued_segs -= segs_of(last.len, mss);
                 last.len += len;
                 last.data_fin = data_fin;
+                self.queued_segs = add_segs(self.queued_segs, segs_of(last.len, mss));
                 return;
             }
         }
+        self.queued_segs = add_segs(self.queued_segs, segs_of(len, mss));
         self.queue.push_back(Mapping {
             dsn,
             len,
@@ -251,13 +276,16 @@ impl Sender {
     /// level through another subflow. Sequence numbers are assigned at transmission, so this
     /// leaves no hole. Looks at the queue head only: O(1) when there is nothing to drop.
     pub fn trim_unsent_below(&mut self, dsn: u64) {
+        let mss = self.tcb.mss_bytes;
         while let Some(m) = self.queue.front_mut() {
             if m.dsn >= dsn {
                 break;
             }
             let cut = (dsn - m.dsn).min(m.len);
+            self.queued_segs -= segs_of(m.len, mss);
             m.dsn += cut;
             m.len -= cut;
+            self.queued_segs += segs_of(m.len, mss);
             self.queued_bytes -= cut;
             if m.len > 0 {
                 break;
@@ -480,6 +508,8 @@ impl Sender {
             self.queue.pop_front();
         }
         self.queued_bytes -= len;
+        // The head gave up min(len, MSS) bytes, 0 < len: exactly one of its segments.
+        self.queued_segs -= 1;
         let seq = self.snd_nxt;
         self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;

@@ -27,9 +27,8 @@ impl Sender {
         v.in_flight_bytes = self.board.pipe_bytes();
         v.outstanding_bytes = self.board.outstanding_bytes();
         v.queued_bytes = self.queued_bytes;
-        let mss = self.tcb.mss_bytes.max(1);
-        let queued_segs: u64 = self.queue.iter().map(|m| m.len.div_ceil(mss)).sum();
-        v.segs_in_use = self.board.pipe_segs() + queued_segs;
+        debug_assert_eq!(u64::from(self.queued_segs), self.queued_segs_by_walk());
+        v.segs_in_use = self.board.pipe_segs() + u64::from(self.queued_segs);
         v.pacing_rate_bps = self.pacing_rate_bps();
         v.bytes_acked = self.stats.bytes_acked;
         v.bytes_sent = self.stats.bytes_sent;
@@ -40,6 +39,12 @@ impl Sender {
             v.bytes_retransmitted = 0;
             v.rto_count = 0;
         }
+    }
+
+    /// The queue's segments counted by walking it: what `queued_segs` keeps incrementally.
+    fn queued_segs_by_walk(&self) -> u64 {
+        let mss = self.tcb.mss_bytes.max(1);
+        self.queue.iter().map(|m| m.len.div_ceil(mss)).sum()
     }
 
     /// Linux `tcp_update_pacing_rate`: ratio * max(cwnd, outstanding) / srtt, ratio 200 % in
@@ -167,6 +172,50 @@ mod tests {
                 / (100 * srtt_ns.max(1) as u128))
                 .min(u64::MAX as u128) as u64;
             prop_assert_eq!(super::pacing_rate(pct, bytes, srtt_ns), want);
+        }
+
+        /// The view's segments in use (in flight plus what the queue will leave as, each
+        /// mapping ceil(len / MSS)) stay exact through merged and separate pushes, trims below
+        /// a DSN the connection acknowledged elsewhere, and transmissions that split the head.
+        #[test]
+        fn segs_in_use_counts_the_queue_as_it_changes(
+            ops in proptest::collection::vec((0u8..4, 1u64..5_000, 0u8..4, any::<bool>()), 1..80),
+        ) {
+            use crate::sched::{ResendKind, SubflowView};
+            use crate::tcp::sender::Sender;
+            use crate::tcp::TcpConfig;
+            let mut s = Sender::established(TcpConfig::default(), crate::cc::build("reno").unwrap());
+            s.tcb.cwnd_bytes = 1 << 40;
+            let mss = s.tcb.mss_bytes;
+            let (mut next_dsn, mut trimmed_to) = (0u64, 0u64);
+            let mut v = SubflowView::default();
+            for (op, len, kind, flag) in ops {
+                match op {
+                    // A push: contiguous (merges when the kind matches) or after a gap.
+                    0 | 1 => {
+                        let dsn = if op == 0 { next_dsn } else { next_dsn + len };
+                        let resend = [None, Some(ResendKind::Reinject), Some(ResendKind::Redundant), None][kind as usize];
+                        match resend {
+                            None => s.queue(dsn, len, flag && kind == 3),
+                            Some(k) => s.queue_resend(dsn, len, false, k),
+                        }
+                        next_dsn = dsn + len;
+                    }
+                    2 => {
+                        trimmed_to = trimmed_to.max(next_dsn.saturating_sub(len * u64::from(kind)));
+                        s.trim_unsent_below(trimmed_to);
+                    }
+                    _ => {
+                        for _ in 0..=kind {
+                            s.poll_transmit(0);
+                        }
+                    }
+                }
+                let walked: u64 = s.queue.iter().map(|m| m.len.div_ceil(mss)).sum();
+                prop_assert_eq!(u64::from(s.queued_segs), walked);
+                s.fill_view(&mut v);
+                prop_assert_eq!(v.segs_in_use, s.board.pipe_segs() + walked);
+            }
         }
     }
 }
