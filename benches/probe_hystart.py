@@ -5,6 +5,10 @@ connection and subflow, where slow start ended (the first sample with a finite s
 
     sudo .venv/bin/python benches/probe_hystart.py equal/htb/1MiB [--out DIR] [--client]
 
+`--client --mem` samples the client's sockets with skmem and its MPTCP sockets (`ss -ntmiH -t -M`,
+one sample per ~20 ms under load: rcvbuf, rcv_space, rcv_ssthresh, rcv_rtt over time), and with
+`--pcap` also captures the server's srv0 (`DIR/server.pcap`, for benches/pcap_window.py) (tcp11q).
+
 Wrap it in the testbed's flock (one kernel run per machine).
 """
 
@@ -32,7 +36,12 @@ RECOVERY = ("'TcpExtTCPHystart*' 'TcpExtTCPLostRetransmit' 'TcpExtTCPSackRecover
             "'TcpExtTCPSpuriousRtxHostQueues' 'TcpExtTCPFullUndo' 'TcpExtTCPDSACKUndo'")
 
 
-def watch_cmd(counters: str) -> str:
+def watch_cmd(counters: str, mem: bool = False) -> str:
+    # --mem (tcp11q): the sockets' skmem (rb = sk_rcvbuf, r = sk_rmem_alloc) and the MPTCP
+    # sockets' (`ss -M`: the msk, whose rcvbuf autotuning sizes the connection's window).
+    # Without nstat (tens of ms a sample under load), about one sample per 10 ms.
+    if mem:
+        return "while :; do echo \"@ $(date +%s%N)\"; ss -ntmiH -t -M; done"
     return (f"while :; do echo \"@ $(date +%s%N)\"; nstat -asz {counters} | tail -n +2; "
             "ss -tinH state established; sleep 0.003; done")
 
@@ -46,7 +55,8 @@ def _server_ns(pid: int, side: str = "s") -> str | None:
     return None
 
 
-def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART) -> None:
+def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART,
+          mem: bool = False) -> None:
     import os
 
     ns = None
@@ -57,7 +67,7 @@ def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counter
         return
     time.sleep(0.3)  # the testbed's sysctls and routes first
     with open(out, "w") as fh:
-        procs = [subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", watch_cmd(counters)], stdout=fh,
+        procs = [subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", watch_cmd(counters, mem)], stdout=fh,
                                   stderr=subprocess.DEVNULL)]
         if pcap:
             # The sender's view: data skbs as TCP hands them to srv0 (GSO, before any
@@ -127,6 +137,8 @@ def main() -> None:
     ap.add_argument("--counters", action="store_true",
                     help="also read the loss-detection and recovery counters (TCPLostRetransmit, TCPSackRecovery, "
                          "TCPLossProbes, DSACKs, ...) and print the links' drops")
+    ap.add_argument("--mem", action="store_true",
+                    help="with --client: sample skmem and the MPTCP sockets too (rcvbuf over time; tcp11q)")
     a = ap.parse_args()
     cell = next(c for c in cells(GRID) if c.id == a.cell)
     if a.gso_off:
@@ -138,13 +150,19 @@ def main() -> None:
     log = out / (a.cell.replace("/", "_") + ("_gso_off" if a.gso_off else "") + ("_client" if a.client else "") + ".log")
     stop = threading.Event()
     t = threading.Thread(target=watch, args=(stop, log, a.pcap and not a.client, "c" if a.client else "s",
-                                                   RECOVERY if a.counters else HYSTART), daemon=True)
+                                                   RECOVERY if a.counters else HYSTART, a.mem), daemon=True)
     t.start()
+    threads = [t]
+    if a.client and a.mem and a.pcap:
+        # tcp11q: the server's capture (the announced windows) next to the client's skmem.
+        threads.append(threading.Thread(target=watch, args=(stop, out / "server.log", True), daemon=True))
+        threads[-1].start()
     try:
         tables = run_kernel(cell.config, repetitions=1)
     finally:
         stop.set()
-        t.join()
+        for th in threads:
+            th.join()
     summarize(log)
     if a.counters:
         print("links:", tables.get("links"))
