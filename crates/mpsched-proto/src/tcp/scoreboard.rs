@@ -156,7 +156,8 @@ pub struct Scoreboard {
 impl Scoreboard {
     /// Makes room for `segments` outstanding segments in all (no effect when there is).
     pub fn reserve(&mut self, segments: usize) {
-        self.segs.reserve_exact(segments.saturating_sub(self.segs.len()));
+        self.segs
+            .reserve_exact(segments.saturating_sub(self.segs.len()));
     }
     /// Linux `tcp_packets_in_flight()`: segments out, less SACKed and lost ones, plus
     /// retransmissions in flight (`pipe_bytes` counted in segments, whatever their size).

@@ -25,6 +25,8 @@ mod recovery;
 mod usage;
 mod view;
 
+use view::{add_segs, segs_of};
+
 /// Congestion state (Linux `icsk_ca_state`, collapsed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaState {
@@ -79,20 +81,6 @@ pub struct AckOutcome {
     pub loss: Option<LossKind>,
     /// The handshake completed with this segment.
     pub became_established: bool,
-}
-
-/// ceil(`len` / `mss`) (an MSS of 0 counted as 1, as the view does), as the 32-bit count the
-/// sender keeps. More than 2^32 - 1 segments queued on one subflow (over 150 GB at the smallest
-/// MSS) is refused with a panic naming it: a wrapped count would silently change the window.
-#[inline]
-fn segs_of(len: u64, mss: u64) -> u32 {
-    u32::try_from(len.div_ceil(mss.max(1))).expect("a subflow's send queue holds fewer than 2^32 segments")
-}
-
-/// `a + b` segments queued, refused like [`segs_of`] beyond 32 bits.
-#[inline]
-fn add_segs(a: u32, b: u32) -> u32 {
-    a.checked_add(b).expect("a subflow's send queue holds fewer than 2^32 segments")
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -7,6 +7,22 @@ use crate::sched::SubflowView;
 use crate::tcp::handshake::HsOption;
 use crate::tcp::rtt::RttEstimator;
 
+/// ceil(`len` / `mss`) (an MSS of 0 counted as 1, as the view does), as the 32-bit count the
+/// sender keeps. More than 2^32 - 1 segments queued on one subflow (over 150 GB at the smallest
+/// MSS) is refused with a panic naming it: a wrapped count would silently change the window.
+#[inline]
+pub(super) fn segs_of(len: u64, mss: u64) -> u32 {
+    u32::try_from(len.div_ceil(mss.max(1)))
+        .expect("a subflow's send queue holds fewer than 2^32 segments")
+}
+
+/// `a + b` segments queued, refused like [`segs_of`] beyond 32 bits.
+#[inline]
+pub(super) fn add_segs(a: u32, b: u32) -> u32 {
+    a.checked_add(b)
+        .expect("a subflow's send queue holds fewer than 2^32 segments")
+}
+
 impl Sender {
     /// Fills the scheduler's view of this subflow (`id` and `path_index` are the caller's).
     pub fn fill_view(&self, v: &mut SubflowView) {
