@@ -3,9 +3,13 @@
 //! In-order subflow data is reassembled by DSN: bytes at the DATA_ACK point are delivered to
 //! the application at once (it reads immediately), bytes above it wait in the out-of-order
 //! queue, duplicates (reinjections, redundant copies) are dropped by DSN. The advertised
-//! window is the free buffer (receive buffer minus out-of-order bytes at connection and
-//! subflow level) capped by the sending subflow's `rcv_ssthresh`, relative to DATA_ACK, and
-//! its right edge never moves left (Linux `__tcp_select_window`, `mptcp_set_rwin`).
+//! window is the free connection-level buffer (receive buffer minus the connection's
+//! out-of-order bytes) capped by the sending subflow's `rcv_ssthresh`, relative to DATA_ACK,
+//! and its right edge never moves left (Linux `__tcp_select_window`, `mptcp_set_rwin`).
+//! A subflow's own out-of-order bytes (above a hole in its sequence space) are not taken
+//! off: Linux's `mptcp_space` counts only the msk's receive memory, the subflow's
+//! out-of-order queue is charged to the subflow socket ("as far as mptcp peer is concerned
+//! that data is still inflight", subflow.c).
 //!
 //! With [`ConnConfig::rcv_buf_autotuning`] the buffer behind that window grows as Linux's
 //! dynamic right-sizing does (`mptcp_rcv_space_adjust`, `mptcp_rcvbuf_grow` in 6.18.y): once
@@ -227,8 +231,7 @@ impl DataReceiver {
     /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
     /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
     fn advertise(&self, subflow: usize) -> (u64, u64) {
-        let used = self.buffer_in_use_bytes();
-        let free = self.rcv_wnd_bytes.saturating_sub(used);
+        let free = self.rcv_wnd_bytes.saturating_sub(self.ofo.total_bytes());
         let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
         (self.rcv_nxt, edge - self.rcv_nxt)

@@ -348,3 +348,47 @@ fn the_receiver_rtt_latches_a_smaller_sample_and_smooths_a_larger_one() {
         41 * MS
     );
 }
+
+#[test]
+fn a_subflows_own_out_of_order_bytes_do_not_shrink_the_mptcp_window() {
+    // Linux `mptcp_space` offers the msk's free receive memory: data SACKed above a hole in
+    // one subflow's sequence space waits in that subflow's out-of-order queue, charged to the
+    // subflow socket, and is still in flight as far as the connection is concerned.
+    // A buffer at the initial window (64 KiB), so the free space binds, not rcv_ssthresh.
+    let buf = 64 * 1024;
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.rcv_buf_bytes = buf;
+    cfg.rcv_buf_autotuning = false;
+    let mut rx = DataReceiver::new(cfg);
+    super::util::establish_two_subflows(&mut rx);
+    let seg = |k: u64, dsn: u64| Segment {
+        flags: flags::ACK | flags::DSS_MAP,
+        seq: 1 + k * MSS,
+        len: MSS as u32,
+        ack: 1,
+        ts_val: 2,
+        dsn,
+        ..Default::default()
+    };
+    // Subflow 1 loses its first segment (DSN 20 MSS); 30 more arrive above the hole.
+    for k in 1..31 {
+        rx.handle_segment(2 * MS, 1, &seg(k, (20 + k) * MSS));
+    }
+    while rx.poll_transmit(2 * MS).is_some() {}
+    assert_eq!(rx.ofo_bytes(), 0, "nothing reached the connection yet");
+    // Subflow 0 delivers DSN 0-20 MSS in order: DATA_ACK moves, and the whole buffer is
+    // offered from it.
+    let mut last = None;
+    for k in 0..20 {
+        rx.handle_segment(3 * MS, 0, &seg(k, k * MSS));
+        rx.handle_timeout(4 * MS);
+        while let Some((sf, ack)) = rx.poll_transmit(4 * MS) {
+            last = Some((sf, ack.data_ack, ack.window));
+        }
+    }
+    assert_eq!(last, Some((0, 20 * MSS, buf)), "(subflow, DATA_ACK, window)");
+    // The hole is repaired: 31 segments reach the connection in order and DATA_ACK jumps.
+    rx.handle_segment(5 * MS, 1, &seg(0, 20 * MSS));
+    let (_, ack) = rx.poll_transmit(5 * MS).expect("the filled hole is acknowledged");
+    assert_eq!((ack.data_ack, ack.window), (51 * MSS, buf));
+}
