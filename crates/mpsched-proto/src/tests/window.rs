@@ -386,9 +386,15 @@ fn a_subflows_own_out_of_order_bytes_do_not_shrink_the_mptcp_window() {
             last = Some((sf, ack.data_ack, ack.window));
         }
     }
-    assert_eq!(last, Some((0, 20 * MSS, buf)), "(subflow, DATA_ACK, window)");
+    assert_eq!(
+        last,
+        Some((0, 20 * MSS, buf)),
+        "(subflow, DATA_ACK, window)"
+    );
     // The hole is repaired: 31 segments reach the connection in order and DATA_ACK jumps.
     rx.handle_segment(5 * MS, 1, &seg(0, 20 * MSS));
-    let (_, ack) = rx.poll_transmit(5 * MS).expect("the filled hole is acknowledged");
+    let (_, ack) = rx
+        .poll_transmit(5 * MS)
+        .expect("the filled hole is acknowledged");
     assert_eq!((ack.data_ack, ack.window), (51 * MSS, buf));
 }

@@ -11,6 +11,9 @@ use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{NetEvent, NetSink, Network, Packet, RouteId};
 use mpsched_proto::tcp::flags;
 
+// `transmit` reports the subflows that carried data as bits of a u64.
+const _: () = assert!(crate::validate::MAX_SUBFLOWS <= 64);
+
 /// The loop's side of the network: schedules network events and frees dropped segments.
 pub(super) struct Sink<'q> {
     pub(super) queue: &'q mut EventQueue<Event>,
@@ -58,7 +61,7 @@ impl Wire<'_> {
             let size = seg.wire_bytes();
             let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
             if data {
-                data_subflows |= 1u64 << subflow.min(63);
+                data_subflows |= 1u64 << subflow;
             }
             let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
             let idx = self.segments.insert(dest, &seg);
