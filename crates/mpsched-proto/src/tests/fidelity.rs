@@ -335,23 +335,14 @@ fn mptcp_window_grows_with_the_subflows_rcv_ssthresh_while_data_ack_waits() {
     // segment), not open the whole grown buffer at once. On the testbed (equal/tbf32k/1MiB,
     // docs/testbed.md) the edge advanced 4 segments per 2-segment skb while DATA_ACK stood.
     use crate::mptcp::{ConnConfig, DataReceiver};
-    use crate::tcp::flags;
     const MSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
     let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
     cfg.rcv_buf_autotuning = true;
     let mut rx = DataReceiver::new(cfg);
     crate::tests::util::establish_two_subflows(&mut rx);
     // Full-sized segments echoing a timestamp 10 ms old: a receiver RTT of 10 ms.
-    let data = |k: u64, dsn: u64, now: u64| Segment {
-        flags: flags::ACK | flags::DSS_MAP,
-        seq: 1 + k * MSS,
-        len: MSS as u32,
-        ack: 1,
-        ts_val: 2,
-        ts_ecr: now - 10 * MS,
-        dsn,
-        ..Default::default()
-    };
+    let data =
+        |k: u64, dsn: u64, now: u64| crate::tests::util::mapped_data(k, dsn, MSS, now - 10 * MS);
     // Rounds of in-order data on subflow 0, 11 ms apart: 20, 80, then one segment, at which
     // autotuning grows the buffer from what the application read in the last RTT.
     let mut edge = 0;

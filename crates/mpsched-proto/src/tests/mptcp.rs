@@ -453,21 +453,12 @@ fn filling_a_connection_level_hole_is_acknowledged_at_once() {
     // Subflow 1 delivers the missing DSN 0 in order at its own level; DATA_ACK jumps over the
     // out-of-order data from subflow 0, and the new window must reach the sender now, not
     // after subflow 1's 40 ms delayed ACK.
-    use crate::tcp::flags;
     const MSS: u64 = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
     let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
     cfg.tcp.quickack_segments = 0;
     let mut rx = DataReceiver::new(cfg);
     crate::tests::util::establish_two_subflows(&mut rx);
-    let data = |dsn: u64| Segment {
-        flags: flags::ACK | flags::DSS_MAP,
-        seq: 1,
-        len: MSS as u32,
-        ack: 1,
-        ts_val: 2,
-        dsn,
-        ..Default::default()
-    };
+    let data = |dsn: u64| crate::tests::util::mapped_data(0, dsn, MSS, 0);
     rx.handle_segment(2, 0, &data(MSS));
     assert_eq!(
         rx.poll_transmit(2),

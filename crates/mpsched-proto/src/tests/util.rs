@@ -320,3 +320,19 @@ pub fn establish_two_subflows(rx: &mut crate::mptcp::DataReceiver) {
     rx.handle_segment(1, 1, &ack3(flags::MP_JOIN));
     while rx.poll_transmit(1).is_some() {}
 }
+
+/// The `k`-th full segment (`mss` bytes) of a subflow established by
+/// [`establish_two_subflows`], mapped to connection-level sequence `dsn` and echoing `ts_ecr`
+/// (0: no echo).
+pub fn mapped_data(k: u64, dsn: u64, mss: u64, ts_ecr: u64) -> Segment {
+    Segment {
+        flags: crate::tcp::flags::ACK | crate::tcp::flags::DSS_MAP,
+        seq: 1 + k * mss,
+        len: mss as u32,
+        ack: 1,
+        ts_val: 2,
+        ts_ecr,
+        dsn,
+        ..Default::default()
+    }
+}

@@ -167,16 +167,7 @@ fn a_join_after_autotuning_starts_from_its_own_initial_space() {
         } else {
             32
         } * MS;
-        let seg = Segment {
-            flags: flags::ACK | flags::DSS_MAP,
-            seq: 1 + k * mss,
-            len: mss as u32,
-            ack: 1,
-            ts_val: 2,
-            ts_ecr: now - 10 * MS,
-            dsn: k * mss,
-            ..Default::default()
-        };
+        let seg = super::util::mapped_data(k, k * mss, mss, now - 10 * MS);
         rx.handle_segment(now, 0, &seg);
         while rx.poll_transmit(now).is_some() {}
     }
@@ -283,16 +274,7 @@ fn an_mptcp_subflow_grows_its_window_only_towards_the_connections_autotuned_one(
     let mut feed = |rx: &mut DataReceiver, now_ns: u64, ts_ecr: u64, n: usize| -> usize {
         let mut acked = 0;
         for _ in 0..n {
-            let seg = Segment {
-                flags: flags::ACK | flags::DSS_MAP,
-                seq: 1 + k * MSS,
-                len: MSS as u32,
-                ack: 1,
-                ts_val: 2,
-                ts_ecr,
-                dsn: k * MSS,
-                ..Default::default()
-            };
+            let seg = super::util::mapped_data(k, k * MSS, MSS, ts_ecr);
             k += 1;
             rx.handle_segment(now_ns, 0, &seg);
             acked += usize::from(rx.poll_transmit(now_ns).is_some());
@@ -361,15 +343,7 @@ fn a_subflows_own_out_of_order_bytes_do_not_shrink_the_mptcp_window() {
     cfg.rcv_buf_autotuning = false;
     let mut rx = DataReceiver::new(cfg);
     super::util::establish_two_subflows(&mut rx);
-    let seg = |k: u64, dsn: u64| Segment {
-        flags: flags::ACK | flags::DSS_MAP,
-        seq: 1 + k * MSS,
-        len: MSS as u32,
-        ack: 1,
-        ts_val: 2,
-        dsn,
-        ..Default::default()
-    };
+    let seg = |k: u64, dsn: u64| super::util::mapped_data(k, dsn, MSS, 0);
     // Subflow 1 loses its first segment (DSN 20 MSS); 30 more arrive above the hole.
     for k in 1..31 {
         rx.handle_segment(2 * MS, 1, &seg(k, (20 + k) * MSS));
