@@ -11,9 +11,9 @@ Cases: `tcp`: one 100 Mbit/s path, 40 ms RTT, 1 MB queue, 4 MiB downloads, rcv_b
 (a window of a quarter of the BDP: 26 Mbit/s). `mptcp`: reference table A's paths (50 Mbit/s
 20 ms + 15 Mbit/s 200 ms RTT), 8 MiB downloads, rcv_buf 512 KiB at connection level. `table_a`:
 the same paths, 16 MiB downloads with the default fixed 6 MiB (what tests/test_kernel.py now runs).
-All three have a 16 MiB snd_buf. `tcp_snd` / `mptcp_snd`: the tcp / mptcp paths with a 16 MiB
-rcv_buf and a send buffer that limits the rate (snd_buf 128 KiB: 26 Mbit/s on the 40 ms path;
-512 KiB on table A); "naive" there gives the kernel SO_SNDBUF = snd_buf (engines/kernel/sndbuf.py
+All three have a 16 MiB snd_buf. `tcp_snd` / `mptcp1_snd` / `mptcp_snd`: the tcp path (plain TCP / MPTCP on
+that one path) and the mptcp paths with a 16 MiB rcv_buf and a send buffer that limits the rate
+(snd_buf 128 KiB: 26 Mbit/s on the 40 ms path; 512 KiB on table A); "naive" there gives the kernel SO_SNDBUF = snd_buf (engines/kernel/sndbuf.py
 gives about snd_buf / 2). `--ss`: sample the server's sockets (`ss -tmiH`, `ss -MmiH`) every
 20 ms and print the largest sk_sndbuf (tb) and wmem_queued (w) of the MPTCP socket and subflows.
 Root; about a minute per case and mode on the kernel.
@@ -42,11 +42,12 @@ def _link(name: str, rate_bps: int, delay_ns: int, queue_bytes: int) -> dict:
 
 
 def case(name: str, reps: int) -> dict:
-    snd = {"tcp_snd": 128 << 10, "mptcp_snd": 512 << 10}.get(name, 16 << 20)
+    snd = {"tcp_snd": 128 << 10, "mptcp1_snd": 128 << 10, "mptcp_snd": 512 << 10}.get(name, 16 << 20)
     name = name.removesuffix("_snd") if snd < 16 << 20 else name
-    if name == "tcp":
+    if name in ("tcp", "mptcp1"):
         links = [_link("a", 100_000_000, 20 * MS, 1_000_000), _link("a.up", 100_000_000, 20 * MS, 1_000_000)]
-        paths, proto, size, rcv, gap = [{"name": "a", "down": [0], "up": [1]}], "tcp", 4 << 20, 128 << 10, 3000
+        paths, size, rcv, gap = [{"name": "a", "down": [0], "up": [1]}], 4 << 20, 128 << 10, 3000
+        proto = "tcp" if name == "tcp" else "mptcp"
     else:
         links = [_link("wlan.down", 50_000_000, 10 * MS, 250_000), _link("wlan.up", 50_000_000, 10 * MS, 250_000),
                  _link("lte.down", 15_000_000, 100 * MS, 500_000), _link("lte.up", 15_000_000, 100 * MS, 500_000)]
