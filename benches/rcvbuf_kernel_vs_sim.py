@@ -5,7 +5,7 @@ the scenario whose formula gives it: rcv_buf x 197/128, against the simulator's 
 autotuning. Prints per case the kernel's and the simulator's FCTs (ms) and the median error.
 
     flock /tmp/mpsched-testbed-queue.lock .venv/bin/python benches/rcvbuf_kernel_vs_sim.py [--reps 3] \
-        [--cases tcp,mptcp,table_a,tcp_snd,mptcp_snd] [--modes fixed,naive,autotune] [--ss]
+        [--cases tcp,mptcp,table_a,tcp_snd,mptcp1_snd,mptcp_snd] [--modes fixed,naive,autotune] [--ss] [--upload]
 
 Cases: `tcp`: one 100 Mbit/s path, 40 ms RTT, 1 MB queue, 4 MiB downloads, rcv_buf 128 KiB
 (a window of a quarter of the BDP: 26 Mbit/s). `mptcp`: reference table A's paths (50 Mbit/s
@@ -14,8 +14,9 @@ the same paths, 16 MiB downloads with the default fixed 6 MiB (what tests/test_k
 All three have a 16 MiB snd_buf. `tcp_snd` / `mptcp1_snd` / `mptcp_snd`: the tcp path (plain TCP / MPTCP on
 that one path) and the mptcp paths with a 16 MiB rcv_buf and a send buffer that limits the rate
 (snd_buf 128 KiB: 26 Mbit/s on the 40 ms path; 512 KiB on table A); "naive" there gives the kernel SO_SNDBUF = snd_buf (engines/kernel/sndbuf.py
-gives about snd_buf / 2). `--ss`: sample the server's sockets (`ss -tmiH`, `ss -MmiH`) every
-20 ms and print the largest sk_sndbuf (tb) and wmem_queued (w) of the MPTCP socket and subflows.
+gives about snd_buf / 2). `--ss`: sample the sender's sockets (`ss -tmiH`, `ss -MmiH`; the server's,
+the client's with `--upload`) every 20 ms and print the largest sk_sndbuf (tb) and wmem_queued
+(w) of the MPTCP socket and subflows. `--upload`: the same transfers as uploads.
 Root; about a minute per case and mode on the kernel.
 """
 
@@ -79,12 +80,13 @@ def fcts_ms(tables: dict) -> list[float]:
     return [round(x / 1e6, 1) for x, ok in zip(f["fct_ns"], f["completed"]) if ok]
 
 
-def sample_server(stop: threading.Event, peaks: dict) -> None:
-    """Largest tb (sk_sndbuf) and w (sk_wmem_queued) of the server's MPTCP sockets and TCP subflows."""
+def sample_sender(stop: threading.Event, peaks: dict, side: str) -> None:
+    """Largest tb (sk_sndbuf) and w (sk_wmem_queued) of the sender's (namespace `side`: s, c)
+    MPTCP sockets and TCP subflows."""
     ns = None
     while ns is None and not stop.is_set():
         out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        ns = next((ln.split()[0] for ln in out.splitlines() if ln.startswith(f"{PREFIX}-{os.getpid()}-s")), None)
+        ns = next((ln.split()[0] for ln in out.splitlines() if ln.startswith(f"{PREFIX}-{os.getpid()}-{side}")), None)
         time.sleep(0.01)
     while ns and not stop.is_set():
         for kind, flag in (("msk", "-MmiH"), ("subflow", "-tmiH")):
@@ -101,15 +103,18 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cases", default="tcp,mptcp,table_a")
     ap.add_argument("--modes", default="fixed,naive,autotune")
-    ap.add_argument("--ss", action="store_true", help="sample the server's socket memory (see the module doc)")
+    ap.add_argument("--ss", action="store_true", help="sample the sender's socket memory (see the module doc)")
+    ap.add_argument("--upload", action="store_true", help="the flows are uploads (the client sends)")
     a = ap.parse_args()
     for name in a.cases.split(","):
         for mode in a.modes.split(","):
             base = case(name, a.reps)
+            for f in base["flows"] if a.upload else []:
+                f["direction"] = "upload"
             cfg = variant(base, mode)
             # naive: the kernel with SO_RCVBUF = rcv_buf against the simulator's rcv_buf window
             stop, peaks = threading.Event(), {}
-            t = threading.Thread(target=sample_server, args=(stop, peaks), daemon=True)
+            t = threading.Thread(target=sample_sender, args=(stop, peaks, "c" if a.upload else "s"), daemon=True)
             if a.ss:
                 t.start()
             try:
@@ -120,7 +125,7 @@ def main() -> None:
             km, sm = statistics.median(k), statistics.median(s)
             print(f"{name} {mode} rcv_buf {cfg['transports'][0]['rcv_buf_bytes']}: kernel {k} sim {s} "
                   f"median {km:.0f} / {sm:.0f} ms ({(sm - km) / km:+.0%})"
-                  + (f" server peaks [tb, w]: {peaks}" if a.ss else ""), flush=True)
+                  + (f" sender peaks [tb, w]: {peaks}" if a.ss else ""), flush=True)
 
 
 if __name__ == "__main__":
