@@ -1,6 +1,6 @@
 // mpxfer: MPTCP/TCP transfers for the kernel testbed (mpsched, native/).
 //
-//   mpxfer server --port P [--sample-ns S] [--cc CC] [--rcvbuf-bytes B]
+//   mpxfer server --port P [--sample-ns S] [--cc CC] [--rcvbuf-bytes B] [--sndbuf-bytes B]
 //   mpxfer client --server IP --port P --epoch-ns E --deadline-ns D --sample-ns S --flows FILE
 //   mpxfer cbr --dst IP --port P --bind IP --rate-bps R --packet-bytes B --epoch-ns E
 //              --start-ns S --stop-ns T
@@ -10,10 +10,11 @@
 //
 // All times are CLOCK_MONOTONIC, which every network namespace shares, so the harness can put
 // client, server and router events on one time axis. The flows file has one flow per line:
-//   id protocol(mptcp|tcp) cc bind_ip direction(download|upload) kind(sized|bulk) amount start_ns rcvbuf
+//   id protocol(mptcp|tcp) cc bind_ip direction(download|upload) kind(sized|bulk) amount start_ns rcvbuf sndbuf
 // (amount: bytes for sized, stop time relative to the epoch for bulk; start relative too;
-// rcvbuf: SO_RCVBUF of the client's socket, 0 to autotune; the server's listener takes
-// --rcvbuf-bytes, for uploads; python/mpsched/engines/kernel/rcvbuf.py chooses the values).
+// rcvbuf / sndbuf: SO_RCVBUF / SO_SNDBUF of the client's socket, 0 to autotune; the server's
+// listener takes --rcvbuf-bytes for uploads and --sndbuf-bytes for downloads and RPC responses;
+// python/mpsched/engines/kernel/rcvbuf.py and sndbuf.py choose the values).
 // An rpc line (kind rpc, direction download, amount = requests) ends with four more fields:
 //   request_bytes response_bytes interval_ns(0: closed loop) concurrency   (mpxfer_rpc.c)
 // The client opens each flow at epoch + start (socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP) or
@@ -179,14 +180,23 @@ static int read_full(int fd, void *buf, size_t len, uint64_t stop_abs) {
 
 // A fixed receive buffer (the scenario's rcv_buf_autotuning = false): SO_RCVBUF sets SOCK_RCVBUF_LOCK,
 // which stops autotuning; FORCE passes net.core.rmem_max (a host-wide limit; the harness is root).
-static int set_rcvbuf(int fd, uint64_t bytes) {
+// A fixed send buffer likewise: SO_SNDBUF sets SOCK_SNDBUF_LOCK (no tcp_sndbuf_expand, no
+// __mptcp_sync_sndbuf).
+static int set_buf(int fd, int opt, const char *name, uint64_t bytes) {
     if (!bytes) return 0;
     int v = bytes > INT32_MAX / 2 ? INT32_MAX / 2 : (int)bytes;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) < 0) {
-        perror("mpxfer: SO_RCVBUFFORCE");
+    if (setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v) < 0) {
+        fprintf(stderr, "mpxfer: %s: %s\n", name, strerror(errno));
         return -1;
     }
     return 0;
+}
+
+static int set_bufs(int fd, uint64_t rcvbuf, uint64_t sndbuf) {
+    return set_buf(fd, SO_RCVBUFFORCE, "SO_RCVBUFFORCE", rcvbuf) < 0 ||
+                   set_buf(fd, SO_SNDBUFFORCE, "SO_SNDBUFFORCE", sndbuf) < 0
+               ? -1
+               : 0;
 }
 
 static void set_cc(int fd, const char *cc) {
@@ -262,7 +272,8 @@ static int run_server(int argc, char **argv) {
     // Set between bind and listen: MPTCP then copies it to the listener's subflow, and accepted
     // sockets inherit it (and the SYN-ACK's window is chosen from it).
     if (bind(ls, (struct sockaddr *)&a, sizeof a) < 0 ||
-        set_rcvbuf(ls, u64arg(argc, argv, "--rcvbuf-bytes", "0")) < 0 || listen(ls, 128) < 0) {
+        set_bufs(ls, u64arg(argc, argv, "--rcvbuf-bytes", "0"), u64arg(argc, argv, "--sndbuf-bytes", "0")) < 0 ||
+        listen(ls, 128) < 0) {
         fprintf(stderr, "mpxfer: listen on %d: %s\n", port, strerror(errno));
         return 1;
     }
@@ -293,7 +304,7 @@ static int run_server(int argc, char **argv) {
 
 struct flow {
     uint64_t id, amount, start_ns;
-    uint64_t rcvbuf;  // SO_RCVBUF before connect(); 0: autotuning
+    uint64_t rcvbuf, sndbuf;  // SO_RCVBUF / SO_SNDBUF before connect(); 0: autotuning
     uint64_t request_bytes, response_bytes, interval_ns, concurrency; // rpc (amount: requests)
     char protocol[8], cc[16], bind_ip[48], direction[12], kind[8];
     const char *server;
@@ -354,8 +365,8 @@ static void *run_flow(void *p) {
     }
     set_cc(fd, f->cc);
     if (rpc) mpx_nodelay(fd);
-    if (set_rcvbuf(fd, f->rcvbuf) < 0) {
-        flow_result(f, 0, 0, 0, 0, "rcvbuf");
+    if (set_bufs(fd, f->rcvbuf, f->sndbuf) < 0) {
+        flow_result(f, 0, 0, 0, 0, "sockbuf");
         close(fd);
         return NULL;
     }
@@ -462,15 +473,15 @@ static int run_client(int argc, char **argv) {
     while (n < MAX_FLOWS && fgets(line, sizeof line, in)) {
         struct flow f = {0};
         int k = sscanf(line, "%" SCNu64 " %7s %15s %47s %11s %7s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                       " %" SCNu64 " %" SCNu64 " %" SCNu64, &f.id, f.protocol, f.cc, f.bind_ip, f.direction,
-                       f.kind, &f.amount, &f.start_ns, &f.rcvbuf, &f.request_bytes, &f.response_bytes,
+                       " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &f.id, f.protocol, f.cc, f.bind_ip, f.direction,
+                       f.kind, &f.amount, &f.start_ns, &f.rcvbuf, &f.sndbuf, &f.request_bytes, &f.response_bytes,
                        &f.interval_ns, &f.concurrency);
         if (k <= 0) break; // a blank line ends the list
-        if (k < 9) {
-            fprintf(stderr, "mpxfer: %s: a flow line has at least 9 fields (... start_ns rcvbuf)\n", path);
+        if (k < 10) {
+            fprintf(stderr, "mpxfer: %s: a flow line has at least 10 fields (... start_ns rcvbuf sndbuf)\n", path);
             return 2;
         }
-        if (!strcmp(f.kind, "rpc") && (k != 13 || !f.request_bytes || !f.response_bytes || !f.amount)) {
+        if (!strcmp(f.kind, "rpc") && (k != 14 || !f.request_bytes || !f.response_bytes || !f.amount)) {
             fprintf(stderr, "mpxfer: flow %" PRIu64 ": an rpc line ends with request_bytes response_bytes "
                     "interval_ns concurrency (positive sizes, requests > 0)\n", f.id);
             return 2;

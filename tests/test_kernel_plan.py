@@ -16,6 +16,7 @@ import pytest
 
 from mpsched.engines.kernel import TestbedConfigError, make_plan
 from mpsched.engines.kernel.rcvbuf import so_rcvbuf_bytes
+from mpsched.engines.kernel.sndbuf import so_sndbuf_bytes
 from mpsched.study.validate import compare, validate
 from mpsched.engines.kernel.plan import client_addr
 
@@ -45,9 +46,10 @@ def test_plan_maps_paths_to_router_interfaces_and_queues():
     assert len({lk.qnum for lk in plan.links}) == 4
     assert by_name["lte.down"].delayer_spec() == f"{by_name['lte.down'].qnum},delay_us=100000.000"
     # The flow binds to its transport's first path: the MP_CAPABLE subflow goes over LTE.
-    # The last field is the client's SO_RCVBUF: no rcv_buf_autotuning is false, as in the
-    # simulator's core, so the receiving socket gets the fixed 8 MiB window's buffer.
-    assert plan.flows[0].line() == f"4 mptcp cubic {client_addr(1)} download sized 1000 {5 * MS} {so_rcvbuf_bytes(8 << 20)}"
+    # The last fields are the client's SO_RCVBUF and SO_SNDBUF: no rcv_buf_autotuning is false, as
+    # in the simulator's core, so the receiving socket gets the fixed 8 MiB window's buffer (and
+    # the sending socket, here the server's listener, the fixed send buffer).
+    assert plan.flows[0].line() == f"4 mptcp cubic {client_addr(1)} download sized 1000 {5 * MS} {so_rcvbuf_bytes(8 << 20)} 0"
     assert plan.mptcp_paths == (0, 1)
 
 
@@ -340,3 +342,59 @@ def test_uploads_share_the_servers_listener_so_their_buffers_must_agree():
     cfg["flows"][1]["direction"] = "download"  # a download's buffer is the client's own socket
     plan = make_plan(cfg)
     assert [f.so_rcvbuf_bytes for f in plan.flows] == [so_rcvbuf_bytes(8 << 20), so_rcvbuf_bytes(1 << 20)]
+
+
+def test_a_fixed_send_buffer_gets_the_so_sndbuf_whose_limit_is_snd_buf():
+    """rcv_buf_autotuning = false fixes the send buffer too, as in the simulator (endpoint.rs):
+    the sending socket (the server's listener for downloads and RPC responses, the client's
+    socket for uploads and RPC requests) gets SO_SNDBUF whose kernel limit, 2 x SO_SNDBUF counted
+    as payload plus one 40-byte data-frag header per 32 KiB page frag (mptcp_sendmsg), is
+    snd_buf of payload; true leaves both sides to autotuning."""
+    def payload_limit(so_sndbuf: int) -> int:  # sk_wmem_queued < sk_sndbuf = 2 x SO_SNDBUF
+        sk_sndbuf, frag = 2 * so_sndbuf, 32_768 - 40
+        return sk_sndbuf - 40 * -(-sk_sndbuf // (frag + 40))
+
+    for snd_buf in (4608, 128 << 10, 4 << 20, 16 << 20, 1_000_003):
+        v = so_sndbuf_bytes(snd_buf)
+        assert payload_limit(v) >= snd_buf > payload_limit(v - 1), snd_buf  # the smallest that holds it
+        assert snd_buf / 2 < v < snd_buf / 2 * 1.01  # one 40-byte header per 32 KiB: 0.12 to 0.9 %
+    cfg = base_config()
+    plan = make_plan(cfg)
+    assert (plan.flows[0].so_sndbuf_bytes, plan.listener_so_sndbuf_bytes) == (so_sndbuf_bytes(8 << 20),) * 2
+    assert plan.flows[0].line().endswith(" 0")  # a download: the client's socket sends no data
+    cfg["transports"][0]["rcv_buf_autotuning"] = True
+    plan = make_plan(cfg)
+    assert (plan.flows[0].so_sndbuf_bytes, plan.listener_so_sndbuf_bytes) == (0, 0)
+    up = base_config()
+    up["flows"][0]["direction"] = "upload"
+    plan = make_plan(up)
+    assert plan.listener_so_sndbuf_bytes == 0  # no download: the listener autotunes its send buffer
+    assert plan.flows[0].line().endswith(f" {so_rcvbuf_bytes(8 << 20)} {so_sndbuf_bytes(8 << 20)}")
+
+
+@pytest.mark.parametrize("change,field,words", [
+    ({"snd_buf_bytes": 4000}, "transports[0].snd_buf_bytes", "SOCK_MIN_SNDBUF"),
+    ({"snd_buf_bytes": 1 << 31}, "transports[0].snd_buf_bytes", "rcv_buf_autotuning = true"),
+    ({"snd_buf_bytes": 2.5e6}, "transports[0].snd_buf_bytes", "got 2500000.0"),
+])
+def test_a_fixed_send_buffer_the_kernel_cannot_have_is_one_clear_error(change, field, words):
+    cfg = base_config()
+    cfg["transports"][0].update(change)
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(cfg)
+    assert e.value.field == field and words in str(e.value)
+    cfg["transports"][0]["rcv_buf_autotuning"] = True  # autotuned: snd_buf is only the cap
+    make_plan(cfg)
+
+
+def test_downloads_share_the_servers_listener_so_their_send_buffers_must_agree():
+    cfg = base_config()
+    cfg["transports"].append({**cfg["transports"][0], "snd_buf_bytes": 1 << 20})
+    cfg["flows"].append({**cfg["flows"][0], "id": 99, "transport": 1})
+    with pytest.raises(TestbedConfigError) as e:
+        make_plan(cfg)
+    assert e.value.field == "transports[*].snd_buf_bytes" and "one listener" in str(e.value)
+    cfg["flows"][1]["direction"] = "upload"  # an upload's data leaves from the client's own socket
+    plan = make_plan(cfg)
+    assert [f.so_sndbuf_bytes for f in plan.flows] == [so_sndbuf_bytes(8 << 20), so_sndbuf_bytes(1 << 20)]
+    assert plan.listener_so_sndbuf_bytes == so_sndbuf_bytes(8 << 20)

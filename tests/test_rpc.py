@@ -99,6 +99,7 @@ def test_a_request_is_any_positive_size_and_300_bytes_by_default():
 def test_the_kernel_engine_runs_an_rpc_with_mpxfer_and_records_its_requests():
     from mpsched.engines.kernel.plan import client_addr, make_plan
     from mpsched.engines.kernel.rcvbuf import so_rcvbuf_bytes
+    from mpsched.engines.kernel.sndbuf import so_sndbuf_bytes
     from mpsched.engines.kernel.rpc import blocks_table
 
     cfg = to_config(mpsched.loads_scenario(CLEAN + 'rate_hz = 50\ndeadline = "45ms"\n'))
@@ -106,9 +107,10 @@ def test_the_kernel_engine_runs_an_rpc_with_mpxfer_and_records_its_requests():
     f = plan.flows[0]
     # mpxfer's flows line: 20 requests, then request / response bytes, the open loop's interval
     # and the closed loop's window (unused here); the flow's bytes are all its responses.
-    # (after the client's SO_RCVBUF for the default fixed 6 MiB window)
+    # (after the client's SO_RCVBUF for the default fixed 6 MiB window and its SO_SNDBUF for the
+    # default fixed 4 MiB send buffer: the client sends the requests)
     assert f.line() == (f"{f.flow_id} tcp cubic {client_addr(0)} download rpc 20 {f.start_ns} "
-                        f"{so_rcvbuf_bytes(6 << 20)} 300 4000 20000000 1")
+                        f"{so_rcvbuf_bytes(6 << 20)} {so_sndbuf_bytes(4 << 20)} 300 4000 20000000 1")
     assert (f.kind, f.size_bytes) == ("rpc", 20 * 4000)
     closed = make_plan(to_config(mpsched.loads_scenario(CLEAN + "concurrency = 3\n"))).flows[0]
     assert closed.line().endswith(" 300 4000 0 3")

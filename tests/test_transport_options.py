@@ -124,7 +124,8 @@ def test_validation_scenarios_describe_the_kernel():
 def test_the_grid_stays_what_its_kernel_data_measured():
     """validation/grid/kernel.csv was measured with receive-buffer autotuning (before the kernel
     engine could fix the buffer, kern11): every grid scenario asks for it, so re-measuring the grid
-    (`mpsched validate --grid`) gives the kernel no SO_RCVBUF and the simulator the same warm-up."""
+    (`mpsched validate --grid`) gives the kernel no SO_RCVBUF and the simulator the same warm-up;
+    with autotuning the sender autotunes too (no SO_SNDBUF, kern11b), as when kernel.csv was taken."""
     from conftest import SCENARIOS
 
     files = sorted((SCENARIOS / "validation" / "grid").glob("*.toml"))
@@ -135,3 +136,4 @@ def test_the_grid_stays_what_its_kernel_data_measured():
             assert all(t["rcv_buf_autotuning"] for t in cfg["transports"]), f.name
             plan = make_plan(cfg)
             assert {fl.so_rcvbuf_bytes for fl in plan.flows} == {0} and plan.listener_so_rcvbuf_bytes == 0, f.name
+            assert {fl.so_sndbuf_bytes for fl in plan.flows} == {0} and plan.listener_so_sndbuf_bytes == 0, f.name

@@ -18,9 +18,8 @@ from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
 from mpsched.engines.kernel.gso import lossy, with_gso
-from mpsched.engines.kernel.path_events import (collapse, delayer_event_keys, delayer_events, path_events,
-                                                stale_loss_cnt)
-from mpsched.engines.kernel.rcvbuf import listener_so_rcvbuf, transport_so_rcvbuf
+from mpsched.engines.kernel.path_events import collapse, delayer_event_keys, delayer_events, path_events, stale_loss_cnt
+from mpsched.engines.kernel import rcvbuf, sndbuf
 from mpsched.engines.kernel.rpc import RpcPlan, rpc_plan
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
@@ -146,12 +145,14 @@ class FlowPlan:
     start_ns: int
     rpc: RpcPlan | None = None
     so_rcvbuf_bytes: int = 0   # SO_RCVBUF of the receiving socket (engines/kernel/rcvbuf.py); 0: autotune
+    so_sndbuf_bytes: int = 0   # SO_SNDBUF of the sending socket(s) (engines/kernel/sndbuf.py); 0: autotune
 
     def line(self) -> str:
         """The flow's line in mpxfer's flows file (native/mpxfer.c)."""
         amount = {"sized": self.size_bytes, "bulk": self.stop_ns}.get(self.kind, self.rpc and self.rpc.requests)
-        return (f"{self.flow_id} {self.protocol} {self.cc} {client_addr(self.paths[0])} {self.direction} "
-                f"{self.kind} {amount} {self.start_ns} {self.so_rcvbuf_bytes}" + (self.rpc.fields() if self.rpc else ""))
+        client_snd = self.so_sndbuf_bytes if self.direction == "upload" or self.rpc else 0  # the client sends
+        return (f"{self.flow_id} {self.protocol} {self.cc} {client_addr(self.paths[0])} {self.direction} {self.kind} "
+                f"{amount} {self.start_ns} {self.so_rcvbuf_bytes} {client_snd}" + (self.rpc.fields() if self.rpc else ""))
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class Plan:
     init_cwnd_segments: int
     stale_loss_cnt: int = 4          # net.mptcp.stale_loss_cnt, per namespace
     listener_so_rcvbuf_bytes: int = 0  # the server's SO_RCVBUF, for uploads (rcvbuf.py); 0: autotune
+    listener_so_sndbuf_bytes: int = 0  # the server's SO_SNDBUF, for downloads and RPC (sndbuf.py)
     #: (at_ns, path, up, direction): a blackhole of a path, both directions or one ("down", "up")
     drops: list[tuple[int, int, bool, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -304,7 +306,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
             links.append(with_gso(_link(cfg, idx, i, direction, 1 + 2 * i + (direction == "up")), p.get("gso"), i))
 
     transports = cfg.get("transports") or []
-    mptcp_sets, backups, so_rcvbuf = set(), set(), []
+    mptcp_sets, backups, so_bufs = set(), set(), []
     for t_i, t in enumerate(transports):
         where = f"transports[{t_i}]"
         if t["protocol"] not in ("mptcp", "tcp"):
@@ -317,7 +319,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                      f"(name it 'linux'); {t['scheduler']!r} exists only in the simulator")
         if not t["paths"] or any(not 0 <= p < len(paths) for p in t["paths"]):
             raise TestbedConfigError(f"{where}.paths", "must list existing path indices")
-        so_rcvbuf.append(transport_so_rcvbuf(t, where))
+        so_bufs.append((rcvbuf.transport_so_rcvbuf(t, where), sndbuf.transport_so_sndbuf(t, where)))
         if t.get("join_timing", "fully_established") not in ("oot", "fully_established"):
             raise TestbedConfigError(f"{where}.join_timing", "must be 'oot' or 'fully_established'")
         if t["protocol"] == "tcp" and len(t["paths"]) != 1:
@@ -330,13 +332,11 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                                  "testbed (the kernel path manager's endpoints are per namespace)")
     mptcp_paths = tuple(sorted(next(iter(mptcp_sets)))) if mptcp_sets else ()
     if transports:
-        t0 = transports[0]
         for key in ("mss_bytes", "init_cwnd_segments"):
             vals = {t.get(key, {"mss_bytes": 1448, "init_cwnd_segments": 10}[key]) for t in transports}
             if len(vals) > 1:
                 raise TestbedConfigError(f"transports[*].{key}", "must be equal for all transports on the testbed")
-        mss = t0.get("mss_bytes", 1448)
-        if mss != 1448:
+        if transports[0].get("mss_bytes", 1448) != 1448:
             raise TestbedConfigError("transports[0].mss_bytes", "the testbed's veths have MTU 1500, so MSS is 1448")
 
     flows: list[FlowPlan] = []
@@ -359,7 +359,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
             direction=f.get("direction", "download"), kind=kind,
             size_bytes=int(app["size_bytes"]) if kind == "sized" else rpc and rpc.requests * rpc.response_bytes,
             stop_ns=int(app["stop_ns"]) if kind == "bulk" else None, start_ns=int(f["start_ns"]), rpc=rpc,
-            so_rcvbuf_bytes=so_rcvbuf[f["transport"]]))
+            so_rcvbuf_bytes=so_bufs[f["transport"]][0], so_sndbuf_bytes=so_bufs[f["transport"]][1]))
 
     cross = []
     for c_i, c in enumerate(cfg.get("cross_traffic") or []):
@@ -374,9 +374,8 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
 
     links = delayer_events(collapse(links, link_events), link_events)
     record, notes = cfg.get("record") or {}, []
-    # The kernel joins with upstream timing (the in-kernel path manager acts once the connection
-    # is fully established). The simulator's other settings, the defaults there, are run as the
-    # kernel does and said so, like a default scheduler name is.
+    # The kernel joins with upstream timing (its path manager acts once fully established). The simulator's
+    # other settings, the defaults there, are run as the kernel does and said so, like a default scheduler name.
     if any(t.get("join_timing", "fully_established") != "fully_established" for t in transports):
         notes.append("join_timing: the kernel cannot join at the SYN-ACK ('oot', the out-of-tree kernel); "
                      "it joined once fully established (as join_timing = 'fully_established')")
@@ -395,6 +394,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         snd_buf_bytes=max((int(t["snd_buf_bytes"]) for t in transports), default=6 << 20),
         init_cwnd_segments=int(transports[0].get("init_cwnd_segments", 10)) if transports else 10,
         stale_loss_cnt=stale_loss_cnt(transports),
-        listener_so_rcvbuf_bytes=listener_so_rcvbuf([f.so_rcvbuf_bytes for f in flows if f.direction == "upload"]),
+        listener_so_rcvbuf_bytes=rcvbuf.listener_so_rcvbuf([f.so_rcvbuf_bytes for f in flows if f.direction == "upload"]),
+        listener_so_sndbuf_bytes=sndbuf.listener_so_sndbuf([f.so_sndbuf_bytes for f in flows if f.direction == "download"]),
         notes=notes)
 

@@ -148,7 +148,8 @@ def _run_once(cfg: dict[str, Any], plan: Plan, workdir: Path | None) -> tuple[Ta
             server_out = work / "server.jsonl"
             tb.spawn(tb.srv, [mpxfer, "server", "--port", str(SERVER_PORT),
                               "--sample-ns", str(plan.sample_interval_ns), *_listener_cc(plan),
-                              "--rcvbuf-bytes", str(plan.listener_so_rcvbuf_bytes)], server_out)
+                              "--rcvbuf-bytes", str(plan.listener_so_rcvbuf_bytes),
+                              "--sndbuf-bytes", str(plan.listener_so_sndbuf_bytes)], server_out)
             sinks = set()
             for c in plan.cross:
                 sinks.add(tb.cli if c.direction == "down" else tb.srv)
