@@ -24,6 +24,7 @@ import argparse
 import re
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 MSS = 1448
 ACK_DELTA_US = 2000
@@ -44,7 +45,10 @@ class Conn:
 
 
 def parse(pcap: str, port: str) -> list[Conn]:
-    text = subprocess.run(["tcpdump", "-r", pcap, "-tt", "-n", "-S"], capture_output=True, text=True).stdout
+    run = subprocess.run(["tcpdump", "-r", pcap, "-tt", "-n", "-S"], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise ValueError(f"pcap: tcpdump cannot read {pcap}: {run.stderr.strip()}")
+    text = run.stdout
     conns: dict[str, Conn] = {}
     order: list[str] = []
     nxt: dict[str, int] = {}
@@ -124,6 +128,7 @@ def replay(c: Conn, show_acks: bool, backlog: list | None = None, rate_bps: floa
         if backlog is not None and len(new) <= 4 and rnd["acks"] > 1 and delay > delay_min + 1500 \
                 and prev_delay > delay_min + 1500 and not sacks:
             backlog.append((len(new), (t - prev_t) * 1e3 - len(new) * WIRE_BYTES * 8e3 / rate_bps))
+        before_rtt = prev_delay
         prev_delay, prev_t = delay, t
         if show_acks:
             print(f"  {ms(t):8.2f} ack {snd_una // MSS:5d} +{len(new)} seg (skb {tx[1]}) rtt {delay / 1e3:6.2f} "
@@ -137,7 +142,10 @@ def replay(c: Conn, show_acks: bool, backlog: list | None = None, rate_bps: floa
             if (t - rnd["start"]) * 1e6 > thr:
                 return summary(rounds, ms) + f"\n  -> ACK train at {ms(t):.1f} ms, cwnd {cwnd} (threshold {thr / 1e3:.2f} ms)"
         elif rnd["broke"] is None:
-            rnd["broke"] = (gap / 1e3, len(new), sorted({tx_of[k][1] for k in new if k in tx_of}), ms(t))
+            # Was the skb that broke it sent on an ACK (ACK clock) or later (the writer's own send)?
+            last_ack_before = max((a for a, _x, _y in c.acks if a <= tx[0]), default=c.t0)
+            rnd["broke"] = (gap / 1e3, len(new), sorted({tx_of[k][1] for k in new if k in tx_of}), ms(t),
+                            (tx[0] - last_ack_before) * 1e3, before_rtt / 1e3, delay / 1e3)
         rnd["curr"] = min(rnd["curr"], delay)
         if rnd["n"] < MIN_SAMPLES:
             rnd["n"] += 1
@@ -156,7 +164,8 @@ def summary(rounds: list[dict], ms) -> str:
         for s in r["segs"]:
             segs[s] = segs.get(s, 0) + 1
         broke = (f"broke at {r['broke'][3]:.1f} ms: gap {r['broke'][0]:.2f} ms, ACK of {r['broke'][1]} seg in skbs "
-                 f"{r['broke'][2]}") if r["broke"] else "unbroken"
+                 f"{r['broke'][2]} (sent {r['broke'][4]:.2f} ms after the last ACK; RTT {r['broke'][5]:.1f} -> "
+                 f"{r['broke'][6]:.1f} ms)") if r["broke"] else "unbroken"
         out.append(f"  round {n:2d} at {ms(r['start']):7.1f} ms cwnd {r['cwnd']:4d} acks {r['acks']:3d} "
                    f"train held {r['held_ms']:5.1f} ms, {broke}; gaps > 2 ms: {big}; "
                    f"segs/ACK {dict(sorted(segs.items()))}; min RTT of first 8 {r['curr'] / 1e3:.2f} ms")
@@ -173,7 +182,14 @@ def main() -> None:
                     help="also print the ACK gaps' excess over the skbs' serialisation at RATE_BPS while the "
                          "queue is backlogged (both ACKs' RTT > delay_min + 1.5 ms), by skb size")
     a = ap.parse_args()
-    conns = parse(a.pcap, a.port)
+    if not Path(a.pcap).is_file():
+        ap.error(f"pcap: no file {a.pcap}; capture one with benches/probe_hystart.py CELL --pcap")
+    try:
+        conns = parse(a.pcap, a.port)
+    except ValueError as err:
+        ap.error(str(err))
+    if not conns:
+        ap.error(f"pcap: no connection to port {a.port} in {a.pcap} (--port names the server's port)")
     excess: list[tuple[int, float]] = []
     for n, c in enumerate(conns):
         if a.conn in (-1, n):
