@@ -68,10 +68,12 @@ KNOWN_MISSES: dict[str, str] = {
 #: simulator resends 1.8-2.5x the kernel (its subflows overshoot further, equal/tbf32k/1MiB above),
 #: and plain TCP under tbf, where the kernel resends more.
 #: Why plain TCP under tbf resends more on the kernel (measured with benches/probe_hystart.py).
-_TSO_ACKS = ("the kernel's HyStart under tbf ends late in 4 of 7 repetitions (train at cwnd ~135, delay ~146) "
-             "and overshoots; the simulator, acknowledging each skb as the kernel does, detects the train "
-             "(docs/testbed.md 'TSO skbs, stretch ACKs and the tbf retransmission gap'); what breaks the "
-             "kernel's train in those repetitions is not identified")
+_TSO_ACKS = ("the kernel's HyStart under tbf ends late in 15 of 21 stored transfers (1, 4 and 16 MiB: the same "
+             "slow start) and overshoots; its only usable ACK train (round 3, 3-segment skbs ACKed 1.82 ms apart, "
+             "0.18 ms inside hystart_ack_delta) breaks on one ACK late by 0.2-2.2 ms (host timing; at high load "
+             "also the writer refilling a starved send buffer late); the simulator's endpoint timing model, "
+             "whose tail is lighter than the testbed's, breaks it in 5 of 21 "
+             "(docs/testbed.md 'Session 7: what breaks the kernel's HyStart train under tbf')")
 RETRANS_MISSES: dict[str, str] = {
     "cross_udp/htb/4MiB": "kernel 96.6 kB, sim 191.7 kB per transfer (1.98x)",
     "cross_udp/tbf32k/1MiB": "kernel 169.8 kB, sim 257.0 kB per transfer (1.51x; 1.69x before tcp11n's HyStart in recovery): the UDP path's join subflow starves on the MPTCP window, then bursts; unchanged by tcp11p's window without the subflows' out-of-order bytes; what else holds the simulator's edge back is not traced (docs/testbed.md, 'Session 6: the MPTCP window under cross traffic')",
