@@ -9,7 +9,6 @@ import pytest
 
 import mpsched
 from mpsched.engines.kernel.plan import TestbedConfigError, client_addr, make_plan
-from mpsched.engines.kernel.rcvbuf import so_rcvbuf_bytes
 from mpsched.engines.kernel.rpc import blocks_table
 from mpsched.scenario.normalize import to_config
 
@@ -40,9 +39,8 @@ def test_a_messages_flow_runs_as_mpxfer_messages_with_the_simulators_count(direc
     f = make_plan(cfg).flows[0]
     # From 100 ms until 1 s every 20 ms: 45 messages (the simulator's interval_units: ceil).
     assert (f.kind, f.direction, f.rpc.count, f.size_bytes) == ("messages", direction, 45, 45 * 160)
-    rcvbuf = so_rcvbuf_bytes(6 << 20) if direction == "download" else 0
     assert f.line() == (f"{f.flow_id} tcp cubic {client_addr(0)} {direction} messages 45 {100 * MS} "
-                        f"{rcvbuf} 160 0 {20 * MS} 0")
+                        f"{f.so_rcvbuf_bytes} 160 0 {20 * MS} 0")
 
 
 def test_message_blocks_are_stamped_with_their_due_time_and_unread_ones_miss_their_deadline():
