@@ -12,7 +12,7 @@ Run (root for the kernel; keep each kernel command short and wrap it in the test
     .venv/bin/python benches/voip_kernel_vs_sim.py --table /tmp/voip.jsonl
 
 Each run appends one JSON line (case, engine, bulk, seed; the call's messages, delivered, delay
-p50 / p99 / p99.9 ms, deadline-miss rate, its failover and failback times and longest stall, ms).
+p50 / p99 / p99.9 ms, deadline-miss rate, the share of its bytes sent on LTE, its failover and failback times and longest stall, ms).
 The simulator's repetitions use seeds 1..reps with the endpoint timing model (`[host_delay]`),
 as the other kernel-vs-simulator benches. The table gives per cell the median [min–max] over runs
 of p50 and p99, and the mean miss rate with a 95 % t interval over runs.
@@ -60,6 +60,8 @@ def one_run(case: str, engine: str, seed: int, bulk: bool) -> dict:
     d = metrics.message_delay(blocks.filter(pl.col("flow_id") == call)).row(0, named=True)
     conn, sub = pl.DataFrame(t["conn_series"]), pl.DataFrame(t["subflow_series"])
     stalls = metrics.delivery_stalls(flows, blocks, conn).filter(pl.col("flow_id") == call)
+    mine = pl.DataFrame(t["subflows"]).filter(pl.col("flow_id") == call)
+    lte_share = mine.filter(pl.col("path") == 1)["bytes_sent"].sum() / max(mine["bytes_sent"].sum(), 1)
     fo: dict = {}
     events = pl.DataFrame(t["path_events"], schema_overrides={"end_ns": pl.Int64})
     if not events.is_empty():
@@ -67,13 +69,18 @@ def one_run(case: str, engine: str, seed: int, bulk: bool) -> dict:
     return {"case": case, "engine": engine, "bulk": bulk, "seed": seed,
             **{k: d[k] for k in ("messages", "delivered", "delay_p50_ms", "delay_p99_ms", "delay_p999_ms",
                                  "deadline_miss_rate")},
-            "failover_ms": fo.get("failover_ms"), "failback_ms": fo.get("failback_ms"),
+            "lte_share": lte_share, "failover_ms": fo.get("failover_ms"), "failback_ms": fo.get("failback_ms"),
             "longest_stall_ms": stalls["stall_ns"].max() / 1e6 if not stalls.is_empty() else 0.0}
 
 
 def _spread(v: list) -> str:
     v = [x for x in v if x is not None]
     return f"{statistics.median(v):.1f} [{min(v):.1f}–{max(v):.1f}]" if v else "–"
+
+
+def _share(v: list) -> str:
+    v = [x for x in v if x is not None]
+    return f"{statistics.median(v):.2f} [{min(v):.2f}–{max(v):.2f}]" if v else "–"
 
 
 def _mean_ci(v: list) -> str:
@@ -89,15 +96,15 @@ def _mean_ci(v: list) -> str:
 def table(path: str) -> None:
     rows = [json.loads(line) for line in open(path) if line.strip()]
     print("| case | bulk | engine | runs | delivered | delay p50 (ms) | delay p99 (ms) | deadline misses (%) "
-          "| failover (ms) | failback (ms) | longest stall (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| failover (ms) | failback (ms) | longest stall (ms) | call bytes on LTE |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted({(r["case"], r["bulk"], r["engine"]) for r in rows}, key=lambda k: (k[0] != "none", *k[1:])):
         rs = [r for r in rows if (r["case"], r["bulk"], r["engine"]) == key]
         col = lambda k: [r[k] for r in rs]  # noqa: E731
         print(f"| {key[0]} | {'yes' if key[1] else 'no'} | {key[2]} | {len(rs)} | {sum(col('delivered'))} / "
               f"{sum(col('messages'))} | {_spread(col('delay_p50_ms'))} | {_spread(col('delay_p99_ms'))} | "
               f"{_mean_ci(col('deadline_miss_rate'))} | {_spread(col('failover_ms'))} | {_spread(col('failback_ms'))} "
-              f"| {_spread(col('longest_stall_ms'))} |")
+              f"| {_spread(col('longest_stall_ms'))} | {_share([r.get('lte_share') for r in rs])} |")
 
 
 def main() -> None:
