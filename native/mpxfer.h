@@ -8,25 +8,9 @@
 
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262 // include/uapi/linux/in.h
-// mpxfer_msg.c
-// Writes message k when due until all are written or stop_abs, sampling the subflows; returns
-// the bytes written, -1 if the connection failed.
-int64_t mpx_msg_send(int fd, const struct mpx_msg_spec *s, uint64_t stop_abs, int client_side);
-// Reads messages until all arrived, the peer closed or stop_abs; one "block" line per message
-// read whole. Returns the bytes read; *last_read_abs: when the last of them was read (0: none).
-uint64_t mpx_msg_receive(int fd, const struct mpx_msg_spec *s, uint64_t stop_abs, uint64_t *last_read_abs);
-
 #endif
 #ifndef SOL_MPTCP
 #define SOL_MPTCP 284 // include/linux/socket.h
-// mpxfer_msg.c
-// Writes message k when due until all are written or stop_abs, sampling the subflows; returns
-// the bytes written, -1 if the connection failed.
-int64_t mpx_msg_send(int fd, const struct mpx_msg_spec *s, uint64_t stop_abs, int client_side);
-// Reads messages until all arrived, the peer closed or stop_abs; one "block" line per message
-// read whole. Returns the bytes read; *last_read_abs: when the last of them was read (0: none).
-uint64_t mpx_msg_receive(int fd, const struct mpx_msg_spec *s, uint64_t stop_abs, uint64_t *last_read_abs);
-
 #endif
 
 // Request a client sends right after connect(), network byte order on the wire.
