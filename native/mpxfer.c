@@ -17,6 +17,8 @@
 // python/mpsched/engines/kernel/rcvbuf.py and sndbuf.py choose the values).
 // An rpc line (kind rpc, direction download, amount = requests) ends with four more fields:
 //   request_bytes response_bytes interval_ns(0: closed loop) concurrency   (mpxfer_rpc.c)
+// A messages line (kind messages, either direction, amount = messages) ends with the same four:
+//   message_bytes 0 interval_ns 0   (mpxfer_msg.c)
 // The client opens each flow at epoch + start (socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP) or
 // plain TCP), sends a struct mpx_request and measures from the start of connect() to the last
 // byte (download: received by the client; upload: the server reports when its last byte came).
@@ -220,7 +222,23 @@ static void *serve(void *p) {
     rq.cc[sizeof rq.cc - 1] = 0;
     set_cc(c.fd, rq.cc);
     uint64_t flow_id = be64toh(rq.flow_id), size = be64toh(rq.size_bytes);
-    if (rq.kind == MPX_RPC) {
+    if (rq.kind == MPX_MESSAGES) {
+        struct mpx_msg_spec s = {.flow_id = flow_id, .count = be64toh(rq.count), .size_bytes = size,
+                                 .interval_ns = be64toh(rq.interval_ns), .start_abs = be64toh(rq.start_abs),
+                                 .epoch_abs = be64toh(rq.epoch_abs), .sample_ns = c.sample_ns};
+        if (!s.count || !s.size_bytes || !s.interval_ns) goto out;
+        mpx_nodelay(c.fd);
+        if (rq.direction == MPX_DOWNLOAD) {
+            mpx_msg_send(c.fd, &s, give_up + LINGER_NS * 360, 0);
+            sample_until_readable(c.fd, flow_id, mpx_now_ns() + LINGER_NS, c.sample_ns, 0);
+            final_report(c.fd, flow_id, 0, FINAL_WAIT_NS);
+        } else {
+            uint64_t last = 0, got = mpx_msg_receive(c.fd, &s, give_up + LINGER_NS * 360, &last);
+            struct mpx_upload_reply r = {.last_byte_ns = htobe64(last), .bytes_received = htobe64(got)};
+            send(c.fd, &r, sizeof r, MSG_NOSIGNAL);
+            mpx_wait_fd(c.fd, POLLIN, mpx_now_ns() + LINGER_NS);
+        }
+    } else if (rq.kind == MPX_RPC) {
         uint64_t request_bytes = be64toh(rq.request_bytes);
         if (request_bytes == 0 || size == 0) goto out;
         mpx_rpc_serve(c.fd, flow_id, request_bytes, size, c.sample_ns, mpx_now_ns() + LINGER_NS * 360);
@@ -306,7 +324,7 @@ struct flow {
     uint64_t id, amount, start_ns;
     uint64_t rcvbuf, sndbuf;  // SO_RCVBUF / SO_SNDBUF before connect(); 0: autotuning
     uint64_t request_bytes, response_bytes, interval_ns, concurrency; // rpc (amount: requests)
-    char protocol[8], cc[16], bind_ip[48], direction[12], kind[8];
+    char protocol[8], cc[16], bind_ip[48], direction[12], kind[12];
     const char *server;
     int port;
     uint64_t epoch, deadline_abs, sample_ns;
@@ -351,9 +369,49 @@ static void run_rpc(const struct flow *f, int fd, uint64_t t_connect, uint64_t s
     free(delivered);
 }
 
+// A messages flow on the connected `fd`: the header, then the messages one way (the receiver
+// prints a "block" line per message, mpxfer_msg.c), then the flow's line.
+static void run_messages(const struct flow *f, int fd, uint64_t t_connect, uint64_t stop_abs) {
+    int upload = !strcmp(f->direction, "upload");
+    struct mpx_request rq = {.magic = htonl(MPX_MAGIC), .direction = upload ? MPX_UPLOAD : MPX_DOWNLOAD,
+                             .kind = MPX_MESSAGES, .flow_id = htobe64(f->id), .size_bytes = htobe64(f->request_bytes),
+                             .count = htobe64(f->amount), .interval_ns = htobe64(f->interval_ns),
+                             .start_abs = htobe64(f->epoch + f->start_ns), .epoch_abs = htobe64(f->epoch)};
+    snprintf(rq.cc, sizeof rq.cc, "%s", f->cc);
+    struct mpx_msg_spec s = {.flow_id = f->id, .count = f->amount, .size_bytes = f->request_bytes,
+                             .interval_ns = f->interval_ns, .start_abs = f->epoch + f->start_ns,
+                             .epoch_abs = f->epoch, .sample_ns = f->sample_ns};
+    const uint64_t total = f->amount * f->request_bytes;
+    if (send(fd, &rq, sizeof rq, MSG_NOSIGNAL) != (ssize_t)sizeof rq) {
+        flow_result(f, t_connect, mpx_now_ns(), 0, 0, "request");
+        return;
+    }
+    static __thread char buf[4096];
+    if (!upload) {
+        uint64_t last = 0, got = mpx_msg_receive(fd, &s, stop_abs, &last);
+        char done = 1;
+        send(fd, &done, 1, MSG_NOSIGNAL);
+        shutdown(fd, SHUT_WR);
+        uint64_t drain_until = mpx_now_ns() + LINGER_NS;
+        while (mpx_wait_fd(fd, POLLIN, drain_until) && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+        }
+        flow_result(f, t_connect, got >= total ? last : mpx_now_ns(), got >= total, got, "");
+        return;
+    }
+    int64_t sent = mpx_msg_send(fd, &s, stop_abs, 1);
+    shutdown(fd, SHUT_WR);
+    struct mpx_upload_reply rep;
+    int ok = read_full(fd, &rep, sizeof rep, f->deadline_abs) == 0;
+    final_report(fd, f->id, 1, FINAL_WAIT_NS);
+    uint64_t got = ok ? be64toh(rep.bytes_received) : 0;
+    int completed = ok && sent >= (int64_t)total && got >= total;
+    flow_result(f, t_connect, completed ? be64toh(rep.last_byte_ns) : mpx_now_ns(), completed, got,
+                sent < 0 ? "reset" : ok ? "" : "no reply");
+}
+
 static void *run_flow(void *p) {
     struct flow *f = p;
-    int rpc = !strcmp(f->kind, "rpc");
+    int rpc = !strcmp(f->kind, "rpc"), messages = !strcmp(f->kind, "messages");
     int upload = !strcmp(f->direction, "upload"), bulk = !strcmp(f->kind, "bulk");
     uint64_t stop_abs = bulk ? f->epoch + f->amount : UINT64_MAX;
     if (stop_abs > f->deadline_abs) stop_abs = f->deadline_abs;
@@ -364,7 +422,7 @@ static void *run_flow(void *p) {
         return NULL;
     }
     set_cc(fd, f->cc);
-    if (rpc) mpx_nodelay(fd);
+    if (rpc || messages) mpx_nodelay(fd);
     if (set_bufs(fd, f->rcvbuf, f->sndbuf) < 0) {
         flow_result(f, 0, 0, 0, 0, "sockbuf");
         close(fd);
@@ -394,8 +452,8 @@ static void *run_flow(void *p) {
         close(fd);
         return NULL;
     }
-    if (rpc) {
-        run_rpc(f, fd, t_connect, stop_abs);
+    if (rpc || messages) {
+        (rpc ? run_rpc : run_messages)(f, fd, t_connect, stop_abs);
         close(fd);
         return NULL;
     }
@@ -472,7 +530,7 @@ static int run_client(int argc, char **argv) {
     char line[512];
     while (n < MAX_FLOWS && fgets(line, sizeof line, in)) {
         struct flow f = {0};
-        int k = sscanf(line, "%" SCNu64 " %7s %15s %47s %11s %7s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+        int k = sscanf(line, "%" SCNu64 " %7s %15s %47s %11s %11s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
                        " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &f.id, f.protocol, f.cc, f.bind_ip, f.direction,
                        f.kind, &f.amount, &f.start_ns, &f.rcvbuf, &f.sndbuf, &f.request_bytes, &f.response_bytes,
                        &f.interval_ns, &f.concurrency);
@@ -484,6 +542,11 @@ static int run_client(int argc, char **argv) {
         if (!strcmp(f.kind, "rpc") && (k != 14 || !f.request_bytes || !f.response_bytes || !f.amount)) {
             fprintf(stderr, "mpxfer: flow %" PRIu64 ": an rpc line ends with request_bytes response_bytes "
                     "interval_ns concurrency (positive sizes, requests > 0)\n", f.id);
+            return 2;
+        }
+        if (!strcmp(f.kind, "messages") && (k != 14 || !f.request_bytes || !f.interval_ns || !f.amount)) {
+            fprintf(stderr, "mpxfer: flow %" PRIu64 ": a messages line ends with message_bytes 0 interval_ns 0 "
+                    "(positive size and interval, messages > 0)\n", f.id);
             return 2;
         }
         f.server = server;

@@ -16,7 +16,7 @@
 // Request a client sends right after connect(), network byte order on the wire.
 #define MPX_MAGIC 0x6d707831u // "mpx1"
 enum { MPX_DOWNLOAD = 0, MPX_UPLOAD = 1 };
-enum { MPX_SIZED = 0, MPX_BULK = 1, MPX_RPC = 2 };
+enum { MPX_SIZED = 0, MPX_BULK = 1, MPX_RPC = 2, MPX_MESSAGES = 3 };
 
 struct mpx_request {
     uint32_t magic;
@@ -26,6 +26,14 @@ struct mpx_request {
     uint64_t flow_id;
     uint64_t size_bytes; // sized flows; rpc: one response
     uint64_t request_bytes; // rpc: one request (the requests follow this header in the stream)
+    // messages (size_bytes: one message): `count` of them, message k due at start_abs + k *
+    // interval_ns; epoch_abs: the run's epoch (both ends share CLOCK_MONOTONIC)
+    uint64_t count, interval_ns, start_abs, epoch_abs;
+};
+
+// A messages flow (mpxfer_msg.c). Times are absolute CLOCK_MONOTONIC ns.
+struct mpx_msg_spec {
+    uint64_t flow_id, count, size_bytes, interval_ns, start_abs, epoch_abs, sample_ns;
 };
 
 // An RPC flow's client side (mpxfer_rpc.c). Times are absolute CLOCK_MONOTONIC ns.
@@ -65,5 +73,13 @@ int mpx_rpc_client(int fd, const struct mpx_request *rq, const struct mpx_rpc_sp
 // Serves requests of `request_bytes` with responses of `response_bytes` until the client closes.
 void mpx_rpc_serve(int fd, uint64_t flow_id, uint64_t request_bytes, uint64_t response_bytes, uint64_t sample_ns,
                    uint64_t give_up_abs);
+
+// mpxfer_msg.c
+// Writes message k when due until all are written or stop_abs, sampling the subflows; returns
+// the bytes written, -1 if the connection failed.
+int64_t mpx_msg_send(int fd, const struct mpx_msg_spec *s, uint64_t stop_abs, int client_side);
+// Reads messages until all arrived, the peer closed or stop_abs; one "block" line per message
+// read whole. Returns the bytes read; *last_read_abs: when the last of them was read (0: none).
+uint64_t mpx_msg_receive(int fd, const struct mpx_msg_spec *s, uint64_t stop_abs, uint64_t *last_read_abs);
 
 #endif

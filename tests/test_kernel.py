@@ -515,3 +515,33 @@ def test_rpc_requests_are_answered_and_timed_like_the_simulator_records_them():
     assert delivered == sorted(delivered), "responses are read in request order"
     assert all(b["delay_ns"] == b["delivered_ns"] - b["sent_ns"] >= 20 * MS for b in blocks), blocks
     assert all(b["deadline_missed"] == (b["delay_ns"] > 100 * MS) for b in blocks)
+
+
+def test_voip_messages_each_way_are_timed_one_way_on_the_shared_clock():
+    """A VoIP-like call each way over MPTCP (a 160 B frame every 20 ms for 2 s, deadline 150 ms):
+    the kernel engine returns the simulator's `blocks` table for the download (read by the client)
+    and the upload (read by the server), one row per frame stamped on its 20 ms grid, every frame
+    read whole and in order. The delay is one way: never below WLAN's 10 ms one-way delay, and the
+    fastest frames arrive under WLAN's 20 ms round trip (a round-trip or a clock error would put
+    every frame above it); LTE's 100 ms one way fits the deadline, so none is missed."""
+    frames = 100
+    app = {"kind": "messages", "size_bytes": 160, "interval_ns": 20 * MS, "deadline_ns": 150 * MS,
+           "stop_ns": 200 * MS + (frames - 1) * 20 * MS + 1}
+    cfg = two_path_config([{"id": 1, "transport": 0, "start_ns": 200 * MS, "direction": "download", "app": app},
+                           {"id": 2, "transport": 0, "start_ns": 200 * MS, "direction": "upload", "app": app}],
+                          duration_ns=4_000 * MS)
+    tables, _diag = run_once(cfg)
+    flows = {r["flow_id"]: r for r in _rows(tables["flows"])}
+    blocks = _rows(tables["blocks"])
+    for fid in (1, 2):
+        assert flows[fid]["completed"] and flows[fid]["app"] == "messages", flows[fid]
+        assert flows[fid]["bytes_delivered"] == frames * 160, flows[fid]
+        b = [r for r in blocks if r["flow_id"] == fid]
+        assert [r["block"] for r in b] == list(range(frames))
+        assert [r["sent_ns"] for r in b] == [200 * MS + k * 20 * MS for k in range(frames)]
+        delivered = [r["delivered_ns"] for r in b]
+        assert None not in delivered and delivered == sorted(delivered), "frames are read in order"
+        delays = sorted(r["delay_ns"] for r in b)
+        assert all(r["delay_ns"] == r["delivered_ns"] - r["sent_ns"] for r in b)
+        assert 10 * MS <= delays[0] < 20 * MS, (fid, delays[:3], delays[-3:])
+        assert not any(r["deadline_missed"] for r in b), (fid, delays[-5:])

@@ -131,10 +131,10 @@ def test_the_kernel_engine_refuses_what_mpxfer_cannot_run_naming_the_field():
     from mpsched.engines.kernel.plan import TestbedConfigError, make_plan
 
     cfg = to_config(mpsched.loads_scenario(CLEAN))
-    cfg["flows"][0]["app"] = {"kind": "messages", "size_bytes": 100, "interval_ns": 20 * MS, "stop_ns": MS}
+    cfg["flows"][0]["app"] = {"kind": "cbr", "rate_bps": 64_000, "block_bytes": 160, "stop_ns": MS}
     with pytest.raises(TestbedConfigError) as e:
         make_plan(cfg)
-    assert e.value.field == "flows[0].app.kind" and "'messages'" in str(e.value)
+    assert e.value.field == "flows[0].app.kind" and "'cbr'" in str(e.value)
     cfg = to_config(mpsched.loads_scenario(CLEAN))
     cfg["flows"][0]["direction"] = "upload"
     with pytest.raises(TestbedConfigError) as e:

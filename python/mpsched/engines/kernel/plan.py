@@ -20,10 +20,9 @@ from mpsched.engines.kernel.errors import TestbedConfigError
 from mpsched.engines.kernel.gso import lossy, with_gso
 from mpsched.engines.kernel.path_events import collapse, delayer_event_keys, delayer_events, path_events, stale_loss_cnt
 from mpsched.engines.kernel import rcvbuf, sndbuf
-from mpsched.engines.kernel.rpc import RpcPlan, rpc_plan
+from mpsched.engines.kernel.rpc import MessagesPlan, RpcPlan, messages_plan, rpc_plan
 
-__all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan",
-           "client_addr", "SERVER_ADDR", "MAX_PATHS"]
+__all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan", "client_addr", "SERVER_ADDR", "MAX_PATHS"]
 
 SERVER_ADDR = "10.9.0.1"
 ROUTER_SERVER_ADDR = "10.9.0.254"
@@ -139,18 +138,18 @@ class FlowPlan:
     cc: str
     paths: tuple[int, ...]
     direction: str        # "download" | "upload"
-    kind: str             # "sized" | "bulk" | "rpc"
-    size_bytes: int | None  # rpc: all responses
+    kind: str             # "sized" | "bulk" | "rpc" | "messages"
+    size_bytes: int | None  # rpc: all responses; messages: all messages
     stop_ns: int | None
     start_ns: int
-    rpc: RpcPlan | None = None
+    rpc: RpcPlan | MessagesPlan | None = None   # rpc and messages flows: their units
     so_rcvbuf_bytes: int = 0   # SO_RCVBUF of the receiving socket (engines/kernel/rcvbuf.py); 0: autotune
     so_sndbuf_bytes: int = 0   # SO_SNDBUF of the sending socket(s) (engines/kernel/sndbuf.py); 0: autotune
 
     def line(self) -> str:
         """The flow's line in mpxfer's flows file (native/mpxfer.c)."""
-        amount = {"sized": self.size_bytes, "bulk": self.stop_ns}.get(self.kind, self.rpc and self.rpc.requests)
-        client_snd = self.so_sndbuf_bytes if self.direction == "upload" or self.rpc else 0  # the client sends
+        amount = {"sized": self.size_bytes, "bulk": self.stop_ns}.get(self.kind, self.rpc and self.rpc.units)
+        client_snd = self.so_sndbuf_bytes if self.direction == "upload" or self.kind == "rpc" else 0  # the client sends
         return (f"{self.flow_id} {self.protocol} {self.cc} {client_addr(self.paths[0])} {self.direction} {self.kind} "
                 f"{amount} {self.start_ns} {self.so_rcvbuf_bytes} {client_snd}" + (self.rpc.fields() if self.rpc else ""))
 
@@ -351,13 +350,14 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
         t = transports[f["transport"]]
         app = f["app"]
         kind = app["kind"]
-        if kind not in ("sized", "bulk", "rpc"):
-            raise TestbedConfigError(f"{where}.app.kind", f"the testbed runs sized, bulk and rpc flows, not {kind!r}")
-        rpc = rpc_plan(app, f.get("direction", "download"), where) if kind == "rpc" else None
+        if kind not in ("sized", "bulk", "rpc", "messages"):
+            raise TestbedConfigError(f"{where}.app.kind", f"the testbed runs sized, bulk, rpc, messages, not {kind!r}")
+        rpc = {"rpc": lambda: rpc_plan(app, f.get("direction", "download"), where),
+               "messages": lambda: messages_plan(app, int(f["start_ns"]), where)}.get(kind, lambda: None)()
         flows.append(FlowPlan(
             flow_id=int(f["id"]), protocol=t["protocol"], cc=t["cc"], paths=tuple(t["paths"]),
             direction=f.get("direction", "download"), kind=kind,
-            size_bytes=int(app["size_bytes"]) if kind == "sized" else rpc and rpc.requests * rpc.response_bytes,
+            size_bytes=int(app["size_bytes"]) if kind == "sized" else rpc and rpc.units * rpc.unit_bytes,
             stop_ns=int(app["stop_ns"]) if kind == "bulk" else None, start_ns=int(f["start_ns"]), rpc=rpc,
             so_rcvbuf_bytes=so_bufs[f["transport"]][0], so_sndbuf_bytes=so_bufs[f["transport"]][1]))
 

@@ -281,7 +281,7 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         completed = bool(r.get("completed", False))
         end = r.get("end_ns")
         end_rel = end - epoch if end else None
-        fct = (end - r["connect_ns"]) if completed and f.kind in ("sized", "rpc") and end and r.get("connect_ns") else None
+        fct = (end - r["connect_ns"]) if completed and f.kind in ("sized", "rpc", "messages") and end and r.get("connect_ns") else None
         flows["flow_id"].append(f.flow_id)
         flows["protocol"].append(f.protocol)
         flows["scheduler"].append("linux")
@@ -318,7 +318,9 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
     tables = {"flows": flows, "subflows": subflows, "subflow_series": series, "conn_series": conn, "links": links}
     rpcs = {f.flow_id: f.rpc for f in plan.flows if f.rpc is not None}
     if rpcs:
-        tables["blocks"] = blocks_table(rpcs, [d for d in client if d.get("type") == "block"], plan.duration_ns)
+        # A download's receiver is the client; an upload's (messages) the server.
+        tables["blocks"] = blocks_table(rpcs, [d for d in client + server if d.get("type") == "block"],
+                                        plan.duration_ns)
     return tables
 
 
