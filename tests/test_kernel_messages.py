@@ -39,8 +39,11 @@ def test_a_messages_flow_runs_as_mpxfer_messages_with_the_simulators_count(direc
     f = make_plan(cfg).flows[0]
     # From 100 ms until 1 s every 20 ms: 45 messages (the simulator's interval_units: ceil).
     assert (f.kind, f.direction, f.rpc.count, f.size_bytes) == ("messages", direction, 45, 45 * 160)
+    # The client's SO_SNDBUF only when it sends (uploads); the server's listener has the download's.
+    client_sndbuf = f.so_sndbuf_bytes if direction == "upload" else 0
+    assert f.so_sndbuf_bytes > 0
     assert f.line() == (f"{f.flow_id} tcp cubic {client_addr(0)} {direction} messages 45 {100 * MS} "
-                        f"{f.so_rcvbuf_bytes} 160 0 {20 * MS} 0")
+                        f"{f.so_rcvbuf_bytes} {client_sndbuf} 160 0 {20 * MS} 0")
 
 
 def test_message_blocks_are_stamped_with_their_due_time_and_unread_ones_miss_their_deadline():
