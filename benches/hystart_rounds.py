@@ -44,6 +44,7 @@ class Conn:
     t0: float
     isn: int
     client: str = ""  # the client's address: which path the (sub)flow runs on
+    client_port: str = ""  # with the address, names the (sub)flow in `ss` (probe_hystart.py's log)
     skbs: list[tuple[float, int, int, bool]] = field(default_factory=list)  # t, start, end, retransmitted
     acks: list[tuple[float, int, list[tuple[int, int]]]] = field(default_factory=list)  # t, ack, sack blocks
 
@@ -63,7 +64,7 @@ def parse(pcap: str, port: str) -> list[Conn]:
         t = float(ts)
         if sport == port:  # the server's segments
             if "S" in flags:
-                conns[dport] = Conn(t, int(re.search(r"seq (\d+)", rest).group(1)), dst)
+                conns[dport] = Conn(t, int(re.search(r"seq (\d+)", rest).group(1)), dst, dport)
                 order.append(dport)
                 nxt[dport] = 0
                 continue
@@ -206,7 +207,7 @@ def main() -> None:
     excess: list[tuple[int, float]] = []
     for n, c in enumerate(conns):
         if a.conn in (-1, n):
-            print(f"connection {n}:")
+            print(f"connection {n} ({c.client}:{c.client_port}):")
             print(replay(c, a.acks, excess, a.jitter or 20e6))
     if a.jitter:
         for segs in sorted({s for s, _ in excess}):
