@@ -9,6 +9,7 @@ threshold ((delay_min + ack_delay) / 2: the server's sockets are unpaced), the A
 first 8 samples against the delay test, and where slow start ended in the replay.
 
     .venv/bin/python benches/hystart_rounds.py /tmp/probe_hystart/tcp_single_tbf32k_1MiB.pcap [--conn N] [--acks]
+    .venv/bin/python benches/hystart_rounds.py CELL.pcap --path 2   # MPTCP: only the subflows of path 2 (tcp11v)
 
 Replay assumptions: cwnd in slow start = 10 + segments delivered (cumulatively or by SACK) before
 the ACK, as `tcp_slow_start` grows it; the RTT sample is `ca_rtt_us`: from the send time of the
@@ -26,6 +27,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpsched.engines.kernel.plan import client_addr
+
 MSS = 1448
 ACK_DELTA_US = 2000
 ACK_DELAY_US = 1000
@@ -40,6 +43,8 @@ LINE = re.compile(r"^(\d+\.\d+) IP (\S+)\.(\d+) > (\S+)\.(\d+): Flags \[([^\]]*)
 class Conn:
     t0: float
     isn: int
+    client: str = ""  # the client's address: which path the (sub)flow runs on
+    client_port: str = ""  # with the address, names the (sub)flow in `ss` (probe_hystart.py's log)
     skbs: list[tuple[float, int, int, bool]] = field(default_factory=list)  # t, start, end, retransmitted
     acks: list[tuple[float, int, list[tuple[int, int]]]] = field(default_factory=list)  # t, ack, sack blocks
 
@@ -55,11 +60,11 @@ def parse(pcap: str, port: str) -> list[Conn]:
     for m in map(LINE.match, text.splitlines()):
         if not m:
             continue
-        ts, _src, sport, _dst, dport, flags, rest = m.groups()
+        ts, _src, sport, dst, dport, flags, rest = m.groups()
         t = float(ts)
         if sport == port:  # the server's segments
             if "S" in flags:
-                conns[dport] = Conn(t, int(re.search(r"seq (\d+)", rest).group(1)))
+                conns[dport] = Conn(t, int(re.search(r"seq (\d+)", rest).group(1)), dst, dport)
                 order.append(dport)
                 nxt[dport] = 0
                 continue
@@ -178,6 +183,9 @@ def main() -> None:
     ap.add_argument("--conn", type=int, default=-1, help="only the N-th connection (default: all)")
     ap.add_argument("--port", default="5201", help="the server's port")
     ap.add_argument("--acks", action="store_true", help="print every ACK of the replay too")
+    ap.add_argument("--path", type=int, default=0,
+                    help="only (sub)flows whose client address is path N's (10.0.N.1; the testbed's plan), "
+                         "e.g. an MPTCP connection's subflow on path 2 (default: every path)")
     ap.add_argument("--jitter", type=float, default=0.0, metavar="RATE_BPS",
                     help="also print the ACK gaps' excess over the skbs' serialisation at RATE_BPS while the "
                          "queue is backlogged (both ACKs' RTT > delay_min + 1.5 ms), by skb size")
@@ -190,10 +198,16 @@ def main() -> None:
         ap.error(str(err))
     if not conns:
         ap.error(f"pcap: no connection to port {a.port} in {a.pcap} (--port names the server's port)")
+    if a.path < 0:
+        ap.error(f"--path: {a.path} is not a path number; give 1 for the first path, 2 for the second, 0 for all")
+    if a.path:
+        conns = [c for c in conns if c.client == client_addr(a.path - 1)]
+        if not conns:
+            ap.error(f"--path: no connection from path {a.path}'s address {client_addr(a.path - 1)} in {a.pcap}")
     excess: list[tuple[int, float]] = []
     for n, c in enumerate(conns):
         if a.conn in (-1, n):
-            print(f"connection {n}:")
+            print(f"connection {n} ({c.client}:{c.client_port}):")
             print(replay(c, a.acks, excess, a.jitter or 20e6))
     if a.jitter:
         for segs in sorted({s for s, _ in excess}):
