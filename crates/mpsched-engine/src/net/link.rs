@@ -20,7 +20,7 @@ use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
 use super::ring::{PipeEntry, Ring};
 use super::shaper::{Impairments, TokenBucket};
-use super::Packet;
+use super::{LinkId, Packet, ROUTE_END};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -196,6 +196,11 @@ pub(crate) struct Link<P> {
     /// arrive): the pipe is FIFO, so these are exactly the packets of an older epoch. (A pipe
     /// of 2^32 packets would not fit memory.)
     stale: u32,
+    /// The pipe head's next link and position in the route table (`Packet::next`, `at`;
+    /// `ROUTE_END` for an empty pipe): kept beside the link's hot fields so that the head's
+    /// arrival starts loading the link it enters before reading the head itself (a hint).
+    head_next: LinkId,
+    head_at: u32,
     pub(crate) stats: LinkStats,
     capacity: Capacity,
     /// When each entry of `backlog` reached the queue, with the impairments before the queue
@@ -242,6 +247,8 @@ impl<P> Link<P> {
             queue_clock_ns: 0,
             pipe: Ring::new(),
             stale: 0,
+            head_next: ROUTE_END,
+            head_at: 0,
             free_at_ns: 0,
             rng,
             last_arrival_ns: 0,
@@ -477,6 +484,9 @@ impl<P> Link<P> {
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
+        if self.pipe.is_empty() {
+            (self.head_next, self.head_at) = (pkt.next, pkt.at);
+        }
         self.pipe.push_back(PipeEntry::new(arrive_ns, pkt));
         Accepted::Arrives(arrive_ns, None)
     }
@@ -541,9 +551,17 @@ impl<P> Link<P> {
     #[inline]
     pub(crate) fn pipe_pop(&mut self) -> Option<(PipeEntry<P>, bool)> {
         let entry = self.pipe.pop_front()?;
+        (self.head_next, self.head_at) = self.pipe.front().map_or((ROUTE_END, 0), |e| (e.pkt.next, e.pkt.at));
         let stale = self.stale > 0;
         self.stale -= stale as u32;
         Some((entry, stale))
+    }
+
+    /// The pipe head's next link (`ROUTE_END` at its route's end or for an empty pipe) and
+    /// its position in the route table.
+    #[inline(always)]
+    pub(crate) fn head_hint(&self) -> (LinkId, u32) {
+        (self.head_next, self.head_at)
     }
 
     /// A packet reached the far end (`stale`: the link went down since it entered): it
@@ -599,7 +617,8 @@ mod tests {
         assert!(offset_of!(L, queue_packets) + 8 <= 64);
         // Line 1: the headers of the backlog and the pipe.
         assert!(offset_of!(L, backlog) >= 64 && offset_of!(L, pipe) + size_of::<Ring<PipeEntry<[u32; 2]>>>() <= 128);
-        // Line 2: the flags, the epoch and outage count, and the counters a hop updates.
+        // Line 2: the flags, the epoch and outage count, the pipe head's next link, and the
+        // counters a hop updates.
         let hot_stats_end = offset_of!(L, stats) + offset_of!(LinkStats, max_queue_bytes) + 8;
         assert!(offset_of!(L, up) >= 128 && hot_stats_end <= 192, "hot counters end at {hot_stats_end}");
     }

@@ -55,6 +55,9 @@ pub struct Packet<P> {
 /// The entry of `route_links` after a route's last link.
 const ROUTE_END: LinkId = LinkId::MAX;
 
+/// Cache lines of a link that a plain hop reads (see `Link`'s layout).
+const LINK_HOT_LINES: usize = 3;
+
 impl<P> Packet<P> {
     /// A packet on the last link of a route (for tests of the link's records).
     #[cfg(test)]
@@ -203,12 +206,12 @@ impl<P> Network<P> {
         self.links[link as usize].pipe.get(ahead).map(|e| &e.pkt.payload)
     }
 
-    /// Starts loading the state a packet arriving on `link` reads first (its first cache
+    /// Starts loading the state a packet arriving on `link` reads first (its first three cache
     /// lines: see `Link`'s layout) into the cache: a hint, for an arrival that comes soon.
     #[inline]
     pub fn prefetch_link(&self, link: LinkId) {
         if let Some(l) = self.links.get(link as usize) {
-            crate::prefetch::object(l, 2);
+            crate::prefetch::object(l, LINK_HOT_LINES);
         }
     }
 
@@ -273,6 +276,14 @@ impl<P> Network<P> {
     pub fn handle(&mut self, now_ns: u64, event: NetEvent, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
         let (stale, link, pkt) = match event {
             NetEvent::PipeArrive(link) => {
+                // The link the head enters next, and the route entry after it, start loading
+                // now, while the head itself loads (the arrival link was prefetched by the
+                // event before: `prefetch_link`).
+                let (next, at) = self.links[link as usize].head_hint();
+                if let Some(n) = self.links.get(next as usize) {
+                    crate::prefetch::object(n, LINK_HOT_LINES);
+                    crate::prefetch::line(self.route_links.as_ptr().wrapping_add(at as usize + 1));
+                }
                 let l = &mut self.links[link as usize];
                 if !l.head_arrived(now_ns) {
                     // An event outdated by a rate change (`Link::retime_waiting`): the head's
