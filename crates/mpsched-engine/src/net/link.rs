@@ -20,10 +20,11 @@ use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
 use super::ring::{PipeEntry, Ring};
 use super::shaper::{Impairments, TokenBucket};
-use super::Packet;
+use super::{LinkId, Packet, ROUTE_END};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
+mod pipe;
 mod retime;
 
 /// Everything that defines a link.
@@ -196,6 +197,11 @@ pub(crate) struct Link<P> {
     /// arrive): the pipe is FIFO, so these are exactly the packets of an older epoch. (A pipe
     /// of 2^32 packets would not fit memory.)
     stale: u32,
+    /// The pipe head's next link and position in the route table (`Packet::next`, `at`;
+    /// `ROUTE_END` for an empty pipe): kept beside the link's hot fields so that the head's
+    /// arrival starts loading the link it enters before reading the head itself (a hint).
+    head_next: LinkId,
+    head_at: u32,
     pub(crate) stats: LinkStats,
     capacity: Capacity,
     /// When each entry of `backlog` reached the queue, with the impairments before the queue
@@ -242,6 +248,8 @@ impl<P> Link<P> {
             queue_clock_ns: 0,
             pipe: Ring::new(),
             stale: 0,
+            head_next: ROUTE_END,
+            head_at: 0,
             free_at_ns: 0,
             rng,
             last_arrival_ns: 0,
@@ -299,6 +307,17 @@ impl<P> Link<P> {
     /// the impairments come before the queue (the queue times in `queued` go too).
     #[inline(always)]
     fn settle<const BEFORE: bool>(&mut self, now_ns: u64) {
+        if !BEFORE && self.free_at_ns <= now_ns {
+            // An idle transmitter: every entry ended by `free_at_ns` (the last one's end;
+            // entries end in order), so all go, without reading the ring's buffer, which with
+            // thousands of links has left the caches since the link's last packet. (After the
+            // queue, `served` is always 0 and `queued` empty.)
+            debug_assert!(self.backlog.iter().all(|p| p.end_ns <= now_ns));
+            debug_assert_eq!(self.backlog.iter().map(|p| u64::from(p.bytes)).sum::<u64>(), self.backlog_bytes);
+            self.backlog.clear();
+            self.backlog_bytes = 0;
+            return;
+        }
         while let Some(p) = self.backlog.front() {
             if p.end_ns > now_ns {
                 break;
@@ -466,6 +485,9 @@ impl<P> Link<P> {
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
+        if self.pipe.is_empty() {
+            (self.head_next, self.head_at) = (pkt.next, pkt.at);
+        }
         self.pipe.push_back(PipeEntry::new(arrive_ns, pkt));
         Accepted::Arrives(arrive_ns, None)
     }
@@ -514,40 +536,6 @@ impl<P> Link<P> {
         Accepted::Stuck
     }
 
-    /// A packet that entered in `epoch` left the delay line before the queue: it survives only
-    /// if the link has not gone down since.
-    #[inline]
-    pub(crate) fn delay_ok(&mut self, epoch: u32) -> bool {
-        if !self.up || epoch != self.epoch {
-            self.stats.packets_lost_down += 1;
-            return false;
-        }
-        true
-    }
-
-    /// The packet at the head of the pipe reached the far end: the entry, and whether the
-    /// link went down since the packet entered (it is lost).
-    #[inline]
-    pub(crate) fn pipe_pop(&mut self) -> Option<(PipeEntry<P>, bool)> {
-        let entry = self.pipe.pop_front()?;
-        let stale = self.stale > 0;
-        self.stale -= stale as u32;
-        Some((entry, stale))
-    }
-
-    /// A packet reached the far end (`stale`: the link went down since it entered): it
-    /// survives only if the link is up and has not gone down since.
-    #[inline]
-    pub(crate) fn arrive_ok(&mut self, stale: bool, size_bytes: u32) -> bool {
-        if !self.up || stale {
-            self.stats.packets_lost_down += 1;
-            return false;
-        }
-        self.stats.packets_forwarded += 1;
-        self.stats.bytes_forwarded += size_bytes as u64;
-        true
-    }
-
     /// Takes the link down (everything on it is lost) or brings it back up.
     pub(crate) fn set_up(&mut self, now_ns: u64, up: bool) {
         if self.up == up {
@@ -588,7 +576,8 @@ mod tests {
         assert!(offset_of!(L, queue_packets) + 8 <= 64);
         // Line 1: the headers of the backlog and the pipe.
         assert!(offset_of!(L, backlog) >= 64 && offset_of!(L, pipe) + size_of::<Ring<PipeEntry<[u32; 2]>>>() <= 128);
-        // Line 2: the flags, the epoch and outage count, and the counters a hop updates.
+        // Line 2: the flags, the epoch and outage count, the pipe head's next link, and the
+        // counters a hop updates.
         let hot_stats_end = offset_of!(L, stats) + offset_of!(LinkStats, max_queue_bytes) + 8;
         assert!(offset_of!(L, up) >= 128 && hot_stats_end <= 192, "hot counters end at {hot_stats_end}");
     }

@@ -1,9 +1,11 @@
 //! The network: links joined into routes, and the packets travelling on them.
 //!
-//! A packet carries its route and the index of the link it is on (htsim's packet-carried
-//! route), so forwarding never searches a graph. Each hop costs one event, the arrival at the
-//! far end (`PipeArrive` on FIFO links, which keep one pending event each for the head of their
-//! pipe; `Arrive` where jitter reorders): a link computes serialisation at once (see `link`).
+//! A packet carries its place in its route and the id of the link after it (htsim's
+//! packet-carried route), so forwarding never searches a graph, and the next link's state is
+//! loaded straight from the arriving packet rather than through the route tables. Each hop
+//! costs one event, the arrival at the far end (`PipeArrive` on FIFO links, which keep one
+//! pending event each for the head of their pipe; `Arrive` where jitter reorders): a link
+//! computes serialisation at once (see `link`).
 //! Where reordering jitter acts before the queue, a hop costs two: the packet's arrival at the
 //! queue (`Enqueue`) orders it there. The network never owns the event queue: it asks the
 //! caller's [`NetSink`] to schedule its events and hands it every packet it drops, so the event
@@ -40,12 +42,28 @@ pub type RouteId = u32;
 pub struct Packet<P> {
     /// Size on the wire, bytes (headers included): what serialisation and queues count.
     pub size_bytes: u32,
-    /// Route the packet follows.
-    pub route: RouteId,
-    /// Position in the route of the link the packet is on.
-    pub hop: u16,
+    /// Position in the network's `route_links` of the link the packet is on.
+    at: u32,
+    /// The link after that one on the route (`ROUTE_END`: the route ends there). Carried so
+    /// that an arrival reaches the next link in one load from the packet, not three (the
+    /// route's start, its link list, then the link), each waiting on the one before.
+    next: LinkId,
     /// What the packet carries (opaque to the engine).
     pub payload: P,
+}
+
+/// The entry of `route_links` after a route's last link.
+const ROUTE_END: LinkId = LinkId::MAX;
+
+/// Cache lines of a link that a plain hop reads (see `Link`'s layout).
+const LINK_HOT_LINES: usize = 3;
+
+impl<P> Packet<P> {
+    /// A packet on the last link of a route (for tests of the link's records).
+    #[cfg(test)]
+    pub(crate) fn for_test(size_bytes: u32, payload: P) -> Self {
+        Self { size_bytes, at: 0, next: ROUTE_END, payload }
+    }
 }
 
 /// Network events; the caller schedules them and hands them back to [`Network::handle`].
@@ -122,9 +140,10 @@ impl<P, F: FnMut(u64, NetEvent)> NetSink<P> for F {
 /// Links, routes and the packets propagating between them.
 pub struct Network<P> {
     links: Vec<Link<P>>,
-    /// (start in `route_links`, length) of each route: the links of every route in one
-    /// vector, so a hop finds its next link with one read rather than two.
+    /// (start in `route_links`, length) of each route.
     routes: Vec<(u32, u32)>,
+    /// The links of every route in one vector, each route followed by `ROUTE_END`: a packet
+    /// at position `at` goes on to `route_links[at + 1]`.
     route_links: Vec<LinkId>,
     /// Packets propagating on reordering links, with the link's epoch when they entered.
     propagating: Slab<(u32, Packet<P>)>,
@@ -152,7 +171,9 @@ impl<P> Network<P> {
     pub fn add_route(&mut self, links: Vec<LinkId>) -> RouteId {
         assert!(!links.is_empty(), "a route needs at least one link");
         self.routes.push((self.route_links.len() as u32, links.len() as u32));
+        assert!(links.len() < u32::MAX as usize && !links.contains(&ROUTE_END), "a route of {} links", links.len());
         self.route_links.extend(links);
+        self.route_links.push(ROUTE_END);
         (self.routes.len() - 1) as RouteId
     }
 
@@ -185,12 +206,12 @@ impl<P> Network<P> {
         self.links[link as usize].pipe.get(ahead).map(|e| &e.pkt.payload)
     }
 
-    /// Starts loading the state a packet arriving on `link` reads first (its first cache
+    /// Starts loading the state a packet arriving on `link` reads first (its first three cache
     /// lines: see `Link`'s layout) into the cache: a hint, for an arrival that comes soon.
     #[inline]
     pub fn prefetch_link(&self, link: LinkId) {
         if let Some(l) = self.links.get(link as usize) {
-            crate::prefetch::object(l, 2);
+            crate::prefetch::object(l, LINK_HOT_LINES);
         }
     }
 
@@ -200,23 +221,24 @@ impl<P> Network<P> {
         &self.route_links[start as usize..(start + len) as usize]
     }
 
-    /// The link at position `hop` of `route`, and whether it is the route's last.
+    /// The link a packet is on (out of the hop's path: the FIFO arrival knows its link).
     #[inline]
-    fn hop_link(&self, route: RouteId, hop: u16) -> (LinkId, bool) {
-        let (start, len) = self.routes[route as usize];
-        (self.route_links[(start + hop as u32) as usize], hop as u32 + 1 == len)
+    fn current_link(&self, pkt: &Packet<P>) -> LinkId {
+        self.route_links[pkt.at as usize]
     }
 
     /// Injects a packet at the start of `route` at time `now_ns`.
     pub fn send(&mut self, now_ns: u64, route: RouteId, size_bytes: u32, payload: P, sink: &mut impl NetSink<P>) {
-        let pkt = Packet { size_bytes, route, hop: 0, payload };
-        self.enter(now_ns, pkt, sink);
+        let (at, _) = self.routes[route as usize];
+        let id = self.route_links[at as usize];
+        let pkt = Packet { size_bytes, at, next: self.route_links[at as usize + 1], payload };
+        self.enter(now_ns, id, pkt, sink);
     }
 
-    /// A packet enters the link at position `pkt.hop` of its route.
+    /// A packet enters link `id`, the one at position `pkt.at` of `route_links`.
     #[inline]
-    fn enter(&mut self, now_ns: u64, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
-        let (id, _) = self.hop_link(pkt.route, pkt.hop);
+    fn enter(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
+        debug_assert_eq!(id, self.current_link(&pkt));
         let link = &mut self.links[id as usize];
         let pipe_was_empty = link.pipe.is_empty();
         let accepted = link.accept(now_ns, pkt);
@@ -252,8 +274,16 @@ impl<P> Network<P> {
     /// Processes one network event. Returns a packet that reached the end of its route.
     #[inline]
     pub fn handle(&mut self, now_ns: u64, event: NetEvent, sink: &mut impl NetSink<P>) -> Option<Packet<P>> {
-        let (stale, pkt) = match event {
+        let (stale, link, pkt) = match event {
             NetEvent::PipeArrive(link) => {
+                // The link the head enters next, and the route entry after it, start loading
+                // now, while the head itself loads (the arrival link was prefetched by the
+                // event before: `prefetch_link`).
+                let (next, at) = self.links[link as usize].head_hint();
+                if let Some(n) = self.links.get(next as usize) {
+                    crate::prefetch::object(n, LINK_HOT_LINES);
+                    crate::prefetch::line(self.route_links.as_ptr().wrapping_add(at as usize + 1));
+                }
                 let l = &mut self.links[link as usize];
                 if !l.head_arrived(now_ns) {
                     // An event outdated by a rate change (`Link::retime_waiting`): the head's
@@ -264,16 +294,16 @@ impl<P> Network<P> {
                 if let Some(next) = l.pipe.front() {
                     sink.schedule(next.arrive_ns(), NetEvent::PipeArrive(link));
                 }
-                (stale, entry.pkt)
+                (stale, link, entry.pkt)
             }
             NetEvent::Arrive(idx) => {
                 let (epoch, pkt) = self.propagating.remove(idx as usize);
-                let (id, _) = self.hop_link(pkt.route, pkt.hop);
-                (epoch != self.links[id as usize].epoch(), pkt)
+                let id = self.current_link(&pkt);
+                (epoch != self.links[id as usize].epoch(), id, pkt)
             }
             NetEvent::Enqueue(idx) => {
                 let (epoch, pkt) = self.propagating.remove(idx as usize);
-                let (id, _) = self.hop_link(pkt.route, pkt.hop);
+                let id = self.current_link(&pkt);
                 let link = &mut self.links[id as usize];
                 if !link.delay_ok(epoch) {
                     sink.dropped(pkt);
@@ -285,29 +315,32 @@ impl<P> Network<P> {
                 return None;
             }
         };
-        self.forward(now_ns, stale, pkt, sink)
+        self.forward(now_ns, stale, link, pkt, sink)
     }
 
-    /// A packet reached the far end of its current link (`stale`: the link went down since it
-    /// entered): hand it to the next link, or return it when its route ends here.
+    /// A packet reached the far end of `link`, its current one (`stale`: the link went down
+    /// since it entered): hand it to the next link, or return it when its route ends here.
     #[inline]
     fn forward(
         &mut self,
         now_ns: u64,
         stale: bool,
+        link: LinkId,
         mut pkt: Packet<P>,
         sink: &mut impl NetSink<P>,
     ) -> Option<Packet<P>> {
-        let (link, last) = self.hop_link(pkt.route, pkt.hop);
         if !self.links[link as usize].arrive_ok(stale, pkt.size_bytes) {
             sink.dropped(pkt);
             return None;
         }
-        if last {
+        if pkt.next == ROUTE_END {
             return Some(pkt);
         }
-        pkt.hop += 1;
-        self.enter(now_ns, pkt, sink);
+        let id = pkt.next;
+        pkt.at += 1;
+        // The link after the next: read beside the next link's state, not before it.
+        pkt.next = self.route_links[pkt.at as usize + 1];
+        self.enter(now_ns, id, pkt, sink);
         None
     }
 

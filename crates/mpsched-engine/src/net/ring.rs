@@ -135,7 +135,7 @@ mod tests {
     fn a_pipe_entry_with_an_8_byte_payload_is_28_bytes_and_keeps_its_time() {
         assert_eq!(std::mem::size_of::<PipeEntry<[u32; 2]>>(), 28);
         for t in [0, 1, u32::MAX as u64, 1 << 32, (7 << 32) | 12_345, u64::MAX] {
-            let e = PipeEntry::new(t, Packet { size_bytes: 1, route: 0, hop: 0, payload: [0u32; 2] });
+            let e = PipeEntry::new(t, Packet::for_test(1, [0u32; 2]));
             assert_eq!(e.arrive_ns(), t);
         }
     }

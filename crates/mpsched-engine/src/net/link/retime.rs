@@ -81,11 +81,4 @@ impl<P> Link<P> {
         let new_head_ns = self.pipe.front().map(|e| e.arrive_ns());
         (new_head_ns != old_head_ns).then_some(new_head_ns).flatten()
     }
-
-    /// Whether the pipe's head has arrived by `now_ns`. An arrival event that finds it not
-    /// yet there was outdated by [`Link::retime_waiting`] (the head's new event follows).
-    #[inline]
-    pub(crate) fn head_arrived(&self, now_ns: u64) -> bool {
-        self.pipe.front().is_some_and(|e| e.arrive_ns() <= now_ns)
-    }
 }
