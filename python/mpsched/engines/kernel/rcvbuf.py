@@ -74,9 +74,15 @@ def transport_so_rcvbuf(t: dict[str, Any], where: str) -> int:
 def listener_so_rcvbuf(upload_values: list[int]) -> int:
     """The server listener's SO_RCVBUF: the receiving side of every upload (0: autotune). The
     testbed has one listener, so all uploads must share it."""
-    vals = set(upload_values)
+    return one_listener_value(upload_values, "rcv_buf", "uploads")
+
+
+def one_listener_value(values: list[int], field: str, flows: str) -> int:
+    """The one value the server's listener can take for `flows` (0 when there are none): the testbed
+    has one listener, so differing values are one error naming `transports[*].{field}_bytes`."""
+    vals = set(values)
     if len(vals) > 1:
         raise TestbedConfigError(
-            "transports[*].rcv_buf_bytes", "uploads on the testbed share the server's one listener, so their "
-            "transports need the same rcv_buf and rcv_buf_autotuning; make them equal or use the simulator")
+            f"transports[*].{field}_bytes", f"{flows} on the testbed share the server's one listener, so their "
+            f"transports need the same {field} and rcv_buf_autotuning; make them equal or use the simulator")
     return vals.pop() if vals else 0

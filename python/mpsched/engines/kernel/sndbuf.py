@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpsched.engines.kernel.errors import TestbedConfigError
+from mpsched.engines.kernel.rcvbuf import one_listener_value
 
 #: `sizeof(struct mptcp_data_frag)` on 64-bit Linux 6.18 (net/mptcp/protocol.h): list_head 16,
 #: data_seq 8, data_len/offset/overhead/eor/already_sent 8, page 8.
@@ -74,10 +75,4 @@ def transport_so_sndbuf(t: dict[str, Any], where: str) -> int:
 def listener_so_sndbuf(download_values: list[int]) -> int:
     """The server listener's SO_SNDBUF: the sending side of every download and RPC response (0:
     autotune). The testbed has one listener, so all of them must share it."""
-    vals = set(download_values)
-    if len(vals) > 1:
-        raise TestbedConfigError(
-            "transports[*].snd_buf_bytes", "downloads and RPC flows on the testbed share the server's one "
-            "listener, so their transports need the same snd_buf and rcv_buf_autotuning; make them equal or "
-            "use the simulator")
-    return vals.pop() if vals else 0
+    return one_listener_value(download_values, "snd_buf", "downloads and RPC flows")
