@@ -27,12 +27,12 @@ under load). docs/testbed.md ("Failover") has the numbers.
 """
 
 import argparse
-import json
 import statistics
 
 import polars as pl
 from scipy.stats import binom
 
+from benchio import emit, read_rows, spread
 import mpsched
 from mpsched import engines, metrics
 from mpsched.scenario.normalize import to_config
@@ -129,11 +129,8 @@ def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0, per_segment: 
 
 
 def _cell(values: list) -> str:
-    v = [x for x in values if x is not None]
-    if not v:
-        return "–"
-    missing = f" ({len(values) - len(v)} none)" if len(v) < len(values) else ""
-    return f"{statistics.median(v):.0f} [{min(v):.0f}–{max(v):.0f}]{missing}"
+    missing = sum(x is None for x in values)
+    return spread(values, 0) + (f" ({missing} none)" if missing and missing < len(values) else "")
 
 
 def median_ci(values: list) -> str:
@@ -151,7 +148,7 @@ def median_ci(values: list) -> str:
 
 
 def table(path: str) -> None:
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = read_rows(path)
     print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs "
           "| silent after (ms) | WLAN srtt at the event (ms) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -201,12 +198,7 @@ def main() -> None:
         return
     for kind in a.kind or KINDS:
         for rep in range(a.first_rep, a.first_rep + a.reps):
-            r = one_run(kind, a.engine or "sim", rep, a.spread_ms, a.per_segment)
-            line = json.dumps(r)
-            print(line, flush=True)
-            if a.out:
-                with open(a.out, "a") as f:
-                    f.write(line + "\n")
+            emit(one_run(kind, a.engine or "sim", rep, a.spread_ms, a.per_segment), a.out)
 
 
 if __name__ == "__main__":

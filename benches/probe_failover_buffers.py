@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -25,30 +24,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchio import wait_for_namespaces  # noqa: E402
 from failover_kernel_vs_sim import KINDS, one_run  # noqa: E402
 
-from mpsched.engines.kernel.host import PREFIX  # noqa: E402
 
 WATCH = "while :; do echo \"@ $(date +%s%N)\"; ss -tmiMH; ss -tmiH state established; sleep 0.005; done"
 EVENT_S, SPAN_S = 3.0, 1.3  # the bench's event time; how long after it to look
 SKMEM = re.compile(r"skmem:\(r(\d+),rb(\d+),t\d+,tb(\d+),f-?\d+,w(\d+)")
 
 
-def _ns(suffix: str) -> str | None:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    names = [line.split()[0] for line in out.splitlines() if line.split()]
-    return next((n for n in names if n.startswith(f"{PREFIX}-{os.getpid()}-{suffix}")), None)
-
-
 def watch(stop: threading.Event, out: Path) -> None:
-    found: dict[str, str] = {}
-    while len(found) < 2 and not stop.is_set():
-        for side in ("c", "s"):
-            ns = _ns(side)
-            if ns:
-                found[side] = ns
-        time.sleep(0.005)
-    if len(found) < 2:
+    found = wait_for_namespaces("cs", stop)
+    if found is None:
         return
     time.sleep(0.2)  # the testbed's sysctls and routes first
     procs = [subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", WATCH], stdout=open(out / f"ss_{side}.log", "w"),

@@ -37,10 +37,11 @@ import threading
 import time
 from pathlib import Path
 
-from mpsched.engines.kernel.host import PREFIX
-from mpsched.engines.kernel.run import SERVER_PORT, run_kernel
-from mpsched.scenario import Scenario
-from mpsched.scenario.normalize import to_config
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchio import wait_for_namespaces  # noqa: E402
+from mpsched.engines.kernel.run import SERVER_PORT, run_kernel  # noqa: E402
+from mpsched.scenario import Scenario  # noqa: E402
+from mpsched.scenario.normalize import to_config  # noqa: E402
 
 MSS = 1448
 RACK = """
@@ -100,21 +101,9 @@ DROP = ["iptables", "-t", "mangle", "-I", "FORWARD", "1", "-p", "tcp", "--sport"
         "--connbytes", "21:22", "--connbytes-dir", "reply", "--connbytes-mode", "packets", "-j", "DROP"]
 
 
-def _ns(suffix: str) -> str | None:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    names = [line.split()[0] for line in out.splitlines() if line.split()]
-    return next((n for n in names if n.startswith(f"{PREFIX}-{os.getpid()}-{suffix}")), None)
-
-
 def watch(stop: threading.Event, out: Path, n_paths: int, drop: bool) -> None:
-    found: dict[str, str] = {}
-    while len(found) < 3 and not stop.is_set():
-        for side in ("c", "r", "s"):
-            ns = _ns(side)
-            if ns:
-                found[side] = ns
-        time.sleep(0.005)
-    if len(found) < 3:
+    found = wait_for_namespaces("crs", stop)
+    if found is None:
         return
     # tcpdump fails on a link not up yet (under load the testbed takes longer to build).
     for ns, dev in [(found["c"], f"p{i}") for i in range(n_paths)] + [(found["s"], "srv0")]:

@@ -20,12 +20,12 @@ alike (upstream has one), so it runs once per case. The simulator's repetitions 
 """
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
 import polars as pl
 
+from benchio import emit, read_rows
 import mpsched
 from mpsched import engines
 from mpsched.scenario.normalize import to_config
@@ -74,7 +74,7 @@ def one_run(case: str, engine: str, scheduler: str, seed: int) -> list[dict]:
 
 
 def table(path: str) -> None:
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = read_rows(path)
     print("| case | phase | engine | scheduler | runs | answered | p10 (ms) | p50 (ms) | p90 (ms) | p99 (ms) | LTE share |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     keys = sorted({(r["case"], r["phase"], r["engine"], r["scheduler"]) for r in rows},
@@ -106,11 +106,7 @@ def main() -> None:
         for sched in schedulers:
             for rep in range(1, a.reps + 1):
                 for r in one_run(case, a.engine, sched, rep):
-                    line = json.dumps(r)
-                    print(line, flush=True)
-                    if a.out:
-                        with open(a.out, "a") as f:
-                            f.write(line + "\n")
+                    emit(r, a.out)
 
 
 if __name__ == "__main__":

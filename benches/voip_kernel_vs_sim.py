@@ -19,13 +19,13 @@ of p50 and p99, and the mean miss rate with a 95 % t interval over runs.
 """
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
 import polars as pl
 from scipy import stats
 
+from benchio import emit, read_rows, spread
 import mpsched
 from mpsched import engines, metrics
 from mpsched.scenario.normalize import to_config
@@ -73,16 +73,6 @@ def one_run(case: str, engine: str, seed: int, bulk: bool) -> dict:
             "longest_stall_ms": stalls["stall_ns"].max() / 1e6 if not stalls.is_empty() else 0.0}
 
 
-def _spread(v: list) -> str:
-    v = [x for x in v if x is not None]
-    return f"{statistics.median(v):.1f} [{min(v):.1f}–{max(v):.1f}]" if v else "–"
-
-
-def _share(v: list) -> str:
-    v = [x for x in v if x is not None]
-    return f"{statistics.median(v):.2f} [{min(v):.2f}–{max(v):.2f}]" if v else "–"
-
-
 def _mean_ci(v: list) -> str:
     """Mean in % with a 95 % t interval over the runs (the runs are the independent samples:
     the messages of one run are not)."""
@@ -94,7 +84,7 @@ def _mean_ci(v: list) -> str:
 
 
 def table(path: str) -> None:
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    rows = read_rows(path)
     print("| case | bulk | engine | runs | delivered | delay p50 (ms) | delay p99 (ms) | deadline misses (%) "
           "| failover (ms) | failback (ms) | longest stall (ms) | call bytes on LTE |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -102,9 +92,9 @@ def table(path: str) -> None:
         rs = [r for r in rows if (r["case"], r["bulk"], r["engine"]) == key]
         col = lambda k: [r[k] for r in rs]  # noqa: E731
         print(f"| {key[0]} | {'yes' if key[1] else 'no'} | {key[2]} | {len(rs)} | {sum(col('delivered'))} / "
-              f"{sum(col('messages'))} | {_spread(col('delay_p50_ms'))} | {_spread(col('delay_p99_ms'))} | "
-              f"{_mean_ci(col('deadline_miss_rate'))} | {_spread(col('failover_ms'))} | {_spread(col('failback_ms'))} "
-              f"| {_spread(col('longest_stall_ms'))} | {_share([r.get('lte_share') for r in rs])} |")
+              f"{sum(col('messages'))} | {spread(col('delay_p50_ms'))} | {spread(col('delay_p99_ms'))} | "
+              f"{_mean_ci(col('deadline_miss_rate'))} | {spread(col('failover_ms'))} | {spread(col('failback_ms'))} "
+              f"| {spread(col('longest_stall_ms'))} | {spread([r.get('lte_share') for r in rs], 2)} |")
 
 
 def main() -> None:
@@ -121,11 +111,7 @@ def main() -> None:
         return
     for case in a.case or ("none", "blackhole"):
         for rep in range(1, a.reps + 1):
-            line = json.dumps(one_run(case, a.engine, rep, a.bulk))
-            print(line, flush=True)
-            if a.out:
-                with open(a.out, "a") as f:
-                    f.write(line + "\n")
+            emit(one_run(case, a.engine, rep, a.bulk), a.out)
 
 
 if __name__ == "__main__":
