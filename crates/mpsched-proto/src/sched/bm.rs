@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::CheckConfig;
+use super::common::{forward_events_to_inner, CheckConfig};
 use super::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowId, SubflowView};
 
 /// Which RTT the bloat of a subflow is measured against.
@@ -177,23 +177,9 @@ impl<S: Scheduler> Scheduler for Bm<S> {
         self.capped = capped;
     }
 
-    fn on_subflow_added(&mut self, id: SubflowId, now_ns: u64) {
-        self.inner.on_subflow_added(id, now_ns)
-    }
-    fn on_ack(&mut self, id: SubflowId, acked_bytes: u64, rtt_sample_ns: Option<u64>, now_ns: u64) {
-        self.inner.on_ack(id, acked_bytes, rtt_sample_ns, now_ns)
-    }
-    fn on_data_ack(&mut self, data_acked: u64, now_ns: u64) {
-        self.inner.on_data_ack(data_acked, now_ns)
-    }
-    fn on_loss(&mut self, id: SubflowId, kind: LossKind, now_ns: u64) {
-        self.inner.on_loss(id, kind, now_ns)
-    }
+    forward_events_to_inner!();
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {
         self.inner.on_rejected(action, why, now_ns)
-    }
-    fn upstream_stale_detection(&self) -> bool {
-        self.inner.upstream_stale_detection()
     }
 }
 

@@ -10,6 +10,35 @@
 
 use super::{Action, ConnView, ResendKind, SubflowId, SubflowView, UnackedChunk};
 
+/// The event methods of a scheduler that wraps another (`self.inner`) and adds nothing to
+/// them: each event reaches the inner scheduler unchanged. Used inside `impl Scheduler`.
+macro_rules! forward_events_to_inner {
+    () => {
+        fn on_subflow_added(&mut self, id: SubflowId, now_ns: u64) {
+            self.inner.on_subflow_added(id, now_ns)
+        }
+        fn on_ack(
+            &mut self,
+            id: SubflowId,
+            acked_bytes: u64,
+            rtt_sample_ns: Option<u64>,
+            now_ns: u64,
+        ) {
+            self.inner.on_ack(id, acked_bytes, rtt_sample_ns, now_ns)
+        }
+        fn on_data_ack(&mut self, data_acked: u64, now_ns: u64) {
+            self.inner.on_data_ack(data_acked, now_ns)
+        }
+        fn on_loss(&mut self, id: SubflowId, kind: LossKind, now_ns: u64) {
+            self.inner.on_loss(id, kind, now_ns)
+        }
+        fn upstream_stale_detection(&self) -> bool {
+            self.inner.upstream_stale_detection()
+        }
+    };
+}
+pub(crate) use forward_events_to_inner;
+
 /// Bit of subflow `id` in a path mask (subflows beyond 63 never appear in masks).
 #[inline]
 pub(crate) fn bit(id: SubflowId) -> u64 {

@@ -27,7 +27,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{clip_unacked, min_rtt_select, rwnd_blocked, CheckConfig};
+use super::common::{
+    clip_unacked, forward_events_to_inner, min_rtt_select, rwnd_blocked, CheckConfig,
+};
 use super::{Action, ConnView, LossKind, Rejection, ResendKind, Scheduler, SubflowId};
 
 /// Whose sRTT spaces two penalties.
@@ -188,18 +190,7 @@ impl<S: Scheduler> Scheduler for Rp<S> {
         }
     }
 
-    fn on_subflow_added(&mut self, id: SubflowId, now_ns: u64) {
-        self.inner.on_subflow_added(id, now_ns)
-    }
-    fn on_ack(&mut self, id: SubflowId, acked_bytes: u64, rtt_sample_ns: Option<u64>, now_ns: u64) {
-        self.inner.on_ack(id, acked_bytes, rtt_sample_ns, now_ns)
-    }
-    fn on_data_ack(&mut self, data_acked: u64, now_ns: u64) {
-        self.inner.on_data_ack(data_acked, now_ns)
-    }
-    fn on_loss(&mut self, id: SubflowId, kind: LossKind, now_ns: u64) {
-        self.inner.on_loss(id, kind, now_ns)
-    }
+    forward_events_to_inner!();
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {
         // Our own actions are not the inner scheduler's business.
         match action {
@@ -210,9 +201,6 @@ impl<S: Scheduler> Scheduler for Rp<S> {
             } => {}
             _ => self.inner.on_rejected(action, why, now_ns),
         }
-    }
-    fn upstream_stale_detection(&self) -> bool {
-        self.inner.upstream_stale_detection()
     }
 }
 
