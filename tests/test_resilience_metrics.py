@@ -171,9 +171,15 @@ def test_failback_to_90_percent_of_the_pre_event_rate():
     # event (the first one carried the pre-event rate) give the same answer
     assert _failback(_path_series(RECOVERY, handover_ms=300))["failback90_ms"] == pytest.approx(80.0)
     # a path that only slowed (half its rate during the event) and is at full rate at once
-    # afterwards: the first window from the end reaches 90 %
+    # afterwards: the first window from its first bytes after the end (10 ms) reaches 90 %
     slowed = {x: 1000 if x <= 200 or x > 300 else 500 for x in range(10, 701, 10)}
-    assert _failback(_path_series(slowed), ("rtt_spike", 1, 200, 300))["failback90_ms"] == 0.0
+    assert _failback(_path_series(slowed), ("rtt_spike", 1, 200, 300))["failback90_ms"] == pytest.approx(10.0)
+    # no window starts before the path carries again: a backlog of 5000 B acknowledged at once
+    # at 350 ms would let the window from the end (300 ms: 4 empty samples, 5000 B, 5 x 1000 B)
+    # reach 90 %, but the first window counted starts at 350 ms
+    burst = {**{x: 1000 for x in range(10, 201, 10)}, 350: 5000, **{x: 1000 for x in range(360, 701, 10)}}
+    row = _failback(_path_series(burst))
+    assert row["failback_ms"] == pytest.approx(50.0) and row["failback90_ms"] == pytest.approx(50.0)
 
 
 def test_failback_to_90_percent_is_undefined_where_nothing_can_recover():

@@ -152,12 +152,13 @@ def failover(path_events: pl.DataFrame, stalls: pl.DataFrame, conn_series: pl.Da
       (e.g. the flow ended). On a path the event slowed but never stopped (`rate_collapse`,
       `rtt_spike`) this is the wait for its next ACK, the phase of its ACK cycle, not a recovery.
     * `failback90_ms` (events with an end): from the end to the start of the first `window_s`
-      window, from the end on, in which the event's path (its subflows' `bytes_acked`) carries
-      at least 90 % of its pre-event rate: the rate over the second half of the span from its
-      first acknowledged byte to the event. A recovery as a rate, so defined alike for a path
-      that stopped and one that only slowed; 0 when the first window already reaches it. Null
-      without an end, when the path carried nothing before the event (nothing to recover), or
-      when no window before the last sample reaches it (e.g. the flow ended first).
+      window, from the path's first bytes again (`failback_ms`) on, in which the event's path
+      (its subflows' `bytes_acked`, summed) carries at least 90 % of its pre-event rate: the
+      rate over the second half of the span from its first acknowledged byte to the event. A
+      recovery as a rate, so defined alike for a path that stopped and one that only slowed,
+      and at least `failback_ms`. Null without an end, when the path carried nothing before
+      the event (nothing to recover), or when no window before the last sample reaches it
+      (e.g. the flow ended first).
     """
     keys = [k for k in stalls.columns if k in ("run_id", "flow_id")]
     run_key = ["run_id"] if "run_id" in keys else []
@@ -181,7 +182,10 @@ def failover(path_events: pl.DataFrame, stalls: pl.DataFrame, conn_series: pl.Da
                 row["failover90_ms"] = _failover90_ns(series[key], e["at_ns"], resume, e["end_ns"], window_s)
             if e["end_ns"] is not None and key in subs:
                 row["failback_ms"] = _failback_ns(subs[key], e["path_index"], e["end_ns"])
-                row["failback90_ms"] = _failback90_ns(subs[key], e["path_index"], e["at_ns"], e["end_ns"], window_s)
+                if row["failback_ms"] is not None:  # no window before the first bytes again
+                    back = e["end_ns"] + row["failback_ms"]
+                    at90 = _failback90_ns(subs[key], e["path_index"], e["at_ns"], back, window_s)
+                    row["failback90_ms"] = None if at90 is None else at90 - e["end_ns"]
             for c in ("failover_ms", "failover90_ms", "failback_ms", "failback90_ms"):
                 row[c] = None if row[c] is None else row[c] / 1e6
             rows.append(row)
@@ -243,13 +247,11 @@ def _on_path(s: pl.DataFrame, path_index: int) -> pl.DataFrame:
 
 
 def _failback_ns(s: pl.DataFrame, path_index: int, end_ns: int) -> int | None:
-    p = _on_path(s, path_index)
-    after = p.filter(pl.col("time_ns") >= end_ns)
-    if after.is_empty():
+    t, acked = _path_acked(s, path_index)  # the path's subflows summed, as one subflow's alone
+    i = bisect.bisect_left(t, end_ns)
+    if i >= len(t):
         return None
-    base = after["bytes_acked"][0]
-    grew = after.filter(pl.col("bytes_acked") > base)
-    return None if grew.is_empty() else int(grew["time_ns"][0]) - end_ns
+    return next((t[j] - end_ns for j in range(i + 1, len(t)) if acked[j] > acked[i]), None)
 
 
 def _path_acked(s: pl.DataFrame, path_index: int) -> tuple[list[int], list[int]]:
@@ -263,7 +265,8 @@ def _path_acked(s: pl.DataFrame, path_index: int) -> tuple[list[int], list[int]]
     return g["time_ns"].to_list(), g["grow"].cum_sum().to_list()
 
 
-def _failback90_ns(s: pl.DataFrame, path_index: int, at_ns: int, end_ns: int, window_s: float) -> int | None:
+def _failback90_ns(s: pl.DataFrame, path_index: int, at_ns: int, back_ns: int, window_s: float) -> int | None:
+    """The start of the first window from `back_ns` on that carries 90 % of the pre-event rate."""
     t, acked = _path_acked(s, path_index)
     first = next((t[i] for i in range(1, len(t)) if acked[i] > acked[i - 1] and t[i] <= at_ns), None)
     if first is None:
@@ -274,12 +277,12 @@ def _failback90_ns(s: pl.DataFrame, path_index: int, at_ns: int, end_ns: int, wi
         return None
     ref = (acked[hi] - acked[lo]) / (t[hi] - t[lo])
     w = int(window_s * 1e9)
-    for i in range(bisect.bisect_left(t, end_ns), len(t)):
+    for i in range(bisect.bisect_left(t, back_ns), len(t)):
         j = bisect.bisect_left(t, t[i] + w)  # the window's end: the first sample at or after
         if j >= len(t):
             return None
         if (acked[j] - acked[i]) / (t[j] - t[i]) >= 0.9 * ref:
-            return t[i] - end_ns
+            return t[i]
     return None
 
 
