@@ -266,10 +266,10 @@ def has_resilience(res: Results) -> bool:
 def resilience_summary(res: Results) -> pl.DataFrame:
     """Per scheduler x swept setting x application (seeds pooled): failover time (to the first
     byte again, and for transfers to 90 % of the goodput with the event in force), failback
-    time (to the path's first bytes again, and to 90 % of its pre-event rate) and the longest delivery stall (ms, means over flows and events; null where no event
-    or no recovery), message delay p50 / p99 / p99.9 (ms, pooled over the messages),
-    deadline-miss rate and bytes sent per byte delivered (pooled). Empty for a study without
-    path events or messages."""
+    time (to the path's first bytes again, and to 90 % of its pre-event rate) and the longest
+    delivery stall (ms, means over flows and events; null where no event or no recovery),
+    message delay p50 / p99 / p99.9 (ms, pooled over the messages), deadline-miss rate and
+    bytes sent per byte delivered (pooled). Empty for a study without path events or messages."""
     from mpsched.analysis.resilience import delivery_stalls, failover, longest_stall
 
     if res.flows.is_empty() or not has_resilience(res):
