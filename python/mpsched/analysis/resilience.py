@@ -148,7 +148,7 @@ def failover(path_events: pl.DataFrame, stalls: pl.DataFrame, conn_series: pl.Da
       settles at with the event in force (the second half of the event's span, up to the last
       growth of delivery): 0 when the rate never fell. Null for units or without samples.
     * `failback_ms` (events with an end): from the end to the first sample at which the
-      subflow on the event's path has more bytes acknowledged; null if it never carries again
+      event's path (its subflows summed) has more bytes acknowledged; null if it never carries again
       (e.g. the flow ended). On a path the event slowed but never stopped (`rate_collapse`,
       `rtt_spike`) this is the wait for its next ACK, the phase of its ACK cycle, not a recovery.
     * `failback90_ms` (events with an end): from the end to the start of the first `window_s`
