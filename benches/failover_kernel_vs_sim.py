@@ -16,7 +16,7 @@ every segment a packet on both paths, the simulator's default), a bulk download 
 3 s WLAN goes down (the client's interface), is blackholed, collapses to 500 kbit/s, loses 0 to
 30 % of its packets on a 1 s ramp, or takes 150 ms more each way; lifted at 6 s. Each run
 appends one JSON
-line (kind, engine, repetition, failover / to 90 % / failback / longest stall in ms from
+line (kind, engine, repetition, failover / to 90 % / failback / back to 90 % / longest stall in ms from
 `mpsched.metrics`, RTOs, MB delivered, the event's time and the WLAN srtt just before it);
 `--spread-ms S` spreads the event's time over [3 s, 3 s + S) across repetitions; `--table` prints per kind and engine the median and
 range of each, and whether the medians agree within 20 %. The simulator's repetitions use
@@ -28,6 +28,8 @@ under load). docs/testbed.md ("Failover") has the numbers.
 
 import argparse
 import statistics
+import time
+from pathlib import Path
 
 import polars as pl
 from scipy.stats import binom
@@ -74,7 +76,9 @@ interval = "10ms"
 
 KINDS = {"down": "", "blackhole": "", "rate_collapse": 'rate = "500kbit"',
          "loss_ramp": 'to_loss = "30%"\nramp = "1s"', "rtt_spike": 'extra_delay = "150ms"'}
-MEASURES = ("failover_ms", "failover90_ms", "failback_ms", "longest_stall_ms")
+MEASURES = ("failover_ms", "failover90_ms", "failback_ms", "failback90_ms", "longest_stall_ms")
+#: The measures the "within 20 %" lines compare.
+COMPARED = ("failover_ms", "failback_ms", "failback90_ms")
 SILENT = ("down", "blackhole")  # the path acknowledges nothing while the event lasts
 #: Kinds whose WLAN link drops single packets: the testbed's delayer segments the sender's TSO
 #: skbs there (a lossy link; `gso = true` is refused), so the simulator sends per segment too.
@@ -107,7 +111,8 @@ def srtt_at_ms(sub: pl.DataFrame, path: int, at_ns: int) -> float | None:
     return None if p.is_empty() else p["srtt_ns"][-1] / 1e6
 
 
-def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0, per_segment: bool = False) -> dict:
+def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0, per_segment: bool = False,
+            keep: str | None = None) -> dict:
     at_ms = event_at_ms(seed, spread_ms)
     toml = TOML.format(kind=kind, extra=KINDS[kind], seed=seed, at_ms=at_ms,
                        wlan_gso="" if kind in PER_SEGMENT else "gso = true")
@@ -119,25 +124,36 @@ def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0, per_segment: 
     events = pl.DataFrame(t["path_events"], schema_overrides={"end_ns": pl.Int64})
     stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
     sub = pl.DataFrame(t["subflow_series"])
+    if keep:  # the series the metrics read, to compute a new one later without the testbed
+        stem = Path(keep) / f"{kind}-{engine}-{seed}-{time.time_ns()}"
+        for name, df in (("conn", conn), ("sub", sub), ("events", events), ("flows", flows)):
+            df.write_parquet(f"{stem}.{name}.parquet")
     fo = metrics.failover(events, stalls, conn, sub).row(0, named=True)
     ev = events.row(0, named=True)
     silent = silence_ms(sub, ev["path_index"], ev["at_ns"], ev["end_ns"]) if kind in SILENT else None
-    return {"kind": kind, "engine": engine, "seed": seed, "at_ms": at_ms, **{m: fo.get(m) for m in MEASURES[:3]},
+    return {"kind": kind, "engine": engine, "seed": seed, "at_ms": at_ms, **{m: fo.get(m) for m in MEASURES[:4]},
             "silent_ms": silent, "srtt_at_event_ms": srtt_at_ms(sub, ev["path_index"], ev["at_ns"]),
             "longest_stall_ms": metrics.longest_stall(stalls)["longest_stall_ms"][0],
             "rtos": sum(t["subflows"]["rto_count"]), "mb_delivered": flows["bytes_delivered"][0] / 1e6}
 
 
 def _cell(values: list) -> str:
+    """Median [range] of the values, "(N none)" counting the runs that measured nothing (null);
+    a run stored before the measure existed (`ABSENT`) is left out."""
+    values = [x for x in values if x is not ABSENT]
     missing = sum(x is None for x in values)
     return spread(values, 0) + (f" ({missing} none)" if missing and missing < len(values) else "")
+
+
+#: A measure a stored run has no value for: it was recorded before the measure existed.
+ABSENT = object()
 
 
 def median_ci(values: list) -> str:
     """Distribution-free 95 % interval of the median: the order statistics k and n + 1 - k
     with P(Binomial(n, 1/2) < k) <= 2.5 % (a two-valued outcome, such as which MPTCP timer
     period a failover lands on, has no useful mean or normal interval)."""
-    v = sorted(x for x in values if x is not None)
+    v = sorted(x for x in values if x is not None and x is not ABSENT)
     n = len(v)
     k = int(binom.ppf(0.025, n, 0.5))  # P(X <= k - 1) <= 2.5 %
     while k > 0 and binom.cdf(k - 1, n, 0.5) > 0.025:
@@ -149,29 +165,29 @@ def median_ci(values: list) -> str:
 
 def table(path: str) -> None:
     rows = read_rows(path)
-    print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | longest stall (ms) | RTOs "
-          "| silent after (ms) | WLAN srtt at the event (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| event | engine | runs | failover (ms) | to 90 % (ms) | failback (ms) | back to 90 % (ms) "
+          "| longest stall (ms) | RTOs | silent after (ms) | WLAN srtt at the event (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in KINDS:
         for eng in ("sim", "kernel"):
             rs = [r for r in rows if r["kind"] == kind and r["engine"] == eng]
             if rs:
-                cells = " | ".join(_cell([r[m] for r in rs]) for m in MEASURES)
+                cells = " | ".join(_cell([r.get(m, ABSENT) for r in rs]) for m in MEASURES)
                 silent = _cell([r.get("silent_ms") for r in rs]) if kind in SILENT else "–"
                 srtt = _cell([r.get("srtt_at_event_ms") for r in rs])
                 print(f"| {kind} | {eng} | {len(rs)} | {cells} | {_cell([r['rtos'] for r in rs])} | {silent} | {srtt} |")
     print("\nmedian simulator / kernel, within 20 %?")
     for kind in KINDS:
         out = []
-        for m in ("failover_ms", "failback_ms"):
+        for m in COMPARED:
             med = {}
             for eng in ("sim", "kernel"):
-                v = [r[m] for r in rows if r["kind"] == kind and r["engine"] == eng and r[m] is not None]
+                v = [r[m] for r in rows if r["kind"] == kind and r["engine"] == eng and r.get(m) is not None]
                 med[eng] = statistics.median(v) if v else None
             if None in med.values():
                 out.append(f"{m}: n/a")
                 continue
-            cis = " / ".join(median_ci([r[m] for r in rows if r["kind"] == kind and r["engine"] == e])
+            cis = " / ".join(median_ci([r.get(m, ABSENT) for r in rows if r["kind"] == kind and r["engine"] == e])
                              for e in ("sim", "kernel"))
             rel = (med["sim"] - med["kernel"]) / med["kernel"] if med["kernel"] else float("inf")
             out.append(f"{m}: {med['sim']:.0f} / {med['kernel']:.0f} ({rel:+.0%}, {'yes' if abs(rel) <= 0.2 else 'no'}; "
@@ -192,13 +208,15 @@ def main() -> None:
     ap.add_argument("--per-segment", action="store_true",
                     help="simulator: every segment a packet of its own on both paths (the comparison before "
                          "2026-11-29 snd15), not the testbed's skbs")
+    ap.add_argument("--keep", help="also write each run's flows, conn / subflow series and events as parquet "
+                                   "files into this folder")
     a = ap.parse_args()
     if a.table:
         table(a.table)
         return
     for kind in a.kind or KINDS:
         for rep in range(a.first_rep, a.first_rep + a.reps):
-            emit(one_run(kind, a.engine or "sim", rep, a.spread_ms, a.per_segment), a.out)
+            emit(one_run(kind, a.engine or "sim", rep, a.spread_ms, a.per_segment, a.keep), a.out)
 
 
 if __name__ == "__main__":

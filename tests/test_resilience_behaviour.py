@@ -147,3 +147,44 @@ def test_min_rtt_moves_every_message_off_a_blackholed_path_at_its_first_timeout(
     later = res.blocks.filter(pl.col("sent_ns").is_between(3_000_000_000, 5_000_000_000, closed="left"))
     assert later.height == 100
     assert not later["deadline_missed"].any(), later.filter(pl.col("deadline_missed"))["delay_ns"].max()
+
+
+BULK = """
+duration = "7s"
+[[paths]]
+name = "a"
+rate = "10Mbit"
+delay = "10ms"
+queue = "1BDP"
+[[paths]]
+name = "b"
+rate = "10Mbit"
+delay = "30ms"
+queue = "1BDP"
+[connection]
+scheduler = "linux"
+[[workload]]
+kind = "bulk"
+stop = "6s"
+[record]
+interval = "10ms"
+"""
+
+
+def test_a_path_that_stopped_takes_longer_to_regain_its_rate_than_one_that_slowed(tmp_path):
+    # A bulk download over "a" and "b"; "a" is blackholed, or takes 100 ms more each way, from
+    # 2 s to 4 s. After the blackhole "a" carries again only at its next backed-off
+    # retransmission and restarts from one segment (slow start after an RTO); after the spike
+    # it never stopped and its window is open at once. The time to 90 % of the pre-event rate
+    # (`failback90_ms`) says so; the time to the first bytes again (`failback_ms`) is shorter.
+    back = {}
+    for kind, extra in (("blackhole", ""), ("rtt_spike", 'extra_delay = "100ms"\n')):
+        ev = f'[[path_events]]\nkind = "{kind}"\npath = "a"\nat = "2s"\nduration = "2s"\n{extra}'
+        res = mpsched.run(mpsched.loads_scenario(BULK + ev), tmp_path / kind, jobs=1)
+        row = _failover(res).row(0, named=True)
+        assert row["failback90_ms"] is not None and row["failback90_ms"] >= 0, row
+        back[kind] = row
+    assert back["blackhole"]["failback90_ms"] > back["rtt_spike"]["failback90_ms"] + 200, back
+    assert back["blackhole"]["failback90_ms"] > back["blackhole"]["failback_ms"], back
+    # no event: nothing to recover from, no row
+    assert _failover(mpsched.run(mpsched.loads_scenario(BULK), tmp_path / "none", jobs=1)).is_empty()

@@ -125,3 +125,73 @@ def test_sent_per_delivered():
     out = metrics.sent_per_delivered(flows)
     assert out["sent_per_delivered"][0] == pytest.approx(3.0)
     assert out["sent_per_delivered"][1] is None or math.isnan(out["sent_per_delivered"][1])
+
+
+def _path_series(increments: dict[int, int], *, handover_ms: int | None = None) -> pl.DataFrame:
+    """A subflow series on path 1 sampled every 10 ms from 0 to 700 ms, `increments[t_ms]` bytes
+    acknowledged in the sample ending at t_ms (0 where not given); with `handover_ms` a second
+    subflow on the path carries the increments from then on (the first stays where it was)."""
+    t = list(range(0, 701, 10))
+    split = handover_ms if handover_ms is not None else 10**9
+    cols: list[list[int]] = [[], []]
+    totals = [0, 0]
+    for x in t:
+        totals[x >= split] += increments.get(x, 0)
+        cols[0].append(totals[0])
+        cols[1].append(totals[1])
+    n = 2 if handover_ms is not None else 1
+    return pl.concat([pl.DataFrame({"flow_id": [0] * len(t), "subflow": [k] * len(t), "path": ["wlan"] * len(t),
+                                    "path_index": [1] * len(t), "time_ns": [x * MS for x in t],
+                                    "bytes_acked": cols[k]}) for k in range(n)])
+
+
+#: 1000 B a sample to the event (200-300 ms), nothing during it nor to 340 ms, 600 B a sample from
+#: 350 to 400 ms (the path ramping up again), 1000 B a sample from 410 ms on.
+RECOVERY = {**{x: 1000 for x in range(10, 201, 10)}, **{x: 600 for x in range(350, 401, 10)},
+            **{x: 1000 for x in range(410, 701, 10)}}
+
+
+def _failback(sub: pl.DataFrame, event=("blackhole", 1, 200, 300)) -> dict:
+    t = list(range(0, 701, 10))
+    conn = pl.DataFrame({"flow_id": [0] * len(t), "time_ns": [x * MS for x in t], "delivered_bytes": [x * 100 for x in t]})
+    flows = pl.DataFrame({"flow_id": [0], "app": ["bulk"], "completed": [True]})
+    stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
+    return metrics.failover(_events(event), stalls, conn, sub, window_s=0.1).row(0, named=True)
+
+
+def test_failback_to_90_percent_of_the_pre_event_rate():
+    # pre-event rate: 1000 B a 10 ms sample (the second half of 10..200 ms); 90 % of it over
+    # 100 ms is 9000 B. The window from 380 ms carries 2 x 600 + 8 x 1000 = 9200 B, the one
+    # from 370 ms 3 x 600 + 7 x 1000 = 8800 B: back to 90 % 80 ms after the end (300 ms), where
+    # the first bytes again came 50 ms after it.
+    row = _failback(_path_series(RECOVERY))
+    assert row["failback_ms"] == pytest.approx(50.0)
+    assert row["failback90_ms"] == pytest.approx(80.0)
+    # the path's subflows are summed: the same bytes carried by a second subflow after the
+    # event (the first one carried the pre-event rate) give the same answer
+    assert _failback(_path_series(RECOVERY, handover_ms=300))["failback90_ms"] == pytest.approx(80.0)
+    # a path that only slowed (half its rate during the event) and is at full rate at once
+    # afterwards: the first window from its first bytes after the end (10 ms) reaches 90 %
+    slowed = {x: 1000 if x <= 200 or x > 300 else 500 for x in range(10, 701, 10)}
+    assert _failback(_path_series(slowed), ("rtt_spike", 1, 200, 300))["failback90_ms"] == pytest.approx(10.0)
+    # no window starts before the path carries again: a backlog of 5000 B acknowledged at once
+    # at 350 ms would let the window from the end (300 ms: 4 empty samples, 5000 B, 5 x 1000 B)
+    # reach 90 %, but the first window counted starts at 350 ms
+    burst = {**{x: 1000 for x in range(10, 201, 10)}, 350: 5000, **{x: 1000 for x in range(360, 701, 10)}}
+    row = _failback(_path_series(burst))
+    assert row["failback_ms"] == pytest.approx(50.0) and row["failback90_ms"] == pytest.approx(50.0)
+
+
+def test_failback_to_90_percent_is_undefined_where_nothing_can_recover():
+    # no end: no failback; a path that carried nothing before the event: no rate to regain;
+    # a path that never regains 90 % before the last sample; no event: no row
+    assert _failback(_path_series(RECOVERY), ("down", 1, 200, None))["failback90_ms"] is None
+    late_start = {x: 1000 for x in range(350, 701, 10)}
+    assert _failback(_path_series(late_start))["failback90_ms"] is None
+    weak = {**{x: 1000 for x in range(10, 201, 10)}, **{x: 800 for x in range(310, 701, 10)}}
+    row = _failback(_path_series(weak))
+    assert row["failback_ms"] == pytest.approx(10.0) and row["failback90_ms"] is None
+    flows = pl.DataFrame({"flow_id": [0], "app": ["bulk"], "completed": [True]})
+    conn = pl.DataFrame({"flow_id": [0, 0], "time_ns": [0, 10 * MS], "delivered_bytes": [0, 100]})
+    stalls = metrics.delivery_stalls(flows, pl.DataFrame(), conn)
+    assert metrics.failover(NO_EVENTS, stalls, conn, _path_series(RECOVERY)).is_empty()

@@ -157,8 +157,8 @@ HEADERS = {"completed": "done", "fct_median_s": "FCT p50 (s)", "fct_p95_s": "FCT
             "goodput_mbps": "goodput (Mbit/s)", "util_host": "util host", "util_edge_agg": "util edge-agg",
             "util_agg_core": "util core", "util_access": "util access", "util_bottleneck": "util bottleneck",
             "jain_bulk": "Jain (bulk)", "failover_ms": "failover", "failover90_ms": "to 90 %",
-            "failback_ms": "failback", "longest_stall_ms": "longest stall", "delay_p50_ms": "delay p50",
-            "delay_p99_ms": "delay p99", "delay_p999_ms": "delay p99.9", "deadline_miss_rate": "missed",
+            "failback_ms": "failback", "failback90_ms": "back to 90 %", "longest_stall_ms": "longest stall",
+            "delay_p50_ms": "delay p50", "delay_p99_ms": "delay p99", "delay_p999_ms": "delay p99.9", "deadline_miss_rate": "missed",
             "latency_p50_ms": "latency p50", "latency_p99_ms": "latency p99", "latency_p999_ms": "latency p99.9",
             "sent_per_delivered": "sent/delivered"}
 

@@ -7,7 +7,7 @@
 * `failover`: per flow and path event, the failover time (from the event to the first byte
   delivered again; for transfers also to 90 % of the goodput the connection settles at with
   the event in force) and the failback time (from the event's end to the first bytes the
-  recovered path carries again).
+  recovered path carries again; and, as a rate, to its pre-event rate again).
 * `sent_per_delivered`: bytes sent over bytes delivered (redundancy overhead; 1 is none).
 * `request_latency`: per RPC flow, the latency of its requests (issue to the last byte of the
   response: p50 / p99 / p99.9, ms) and the share that missed their deadline.
@@ -22,6 +22,7 @@ that cost nothing) or null (no event, no recovery to measure), shown as "-".
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import polars as pl
@@ -147,8 +148,17 @@ def failover(path_events: pl.DataFrame, stalls: pl.DataFrame, conn_series: pl.Da
       settles at with the event in force (the second half of the event's span, up to the last
       growth of delivery): 0 when the rate never fell. Null for units or without samples.
     * `failback_ms` (events with an end): from the end to the first sample at which the
-      subflow on the event's path has more bytes acknowledged; null if it never carries again
-      (e.g. the flow ended).
+      event's path (its subflows summed) has more bytes acknowledged; null if it never carries again
+      (e.g. the flow ended). On a path the event slowed but never stopped (`rate_collapse`,
+      `rtt_spike`) this is the wait for its next ACK, the phase of its ACK cycle, not a recovery.
+    * `failback90_ms` (events with an end): from the end to the start of the first `window_s`
+      window, from the path's first bytes again (`failback_ms`) on, in which the event's path
+      (its subflows' `bytes_acked`, summed) carries at least 90 % of its pre-event rate: the
+      rate over the second half of the span from its first acknowledged byte to the event. A
+      recovery as a rate, so defined alike for a path that stopped and one that only slowed,
+      and at least `failback_ms`. Null without an end, when the path carried nothing before
+      the event (nothing to recover), or when no window before the last sample reaches it
+      (e.g. the flow ended first).
     """
     keys = [k for k in stalls.columns if k in ("run_id", "flow_id")]
     run_key = ["run_id"] if "run_id" in keys else []
@@ -166,17 +176,22 @@ def failover(path_events: pl.DataFrame, stalls: pl.DataFrame, conn_series: pl.Da
             w = by_flow[key]
             row = {**fk, "event": e["event"], "kind": e["kind"], "path": e["path"],
                    "failover_ms": _failover_ns(w, e["at_ns"], e["end_ns"]),
-                   "failover90_ms": None, "failback_ms": None}
+                   "failover90_ms": None, "failback_ms": None, "failback90_ms": None}
             if not bool(w["unit"].any()) and key in series and row["failover_ms"] is not None:
                 resume = e["at_ns"] + row["failover_ms"]  # no window before the first byte again
                 row["failover90_ms"] = _failover90_ns(series[key], e["at_ns"], resume, e["end_ns"], window_s)
             if e["end_ns"] is not None and key in subs:
                 row["failback_ms"] = _failback_ns(subs[key], e["path_index"], e["end_ns"])
-            for c in ("failover_ms", "failover90_ms", "failback_ms"):
+                if row["failback_ms"] is not None:  # no window before the first bytes again
+                    back = e["end_ns"] + row["failback_ms"]
+                    at90 = _failback90_ns(subs[key], e["path_index"], e["at_ns"], back, window_s)
+                    row["failback90_ms"] = None if at90 is None else at90 - e["end_ns"]
+            for c in ("failover_ms", "failover90_ms", "failback_ms", "failback90_ms"):
                 row[c] = None if row[c] is None else row[c] / 1e6
             rows.append(row)
     schema = {**{k: stalls.schema[k] for k in keys}, "event": pl.Int64, "kind": pl.String, "path": pl.String,
-              "failover_ms": pl.Float64, "failover90_ms": pl.Float64, "failback_ms": pl.Float64}
+              "failover_ms": pl.Float64, "failover90_ms": pl.Float64, "failback_ms": pl.Float64,
+              "failback90_ms": pl.Float64}
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -226,15 +241,49 @@ def _failover90_ns(c: pl.DataFrame, at_ns: int, resume_ns: int, end_ns: int | No
     return None
 
 
-def _failback_ns(s: pl.DataFrame, path_index: int, end_ns: int) -> int | None:
+def _on_path(s: pl.DataFrame, path_index: int) -> pl.DataFrame:
     col = "path_index" if "path_index" in s.columns else "path"  # the store names paths, keeping the index
-    p = s.filter(pl.col(col).cast(pl.String) == str(path_index)).sort("time_ns")
-    after = p.filter(pl.col("time_ns") >= end_ns)
-    if after.is_empty():
+    return s.filter(pl.col(col).cast(pl.String) == str(path_index)).sort("time_ns")
+
+
+def _failback_ns(s: pl.DataFrame, path_index: int, end_ns: int) -> int | None:
+    t, acked = _path_acked(s, path_index)  # the path's subflows summed, as one subflow's alone
+    i = bisect.bisect_left(t, end_ns)
+    if i >= len(t):
         return None
-    base = after["bytes_acked"][0]
-    grew = after.filter(pl.col("bytes_acked") > base)
-    return None if grew.is_empty() else int(grew["time_ns"][0]) - end_ns
+    return next((t[j] - end_ns for j in range(i + 1, len(t)) if acked[j] > acked[i]), None)
+
+
+def _path_acked(s: pl.DataFrame, path_index: int) -> tuple[list[int], list[int]]:
+    """Sample times and the bytes acknowledged on the path up to each, summed over its
+    subflows from their growth only (a subflow that leaves the series takes nothing away)."""
+    p = _on_path(s, path_index)
+    part = [k for k in ("subflow",) if k in p.columns]
+    grow = pl.col("bytes_acked").cast(pl.Int64).diff()
+    grow = (grow.over(part) if part else grow).fill_null(0).clip(lower_bound=0)
+    g = p.select("time_ns", grow.alias("grow")).group_by("time_ns").agg(pl.col("grow").sum()).sort("time_ns")
+    return g["time_ns"].to_list(), g["grow"].cum_sum().to_list()
+
+
+def _failback90_ns(s: pl.DataFrame, path_index: int, at_ns: int, back_ns: int, window_s: float) -> int | None:
+    """The start of the first window from `back_ns` on that carries 90 % of the pre-event rate."""
+    t, acked = _path_acked(s, path_index)
+    first = next((t[i] for i in range(1, len(t)) if acked[i] > acked[i - 1] and t[i] <= at_ns), None)
+    if first is None:
+        return None
+    lo = bisect.bisect_left(t, first + (at_ns - first) / 2)  # first sample of the reference's half
+    hi = bisect.bisect_right(t, at_ns) - 1  # last sample before the event
+    if hi <= lo or acked[hi] <= acked[lo]:
+        return None
+    ref = (acked[hi] - acked[lo]) / (t[hi] - t[lo])
+    w = int(window_s * 1e9)
+    for i in range(bisect.bisect_left(t, back_ns), len(t)):
+        j = bisect.bisect_left(t, t[i] + w)  # the window's end: the first sample at or after
+        if j >= len(t):
+            return None
+        if (acked[j] - acked[i]) / (t[j] - t[i]) >= 0.9 * ref:
+            return t[i]
+    return None
 
 
 def sent_per_delivered(flows: pl.DataFrame) -> pl.DataFrame:

@@ -252,6 +252,10 @@ def class_fct_summary(res: Results) -> pl.DataFrame:
 # --- failover, failback and real-time traffic (mpsched.analysis.resilience) ------------------------
 
 
+#: The per-event times of `failover`, in the order `mpsched show` prints them.
+FAILURE_MS = ("failover_ms", "failover90_ms", "failback_ms", "failback90_ms")
+
+
 def has_resilience(res: Results) -> bool:
     """Whether the study has path events or messages to summarise."""
     ev = res.tables.get("path_events")
@@ -262,10 +266,10 @@ def has_resilience(res: Results) -> bool:
 def resilience_summary(res: Results) -> pl.DataFrame:
     """Per scheduler x swept setting x application (seeds pooled): failover time (to the first
     byte again, and for transfers to 90 % of the goodput with the event in force), failback
-    time and the longest delivery stall (ms, means over flows and events; null where no event
-    or no recovery), message delay p50 / p99 / p99.9 (ms, pooled over the messages),
-    deadline-miss rate and bytes sent per byte delivered (pooled). Empty for a study without
-    path events or messages."""
+    time (to the path's first bytes again, and to 90 % of its pre-event rate) and the longest
+    delivery stall (ms, means over flows and events; null where no event or no recovery),
+    message delay p50 / p99 / p99.9 (ms, pooled over the messages), deadline-miss rate and
+    bytes sent per byte delivered (pooled). Empty for a study without path events or messages."""
     from mpsched.analysis.resilience import delivery_stalls, failover, longest_stall
 
     if res.flows.is_empty() or not has_resilience(res):
@@ -279,10 +283,10 @@ def resilience_summary(res: Results) -> pl.DataFrame:
     events = res.tables.get("path_events", pl.DataFrame())
     if not events.is_empty():
         fo = failover(events, stalls, res.conn_series, res.subflow_series)
-        fo = fo.group_by(fk).agg(pl.col("failover_ms", "failover90_ms", "failback_ms").mean())
+        fo = fo.group_by(fk).agg(pl.col(*FAILURE_MS).mean())
         per_flow = per_flow.join(fo, on=fk, how="left")
     aggs = [pl.len().alias("flows")]
-    aggs += [pl.col(c).mean() for c in ("failover_ms", "failover90_ms", "failback_ms") if c in per_flow.columns]
+    aggs += [pl.col(c).mean() for c in FAILURE_MS if c in per_flow.columns]
     aggs += [pl.col("longest_stall_ms").mean()]
     out = per_flow.group_by(keys, maintain_order=True).agg(
         *aggs, (pl.col("bytes_sent").sum() / pl.col("bytes_delivered").sum()).alias("sent_per_delivered"))
