@@ -15,14 +15,21 @@ split into the veth hop to the client, the client's handling (data in -> ACK out
 back and the router (the delayer and the uplink qdisc) plus the veth hop to the server. The
 HyStart train (tcp11s) breaks when one ACK's excess exceeds the one before it by more than the
 gap's margin (0.18 ms for 3-segment skbs at 20 Mbit/s), so the consecutive *increase* is printed
-too, with the lag-1 correlation, against the model's two independent log-normal draws.
+too, with the lag-1 correlation, against the model's (`--body`, `--stall`, `--run-packets`; the
+defaults are the validation scenarios' log-normal). `--fit` fits the body + stall mixture to the
+quantiles of the host excess (ACKs the client held for its application's read left out) and the
+spells' length to its lag-1 correlation; `--save` keeps the per-ACK rows.
 
-    .venv/bin/python benches/ack_delay.py DIR [--cell tcp_single/tbf32k/1MiB] [--median-us 68 --p99-us 417]
+    .venv/bin/python benches/ack_delay.py DIR [DIR ...] [--cell tcp_single/tbf32k/1MiB] [--fit]
+    .venv/bin/python benches/ack_delay.py DIR ... --save benches/data/ack_delay-DATE.csv.gz --note "kernel, date, load"
+    .venv/bin/python benches/ack_delay.py benches/data/ack_delay-20261129.csv.gz --fit
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import gzip
 import re
 import subprocess
 from collections import defaultdict
@@ -104,7 +111,7 @@ def chain_draws(z: np.ndarray, u: np.ndarray, body: tuple[float, float], stall: 
 
 
 def model_series(gaps_us: np.ndarray, body: tuple[float, float], stall: tuple[float, float, float],
-                 run_packets: float = 1.0, seed: int = 1, draws: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                 run_packets: float | None = 1.0, seed: int = 1, draws: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The model's excess for ACKs whose triggers leave the bottleneck `gaps_us` apart: the client's
     draw for the data and the server's for the ACK, each host handling in order (run/host.rs)."""
     n = len(gaps_us)
@@ -112,7 +119,6 @@ def model_series(gaps_us: np.ndarray, body: tuple[float, float], stall: tuple[fl
         rng = np.random.default_rng(seed)
         draws = rng.standard_normal(2 * n), rng.random(2 * n)
     if run_packets is None:  # the independent mixture (the fit's marginal)
-        dc = ds = None
         d = mixture_draws(draws[0], draws[1], body, stall)
         dc, ds = d[0::2], d[1::2]
     else:
@@ -224,9 +230,31 @@ def acks(d: Path, cell: str, port: str, oneway_ms: float, rate_bps: float) -> li
     return out
 
 
+FIELDS = ("conn", "release_us", "segs", "veth to client", "client: data in -> ACK out", "veth to router",
+          "router + veth to server", "excess", "held")
+
+
+def save(rows: list[dict], path: Path, header: str) -> None:
+    """The per-ACK rows as gzipped CSV, `header` (kernel, date, load) as a leading # line."""
+    with gzip.open(path, "wt", newline="") as fh:
+        fh.write(f"# {header}\n")
+        w = csv.DictWriter(fh, FIELDS)
+        w.writeheader()
+        w.writerows({k: (round(r[k], 1) if isinstance(r[k], float) else r[k]) for k in FIELDS} for r in rows)
+
+
+def load(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", newline="") as fh:
+        lines = [ln for ln in fh if not ln.startswith("#")]
+    return [{**r, "segs": int(r["segs"]), "held": r["held"] == "True",
+             **{k: float(r[k]) for k in FIELDS[1:] if k not in ("segs", "held")}} for r in csv.DictReader(lines)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("dirs", type=Path, nargs="+", help="capture directories, pooled")
+    ap.add_argument("dirs", type=Path, nargs="+", help="capture directories (or --save's .csv.gz files), pooled")
+    ap.add_argument("--save", type=Path, help="write the pooled per-ACK rows here (.csv.gz) and exit")
+    ap.add_argument("--note", default="", help="with --save: the header line (kernel, date, load)")
     ap.add_argument("--cell", default="tcp_single/tbf32k/1MiB")
     ap.add_argument("--port", default="5201", help="the server's port")
     ap.add_argument("--oneway-ms", type=float, default=20.0, help="the path's one-way delay (rtt / 2)")
@@ -238,7 +266,13 @@ def main() -> None:
     ap.add_argument("--run-packets", type=float, default=1.0, help="the stalls' mean spell, packets")
     ap.add_argument("--fit", action="store_true", help="fit the body + stall mixture to the host excess")
     a = ap.parse_args()
-    rows = [r for d in a.dirs for r in acks(d, a.cell, a.port, a.oneway_ms, a.rate_bps)]
+    rows = []
+    for n, d in enumerate(a.dirs):
+        mine = load(d) if d.suffix == ".gz" else acks(d, a.cell, a.port, a.oneway_ms, a.rate_bps)
+        rows += [{**r, "conn": f"{n}:{r['conn']}"} for r in mine]  # a run's ports are its own
+    if a.save:
+        save(rows, a.save, a.note)
+        return
     host = [r for r in rows if not r["held"]]
     for name in ("veth to client", "client: data in -> ACK out", "veth to router", "router + veth to server",
                  "excess"):
