@@ -59,14 +59,20 @@ def _server_ns(pid: int, side: str = "s") -> str | None:
     return None
 
 
-def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART,
-          mem: bool = False) -> None:
+def _wait_ns(stop: threading.Event, side: str) -> str | None:
+    """This run's namespace of `side` once it exists (None if the run stops first)."""
     import os
 
     ns = None
     while ns is None and not stop.is_set():
         ns = _server_ns(os.getpid(), side)
         time.sleep(0.01)
+    return ns
+
+
+def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART,
+          mem: bool = False) -> None:
+    ns = _wait_ns(stop, side)
     if ns is None:
         return
     time.sleep(0.3)  # the testbed's sysctls and routes first
@@ -90,12 +96,7 @@ def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counter
 
 def capture_hop(stop: threading.Event, side: str, iface: str, pcap: Path) -> None:
     """tcpdump on `iface` in the namespace of `side` ("r" router, "c" client) until `stop`."""
-    import os
-
-    ns = None
-    while ns is None and not stop.is_set():
-        ns = _server_ns(os.getpid(), side)
-        time.sleep(0.01)
+    ns = _wait_ns(stop, side)
     if ns is None:
         return
     cap = (f"until ip -o link show {iface} 2>/dev/null | grep -q 'state UP'; do sleep 0.02; done; "
