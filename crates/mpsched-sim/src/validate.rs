@@ -287,7 +287,10 @@ impl SimConfig {
                 // The chain's entry probability, p / (1 - p) / run, must be a probability.
                 let p = st.per_million as f64 / 1e6;
                 if p / (1.0 - p) / st.run_packets as f64 > 1.0 {
-                    return Err(err("host_delay.stall.per_million", "too high for spells this short (p / (1 - p) / run_packets must be at most 1)"));
+                    return Err(err(
+                        "host_delay.stall.per_million",
+                        "too high for spells this short (p / (1 - p) / run_packets must be at most 1)",
+                    ));
                 }
                 if st.median_ns == 0 {
                     return Err(err("host_delay.stall.median_ns", "must be positive"));

@@ -71,10 +71,14 @@ fn a_constant_floor_adds_exactly_itself_per_reception_on_the_critical_path() {
     let f = 2 * MS;
     let d = 3 * MS;
     let at = |floor_ns| {
-        fct(&equal_paths(1000, Some(HostDelayConfig { median_ns: d + floor_ns, p99_ns: d + floor_ns, floor_ns, stall: None })))
+        fct(&equal_paths(
+            1000,
+            Some(HostDelayConfig { median_ns: d + floor_ns, p99_ns: d + floor_ns, floor_ns, stall: None }),
+        ))
     };
     assert_eq!(at(f) - at(0), 4 * f);
-    let mut cfg = equal_paths(1000, Some(HostDelayConfig { median_ns: d + f, p99_ns: d + f + MS, floor_ns: f, stall: None }));
+    let mut cfg =
+        equal_paths(1000, Some(HostDelayConfig { median_ns: d + f, p99_ns: d + f + MS, floor_ns: f, stall: None }));
     let base = fct(&equal_paths(1000, None));
     for seed in 1..=5 {
         cfg.seed = seed;

@@ -6,9 +6,9 @@
 //! Kept out of the loop's hot path: without `host_delay` no endpoint has a `HostRx` and the loop
 //! hands segments over at once, as before (records byte-identical).
 
-use crate::config::{HostDelayConfig, SimConfig};
 #[cfg(test)]
 use crate::config::HostStallConfig;
+use crate::config::{HostDelayConfig, SimConfig};
 use mpsched_engine::rng::Rng;
 
 /// Component-id base of the endpoints' random streams (links use `1 << 32`): endpoint `side`
@@ -148,7 +148,8 @@ mod tests {
     fn stalls_come_at_their_rate_with_their_median_and_the_rest_keep_the_body() {
         // 2 % stalls of median 1 ms, p99 2 ms over a body of median 30 us, p99 120 us: the
         // delays over 500 us are the stalls (the body's exceeds it with probability ~1e-8).
-        let stall = Some(HostStallConfig { per_million: 20_000, run_packets: 1, median_ns: 1_000_000, p99_ns: 2_000_000 });
+        let stall =
+            Some(HostStallConfig { per_million: 20_000, run_packets: 1, median_ns: 1_000_000, p99_ns: 2_000_000 });
         let cfg = HostDelayConfig { median_ns: 30_000, p99_ns: 120_000, floor_ns: 0, stall };
         let mut d = delays(&mut HostRx::with(&cfg, 5, 0, false), 200_000);
         let (mut stalls, mut body): (Vec<u64>, Vec<u64>) = d.drain(..).partition(|&x| x > 500_000);
@@ -166,7 +167,12 @@ mod tests {
     fn a_stall_holds_the_packets_behind_it_until_it_ends() {
         // Every packet stalls 1 ms (constant), arrivals 100 us apart: the host handles the first
         // at 1 ms and no later one before, in order, each at least its own stall after arrival.
-        let stall = Some(HostStallConfig { per_million: 999_999, run_packets: 1_000_000, median_ns: 1_000_000, p99_ns: 1_000_000 });
+        let stall = Some(HostStallConfig {
+            per_million: 999_999,
+            run_packets: 1_000_000,
+            median_ns: 1_000_000,
+            p99_ns: 1_000_000,
+        });
         let cfg = HostDelayConfig { median_ns: 10_000, p99_ns: 10_000, floor_ns: 0, stall };
         let mut h = HostRx::with(&cfg, 1, 0, true);
         h.stalled = true; // in a spell from the start (it leaves with probability 1e-6)
@@ -178,7 +184,8 @@ mod tests {
     fn spells_last_their_mean_length_and_keep_their_share() {
         // 5 % of packets in spells of 4 on average: stalled delays (> 500 us) come in runs
         // averaging ~4 and make up ~5 % (the independent mixture's runs would average 1.05).
-        let stall = Some(HostStallConfig { per_million: 50_000, run_packets: 4, median_ns: 1_000_000, p99_ns: 1_500_000 });
+        let stall =
+            Some(HostStallConfig { per_million: 50_000, run_packets: 4, median_ns: 1_000_000, p99_ns: 1_500_000 });
         let cfg = HostDelayConfig { median_ns: 30_000, p99_ns: 60_000, floor_ns: 0, stall };
         let d = delays(&mut HostRx::with(&cfg, 3, 0, false), 400_000);
         let stalled: Vec<bool> = d.iter().map(|&x| x > 500_000).collect();
