@@ -8,6 +8,10 @@ connection and subflow, where slow start ended (the first sample with a finite s
 `--client --mem` samples the client's sockets with skmem and its MPTCP sockets (`ss -ntmiH -t -M`,
 one sample per ~20 ms under load: rcvbuf, rcv_space, rcv_ssthresh, rcv_rtt over time), and with
 `--pcap` also captures the server's srv0 (`DIR/server.pcap`, for benches/pcap_window.py) (tcp11q).
+`--pcap --hops` also captures path 0's veth at both ends, the router's rp0 (data as the bottleneck
+releases it, ACKs as they reach the router) and the client's p0 (data as the client receives it,
+ACKs as they leave it): `DIR/router_rp0.pcap`, `DIR/client_p0.pcap`, for benches/ack_delay.py
+(tcp11z: where each ACK's delay arises).
 
 Wrap it in the testbed's flock (one kernel run per machine).
 """
@@ -55,14 +59,20 @@ def _server_ns(pid: int, side: str = "s") -> str | None:
     return None
 
 
-def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART,
-          mem: bool = False) -> None:
+def _wait_ns(stop: threading.Event, side: str) -> str | None:
+    """This run's namespace of `side` once it exists (None if the run stops first)."""
     import os
 
     ns = None
     while ns is None and not stop.is_set():
         ns = _server_ns(os.getpid(), side)
         time.sleep(0.01)
+    return ns
+
+
+def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART,
+          mem: bool = False) -> None:
+    ns = _wait_ns(stop, side)
     if ns is None:
         return
     time.sleep(0.3)  # the testbed's sysctls and routes first
@@ -78,9 +88,29 @@ def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counter
             procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", cap], stdout=subprocess.DEVNULL,
                                           stderr=open(out.with_suffix(".tcpdump.txt"), "w")))
         stop.wait()
+        time.sleep(0.2)  # the last packets into the hop captures
         for proc in procs:
             proc.terminate()
             proc.wait()
+
+
+def capture_hop(stop: threading.Event, side: str, iface: str, pcap: Path) -> None:
+    """tcpdump on `iface` in the namespace of `side` ("r" router, "c" client) until `stop`."""
+    ns = _wait_ns(stop, side)
+    if ns is None:
+        return
+    cap = (f"until ip -o link show {iface} 2>/dev/null | grep -q 'state UP'; do sleep 0.02; done; "
+           f"exec tcpdump -Z root -i {iface} -s 128 -U -w {pcap} tcp")
+    while True:
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", cap], stdout=subprocess.DEVNULL,
+                                stderr=open(pcap.with_suffix(".tcpdump.txt"), "w"))
+        # A namespace listed before it is mounted: `ip netns exec` fails at once; try again.
+        if stop.wait(0.2) or proc.poll() is None:
+            break
+    stop.wait()
+    time.sleep(0.2)
+    proc.terminate()
+    proc.wait()
 
 
 def summarize(log: Path) -> None:
@@ -128,6 +158,8 @@ def main() -> None:
     ap.add_argument("cell")
     ap.add_argument("--out", default="/tmp/probe_hystart")
     ap.add_argument("--pcap", action="store_true", help="also capture srv0 with tcpdump (LOG.pcap)")
+    ap.add_argument("--hops", action="store_true",
+                    help="with --pcap: also capture the router's rp0 and the client's p0 (path 0's veth)")
     ap.add_argument("--gso-off", action="store_true",
                     help="every path gso = false: the delayer segments the sender's skbs, so the client "
                          "receives (and acknowledges) single segments")
@@ -157,6 +189,12 @@ def main() -> None:
         # tcp11q: the server's capture (the announced windows) next to the client's skmem.
         threads.append(threading.Thread(target=watch, args=(stop, out / "server.log", True), daemon=True))
         threads[-1].start()
+    if a.hops and a.pcap:
+        for side, iface in (("r", "rp0"), ("c", "p0")):
+            name = "router_rp0" if side == "r" else "client_p0"
+            threads.append(threading.Thread(target=capture_hop, args=(stop, side, iface, out / f"{name}.pcap"),
+                                            daemon=True))
+            threads[-1].start()
     try:
         tables = run_kernel(cell.config, repetitions=1)
     finally:

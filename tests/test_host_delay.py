@@ -39,6 +39,33 @@ def test_a_floor_becomes_nanoseconds_and_a_zero_floor_is_no_floor():
     assert zero == to_config(_scenario('median = "68us"\np99 = "0.417ms"').expand()[0])
 
 
+def test_a_stall_table_becomes_parts_per_million_and_nanoseconds():
+    cfg = to_config(_scenario('median = "25us"\np99 = "284us"\n[host_delay.stall]\nprobability = "1.38%"\n'
+                              'median = "859us"\np99 = "1.709ms"').expand()[0])
+    assert cfg["host_delay"] == {"median_ns": 25_000, "p99_ns": 284_000,
+                                 "stall": {"per_million": 13_800, "run_packets": 1, "median_ns": 859_000,
+                                           "p99_ns": 1_709_000}}
+
+
+STALL = 'median = "25us"\np99 = "284us"\n[host_delay.stall]\n'
+
+
+@pytest.mark.parametrize("body, field, words", [
+    (STALL + 'probability = 0.01\nmedian = "1ms"\np99 = "0.5ms"', "host_delay.stall.p99", "at least the stall's median"),
+    (STALL + 'probability = 0\nmedian = "1ms"\np99 = "2ms"', "host_delay.stall.probability", "positive"),
+    (STALL + 'probability = "120%"\nmedian = "1ms"\np99 = "2ms"', "host_delay.stall.probability", "[0, 1]"),
+    (STALL + 'probability = 0.01\np99 = "2ms"', "host_delay.stall.median", "required"),
+    (STALL + 'probability = 0.01\nmedian = "1ms"\np99 = "3s"', "host_delay.stall.p99", "at most 1s"),
+    (STALL + 'probability = 0.01\nmedian = "1ms"\np99 = "2ms"\nrun_packets = 0', "host_delay.stall.run_packets",
+     "at least 1"),
+    (STALL + 'probability = 0.6\nmedian = "1ms"\np99 = "2ms"', "host_delay.stall.probability", "too high"),
+])
+def test_bad_stalls_are_one_error_naming_the_field(body, field, words):
+    with pytest.raises(ScenarioError) as e:
+        _scenario(body)
+    assert len(e.value.problems) == 1 and e.value.field == field and words in str(e.value), str(e.value)
+
+
 @pytest.mark.parametrize("body, field, words", [
     ('median = "68us"\np99 = "20us"', "host_delay.p99", "at least the median"),
     ('median = "0us"\np99 = "20us"', "host_delay.median", "positive"),
@@ -96,3 +123,15 @@ def test_a_floor_reaches_the_core_and_a_seed_still_repeats_itself():
     assert floored == run_config(cfg, "sim")
     plain = {**cfg, "host_delay": {k: v for k, v in cfg["host_delay"].items() if k != "floor_ns"}}
     assert run_config(plain, "sim")["flows"]["fct_ns"] != floored["flows"]["fct_ns"]
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+def test_stalls_reach_the_core_slow_the_transfer_and_a_seed_still_repeats_itself():
+    from mpsched.engines import run_config
+
+    run = _scenario(STALL + 'probability = "5%"\nmedian = "2ms"\np99 = "4ms"').expand()[0]
+    cfg = {**to_config(run), "seed": 2}
+    stalled = run_config(cfg, "sim")
+    assert stalled == run_config(cfg, "sim")
+    plain = {**cfg, "host_delay": {k: v for k, v in cfg["host_delay"].items() if k != "stall"}}
+    assert sum(run_config(plain, "sim")["flows"]["fct_ns"]) < sum(stalled["flows"]["fct_ns"])

@@ -67,6 +67,28 @@ pub struct HostDelayConfig {
     /// left out when serialised, so configs without a floor keep their bytes).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub floor_ns: u64,
+    /// Stalls: a packet that draws one is handled after the stall's delay instead of the
+    /// log-normal above (None, the default: no stalls; left out when serialised).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<HostStallConfig>,
+}
+
+/// A host's slow spells (on the testbed an ACK's delay is tens of us, but a few percent of
+/// them wait 0.3-3 ms, several in a row: docs/testbed.md, "Session 8: the ACKs' delay on the
+/// testbed"): a two-state chain per endpoint, stepped once per packet, spends `per_million` /
+/// 10^6 of the packets stalled, in spells of `run_packets` packets on average; a stalled
+/// packet's delay is the stall's log-normal instead of the body's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostStallConfig {
+    /// Stalled packets per million (1 to 999 999).
+    pub per_million: u64,
+    /// Mean length of a spell, packets (at least 1).
+    pub run_packets: u64,
+    /// Median of a stall, ns (positive).
+    pub median_ns: u64,
+    /// 99th percentile of a stall, ns (at least `median_ns`, at most 1 s).
+    pub p99_ns: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -277,6 +277,31 @@ impl SimConfig {
             if h.floor_ns >= h.median_ns {
                 return Err(err("host_delay.floor_ns", "must be below the median (0 for no floor)"));
             }
+            if let Some(st) = &h.stall {
+                if st.per_million == 0 || st.per_million >= 1_000_000 {
+                    return Err(err("host_delay.stall.per_million", "between 1 and 999999 (omit stall for none)"));
+                }
+                if st.run_packets == 0 {
+                    return Err(err("host_delay.stall.run_packets", "at least 1 (a spell has a packet)"));
+                }
+                // The chain's entry probability, p / (1 - p) / run, must be a probability.
+                let p = st.per_million as f64 / 1e6;
+                if p / (1.0 - p) / st.run_packets as f64 > 1.0 {
+                    return Err(err(
+                        "host_delay.stall.per_million",
+                        "too high for spells this short (p / (1 - p) / run_packets must be at most 1)",
+                    ));
+                }
+                if st.median_ns == 0 {
+                    return Err(err("host_delay.stall.median_ns", "must be positive"));
+                }
+                if st.p99_ns < st.median_ns {
+                    return Err(err("host_delay.stall.p99_ns", "must be at least the stall's median"));
+                }
+                if st.p99_ns > MAX_HOST_DELAY_NS {
+                    return Err(err("host_delay.stall.p99_ns", "at most 1 s (a host delay is a processing time)"));
+                }
+            }
         }
         for (i, e) in self.path_events.iter().enumerate() {
             if e.path() >= n_paths {

@@ -21,7 +21,7 @@ fn equal_paths(size_bytes: u64, host_delay: Option<HostDelayConfig>) -> SimConfi
 }
 
 /// What benches/host_latency.py measured on the testbed (docs/testbed.md, "Host timing").
-const MEASURED: HostDelayConfig = HostDelayConfig { median_ns: 68_000, p99_ns: 417_000, floor_ns: 0 };
+const MEASURED: HostDelayConfig = HostDelayConfig { median_ns: 68_000, p99_ns: 417_000, floor_ns: 0, stall: None };
 
 fn fct(cfg: &SimConfig) -> u64 {
     opt_u64s(&run(cfg).unwrap(), "flows", "fct_ns")[0].expect("the flow completes")
@@ -60,7 +60,7 @@ fn a_constant_host_delay_adds_one_delay_per_reception_on_the_critical_path() {
     // is received by a host before the next can leave, so a constant d costs exactly 4 d.
     let d = 3 * MS;
     let base = fct(&equal_paths(1000, None));
-    let slow = fct(&equal_paths(1000, Some(HostDelayConfig { median_ns: d, p99_ns: d, floor_ns: 0 })));
+    let slow = fct(&equal_paths(1000, Some(HostDelayConfig { median_ns: d, p99_ns: d, floor_ns: 0, stall: None })));
     assert_eq!(slow - base, 4 * d, "base {base} ns, with host delay {slow} ns");
 }
 
@@ -71,10 +71,14 @@ fn a_constant_floor_adds_exactly_itself_per_reception_on_the_critical_path() {
     let f = 2 * MS;
     let d = 3 * MS;
     let at = |floor_ns| {
-        fct(&equal_paths(1000, Some(HostDelayConfig { median_ns: d + floor_ns, p99_ns: d + floor_ns, floor_ns })))
+        fct(&equal_paths(
+            1000,
+            Some(HostDelayConfig { median_ns: d + floor_ns, p99_ns: d + floor_ns, floor_ns, stall: None }),
+        ))
     };
     assert_eq!(at(f) - at(0), 4 * f);
-    let mut cfg = equal_paths(1000, Some(HostDelayConfig { median_ns: d + f, p99_ns: d + f + MS, floor_ns: f }));
+    let mut cfg =
+        equal_paths(1000, Some(HostDelayConfig { median_ns: d + f, p99_ns: d + f + MS, floor_ns: f, stall: None }));
     let base = fct(&equal_paths(1000, None));
     for seed in 1..=5 {
         cfg.seed = seed;

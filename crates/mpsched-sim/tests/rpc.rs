@@ -212,7 +212,7 @@ fn requests_survive_an_interface_down_and_host_delays_on_both_halves() {
     // 1 s. Every request is answered, each response once, and the run is repeatable.
     let cfg = || {
         let mut c = two_path_rpc("minrtt", vec![impairment(0, 0, 2 * S, S, 0)]);
-        c.host_delay = Some(HostDelayConfig { median_ns: 50_000, p99_ns: 400_000, floor_ns: 10_000 });
+        c.host_delay = Some(HostDelayConfig { median_ns: 50_000, p99_ns: 400_000, floor_ns: 10_000, stall: None });
         c
     };
     let rec = run(&cfg()).unwrap();

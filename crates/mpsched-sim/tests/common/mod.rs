@@ -137,15 +137,23 @@ pub fn impairment(kind: u8, path: usize, at_ns: u64, duration_ns: u64, x: u64) -
 }
 
 /// The endpoint timing model, off half of the time, otherwise a median of 1 us to 2 ms with a
-/// p99 from equal (a constant delay) to 8x the median, and a floor of 0 to 3/4 of the median.
+/// p99 from equal (a constant delay) to 8x the median, a floor of 0 to 3/4 of the median and
+/// stalls in 0 to 2 % of packets.
 pub fn arb_host_delay() -> impl proptest::strategy::Strategy<Value = Option<HostDelayConfig>> {
     use proptest::prelude::*;
     prop_oneof![
         1 => Just(None),
-        1 => (1u64..=2_000, 1u64..=8, 0u64..4).prop_map(|(median_us, k, f)| Some(HostDelayConfig {
+        1 => (1u64..=2_000, 1u64..=8, 0u64..4, 0u64..3).prop_map(|(median_us, k, f, s)| Some(HostDelayConfig {
             median_ns: median_us * 1_000,
             p99_ns: median_us * 1_000 * k,
             floor_ns: median_us * 250 * f,
+            // stalls of 20x the median in 0, 1 or 2 % of packets
+            stall: (s > 0).then(|| HostStallConfig {
+                per_million: s * 10_000,
+                run_packets: s * 2 - 1,
+                median_ns: median_us * 20_000,
+                p99_ns: median_us * 40_000,
+            }),
         })),
     ]
 }
