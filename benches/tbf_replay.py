@@ -15,8 +15,11 @@ stays in the bfifo until then. This is the simulator's token-bucket link (`net/s
 `net/link.rs`), so a capture whose drops this predicts shows the link model is not what differs.
 
 `--lag-us D` makes every departure that waited for tokens leave D us late (the watchdog's
-hrtimer and the NET_TX softirq), to see how close to a drop each round came. `--verbose` prints
-every skb's arrival (backlog, tokens) and departure for `--port`.
+hrtimer and the NET_TX softirq); tokens carry over, so this only moves the knife-edge cases.
+`--verbose` prints every skb's arrival (backlog, tokens) for `--port`. `--router` reads the
+router's captures (`probe_hystart.py CELL --pcap --router`: CELL_rp<i>.pcap next to the server's)
+and lists the skbs the tbf really dropped (sent on srv0, never dequeued onto rp<i>) and the
+transit srv0 -> rp<i> of each round's first skb (the delayer's delay plus any wait for tokens).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import argparse
 import collections
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from mpsched.engines.kernel.plan import client_addr
@@ -93,10 +97,13 @@ def main() -> None:
     ap.add_argument("--port", help="only this client port's connection (subflow)")
     ap.add_argument("--lag-us", type=float, default=0.0)
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--router", action="store_true", help="also read the router's CELL_rp<i>.pcap captures")
     a = ap.parse_args()
     cell = next((c for c in cells(GRID) if c.id == a.cell), None)
     if cell is None:
-        raise SystemExit(f"error: no grid cell {a.cell!r} (e.g. equal/tbf32k/256KiB)")
+        fail(f"cell: no grid cell {a.cell!r}; give one of scenarios/validation/grid, e.g. equal/tbf32k/256KiB")
+    if not Path(a.pcap).is_file():
+        fail(f"pcap: {a.pcap} does not exist; capture one with benches/probe_hystart.py CELL --pcap")
     skbs = data_skbs(a.pcap)
     for i, path in enumerate(cell.config["paths"]):
         link = cell.config["links"][path["down"][0]]
@@ -145,6 +152,63 @@ def main() -> None:
         print("  resent skbs (port, segment, segments, ms):")
         for r in resent:
             print("   ", r)
+        print("  new segments per slow-start round (a round starts after 5 ms without a new skb):")
+        for port, counts in rounds(arrivals, mss).items():
+            print(f"    {port}: {counts}")
+        if a.router:
+            router_view(Path(a.pcap).with_suffix(""), i, addr, skbs, mss, a.port, predicted)
+
+
+def rounds(arrivals: list, mss: int) -> dict[str, list[int]]:
+    """Per port, the segments first sent in each round (resends not counted)."""
+    out: dict[str, list[int]] = {}
+    last: dict[str, float] = {}
+    for t, port, s0, s1, _iplen, again in arrivals:
+        if again:
+            continue
+        counts = out.setdefault(port, [])
+        if port not in last or t - last[port] > 5e-3:
+            counts.append(0)
+        counts[-1] += -(-(s1 - s0) // mss)
+        last[port] = t
+    return out
+
+
+def router_view(base: Path, path: int, addr: str, skbs: dict, mss: int, only: str | None, predicted: list) -> None:
+    """The skbs the router's tbf dropped and each round's first transit (see the module text)."""
+    rtr_pcap = Path(f"{base}_rp{path}.pcap")
+    if not rtr_pcap.is_file():
+        fail(f"--router: {rtr_pcap} does not exist; capture with probe_hystart.py CELL --pcap --router")
+    rtr = data_skbs(str(rtr_pcap))
+    guessed = {(p, seg) for p, seg, *_ in predicted}
+    dropped, firsts = [], []
+    for (cli, port), pk in sorted(skbs.items()):
+        if cli != addr or (only and port != only) or (cli, port) not in rtr:
+            continue
+        left: dict[tuple[int, int], collections.deque] = collections.defaultdict(collections.deque)
+        for t, s0, s1, _ in rtr[(cli, port)]:
+            left[(s0, s1)].append(t)
+        isn, t0, prev = pk[0][1], pk[0][0], None
+        for t, s0, s1, _ in pk:
+            seg, ms = (s0 - isn) // mss, (t - t0) * 1e3
+            if not left[(s0, s1)]:
+                dropped.append((port, seg, -(-(s1 - s0) // mss), round(ms, 2), (port, seg) in guessed))
+            elif prev is None or t - prev > 5e-3:   # a round's first skb (5 ms of silence before it)
+                firsts.append((port, round(ms, 2), round((left[(s0, s1)][0] - t) * 1e3, 3)))
+            if left[(s0, s1)]:
+                left[(s0, s1)].popleft()
+            prev = t
+    print("  dropped by the router's tbf (port, segment, segments, ms, predicted by the replay):")
+    for d in dropped:
+        print("   ", d)
+    print("  transit srv0 -> rp of each round's first skb (port, ms, transit ms):")
+    for f in firsts:
+        print("   ", f)
+
+
+def fail(msg: str) -> None:
+    print(f"error: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":
