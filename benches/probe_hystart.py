@@ -197,6 +197,7 @@ def main() -> None:
     if a.counters:
         print("links:", tables.get("links"))
         print("flows retransmitted bytes:", tables["flows"].get("bytes_retransmitted"))
+        print("flows completion s:", tables["flows"].get("fct_ns"))
 
 
 if __name__ == "__main__":
