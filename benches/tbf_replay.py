@@ -146,12 +146,8 @@ def main() -> None:
         tbf.run_until(float("inf"))
         print(f"path {path['name']} ({addr}, {link['rate_bps'] / 1e6:g} Mbit/s, bucket {link['burst_bytes']} B, "
               f"limit {link['queue_bytes']} B, mss {mss})")
-        print("  predicted drops (port, segment, segments, ms after the connection's first data, backlog B):")
-        for d in predicted:
-            print("   ", d)
-        print("  resent skbs (port, segment, segments, ms):")
-        for r in resent:
-            print("   ", r)
+        listing("predicted drops (port, segment, segments, ms after the connection's first data, backlog B)", predicted)
+        listing("resent skbs (port, segment, segments, ms)", resent)
         print("  new segments per slow-start round (a round starts after 5 ms without a new skb):")
         for port, counts in rounds(arrivals, mss).items():
             print(f"    {port}: {counts}")
@@ -198,12 +194,14 @@ def router_view(base: Path, path: int, addr: str, skbs: dict, mss: int, only: st
             if left[(s0, s1)]:
                 left[(s0, s1)].popleft()
             prev = t
-    print("  dropped by the router's tbf (port, segment, segments, ms, predicted by the replay):")
-    for d in dropped:
-        print("   ", d)
-    print("  transit srv0 -> rp of each round's first skb (port, ms, transit ms):")
-    for f in firsts:
-        print("   ", f)
+    listing("dropped by the router's tbf (port, segment, segments, ms, predicted by the replay)", dropped)
+    listing("transit srv0 -> rp of each round's first skb (port, ms, transit ms)", firsts)
+
+
+def listing(title: str, rows: list) -> None:
+    print(f"  {title}:")
+    for row in rows:
+        print("   ", row)
 
 
 def fail(msg: str) -> None:
