@@ -112,6 +112,23 @@ def capture_hop(stop: threading.Event, side: str, iface: str, pcap: Path) -> Non
     proc.terminate()
     proc.wait()
 
+def capture_router(stop: threading.Event, out: Path, devs: list[str]) -> None:
+    """tcpdump on the router's egress devices (tcp11y): a tbf's departures, timestamped as the
+    qdisc hands each skb to the veth (`dev_queue_xmit_nit`), one capture per device."""
+    ns = _wait_ns(stop, "r")
+    if ns is None:
+        return
+    procs = []
+    for dev in devs:
+        cap = (f"until ip -o link show {dev} 2>/dev/null | grep -q 'state UP'; do sleep 0.02; done; "
+               f"exec tcpdump -Z root -i {dev} -s 128 -U -w {out}_{dev}.pcap")
+        procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", cap], stdout=subprocess.DEVNULL,
+                                      stderr=open(f"{out}_{dev}.tcpdump.txt", "w")))
+    stop.wait()
+    for proc in procs:
+        proc.terminate()
+        proc.wait()
+
 
 def summarize(log: Path) -> None:
     text = log.read_text()
@@ -171,6 +188,9 @@ def main() -> None:
                          "TCPLossProbes, DSACKs, ...) and print the links' drops")
     ap.add_argument("--mem", action="store_true",
                     help="with --client: sample skmem and the MPTCP sockets too (rcvbuf over time; tcp11q)")
+    ap.add_argument("--router", action="store_true",
+                    help="also capture the router's downlink devices rp<i> (DIR/CELL_rp<i>.pcap: the qdisc's "
+                         "departures, for benches/tbf_replay.py --router; tcp11y)")
     a = ap.parse_args()
     cell = next(c for c in cells(GRID) if c.id == a.cell)
     if a.gso_off:
@@ -195,6 +215,11 @@ def main() -> None:
             threads.append(threading.Thread(target=capture_hop, args=(stop, side, iface, out / f"{name}.pcap"),
                                             daemon=True))
             threads[-1].start()
+
+    if a.router:
+        devs = [f"rp{i}" for i in range(len(cell.config["paths"]))]
+        threads.append(threading.Thread(target=capture_router, args=(stop, log.with_suffix(""), devs), daemon=True))
+        threads[-1].start()
     try:
         tables = run_kernel(cell.config, repetitions=1)
     finally:
@@ -205,6 +230,7 @@ def main() -> None:
     if a.counters:
         print("links:", tables.get("links"))
         print("flows retransmitted bytes:", tables["flows"].get("bytes_retransmitted"))
+        print("flows completion s:", tables["flows"].get("fct_ns"))
 
 
 if __name__ == "__main__":
