@@ -138,10 +138,24 @@ impl DataReceiver {
         }
         let buf = self.subflows[subflow].take_released();
         let ofo_before = self.ofo.total_bytes();
+        let read_before = self.rcv_nxt;
         for &r in &buf {
             self.deliver(r, now_ns);
         }
         self.subflows[subflow].restore_released(buf);
+        // The application reads what became in order (Linux `mptcp_recvmsg` ->
+        // `mptcp_cleanup_rbuf`, every subflow): a small frame's delayed ACK leaves now if the
+        // read emptied the receive memory, so a frame that waited in the out-of-order queue
+        // for a slower subflow's frame is acknowledged when that one arrives (docs/testbed.md,
+        // "the read-time ACK of small frames").
+        if self.rcv_nxt > read_before {
+            let rx_empty = self.ofo.is_empty();
+            for (i, s) in self.subflows.iter_mut().enumerate() {
+                if self.path_up & (1u64 << i.min(63)) != 0 {
+                    s.ack_at_read(rx_empty);
+                }
+            }
+        }
         // A connection-level hole was filled: DATA_ACK jumps and the window reopens. ACK at
         // once, as TCP does for a filled hole (RFC 5681 §4.2), instead of waiting for this
         // subflow's delayed ACK while the sender may be blocked on the window.

@@ -26,6 +26,8 @@ use super::segment::{flags, Segment};
 use super::{TcpConfig, DELAYED_ACK_NS};
 use std::collections::VecDeque;
 
+mod read_ack;
+
 /// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`): the initial
 /// window `tcp_select_initial_window` offers, the buffer's window rounded down to whole
 /// segments, here still at most 65 535 bytes. Known difference, measured with SO_RCVBUF on the
@@ -107,6 +109,12 @@ pub struct Receiver {
     /// instead of quickacks. Only an RPC's halves report such data
     /// ([`Receiver::ack_rides_on_data`]); other workloads never enter it.
     pingpong: bool,
+    /// Small in-order segments since the last ACK, at most 2 (Linux `ICSK_ACK_PUSHED`,
+    /// `ICSK_ACK_PUSHED2`): their delayed ACK leaves when the application reads them
+    /// (see `read_ack.rs`).
+    pushed: u8,
+    /// Linux `icsk_ack.rcv_mss`: the largest segment seen, from 536 bytes up to the MSS.
+    rcv_mss: u64,
     /// When in-order data last arrived, ns (Linux `icsk_ack.lrcvtime`); 0 = never.
     last_data_rcv_ns: u64,
     /// Linux `rcv_ssthresh`: how far the window offered may grow now, bytes.
@@ -140,6 +148,7 @@ impl Receiver {
     fn with_handshake(cfg: TcpConfig, hs: Handshake) -> Self {
         let rcv_ssthresh = initial_rcv_ssthresh(cfg.rcv_buf_bytes, cfg.mss_bytes);
         let window_clamp = cfg.rcv_buf_bytes;
+        let rcv_mss = read_ack::initial_rcv_mss(cfg.mss_bytes);
         Self {
             cfg,
             hs,
@@ -155,6 +164,8 @@ impl Receiver {
             quickacks_left: 0,
             quickack_armed: false,
             pingpong: false,
+            pushed: 0,
+            rcv_mss,
             last_data_rcv_ns: 0,
             rcv_ssthresh,
             window_clamp,
@@ -310,6 +321,7 @@ impl Receiver {
             }
             let had_ofo = !self.ofo.is_empty();
             self.last_data_rcv_ns = now_ns.max(1);
+            self.measure_rcv_mss(len - off);
             self.grow_window(len - off);
             self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
             self.rcv_nxt = end;
@@ -455,6 +467,7 @@ impl Receiver {
         }
         self.ack_now = false;
         self.delack_deadline = None;
+        self.pushed = 0;
         self.last_ack_sent = self.rcv_nxt;
         if self.conn_window.is_none() {
             self.right_edge = self.rcv_nxt + window;
