@@ -97,7 +97,8 @@ pub struct Receiver {
     ofo: VecDeque<Ooo>,
     ofo_ranges: RangeSet,
     recent_sack: [u64; 4],
-    n_recent: usize,
+    /// Entries of `recent_sack` in use (at most 4; a byte keeps the receiver in its budget).
+    n_recent: u8,
     ts_recent: u64,
     last_ack_sent: u64,
     ack_now: bool,
@@ -113,8 +114,9 @@ pub struct Receiver {
     /// `ICSK_ACK_PUSHED2`): their delayed ACK leaves when the application reads them
     /// (see `read_ack.rs`).
     pushed: u8,
-    /// Linux `icsk_ack.rcv_mss`: the largest segment seen, from 536 bytes up to the MSS.
-    rcv_mss: u64,
+    /// Linux `icsk_ack.rcv_mss` (a u16 there too): the largest segment seen, from 536 bytes
+    /// up to the MSS.
+    rcv_mss: u16,
     /// When in-order data last arrived, ns (Linux `icsk_ack.lrcvtime`); 0 = never.
     last_data_rcv_ns: u64,
     /// Linux `rcv_ssthresh`: how far the window offered may grow now, bytes.
@@ -404,7 +406,7 @@ impl Receiver {
         let mut kept = [0u64; 4];
         let mut n = 1;
         kept[0] = seq;
-        for &r in &self.recent_sack[..self.n_recent] {
+        for &r in &self.recent_sack[..usize::from(self.n_recent)] {
             if n == kept.len() {
                 break;
             }
@@ -418,7 +420,7 @@ impl Receiver {
             }
         }
         self.recent_sack = kept;
-        self.n_recent = n;
+        self.n_recent = n as u8;
     }
 
     /// Takes the data released in order since the last call.
@@ -490,7 +492,7 @@ impl Receiver {
         let recent = if self.ofo_ranges.is_empty() {
             0
         } else {
-            self.n_recent
+            usize::from(self.n_recent)
         };
         for &r in &self.recent_sack[..recent] {
             if n >= self.cfg.max_sack_blocks.min(seg.sack.len()) {

@@ -23,16 +23,16 @@ use super::Receiver;
 const RCV_MSS_INITIAL_BYTES: u64 = 536;
 
 /// Linux `tcp_initialize_rcv_mss`: min(MSS, 536) before any segment was measured.
-pub(super) fn initial_rcv_mss(mss_bytes: u64) -> u64 {
-    mss_bytes.clamp(1, RCV_MSS_INITIAL_BYTES)
+pub(super) fn initial_rcv_mss(mss_bytes: u64) -> u16 {
+    mss_bytes.clamp(1, RCV_MSS_INITIAL_BYTES) as u16
 }
 
 impl Receiver {
     /// Linux `tcp_measure_rcv_mss` for an in-order segment of `len` bytes: a full one raises
     /// `rcv_mss` (at most to the MSS); a shorter one marks the ACK pushed.
     pub(super) fn measure_rcv_mss(&mut self, len: u64) {
-        if len >= self.rcv_mss {
-            self.rcv_mss = len.min(self.cfg.mss_bytes);
+        if len >= u64::from(self.rcv_mss) {
+            self.rcv_mss = len.min(self.cfg.mss_bytes).min(u64::from(u16::MAX)) as u16;
         } else {
             self.pushed = (self.pushed + 1).min(2);
         }
@@ -50,7 +50,7 @@ impl Receiver {
         }
         let pushed = self.pushed >= 2 || (self.pushed == 1 && !self.pingpong);
         let drained = rx_empty && self.ofo.is_empty();
-        if !(pushed && drained) && self.rcv_nxt - self.last_ack_sent <= self.rcv_mss {
+        if !(pushed && drained) && self.rcv_nxt - self.last_ack_sent <= u64::from(self.rcv_mss) {
             return false;
         }
         self.delack_deadline = None;
