@@ -95,8 +95,8 @@ def test_16mb_download_uses_both_paths_in_plausible_time(table_a):
     # Path 1 alone needs >= 2.8 s. Table A's reference was 2.57 / 3.04 / 3.22 s over 5 runs with
     # the paced, bbr-born server sockets of before; born cubic (2026-11-28) 3.24-3.62 s over 7
     # runs: the WLAN subflow waits behind LTE's head of line after LTE's slow-start losses. Since
-    # kern11b the sender's buffer is fixed too (no rcv_buf_autotuning: false, 16 MiB, as in the
-    # simulator) and no longer holds LTE back: 2.56-2.85 s (benches/rcvbuf_kernel_vs_sim.py table_a).
+    # kern11b the sender's buffer is fixed too (the configuration has no rcv_buf_autotuning, which
+    # means false: 16 MiB, as in the simulator) and no longer holds LTE back: 2.56-2.85 s (benches/rcvbuf_kernel_vs_sim.py table_a).
     assert 2.4e9 <= flow["fct_ns"] <= 4.0e9, flow
     subs = [r for r in _rows(tables["subflows"]) if r["flow_id"] == 2]
     acked = {r["path"]: r["bytes_acked"] for r in subs}
@@ -288,7 +288,6 @@ def test_a_fixed_receive_buffer_limits_the_kernel_as_it_limits_the_simulator():
     assert kernel["fct_ns"] == pytest.approx(sim["fct_ns"], rel=0.10), (kernel["fct_ns"], sim["fct_ns"])
 
 
-
 def test_a_fixed_send_buffer_limits_the_kernel_as_it_limits_the_simulator():
     """rcv_buf_autotuning = false also fixes the send buffer (the simulator: endpoint.rs). A
     128 KiB snd_buf on a 100 Mbit/s, 40 ms path (BDP 500 kB) with a 16 MiB window: the sender
@@ -313,6 +312,7 @@ def test_a_fixed_send_buffer_limits_the_kernel_as_it_limits_the_simulator():
     buffer_bound_ns = (4 << 20) / (128 << 10) * 40 * MS  # one send buffer per round trip at most
     assert kernel["fct_ns"] >= 0.95 * buffer_bound_ns, kernel
     assert 0.95 * sim["fct_ns"] <= kernel["fct_ns"] <= 1.25 * sim["fct_ns"], (kernel["fct_ns"], sim["fct_ns"])
+
 
 def test_path_failure_moves_the_transfer_to_the_other_path():
     """WLAN fails 0.5 s into an 8 MiB MPTCP download: the kernel moves the rest to LTE and the

@@ -105,11 +105,11 @@ def blocks_table(plans: dict[int, RpcPlan | MessagesPlan], block_lines: list[dic
     read; every message of the plan issued within the run gets a row, stamped with its due time
     (the simulator's application issues on that clock)."""
     out: dict[str, list] = {c: [] for c in BLOCK_COLUMNS}
-    lines = [d for d in block_lines if d["flow_id"] in plans]
-    read = {(d["flow_id"], d["block"]): d.get("delivered_ns") for d in lines}
+    # RPC rows are mpxfer's lines; message rows are the plan's, with the read time where one was read.
+    lines = [d for d in block_lines if isinstance(plans.get(d["flow_id"]), RpcPlan)]
+    read = {(d["flow_id"], d["block"]): d.get("delivered_ns") for d in block_lines}
     for fid, m in plans.items():
         if isinstance(m, MessagesPlan):
-            lines = [d for d in lines if d["flow_id"] != fid]
             lines += [{"flow_id": fid, "block": k, "sent_ns": m.due_ns(k), "delivered_ns": read.get((fid, k))}
                       for k in range(m.count) if m.due_ns(k) <= duration_ns]
     for d in sorted(lines, key=lambda d: (d["flow_id"], d["block"])):

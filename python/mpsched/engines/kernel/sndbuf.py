@@ -26,9 +26,10 @@ it (up to one page frag over the limit), and a polling writer is woken only once
 buffer is free (`sk_stream_is_writeable`). A subflow counts its skbs' truesize against the same
 `2 val`; it was not the tighter limit in the measurements (a subflow's peak above it, as its
 check comes after a whole frag). Plain TCP (`tcp_sendmsg`, also a plain TCP client of the
-server's MPTCP listener) gets the same value, but on the testbed it kept about twice `sk_sndbuf`
-of payload in flight, for a reason not found yet: with a binding fixed send buffer it does not
-agree with the simulator (docs/testbed.md, kern11b).
+server's MPTCP listener) gets the same value, but `tcp_sendmsg_locked` checks the buffer only
+when it starts a new skb, so each of mpxfer's 256 KiB writes goes in whole: up to 2/3 `sk_sndbuf`
++ 256 KiB of payload in flight, and no SO_SNDBUF gives a limit of `snd_buf` below that; with a
+binding fixed send buffer plain TCP does not agree with the simulator (docs/testbed.md, kern11c).
 """
 
 from __future__ import annotations
