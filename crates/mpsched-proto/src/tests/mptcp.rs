@@ -506,6 +506,28 @@ fn a_small_frame_is_acknowledged_when_the_application_can_read_it() {
     assert_eq!(rx.poll_transmit(5), None, "a full segment keeps its delayed ACK");
 }
 
+#[test]
+fn data_leaving_on_one_subflow_carries_the_data_ack_of_another() {
+    // Every MPTCP segment carries the connection's DATA_ACK (Linux
+    // `mptcp_established_options_dss`): an RPC's response leaving on subflow 0 tells the
+    // client that its request, read from subflow 1, arrived, while subflow 1's own delayed
+    // ACK still waits. Without it the client learned of the request only at subflow 1's
+    // delayed-ACK timer, after the response could already be complete.
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.tcp.quickack_segments = 0;
+    let mut rx = DataReceiver::new(cfg);
+    crate::tests::util::establish_two_subflows(&mut rx);
+    let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    rx.handle_segment(2, 1, &crate::tests::util::mapped_data(0, 0, mss, 0));
+    assert_eq!(rx.poll_transmit(2), None, "one full segment: a delayed ACK");
+    assert!(rx.ack_rides_on_data(0, 3), "the other direction's data carries the DATA_ACK");
+    let (sf, ack) = rx.poll_transmit(3).expect("an ACK on the data's subflow");
+    assert_eq!((sf, ack.ack, ack.data_ack), (0, 1, mss), "subflow 0's own ACK point unchanged");
+    assert_eq!(rx.poll_transmit(3), None);
+    assert!(rx.poll_timeout().is_some(), "subflow 1's delayed ACK still waits");
+    assert!(!rx.ack_rides_on_data(0, 4), "nothing new to tell");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
 
