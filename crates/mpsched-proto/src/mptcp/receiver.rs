@@ -82,6 +82,9 @@ impl DataReceiver {
             .map(|i| {
                 let mut s = Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i));
                 s.set_window_clamp(rcv_wnd_bytes);
+                if !cfg.rcv_buf_autotuning {
+                    s.set_fixed_buffer();
+                }
                 s
             })
             .collect();

@@ -13,7 +13,7 @@
 //! in-order data segment that grows `rcv_ssthresh` (Linux `tcp_grow_window`, called from
 //! `tcp_event_data_recv` before the ACK decision: `rcv_ssthresh += min(room, max(2 advmss,
 //! 2 skb->len))` and `icsk_ack.quick |= 1`, where room = min(window_clamp, tcp_space) -
-//! rcv_ssthresh). `rcv_ssthresh` starts at the initial window (at most 64 KB, see below) and the clamp is
+//! rcv_ssthresh). `rcv_ssthresh` starts at the initial window (see `grow.rs`) and the clamp is
 //! the receive buffer's window ([`Receiver::set_window_clamp`]), so while autotuning grows the
 //! buffer (every RTT of slow start) every segment, and every skb, is acknowledged at once. Timestamps follow RFC 7323 §4.3: TS.Recent is
 //! taken only from segments at or below the last ACK sent, so a delayed ACK echoes the oldest
@@ -26,19 +26,16 @@ use super::segment::{flags, Segment};
 use super::{TcpConfig, DELAYED_ACK_NS};
 use std::collections::VecDeque;
 
+mod grow;
 mod read_ack;
 
-/// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`): the initial
-/// window `tcp_select_initial_window` offers, the buffer's window rounded down to whole
-/// segments, here still at most 65 535 bytes. Known difference, measured with SO_RCVBUF on the
-/// 6.18 testbed (docs/testbed.md, "The initial rcv_ssthresh of a fixed buffer"): the kernel
-/// offers the whole initial space at once (6 291 200 bytes for 6 MiB; MPTCP subflows start at
-/// 260 696 for 256 KiB) and still grows `rcv_ssthresh` from there, re-arming quickack, because
-/// the first skb's measured scaling ratio raises the clamp ~54 % above the initial space.
-/// Lifting only the cap loses that growth (delayed ACKs after 16 quickacks); modelling both
-/// (branch cap11-ratio) flips the race that `failover::linux_resends_the_head_data_frag_…`
-/// checks (MPTCP timer vs path 0's RTO, which the kernel's timer wins by 16-128 ms). Autotuned
-/// connections (the grid) start at 64 KiB and are not affected.
+/// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`) of an
+/// autotuned socket or a standalone receiver: the initial window `tcp_select_initial_window`
+/// offers, the buffer's window rounded down to whole segments, here at most 65 535 bytes (an
+/// autotuned socket's initial space, `tcp_rmem[1]`'s window, is 64 KiB anyway). A fixed buffer
+/// of a connection starts from its whole initial space instead (`grow.rs`, measured with
+/// SO_RCVBUF on the 6.18 testbed: docs/testbed.md, "The initial rcv_ssthresh of a fixed
+/// buffer").
 fn initial_rcv_ssthresh(window_bytes: u64, mss_bytes: u64) -> u64 {
     let mss = mss_bytes.max(1);
     let w = if window_bytes > mss {
@@ -117,6 +114,10 @@ pub struct Receiver {
     /// Linux `icsk_ack.rcv_mss` (a u16 there too): the largest segment seen, from 536 bytes
     /// up to the MSS.
     rcv_mss: u16,
+    /// A fixed receive buffer (see `grow.rs`): the clamp stays at the initial space until a
+    /// full-sized skb measured the scaling ratio (`ratio_measured`).
+    fixed_buffer: bool,
+    ratio_measured: bool,
     /// When in-order data last arrived, ns (Linux `icsk_ack.lrcvtime`); 0 = never.
     last_data_rcv_ns: u64,
     /// Linux `rcv_ssthresh`: how far the window offered may grow now, bytes.
@@ -168,6 +169,8 @@ impl Receiver {
             pingpong: false,
             pushed: 0,
             rcv_mss,
+            fixed_buffer: false,
+            ratio_measured: false,
             last_data_rcv_ns: 0,
             rcv_ssthresh,
             window_clamp,
@@ -206,7 +209,11 @@ impl Receiver {
     pub fn set_window_clamp(&mut self, window_bytes: u64) {
         self.window_clamp = window_bytes;
         if self.stats.bytes_received == 0 {
-            let initial = initial_rcv_ssthresh(window_bytes, self.cfg.mss_bytes);
+            let initial = if self.fixed_buffer {
+                grow::fixed_buffer_initial_clamp(window_bytes, self.cfg.mss_bytes)
+            } else {
+                initial_rcv_ssthresh(window_bytes, self.cfg.mss_bytes)
+            };
             self.rcv_ssthresh = self.rcv_ssthresh.min(initial);
         }
     }
@@ -214,21 +221,6 @@ impl Receiver {
     /// Linux `rcv_ssthresh`, bytes.
     pub fn rcv_ssthresh(&self) -> u64 {
         self.rcv_ssthresh
-    }
-
-    /// Linux `tcp_grow_window` for an in-order data skb of `len` bytes (`tcp_event_data_recv`
-    /// calls it for skbs of at least 128 bytes): while `rcv_ssthresh` is below the clamp it
-    /// grows by twice the data (at least 2 MSS) and quickack mode is armed for this ACK
-    /// (`icsk_ack.quick |= 1`, a bitwise or: an odd count stays, an even one gains one).
-    fn grow_window(&mut self, len: u64) {
-        if len < 128 || self.rcv_ssthresh >= self.window_clamp {
-            return;
-        }
-        let room = self.window_clamp - self.rcv_ssthresh;
-        self.rcv_ssthresh += room.min((2 * self.cfg.mss_bytes).max(2 * len));
-        if self.cfg.quickack_segments > 0 {
-            self.quickacks_left |= 1;
-        }
     }
 
     /// Linux `tcp_rcv_rtt_measure_ts` (6.18): a full-sized segment echoing one of our
@@ -346,6 +338,9 @@ impl Receiver {
                 self.delack_deadline = Some(timer_wheel_fire_ns(now_ns, DELAYED_ACK_NS));
             }
         } else {
+            // Since "tcp: call tcp_measure_rcv_mss() for ooo packets" (2025, in 6.18) an
+            // out-of-order skb measures rcv_mss and the scaling ratio too.
+            self.measure_rcv_mss(len);
             let at = match self.ofo.back() {
                 Some(last) if last.seq >= seg.seq => {
                     self.ofo.binary_search_by_key(&seg.seq, |o| o.seq)
@@ -365,6 +360,8 @@ impl Receiver {
                 self.ofo.insert(at, o);
                 let added = self.ofo_ranges.insert(seg.seq, end);
                 self.stats.duplicate_bytes += len - added;
+                // `tcp_data_queue_ofo` with SACK: `tcp_grow_window` for the queued skb.
+                self.grow_window(len);
             } else {
                 self.stats.duplicate_bytes += len;
             }

@@ -32,6 +32,11 @@ impl Receiver {
     /// `rcv_mss` (at most to the MSS); a shorter one marks the ACK pushed.
     pub(super) fn measure_rcv_mss(&mut self, len: u64) {
         if len >= u64::from(self.rcv_mss) {
+            // Linux re-measures the scaling ratio when `rcv_mss` changes; the first full
+            // skb's ratio raises a fixed buffer's clamp (see `grow.rs`).
+            if len != u64::from(self.rcv_mss) {
+                self.ratio_measured = true;
+            }
             self.rcv_mss = len.min(self.cfg.mss_bytes).min(u64::from(u16::MAX)) as u16;
         } else {
             self.pushed = (self.pushed + 1).min(2);
