@@ -184,7 +184,9 @@ impl DataReceiver {
     pub fn ack_rides_on_data(&mut self, subflow: usize, now_ns: u64) -> bool {
         let up = self.is_path_up(subflow);
         let untold = self.data_ack_untold;
-        let Some(s) = self.subflows.get_mut(subflow) else { return false };
+        let Some(s) = self.subflows.get_mut(subflow) else {
+            return false;
+        };
         if s.ack_rides_on_data(now_ns) {
             return true;
         }

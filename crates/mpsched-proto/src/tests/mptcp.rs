@@ -491,19 +491,30 @@ fn a_small_frame_is_acknowledged_when_the_application_can_read_it() {
     // Frame 2 on subflow 0 overtakes frame 1, still crossing subflow 1.
     rx.handle_segment(3, 0, &frame(1, 2 * FRAME));
     assert_eq!(rx.poll_transmit(3), None, "nothing readable: the ACK waits");
-    assert!(rx.poll_timeout().is_some_and(|t| t > 3 + 30 * MS), "the delayed-ACK timer runs");
+    assert!(
+        rx.poll_timeout().is_some_and(|t| t > 3 + 30 * MS),
+        "the delayed-ACK timer runs"
+    );
     rx.handle_segment(4, 1, &frame(0, FRAME));
     let mut acks: Vec<(usize, u64)> = std::iter::from_fn(|| rx.poll_transmit(4))
         .map(|(sf, a)| (sf, a.ack))
         .collect();
     acks.sort();
-    assert_eq!(acks, vec![(0, 1 + 2 * FRAME), (1, 1 + FRAME)], "the read answers both subflows");
+    assert_eq!(
+        acks,
+        vec![(0, 1 + 2 * FRAME), (1, 1 + FRAME)],
+        "the read answers both subflows"
+    );
     // A full segment read at once: no pushed frame, one MSS unacknowledged: delayed.
     let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
     let mut full = crate::tests::util::mapped_data(0, 3 * FRAME, mss, 0);
     full.seq = 1 + FRAME;
     rx.handle_segment(5, 1, &full);
-    assert_eq!(rx.poll_transmit(5), None, "a full segment keeps its delayed ACK");
+    assert_eq!(
+        rx.poll_transmit(5),
+        None,
+        "a full segment keeps its delayed ACK"
+    );
 }
 
 #[test]
@@ -520,11 +531,21 @@ fn data_leaving_on_one_subflow_carries_the_data_ack_of_another() {
     let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
     rx.handle_segment(2, 1, &crate::tests::util::mapped_data(0, 0, mss, 0));
     assert_eq!(rx.poll_transmit(2), None, "one full segment: a delayed ACK");
-    assert!(rx.ack_rides_on_data(0, 3), "the other direction's data carries the DATA_ACK");
+    assert!(
+        rx.ack_rides_on_data(0, 3),
+        "the other direction's data carries the DATA_ACK"
+    );
     let (sf, ack) = rx.poll_transmit(3).expect("an ACK on the data's subflow");
-    assert_eq!((sf, ack.ack, ack.data_ack), (0, 1, mss), "subflow 0's own ACK point unchanged");
+    assert_eq!(
+        (sf, ack.ack, ack.data_ack),
+        (0, 1, mss),
+        "subflow 0's own ACK point unchanged"
+    );
     assert_eq!(rx.poll_transmit(3), None);
-    assert!(rx.poll_timeout().is_some(), "subflow 1's delayed ACK still waits");
+    assert!(
+        rx.poll_timeout().is_some(),
+        "subflow 1's delayed ACK still waits"
+    );
     assert!(!rx.ack_rides_on_data(0, 4), "nothing new to tell");
 }
 

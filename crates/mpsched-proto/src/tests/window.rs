@@ -406,12 +406,20 @@ fn a_fixed_buffer_grows_its_window_only_after_a_full_segment_so_small_frames_los
         rx.handle_segment(t, 0, &frame(k, k * FRAME));
         while rx.poll_transmit(t).is_some() {}
     }
-    assert_eq!(rx.subflows()[0].rcv_ssthresh(), start, "small frames do not grow it");
+    assert_eq!(
+        rx.subflows()[0].rcv_ssthresh(),
+        start,
+        "small frames do not grow it"
+    );
     // Frame n+1 on subflow 0 overtakes frame n, still on subflow 1.
     let n = quickacks + 4;
     t += 20 * MS;
     rx.handle_segment(t, 0, &frame(n, (n + 1) * FRAME));
-    assert_eq!(rx.poll_transmit(t), None, "no quickack: the overtaking frame's ACK waits");
+    assert_eq!(
+        rx.poll_transmit(t),
+        None,
+        "no quickack: the overtaking frame's ACK waits"
+    );
     rx.handle_segment(t + MS, 1, &frame(0, n * FRAME));
     while rx.poll_transmit(t + MS).is_some() {}
     // A full-sized segment measures the ratio: the window grows by 2 MSS, ACKed at once.
@@ -419,5 +427,8 @@ fn a_fixed_buffer_grows_its_window_only_after_a_full_segment_so_small_frames_los
     full.seq = 1 + (n + 1) * FRAME;
     rx.handle_segment(t + 2 * MS, 0, &full);
     assert_eq!(rx.subflows()[0].rcv_ssthresh(), start + 2 * mss);
-    assert!(rx.poll_transmit(t + 2 * MS).is_some(), "the growth re-arms quickack");
+    assert!(
+        rx.poll_transmit(t + 2 * MS).is_some(),
+        "the growth re-arms quickack"
+    );
 }
