@@ -41,6 +41,9 @@ pub struct DataReceiver {
     duplicate_bytes: u64,
     data_fin_seen: bool,
     joins_started: bool,
+    /// `rcv_nxt` moved since the last ACK (each carries it as DATA_ACK): the peer does not
+    /// know of every byte read yet.
+    data_ack_untold: bool,
     /// Subflows whose local interface has no route now (bit per subflow), see
     /// [`DataReceiver::set_route_up`].
     route_down: u64,
@@ -79,6 +82,9 @@ impl DataReceiver {
             .map(|i| {
                 let mut s = Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i));
                 s.set_window_clamp(rcv_wnd_bytes);
+                if !cfg.rcv_buf_autotuning {
+                    s.set_fixed_buffer();
+                }
                 s
             })
             .collect();
@@ -99,6 +105,7 @@ impl DataReceiver {
             duplicate_bytes: 0,
             data_fin_seen: false,
             joins_started: false,
+            data_ack_untold: false,
             route_down: 0,
             failed_joins: 0,
             cfg: cfg.params(),
@@ -138,10 +145,24 @@ impl DataReceiver {
         }
         let buf = self.subflows[subflow].take_released();
         let ofo_before = self.ofo.total_bytes();
+        let read_before = self.rcv_nxt;
         for &r in &buf {
             self.deliver(r, now_ns);
         }
         self.subflows[subflow].restore_released(buf);
+        // The application reads what became in order (Linux `mptcp_recvmsg` ->
+        // `mptcp_cleanup_rbuf`, every subflow): a small frame's delayed ACK leaves now if the
+        // read emptied the receive memory, so a frame that waited in the out-of-order queue
+        // for a slower subflow's frame is acknowledged when that one arrives (docs/testbed.md,
+        // "the read-time ACK of small frames").
+        if self.rcv_nxt > read_before {
+            let rx_empty = self.ofo.is_empty();
+            for (i, s) in self.subflows.iter_mut().enumerate() {
+                if self.path_up & (1u64 << i.min(63)) != 0 {
+                    s.ack_at_read(rx_empty);
+                }
+            }
+        }
         // A connection-level hole was filled: DATA_ACK jumps and the window reopens. ACK at
         // once, as TCP does for a filled hole (RFC 5681 §4.2), instead of waiting for this
         // subflow's delayed ACK while the sender may be blocked on the window.
@@ -154,11 +175,26 @@ impl DataReceiver {
     }
 
     /// Data of the other direction leaves on `subflow` at `now_ns`: its pending delayed ACK
-    /// rides on it (see [`crate::tcp::Receiver::ack_rides_on_data`]). True when one was due.
+    /// rides on it (see [`crate::tcp::Receiver::ack_rides_on_data`]). Every MPTCP segment also
+    /// carries the connection's DATA_ACK (Linux `mptcp_established_options_dss` puts the
+    /// msk's `ack_seq` in each packet's DSS option), so data leaving here tells the peer of
+    /// bytes another subflow received whose own delayed ACK still waits (an RPC's request read
+    /// from LTE while its response leaves on WLAN); modelled as an ACK on this subflow (the
+    /// data's subflow-level ACK field repeats the last one). True when an ACK was made due.
     pub fn ack_rides_on_data(&mut self, subflow: usize, now_ns: u64) -> bool {
-        self.subflows
-            .get_mut(subflow)
-            .is_some_and(|s| s.ack_rides_on_data(now_ns))
+        let up = self.is_path_up(subflow);
+        let untold = self.data_ack_untold;
+        let Some(s) = self.subflows.get_mut(subflow) else {
+            return false;
+        };
+        if s.ack_rides_on_data(now_ns) {
+            return true;
+        }
+        if untold && up && s.is_established() {
+            s.request_ack();
+            return true;
+        }
+        false
     }
 
     fn deliver(&mut self, r: Released, now_ns: u64) {
@@ -172,6 +208,7 @@ impl DataReceiver {
             self.duplicate_bytes += self.rcv_nxt - r.dsn;
             let before = self.rcv_nxt;
             self.rcv_nxt = end;
+            self.data_ack_untold = true;
             while let Some((_, e)) = self.ofo.pop_first_if_starts_by(self.rcv_nxt) {
                 if e > self.rcv_nxt {
                     self.rcv_nxt = e;
@@ -257,6 +294,7 @@ impl DataReceiver {
             self.subflows[i].set_conn_window(data_ack, wnd);
             if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
                 self.right_edge = self.right_edge.max(data_ack + wnd);
+                self.data_ack_untold = false;
                 return Some((i, seg));
             }
         }

@@ -13,7 +13,7 @@
 //! in-order data segment that grows `rcv_ssthresh` (Linux `tcp_grow_window`, called from
 //! `tcp_event_data_recv` before the ACK decision: `rcv_ssthresh += min(room, max(2 advmss,
 //! 2 skb->len))` and `icsk_ack.quick |= 1`, where room = min(window_clamp, tcp_space) -
-//! rcv_ssthresh). `rcv_ssthresh` starts at the initial window (at most 64 KB, see below) and the clamp is
+//! rcv_ssthresh). `rcv_ssthresh` starts at the initial window (see `grow.rs`) and the clamp is
 //! the receive buffer's window ([`Receiver::set_window_clamp`]), so while autotuning grows the
 //! buffer (every RTT of slow start) every segment, and every skb, is acknowledged at once. Timestamps follow RFC 7323 §4.3: TS.Recent is
 //! taken only from segments at or below the last ACK sent, so a delayed ACK echoes the oldest
@@ -26,17 +26,16 @@ use super::segment::{flags, Segment};
 use super::{TcpConfig, DELAYED_ACK_NS};
 use std::collections::VecDeque;
 
-/// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`): the initial
-/// window `tcp_select_initial_window` offers, the buffer's window rounded down to whole
-/// segments, here still at most 65 535 bytes. Known difference, measured with SO_RCVBUF on the
-/// 6.18 testbed (docs/testbed.md, "The initial rcv_ssthresh of a fixed buffer"): the kernel
-/// offers the whole initial space at once (6 291 200 bytes for 6 MiB; MPTCP subflows start at
-/// 260 696 for 256 KiB) and still grows `rcv_ssthresh` from there, re-arming quickack, because
-/// the first skb's measured scaling ratio raises the clamp ~54 % above the initial space.
-/// Lifting only the cap loses that growth (delayed ACKs after 16 quickacks); modelling both
-/// (branch cap11-ratio) flips the race that `failover::linux_resends_the_head_data_frag_…`
-/// checks (MPTCP timer vs path 0's RTO, which the kernel's timer wins by 16-128 ms). Autotuned
-/// connections (the grid) start at 64 KiB and are not affected.
+mod grow;
+mod read_ack;
+
+/// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`) of an
+/// autotuned socket or a standalone receiver: the initial window `tcp_select_initial_window`
+/// offers, the buffer's window rounded down to whole segments, here at most 65 535 bytes (an
+/// autotuned socket's initial space, `tcp_rmem[1]`'s window, is 64 KiB anyway). A fixed buffer
+/// of a connection starts from its whole initial space instead (`grow.rs`, measured with
+/// SO_RCVBUF on the 6.18 testbed: docs/testbed.md, "The initial rcv_ssthresh of a fixed
+/// buffer").
 fn initial_rcv_ssthresh(window_bytes: u64, mss_bytes: u64) -> u64 {
     let mss = mss_bytes.max(1);
     let w = if window_bytes > mss {
@@ -95,7 +94,8 @@ pub struct Receiver {
     ofo: VecDeque<Ooo>,
     ofo_ranges: RangeSet,
     recent_sack: [u64; 4],
-    n_recent: usize,
+    /// Entries of `recent_sack` in use (at most 4; a byte keeps the receiver in its budget).
+    n_recent: u8,
     ts_recent: u64,
     last_ack_sent: u64,
     ack_now: bool,
@@ -107,6 +107,17 @@ pub struct Receiver {
     /// instead of quickacks. Only an RPC's halves report such data
     /// ([`Receiver::ack_rides_on_data`]); other workloads never enter it.
     pingpong: bool,
+    /// Small in-order segments since the last ACK, at most 2 (Linux `ICSK_ACK_PUSHED`,
+    /// `ICSK_ACK_PUSHED2`): their delayed ACK leaves when the application reads them
+    /// (see `read_ack.rs`).
+    pushed: u8,
+    /// Linux `icsk_ack.rcv_mss` (a u16 there too): the largest segment seen, from 536 bytes
+    /// up to the MSS.
+    rcv_mss: u16,
+    /// A fixed receive buffer (see `grow.rs`): the clamp stays at the initial space until a
+    /// full-sized skb measured the scaling ratio (`ratio_measured`).
+    fixed_buffer: bool,
+    ratio_measured: bool,
     /// When in-order data last arrived, ns (Linux `icsk_ack.lrcvtime`); 0 = never.
     last_data_rcv_ns: u64,
     /// Linux `rcv_ssthresh`: how far the window offered may grow now, bytes.
@@ -140,6 +151,7 @@ impl Receiver {
     fn with_handshake(cfg: TcpConfig, hs: Handshake) -> Self {
         let rcv_ssthresh = initial_rcv_ssthresh(cfg.rcv_buf_bytes, cfg.mss_bytes);
         let window_clamp = cfg.rcv_buf_bytes;
+        let rcv_mss = read_ack::initial_rcv_mss(cfg.mss_bytes);
         Self {
             cfg,
             hs,
@@ -155,6 +167,10 @@ impl Receiver {
             quickacks_left: 0,
             quickack_armed: false,
             pingpong: false,
+            pushed: 0,
+            rcv_mss,
+            fixed_buffer: false,
+            ratio_measured: false,
             last_data_rcv_ns: 0,
             rcv_ssthresh,
             window_clamp,
@@ -193,7 +209,11 @@ impl Receiver {
     pub fn set_window_clamp(&mut self, window_bytes: u64) {
         self.window_clamp = window_bytes;
         if self.stats.bytes_received == 0 {
-            let initial = initial_rcv_ssthresh(window_bytes, self.cfg.mss_bytes);
+            let initial = if self.fixed_buffer {
+                grow::fixed_buffer_initial_clamp(window_bytes, self.cfg.mss_bytes)
+            } else {
+                initial_rcv_ssthresh(window_bytes, self.cfg.mss_bytes)
+            };
             self.rcv_ssthresh = self.rcv_ssthresh.min(initial);
         }
     }
@@ -201,21 +221,6 @@ impl Receiver {
     /// Linux `rcv_ssthresh`, bytes.
     pub fn rcv_ssthresh(&self) -> u64 {
         self.rcv_ssthresh
-    }
-
-    /// Linux `tcp_grow_window` for an in-order data skb of `len` bytes (`tcp_event_data_recv`
-    /// calls it for skbs of at least 128 bytes): while `rcv_ssthresh` is below the clamp it
-    /// grows by twice the data (at least 2 MSS) and quickack mode is armed for this ACK
-    /// (`icsk_ack.quick |= 1`, a bitwise or: an odd count stays, an even one gains one).
-    fn grow_window(&mut self, len: u64) {
-        if len < 128 || self.rcv_ssthresh >= self.window_clamp {
-            return;
-        }
-        let room = self.window_clamp - self.rcv_ssthresh;
-        self.rcv_ssthresh += room.min((2 * self.cfg.mss_bytes).max(2 * len));
-        if self.cfg.quickack_segments > 0 {
-            self.quickacks_left |= 1;
-        }
     }
 
     /// Linux `tcp_rcv_rtt_measure_ts` (6.18): a full-sized segment echoing one of our
@@ -310,6 +315,7 @@ impl Receiver {
             }
             let had_ofo = !self.ofo.is_empty();
             self.last_data_rcv_ns = now_ns.max(1);
+            self.measure_rcv_mss(len - off);
             self.grow_window(len - off);
             self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
             self.rcv_nxt = end;
@@ -332,6 +338,9 @@ impl Receiver {
                 self.delack_deadline = Some(timer_wheel_fire_ns(now_ns, DELAYED_ACK_NS));
             }
         } else {
+            // Since "tcp: call tcp_measure_rcv_mss() for ooo packets" (2025, in 6.18) an
+            // out-of-order skb measures rcv_mss and the scaling ratio too.
+            self.measure_rcv_mss(len);
             let at = match self.ofo.back() {
                 Some(last) if last.seq >= seg.seq => {
                     self.ofo.binary_search_by_key(&seg.seq, |o| o.seq)
@@ -351,6 +360,9 @@ impl Receiver {
                 self.ofo.insert(at, o);
                 let added = self.ofo_ranges.insert(seg.seq, end);
                 self.stats.duplicate_bytes += len - added;
+                // Known difference: Linux's `tcp_data_queue_ofo` (with SACK) also calls
+                // `tcp_grow_window` for the queued skb; modelled, it moved the grid from 57
+                // to 56 agreeing cells (docs/testbed.md, "Session 8: ... rpc15e"), not kept.
             } else {
                 self.stats.duplicate_bytes += len;
             }
@@ -392,7 +404,7 @@ impl Receiver {
         let mut kept = [0u64; 4];
         let mut n = 1;
         kept[0] = seq;
-        for &r in &self.recent_sack[..self.n_recent] {
+        for &r in &self.recent_sack[..usize::from(self.n_recent)] {
             if n == kept.len() {
                 break;
             }
@@ -406,7 +418,7 @@ impl Receiver {
             }
         }
         self.recent_sack = kept;
-        self.n_recent = n;
+        self.n_recent = n as u8;
     }
 
     /// Takes the data released in order since the last call.
@@ -455,6 +467,7 @@ impl Receiver {
         }
         self.ack_now = false;
         self.delack_deadline = None;
+        self.pushed = 0;
         self.last_ack_sent = self.rcv_nxt;
         if self.conn_window.is_none() {
             self.right_edge = self.rcv_nxt + window;
@@ -477,7 +490,7 @@ impl Receiver {
         let recent = if self.ofo_ranges.is_empty() {
             0
         } else {
-            self.n_recent
+            usize::from(self.n_recent)
         };
         for &r in &self.recent_sack[..recent] {
             if n >= self.cfg.max_sack_blocks.min(seg.sack.len()) {

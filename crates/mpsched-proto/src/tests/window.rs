@@ -336,11 +336,15 @@ fn a_subflows_own_out_of_order_bytes_do_not_shrink_the_mptcp_window() {
     // Linux `mptcp_space` offers the msk's free receive memory: data SACKed above a hole in
     // one subflow's sequence space waits in that subflow's out-of-order queue, charged to the
     // subflow socket, and is still in flight as far as the connection is concerned.
-    // A buffer at the initial window (64 KiB), so the free space binds, not rcv_ssthresh.
+    // A buffer at the initial window (64 KiB), so the free space binds, not rcv_ssthresh:
+    // an autotuned buffer that does not grow in this time (its rcv_ssthresh starts at the
+    // whole 64 KiB). A fixed one would start one advmss below 65 % of it (grow.rs) and grow
+    // only with in-order segments here (the kernel's growth on out-of-order skbs is not
+    // modelled, see receiver.rs), so subflow 1's rcv_ssthresh would bind after the repair.
     let buf = 64 * 1024;
     let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
     cfg.rcv_buf_bytes = buf;
-    cfg.rcv_buf_autotuning = false;
+    cfg.rcv_buf_autotuning = true;
     let mut rx = DataReceiver::new(cfg);
     super::util::establish_two_subflows(&mut rx);
     let seg = |k: u64, dsn: u64| super::util::mapped_data(k, dsn, MSS, 0);
@@ -371,4 +375,60 @@ fn a_subflows_own_out_of_order_bytes_do_not_shrink_the_mptcp_window() {
         .poll_transmit(5 * MS)
         .expect("the filled hole is acknowledged");
     assert_eq!((ack.data_ack, ack.window), (51 * MSS, buf));
+}
+
+#[test]
+fn a_fixed_buffer_grows_its_window_only_after_a_full_segment_so_small_frames_lose_quickack() {
+    // Linux 6.18 with SO_RCVBUF (tcp/receiver/grow.rs): `rcv_ssthresh` starts one advmss below
+    // the initial space (the buffer at the default scaling ratio: rcv_buf x 128/197 here) with
+    // no room to grow until a full-sized skb measures the ratio and raises the clamp to the
+    // buffer's window. A call of 160-byte frames never does, so once the initial quickacks are
+    // spent a frame that overtook one still crossing the other subflow waits in the
+    // connection's out-of-order queue without an ACK (before: every frame grew the window
+    // from 64 KB and re-armed quickack, so it was ACKed at once).
+    const FRAME: u64 = 160;
+    let buf = 6 << 20;
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.rcv_buf_bytes = buf;
+    cfg.rcv_buf_autotuning = false;
+    // A subflow's segments carry the MPTCP data MSS (the DSS option's room reserved).
+    let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    let quickacks = u64::from(cfg.tcp.quickack_segments);
+    let mut rx = DataReceiver::new(cfg);
+    super::util::establish_two_subflows(&mut rx);
+    let space = buf * 128 / 197;
+    let start = (space / mss * mss).min(space - mss);
+    assert_eq!(rx.subflows()[0].rcv_ssthresh(), start);
+    let frame = |k: u64, dsn: u64| super::util::mapped_data(k, dsn, FRAME, 0);
+    let mut t = 2;
+    for k in 0..quickacks + 4 {
+        t += 20 * MS;
+        rx.handle_segment(t, 0, &frame(k, k * FRAME));
+        while rx.poll_transmit(t).is_some() {}
+    }
+    assert_eq!(
+        rx.subflows()[0].rcv_ssthresh(),
+        start,
+        "small frames do not grow it"
+    );
+    // Frame n+1 on subflow 0 overtakes frame n, still on subflow 1.
+    let n = quickacks + 4;
+    t += 20 * MS;
+    rx.handle_segment(t, 0, &frame(n, (n + 1) * FRAME));
+    assert_eq!(
+        rx.poll_transmit(t),
+        None,
+        "no quickack: the overtaking frame's ACK waits"
+    );
+    rx.handle_segment(t + MS, 1, &frame(0, n * FRAME));
+    while rx.poll_transmit(t + MS).is_some() {}
+    // A full-sized segment measures the ratio: the window grows by 2 MSS, ACKed at once.
+    let mut full = super::util::mapped_data(0, (n + 2) * FRAME, mss, 0);
+    full.seq = 1 + (n + 1) * FRAME;
+    rx.handle_segment(t + 2 * MS, 0, &full);
+    assert_eq!(rx.subflows()[0].rcv_ssthresh(), start + 2 * mss);
+    assert!(
+        rx.poll_transmit(t + 2 * MS).is_some(),
+        "the growth re-arms quickack"
+    );
 }

@@ -9,7 +9,8 @@
 //! connection: each half runs its own handshake (two SYNs where one would do, both at the
 //! flow's start), and an ACK that rides on data of the other direction is a separate packet
 //! sent with it (`ack_rides_on_data`: the same subflow's delayed ACK leaves when the other
-//! half sends data there; the loop sends a side's writes before its ACKs).
+//! half sends data there, and for MPTCP the connection's DATA_ACK rides on data on any
+//! subflow; the loop sends a side's writes before its ACKs).
 
 use super::wire::{rearm_app, Wire};
 use super::Simulation;
