@@ -368,7 +368,7 @@ impl Sender {
         // of an ACK of new data) in every state, before loss detection.
         // One sample per ACK serves both hooks (`on_rtt_sample` here, `on_ack` in `grow`).
         let ca_rtt = ca_src.ca_rtt(now_ns).or(out.rtt_sample_ns);
-        let sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
+        let mut sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
         if ca_rtt.is_some() {
             self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
         }
@@ -379,7 +379,7 @@ impl Sender {
         let delivered = out.acked_bytes + out.sacked_bytes;
         if self.state == CaState::Open && self.board.lost_bytes() == 0 {
             if delivered > 0 {
-                self.grow(sample, view);
+                self.grow(&mut sample, view);
             }
         } else {
             self.on_ack_with_loss(
@@ -388,7 +388,7 @@ impl Sender {
                 una_advanced,
                 newly_lost,
                 out,
-                sample,
+                &mut sample,
                 view,
             );
         }
@@ -405,12 +405,10 @@ impl Sender {
     /// grows the window by as much as a full one; in bytes here, one MSS a segment.
     /// `ack` is the ACK's sample as `on_rtt_sample` saw it; whether cwnd limited the sender
     /// is read again, since HyStart or recovery may have moved cwnd or ssthresh since.
-    fn grow(&mut self, ack: AckSample, view: &CoupledView<'_>) {
-        let sample = AckSample {
-            cwnd_limited: self.cwnd_limited(),
-            ..ack
-        };
-        self.cc.inner_mut().on_ack(&mut self.tcb, &sample, view);
+    /// (Updated in place: a copy of the sample is ~11 stores an ACK.)
+    fn grow(&mut self, ack: &mut AckSample, view: &CoupledView<'_>) {
+        ack.cwnd_limited = self.cwnd_limited();
+        self.cc.inner_mut().on_ack(&mut self.tcb, ack, view);
         self.tcb.cwnd_bytes = self.tcb.cwnd_bytes.max(self.tcb.mss_bytes);
     }
 

@@ -32,7 +32,7 @@ impl Sender {
         una_advanced: bool,
         newly_lost: u64,
         out: &mut AckOutcome,
-        ack: AckSample,
+        ack: &mut AckSample,
         view: &CoupledView<'_>,
     ) {
         match self.state {
