@@ -402,36 +402,13 @@ impl Sender {
     /// Window growth for `delivered_segs` segments acknowledged. Linux counts cwnd, the
     /// segments acknowledged and the window's use in packets (`tcp_cong_avoid(sk, ack,
     /// acked_sacked)`, `tcp_is_cwnd_limited`), so a small segment (an RPC request, a message)
-    /// grows the window by as much as a full one; in bytes here, one MSS a segment.
-    /// `ack` is the ACK's sample as `on_rtt_sample` saw it; whether cwnd limited the sender
-    /// is read again, since HyStart or recovery may have moved cwnd or ssthresh since.
-    /// (Updated in place: a copy of the sample is ~11 stores an ACK.)
+    /// grows the window by as much as a full one; in bytes here, one MSS a segment. `ack` is
+    /// the sample `on_rtt_sample` saw, updated in place (a copy is ~11 stores an ACK): whether
+    /// cwnd limited the sender is read again, as HyStart or recovery may have moved cwnd.
     fn grow(&mut self, ack: &mut AckSample, view: &CoupledView<'_>) {
         ack.cwnd_limited = self.cwnd_limited();
         self.cc.inner_mut().on_ack(&mut self.tcb, ack, view);
         self.tcb.cwnd_bytes = self.tcb.cwnd_bytes.max(self.tcb.mss_bytes);
-    }
-
-    /// What the congestion control is told of an ACK that delivered `delivered_segs`.
-    fn ack_sample(&self, now_ns: u64, delivered_segs: u64, rtt: Option<u64>) -> AckSample {
-        AckSample {
-            now_ns,
-            acked_bytes: delivered_segs * self.tcb.mss_bytes,
-            rtt_sample_ns: rtt,
-            min_rtt_ns: self.rtt.min_rtt_ns,
-            srtt_ns: self.rtt.srtt_ns,
-            snd_una: self.snd_una,
-            snd_nxt: self.snd_nxt,
-            cwnd_limited: self.cwnd_limited(),
-            pacing_rate_bps: self.pacing_rate_bps(),
-        }
-    }
-
-    /// Linux `tcp_is_cwnd_limited`.
-    fn cwnd_limited(&self) -> bool {
-        self.is_cwnd_limited
-            || (self.tcb.in_slow_start()
-                && self.tcb.cwnd_bytes < 2 * self.max_out_segs * self.tcb.mss_bytes)
     }
 
     /// Next segment to send, if any (call until `None`).
