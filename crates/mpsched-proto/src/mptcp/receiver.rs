@@ -278,11 +278,14 @@ impl DataReceiver {
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         // Most calls find nothing to send (a delayed ACK waits): the window is computed only
         // for a segment that goes out, as Linux's `tcp_select_window` does at transmission.
-        let any_pending = self
-            .subflows
-            .iter()
-            .enumerate()
-            .any(|(i, s)| self.is_path_up(i) && s.ack_pending());
+        // One subflow (plain TCP, most MPTCP flows' start): no iterator.
+        let any_pending = match self.subflows.as_slice() {
+            [s] => self.is_path_up(0) && s.ack_pending(),
+            subflows => subflows
+                .iter()
+                .enumerate()
+                .any(|(i, s)| self.is_path_up(i) && s.ack_pending()),
+        };
         if !any_pending {
             return None;
         }
@@ -303,6 +306,11 @@ impl DataReceiver {
 
     /// Earliest timer of any subflow, absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
+        // Asked after every event; one subflow (plain TCP, most MPTCP flows' start) needs
+        // no iterator.
+        if let [s] = self.subflows.as_slice() {
+            return s.poll_timeout();
+        }
         self.subflows.iter().filter_map(|s| s.poll_timeout()).min()
     }
 

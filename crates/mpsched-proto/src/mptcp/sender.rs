@@ -485,6 +485,11 @@ impl DataSender {
     /// Earliest timer of any subflow, absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
         let msk = self.stale.as_ref().and_then(|st| st.timer_ns);
+        // Asked after every event; one subflow without the MPTCP retransmit timer (plain
+        // TCP) needs no iterator chain.
+        if let ([s], None) = (self.subflows.as_slice(), msk) {
+            return s.poll_timeout();
+        }
         self.subflows
             .iter()
             .filter_map(|s| s.poll_timeout())

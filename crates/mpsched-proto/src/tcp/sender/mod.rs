@@ -366,9 +366,10 @@ impl Sender {
         // Linux `pkts_acked`: the congestion control sees this ACK's RTT sample (the send
         // time of the latest segment it newly acknowledged or SACKed, else the timestamp echo
         // of an ACK of new data) in every state, before loss detection.
+        // One sample per ACK serves both hooks (`on_rtt_sample` here, `on_ack` in `grow`).
         let ca_rtt = ca_src.ca_rtt(now_ns).or(out.rtt_sample_ns);
+        let mut sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
         if ca_rtt.is_some() {
-            let sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
             self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
         }
         if self.tlp_high_seq.is_some() {
@@ -378,10 +379,18 @@ impl Sender {
         let delivered = out.acked_bytes + out.sacked_bytes;
         if self.state == CaState::Open && self.board.lost_bytes() == 0 {
             if delivered > 0 {
-                self.grow(now_ns, out.delivered_segs, out.rtt_sample_ns, view);
+                self.grow(&mut sample, view);
             }
         } else {
-            self.on_ack_with_loss(now_ns, delivered, una_advanced, newly_lost, out, view);
+            self.on_ack_with_loss(
+                now_ns,
+                delivered,
+                una_advanced,
+                newly_lost,
+                out,
+                &mut sample,
+                view,
+            );
         }
         if una_advanced {
             // Linux `tcp_set_xmit_timer`: an ACK of new data re-arms the probe (or, when none
@@ -393,30 +402,13 @@ impl Sender {
     /// Window growth for `delivered_segs` segments acknowledged. Linux counts cwnd, the
     /// segments acknowledged and the window's use in packets (`tcp_cong_avoid(sk, ack,
     /// acked_sacked)`, `tcp_is_cwnd_limited`), so a small segment (an RPC request, a message)
-    /// grows the window by as much as a full one; in bytes here, one MSS a segment.
-    fn grow(&mut self, now_ns: u64, delivered_segs: u64, rtt: Option<u64>, view: &CoupledView<'_>) {
-        let sample = self.ack_sample(now_ns, delivered_segs, rtt);
-        self.cc.inner_mut().on_ack(&mut self.tcb, &sample, view);
+    /// grows the window by as much as a full one; in bytes here, one MSS a segment. `ack` is
+    /// the sample `on_rtt_sample` saw, updated in place (a copy is ~11 stores an ACK): whether
+    /// cwnd limited the sender is read again, as HyStart or recovery may have moved cwnd.
+    fn grow(&mut self, ack: &mut AckSample, view: &CoupledView<'_>) {
+        ack.cwnd_limited = self.cwnd_limited();
+        self.cc.inner_mut().on_ack(&mut self.tcb, ack, view);
         self.tcb.cwnd_bytes = self.tcb.cwnd_bytes.max(self.tcb.mss_bytes);
-    }
-
-    /// What the congestion control is told of an ACK that delivered `delivered_segs`.
-    fn ack_sample(&self, now_ns: u64, delivered_segs: u64, rtt: Option<u64>) -> AckSample {
-        let in_ss = self.tcb.in_slow_start();
-        let mss = self.tcb.mss_bytes;
-        AckSample {
-            now_ns,
-            acked_bytes: delivered_segs * mss,
-            rtt_sample_ns: rtt,
-            min_rtt_ns: self.rtt.min_rtt_ns,
-            srtt_ns: self.rtt.srtt_ns,
-            snd_una: self.snd_una,
-            snd_nxt: self.snd_nxt,
-            // Linux `tcp_is_cwnd_limited`.
-            cwnd_limited: self.is_cwnd_limited
-                || (in_ss && self.tcb.cwnd_bytes < 2 * self.max_out_segs * mss),
-            pacing_rate_bps: self.pacing_rate_bps(),
-        }
     }
 
     /// Next segment to send, if any (call until `None`).

@@ -10,7 +10,7 @@
 //! here, so each file reads as one mechanism.
 
 use super::{AckOutcome, CaState, Sender};
-use crate::cc::CoupledView;
+use crate::cc::{AckSample, CoupledView};
 use crate::sched::LossKind;
 use crate::tcp::rtt::{timer_wheel_fire_ns, MIN_RTO_NS};
 use crate::tcp::scoreboard::{SentSeg, DUP_THRESH};
@@ -32,6 +32,7 @@ impl Sender {
         una_advanced: bool,
         newly_lost: u64,
         out: &mut AckOutcome,
+        ack: &mut AckSample,
         view: &CoupledView<'_>,
     ) {
         match self.state {
@@ -41,7 +42,7 @@ impl Sender {
                     out.loss = Some(LossKind::FastRetransmit);
                     self.prr_update(out.delivered_segs, una_advanced, newly_lost);
                 } else if delivered > 0 {
-                    self.grow(now_ns, out.delivered_segs, out.rtt_sample_ns, view);
+                    self.grow(ack, view);
                 }
             }
             CaState::Recovery => {
@@ -55,7 +56,7 @@ impl Sender {
             }
             CaState::Loss => {
                 if delivered > 0 {
-                    self.grow(now_ns, out.delivered_segs, out.rtt_sample_ns, view);
+                    self.grow(ack, view);
                 }
                 if self.snd_una >= self.high_seq {
                     self.state = CaState::Open;

@@ -1,8 +1,8 @@
 //! Read-only views of a [`Sender`]: the scheduler's `SubflowView`, the coupled-CC summary,
-//! Linux's pacing rate, counters and getters.
+//! the congestion control's ACK sample, Linux's pacing rate, counters and getters.
 
 use super::{CaState, Sender, SenderStats};
-use crate::cc::{AnyCc, CcState, CoupledSubflow};
+use crate::cc::{AckSample, AnyCc, CcState, CoupledSubflow};
 use crate::sched::SubflowView;
 use crate::tcp::handshake::HsOption;
 use crate::tcp::rtt::RttEstimator;
@@ -61,6 +61,33 @@ impl Sender {
     fn queued_segs_by_walk(&self) -> u64 {
         let mss = self.tcb.mss_bytes.max(1);
         self.queue.iter().map(|m| m.len.div_ceil(mss)).sum()
+    }
+
+    /// What the congestion control is told of an ACK that delivered `delivered_segs`.
+    pub(super) fn ack_sample(
+        &self,
+        now_ns: u64,
+        delivered_segs: u64,
+        rtt: Option<u64>,
+    ) -> AckSample {
+        AckSample {
+            now_ns,
+            acked_bytes: delivered_segs * self.tcb.mss_bytes,
+            rtt_sample_ns: rtt,
+            min_rtt_ns: self.rtt.min_rtt_ns,
+            srtt_ns: self.rtt.srtt_ns,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            cwnd_limited: self.cwnd_limited(),
+            pacing_rate_bps: self.pacing_rate_bps(),
+        }
+    }
+
+    /// Linux `tcp_is_cwnd_limited`.
+    pub(super) fn cwnd_limited(&self) -> bool {
+        self.is_cwnd_limited
+            || (self.tcb.in_slow_start()
+                && self.tcb.cwnd_bytes < 2 * self.max_out_segs * self.tcb.mss_bytes)
     }
 
     /// Linux `tcp_update_pacing_rate`: ratio * max(cwnd, outstanding) / srtt, ratio 200 % in
