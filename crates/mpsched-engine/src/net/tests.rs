@@ -389,3 +389,32 @@ fn a_re_timed_queue_head_arrives_at_its_new_time_not_its_old_event() {
     assert_eq!(got[5].0, 32 * NS_PER_MS + NS_PER_MS / 2);
     assert!(got[9].0 <= 36 * NS_PER_MS, "{:?}", got[9]);
 }
+
+#[test]
+fn a_queue_keeps_its_counts_and_times_past_78_hours_of_simulated_time() {
+    // The backlog packs times in 48 bits: a burst whose service crosses 2^48 ns moves it to
+    // plain entries mid-burst, and the drop-tail limit and the arrival times stay exact.
+    let t0 = (1u64 << 48) - 5 * NS_PER_MS / 2;
+    let mut s = spec(12_000_000, 10 * NS_PER_MS);
+    s.queue_packets = Some(3);
+    let mut net = Network::new();
+    let l = net.add_link(s, Rng::stream(0, 0));
+    let r = net.add_route(vec![l]);
+    let mut q = EventQueue::new();
+    for i in 0..10 {
+        net.send(t0, r, 1500, i, &mut |t, e| q.push(t, e));
+    }
+    let got = drain(&mut net, &mut q);
+    let expected: Vec<(u64, u64)> = (0..4).map(|i| (t0 + (i + 11) * NS_PER_MS, i)).collect();
+    assert_eq!(got, expected);
+    assert_eq!(net.link_stats(l).packets_dropped_queue, 6);
+    // A second burst, all of it past 2^48 ns, sees an empty queue again.
+    let t1 = t0 + NS_PER_S;
+    for i in 0..10 {
+        net.send(t1, r, 1500, 10 + i, &mut |t, e| q.push(t, e));
+    }
+    let got = drain(&mut net, &mut q);
+    let expected: Vec<(u64, u64)> = (0..4).map(|i| (t1 + (i + 11) * NS_PER_MS, 10 + i)).collect();
+    assert_eq!(got, expected);
+    assert_eq!(net.link_stats(l).packets_dropped_queue, 12);
+}
