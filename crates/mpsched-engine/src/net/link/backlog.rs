@@ -3,11 +3,12 @@
 //!
 //! A bottleneck's backlog holds every queued packet (tens of thousands at a shared
 //! bottleneck), and a ring cycles through its whole buffer, so its size per entry is resident
-//! for the run. An entry keeps its two times in 48 bits each (78 hours of simulated time;
-//! a packet stuck for good, end `u64::MAX`, as all ones) and its bytes in 31 bits beside the
-//! `piped` bit. An entry that does not fit (a time past 78 hours, 2 GiB in one packet) moves
-//! the whole backlog to a ring of plain 24-byte entries (`Link::wide`) until it empties, so
-//! what is read back is always what was stored.
+//! for the run. An entry keeps its end of service whole, its start as the service time back
+//! from the end in 32 bits (up to 4.29 s to serialise one packet) and its bytes in 31 bits
+//! beside the `piped` bit. An entry that does not fit (a packet served for 4.29 s or more: a
+//! rate of a few kbit/s, a capacity that stops mid-packet or never resumes; 2 GiB in one
+//! packet) moves the whole backlog to a ring of plain 24-byte entries (`Link::wide`) until it
+//! empties, so what is read back is always what was stored.
 
 use super::Link;
 
@@ -27,41 +28,34 @@ pub(super) struct Pending {
     pub(super) piped: bool,
 }
 
-/// All ones in 48 bits: a packed time at or above it does not fit, but for the end
-/// `u64::MAX` (stuck), which is stored as this.
-const TIME_LIMIT: u64 = (1 << 48) - 1;
 /// The `piped` bit of `Packed::bytes_piped`; bytes stay below it.
 const PIPED: u32 = 1 << 31;
 
-/// A [`Pending`] in 16 bytes (4-byte fields: the ring's entries pack without padding).
+/// A [`Pending`] in 16 bytes.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Packed {
-    start_lo: u32,
-    end_lo: u32,
-    /// Bits 32-47 of the start (low half) and of the end (high half).
-    hi: u32,
+    end_ns: u64,
+    /// `end_ns - start_ns`.
+    service_ns: u32,
     bytes_piped: u32,
 }
 
 impl Packed {
     #[inline(always)]
     fn pack(p: Pending) -> Option<Self> {
-        let end_ns = if p.end_ns == u64::MAX { TIME_LIMIT } else { p.end_ns };
-        let fits = p.start_ns < TIME_LIMIT && (end_ns < TIME_LIMIT || p.end_ns == u64::MAX) && p.bytes < PIPED;
-        fits.then(|| Self {
-            start_lo: p.start_ns as u32,
-            end_lo: end_ns as u32,
-            hi: (p.start_ns >> 32) as u32 | ((end_ns >> 32) as u32) << 16,
+        let service_ns = u32::try_from(p.end_ns.checked_sub(p.start_ns)?).ok()?;
+        (p.bytes < PIPED).then_some(Self {
+            end_ns: p.end_ns,
+            service_ns,
             bytes_piped: p.bytes | if p.piped { PIPED } else { 0 },
         })
     }
 
     #[inline(always)]
     fn unpack(self) -> Pending {
-        let end_ns = u64::from(self.hi >> 16) << 32 | u64::from(self.end_lo);
         Pending {
-            start_ns: u64::from(self.hi & 0xffff) << 32 | u64::from(self.start_lo),
-            end_ns: if end_ns == TIME_LIMIT { u64::MAX } else { end_ns },
+            start_ns: self.end_ns - u64::from(self.service_ns),
+            end_ns: self.end_ns,
             bytes: self.bytes_piped & !PIPED,
             piped: self.bytes_piped & PIPED != 0,
         }
@@ -81,10 +75,9 @@ impl<P> Link<P> {
     #[inline(always)]
     pub(super) fn backlog_get(&self, index: usize) -> Option<Pending> {
         if self.wide_backlog {
-            self.wide.get(index).copied()
-        } else {
-            self.backlog.get(index).map(|p| p.unpack())
+            return self.wide_get(index);
         }
+        self.backlog.get(index).map(|p| p.unpack())
     }
 
     #[inline(always)]
@@ -146,6 +139,12 @@ impl<P> Link<P> {
         self.wide_backlog = false;
     }
 
+    #[cold]
+    #[inline(never)]
+    fn wide_get(&self, index: usize) -> Option<Pending> {
+        self.wide.get(index).copied()
+    }
+
     /// `p` does not fit a packed entry, or the backlog is already wide.
     #[cold]
     #[inline(never)]
@@ -174,7 +173,8 @@ mod tests {
     #[test]
     fn a_packed_entry_is_16_bytes_and_reads_back_what_fits() {
         assert_eq!(std::mem::size_of::<Packed>(), 16);
-        for (start_ns, end_ns) in [(0, 0), (1, u64::MAX), (TIME_LIMIT - 1, TIME_LIMIT - 1), (5 << 32 | 7, 9 << 40 | 3)]
+        let max_service = u64::from(u32::MAX);
+        for (start_ns, end_ns) in [(0, 0), (0, max_service), (u64::MAX - max_service, u64::MAX), (5 << 40, 5 << 40 | 7)]
         {
             for (bytes, piped) in [(0, false), (1514, true), (PIPED - 1, true)] {
                 let p = Pending { start_ns, end_ns, bytes, piped };
@@ -183,9 +183,9 @@ mod tests {
         }
         let plain = Pending { start_ns: 1, end_ns: 2, bytes: 3, piped: true };
         for p in [
-            Pending { start_ns: TIME_LIMIT, ..plain },
-            Pending { end_ns: TIME_LIMIT, ..plain },
-            Pending { end_ns: u64::MAX - 1, ..plain },
+            Pending { end_ns: 1 + max_service + 1, ..plain },
+            Pending { end_ns: u64::MAX, ..plain },
+            Pending { start_ns: 3, ..plain },
             Pending { bytes: PIPED, ..plain },
             Pending { bytes: u32::MAX, ..plain },
         ] {
@@ -227,8 +227,8 @@ mod tests {
         }
         assert!(!link.wide_backlog && link.backlog_len() == 0);
         link.backlog_push(entry(10, 1500));
-        link.backlog_set_times(0, 20, TIME_LIMIT); // widens the packed backlog in place
+        link.backlog_set_times(0, 20, u64::MAX); // widens the packed backlog in place
         assert!(link.wide_backlog);
-        assert_eq!(link.backlog_front(), Some(Pending { start_ns: 20, end_ns: TIME_LIMIT, ..entry(10, 1500) }));
+        assert_eq!(link.backlog_front(), Some(Pending { start_ns: 20, end_ns: u64::MAX, ..entry(10, 1500) }));
     }
 }
