@@ -167,7 +167,7 @@ pub(crate) struct Link<P> {
     queue_bytes: u64,
     queue_packets: u64,
     /// Accepted packets not yet fully served, in order (queue, start and end times
-    /// non-decreasing), packed; in `wide` instead while `wide_backlog` (see `backlog`).
+    /// non-decreasing), packed (see `backlog`).
     backlog: Ring<Packed>,
     /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
     pub(crate) pipe: Ring<PipeEntry<P>>,
@@ -179,8 +179,6 @@ pub(crate) struct Link<P> {
     plain: bool,
     /// A token bucket is configured (`bucket.is_some()`).
     has_bucket: bool,
-    /// The backlog is in `wide`, not `backlog` (an entry did not fit 16 bytes).
-    wide_backlog: bool,
     /// Incremented each time the link goes down: packets of an older epoch are lost.
     epoch: u32,
     /// Leading packets of `pipe` that were on the link when it last went down (lost when they
@@ -194,8 +192,8 @@ pub(crate) struct Link<P> {
     head_at: u32,
     pub(crate) stats: LinkStats,
     capacity: Capacity,
-    /// The backlog while `wide_backlog` (plain entries; empty otherwise).
-    wide: Ring<Pending>,
+    /// The records of the backlog's entries that do not fit 16 bytes, in order (see `backlog`).
+    side: Ring<Pending>,
     /// When each entry of `backlog` reached the queue, with the impairments before the queue
     /// only (empty otherwise).
     queued: Ring<u64>,
@@ -233,8 +231,7 @@ impl<P> Link<P> {
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
             backlog: Ring::new(),
-            wide: Ring::new(),
-            wide_backlog: false,
+            side: Ring::new(),
             queued: Ring::new(),
             backlog_bytes: 0,
             served: 0,
@@ -313,14 +310,14 @@ impl<P> Link<P> {
             self.backlog_bytes = 0;
             return;
         }
-        while let Some(p) = self.backlog_front() {
-            if p.end_ns > now_ns {
+        while let Some((end_ns, bytes)) = self.backlog_front_end_bytes() {
+            if end_ns > now_ns {
                 break;
             }
-            self.backlog_bytes -= u64::from(p.bytes);
+            self.backlog_bytes -= u64::from(bytes);
             if self.served > 0 {
                 // end <= now <= queue clock: the entry is in the served prefix.
-                self.served_bytes -= u64::from(p.bytes);
+                self.served_bytes -= u64::from(bytes);
                 self.served -= 1;
             }
             self.backlog_pop_front();

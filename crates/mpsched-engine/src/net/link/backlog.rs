@@ -3,12 +3,13 @@
 //!
 //! A bottleneck's backlog holds every queued packet (tens of thousands at a shared
 //! bottleneck), and a ring cycles through its whole buffer, so its size per entry is resident
-//! for the run. An entry keeps its end of service whole, its start as the service time back
-//! from the end in 32 bits (up to 4.29 s to serialise one packet) and its bytes in 31 bits
-//! beside the `piped` bit. An entry that does not fit (a packet served for 4.29 s or more: a
-//! rate of a few kbit/s, a capacity that stops mid-packet or never resumes; 2 GiB in one
-//! packet) moves the whole backlog to a ring of plain 24-byte entries (`Link::wide`) until it
-//! empties, so what is read back is always what was stored.
+//! for the run. An entry keeps its end of service and its bytes whole, and its start as the
+//! service time back from the end in 32 bits (up to 4.29 s to serialise one packet). An entry
+//! whose service takes longer (a rate of a few kbit/s, a capacity that stops mid-packet or
+//! never resumes) or that does not go on into the pipe (lost after the transmitter, or
+//! reordered) is marked, and its whole record is kept in a side ring (`Link::side`), in
+//! order; so what is read back is always what was stored, and the packet path, which reads
+//! ends and bytes, never looks at the side ring.
 
 use super::Link;
 
@@ -28,36 +29,43 @@ pub(super) struct Pending {
     pub(super) piped: bool,
 }
 
-/// The `piped` bit of `Packed::bytes_piped`; bytes stay below it.
-const PIPED: u32 = 1 << 31;
+/// `Packed::service_ns` of an entry whose record is in the side ring.
+const SIDE: u32 = u32::MAX;
 
 /// A [`Pending`] in 16 bytes.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Packed {
     end_ns: u64,
-    /// `end_ns - start_ns`.
+    /// `end_ns - start_ns`, or [`SIDE`].
     service_ns: u32,
-    bytes_piped: u32,
+    bytes: u32,
 }
 
 impl Packed {
+    /// `p` as stored, marked [`SIDE`] when its record goes to the side ring (`p.start_ns <=
+    /// p.end_ns` always: a
+    /// packet's service starts before it ends).
     #[inline(always)]
-    fn pack(p: Pending) -> Option<Self> {
-        let service_ns = u32::try_from(p.end_ns.checked_sub(p.start_ns)?).ok()?;
-        (p.bytes < PIPED).then_some(Self {
-            end_ns: p.end_ns,
-            service_ns,
-            bytes_piped: p.bytes | if p.piped { PIPED } else { 0 },
-        })
+    fn pack(p: Pending) -> Packed {
+        debug_assert!(p.start_ns <= p.end_ns);
+        let service_ns = p.end_ns - p.start_ns;
+        let fits = service_ns < u64::from(SIDE) && p.piped;
+        Self { end_ns: p.end_ns, service_ns: if fits { service_ns as u32 } else { SIDE }, bytes: p.bytes }
     }
 
+    #[inline(always)]
+    fn in_side(&self) -> bool {
+        self.service_ns == SIDE
+    }
+
+    /// The record of an entry not in the side ring.
     #[inline(always)]
     fn unpack(self) -> Pending {
         Pending {
             start_ns: self.end_ns - u64::from(self.service_ns),
             end_ns: self.end_ns,
-            bytes: self.bytes_piped & !PIPED,
-            piped: self.bytes_piped & PIPED != 0,
+            bytes: self.bytes,
+            piped: true,
         }
     }
 }
@@ -65,103 +73,102 @@ impl Packed {
 impl<P> Link<P> {
     #[inline(always)]
     pub(super) fn backlog_len(&self) -> usize {
-        if self.wide_backlog {
-            self.wide.len()
-        } else {
-            self.backlog.len()
-        }
+        self.backlog.len()
     }
 
+    /// The first entry's end of service and bytes (what the packet path reads).
     #[inline(always)]
-    pub(super) fn backlog_get(&self, index: usize) -> Option<Pending> {
-        if self.wide_backlog {
-            return self.wide_get(index);
-        }
-        self.backlog.get(index).map(|p| p.unpack())
+    pub(super) fn backlog_front_end_bytes(&self) -> Option<(u64, u32)> {
+        self.backlog.front().map(|q| (q.end_ns, q.bytes))
     }
 
     #[inline(always)]
     pub(super) fn backlog_front(&self) -> Option<Pending> {
-        self.backlog_get(0)
+        let q = *self.backlog.front()?;
+        if q.in_side() {
+            return self.side.front().copied();
+        }
+        Some(q.unpack())
     }
 
-    /// The entries in order (double-ended: `rev` walks from the newest).
+    pub(super) fn backlog_get(&self, index: usize) -> Option<Pending> {
+        let q = *self.backlog.get(index)?;
+        if q.in_side() {
+            return self.side.get(self.side_index(index)).copied();
+        }
+        Some(q.unpack())
+    }
+
+    /// Where entry `index`'s record is (or goes) in the side ring: the side entries before it.
+    #[cold]
+    #[inline(never)]
+    fn side_index(&self, index: usize) -> usize {
+        (0..index).filter(|&i| self.backlog[i].in_side()).count()
+    }
+
+    /// The entries in order (double-ended: `rev` walks from the newest). Side records pair
+    /// with their marked entries by rank.
     pub(super) fn backlog_iter(&self) -> impl DoubleEndedIterator<Item = Pending> + '_ {
-        (0..self.backlog_len()).map(|i| self.backlog_get(i).expect("index below the length"))
+        let mut side = self.side.iter();
+        let records: Vec<Pending> = self
+            .backlog
+            .iter()
+            .map(|q| if q.in_side() { *side.next().expect("a record per marked entry") } else { q.unpack() })
+            .collect();
+        records.into_iter()
     }
 
     #[inline(always)]
     pub(super) fn backlog_pop_front(&mut self) {
-        if self.wide_backlog {
-            self.wide.pop_front();
-            // Empty: the next entries are packed again.
-            self.wide_backlog = !self.wide.is_empty();
-        } else {
-            self.backlog.pop_front();
+        if self.backlog.pop_front().is_some_and(|q| q.in_side()) {
+            self.side.pop_front();
         }
     }
 
     #[inline(always)]
     pub(super) fn backlog_push(&mut self, p: Pending) {
-        match Packed::pack(p) {
-            Some(q) if !self.wide_backlog => self.backlog.push_back(q),
-            _ => self.push_wide(p),
+        let q = Packed::pack(p);
+        if q.in_side() {
+            self.side.push_back(p);
         }
+        self.backlog.push_back(q);
     }
 
     /// Entry `index` takes new times (`retime_waiting`).
     pub(super) fn backlog_set_times(&mut self, index: usize, start_ns: u64, end_ns: u64) {
+        let old = self.backlog[index];
         let p = Pending { start_ns, end_ns, ..self.backlog_get(index).expect("index below the length") };
-        if !self.wide_backlog {
-            if let Some(q) = Packed::pack(p) {
-                self.backlog[index] = q;
-                return;
-            }
-            self.widen();
+        let q = Packed::pack(p);
+        let k = self.side_index(index);
+        match (old.in_side(), q.in_side()) {
+            (true, true) => self.side[k] = p,
+            (true, false) => self.side.remove(k),
+            (false, true) => self.side.insert(k, p),
+            (false, false) => {}
         }
-        self.wide[index] = p;
+        self.backlog[index] = q;
     }
 
     /// The newest entry does not go into the pipe (lost after the transmitter, or reordered).
     pub(super) fn backlog_unpipe_last(&mut self) {
-        if self.wide_backlog {
-            if let Some(p) = self.wide.back_mut() {
+        let Some(&q) = self.backlog.back() else { return };
+        if q.in_side() {
+            if let Some(p) = self.side.back_mut() {
                 p.piped = false;
             }
-        } else if let Some(p) = self.backlog.back_mut() {
-            p.bytes_piped &= !PIPED;
+        } else {
+            self.side.push_back(Pending { piped: false, ..q.unpack() });
+            if let Some(last) = self.backlog.back_mut() {
+                last.service_ns = SIDE;
+            }
         }
     }
 
+    #[inline(always)]
     pub(super) fn backlog_clear(&mut self) {
         self.backlog.clear();
-        self.wide.clear();
-        self.wide_backlog = false;
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn wide_get(&self, index: usize) -> Option<Pending> {
-        self.wide.get(index).copied()
-    }
-
-    /// `p` does not fit a packed entry, or the backlog is already wide.
-    #[cold]
-    #[inline(never)]
-    fn push_wide(&mut self, p: Pending) {
-        self.widen();
-        self.wide.push_back(p);
-    }
-
-    /// Moves the packed entries to the wide ring (kept in it until the backlog empties).
-    #[cold]
-    #[inline(never)]
-    fn widen(&mut self) {
-        if !self.wide_backlog {
-            while let Some(q) = self.backlog.pop_front() {
-                self.wide.push_back(q.unpack());
-            }
-            self.wide_backlog = true;
+        if !self.side.is_empty() {
+            self.side.clear();
         }
     }
 }
@@ -171,30 +178,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_packed_entry_is_16_bytes_and_reads_back_what_fits() {
+    fn entries_that_do_not_fit_16_bytes_keep_their_record_in_the_side_ring() {
         assert_eq!(std::mem::size_of::<Packed>(), 16);
-        let max_service = u64::from(u32::MAX);
-        for (start_ns, end_ns) in [(0, 0), (0, max_service), (u64::MAX - max_service, u64::MAX), (5 << 40, 5 << 40 | 7)]
-        {
-            for (bytes, piped) in [(0, false), (1514, true), (PIPED - 1, true)] {
-                let p = Pending { start_ns, end_ns, bytes, piped };
-                assert_eq!(Packed::pack(p).expect("fits").unpack(), p);
-            }
-        }
-        let plain = Pending { start_ns: 1, end_ns: 2, bytes: 3, piped: true };
-        for p in [
-            Pending { end_ns: 1 + max_service + 1, ..plain },
-            Pending { end_ns: u64::MAX, ..plain },
-            Pending { start_ns: 3, ..plain },
-            Pending { bytes: PIPED, ..plain },
-            Pending { bytes: u32::MAX, ..plain },
-        ] {
-            assert!(Packed::pack(p).is_none(), "{p:?} cannot be packed");
-        }
-    }
-
-    #[test]
-    fn an_entry_that_does_not_fit_widens_the_backlog_until_it_empties() {
         let spec = crate::net::LinkSpec {
             name: "l".into(),
             rate_bps: 1_000_000,
@@ -209,26 +194,48 @@ mod tests {
             impairments: Default::default(),
         };
         let mut link = Link::<u64>::new(spec, crate::rng::Rng::stream(0, 0));
-        let entry = |i: u64, bytes: u32| Pending { start_ns: i, end_ns: i + 1, bytes, piped: i % 2 == 0 };
-        let mut stored: Vec<Pending> = (0..5).map(|i| entry(i, 1500)).collect();
-        stored.push(entry(5, PIPED)); // 2 GiB: no room for the piped bit
-        stored.extend((6..9).map(|i| entry(i, 1500)));
+        let long = u64::from(SIDE);
+        let entry = |start_ns: u64, service_ns: u64, bytes: u32, piped: bool| Pending {
+            start_ns,
+            end_ns: start_ns + service_ns,
+            bytes,
+            piped,
+        };
+        let mut stored = vec![
+            entry(0, 1, 1500, true),
+            entry(1, long - 1, u32::MAX, true), // fits
+            entry(long, long, 1500, true),      // 4.29 s of service: side
+            entry(2 * long, 5, 100, false),     // not piped: side
+            entry(2 * long + 5, 5, 100, true),
+            Pending { start_ns: 2 * long + 10, end_ns: u64::MAX, bytes: 7, piped: true }, // stuck
+        ];
         for &p in &stored {
             link.backlog_push(p);
         }
-        assert!(link.wide_backlog);
+        assert_eq!(link.side.len(), 3);
         link.backlog_unpipe_last();
-        stored.last_mut().unwrap().piped = false;
-        link.backlog_set_times(2, 40, 50);
-        (stored[2].start_ns, stored[2].end_ns) = (40, 50);
+        stored[5].piped = false;
+        link.backlog_push(entry(u64::MAX - 10, 3, 40, true));
+        stored.push(entry(u64::MAX - 10, 3, 40, true));
+        link.backlog_unpipe_last(); // moves a packed entry to the side ring
+        stored[6].piped = false;
         assert_eq!(link.backlog_iter().collect::<Vec<_>>(), stored);
-        for _ in 0..stored.len() {
+        assert_eq!(link.backlog_iter().rev().collect::<Vec<_>>(), stored.iter().rev().copied().collect::<Vec<_>>());
+        // Re-timing moves entries in and out of the side ring at their rank.
+        link.backlog_set_times(2, 10, 20); // side -> packed
+        (stored[2].start_ns, stored[2].end_ns) = (10, 20);
+        link.backlog_set_times(4, 0, long + 1); // packed -> side
+        (stored[4].start_ns, stored[4].end_ns) = (0, long + 1);
+        link.backlog_set_times(3, 1, 2); // stays in the side ring (not piped)
+        (stored[3].start_ns, stored[3].end_ns) = (1, 2);
+        for (i, p) in stored.iter().enumerate() {
+            assert_eq!(link.backlog_get(i), Some(*p));
+        }
+        for p in &stored {
+            assert_eq!(link.backlog_front(), Some(*p));
+            assert_eq!(link.backlog_front_end_bytes(), Some((p.end_ns, p.bytes)));
             link.backlog_pop_front();
         }
-        assert!(!link.wide_backlog && link.backlog_len() == 0);
-        link.backlog_push(entry(10, 1500));
-        link.backlog_set_times(0, 20, u64::MAX); // widens the packed backlog in place
-        assert!(link.wide_backlog);
-        assert_eq!(link.backlog_front(), Some(Pending { start_ns: 20, end_ns: u64::MAX, ..entry(10, 1500) }));
+        assert!(link.backlog_len() == 0 && link.side.is_empty());
     }
 }
