@@ -43,8 +43,7 @@ pub(super) struct Packed {
 
 impl Packed {
     /// `p` as stored, marked [`SIDE`] when its record goes to the side ring (`p.start_ns <=
-    /// p.end_ns` always: a
-    /// packet's service starts before it ends).
+    /// p.end_ns` always: a packet's service starts before it ends).
     #[inline(always)]
     fn pack(p: Pending) -> Packed {
         debug_assert!(p.start_ns <= p.end_ns);
