@@ -105,16 +105,21 @@ impl<P> Link<P> {
         (0..index).filter(|&i| self.backlog[i].in_side()).count()
     }
 
-    /// The entries in order (double-ended: `rev` walks from the newest). Side records pair
-    /// with their marked entries by rank.
+    /// The entries in order (double-ended: `rev` walks from the newest). Without side records
+    /// (the common case) straight from the ring; otherwise side records pair with their marked
+    /// entries by rank, collected first.
     pub(super) fn backlog_iter(&self) -> impl DoubleEndedIterator<Item = Pending> + '_ {
-        let mut side = self.side.iter();
-        let records: Vec<Pending> = self
-            .backlog
-            .iter()
-            .map(|q| if q.in_side() { *side.next().expect("a record per marked entry") } else { q.unpack() })
-            .collect();
-        records.into_iter()
+        let plain = self.side.is_empty().then(|| self.backlog.iter().map(|q| q.unpack()));
+        let paired = (!self.side.is_empty()).then(|| {
+            let mut side = self.side.iter();
+            let records: Vec<Pending> = self
+                .backlog
+                .iter()
+                .map(|q| if q.in_side() { *side.next().expect("a record per marked entry") } else { q.unpack() })
+                .collect();
+            records.into_iter()
+        });
+        plain.into_iter().flatten().chain(paired.into_iter().flatten())
     }
 
     #[inline(always)]
@@ -236,5 +241,12 @@ mod tests {
             link.backlog_pop_front();
         }
         assert!(link.backlog_len() == 0 && link.side.is_empty());
+        // Without side records the entries are read straight from the ring.
+        let plain: Vec<Pending> = (0..3).map(|i| entry(10 * i, 5, 100, true)).collect();
+        for &p in &plain {
+            link.backlog_push(p);
+        }
+        assert_eq!(link.backlog_iter().collect::<Vec<_>>(), plain);
+        assert_eq!(link.backlog_iter().rev().collect::<Vec<_>>(), plain.iter().rev().copied().collect::<Vec<_>>());
     }
 }
