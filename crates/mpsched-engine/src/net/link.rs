@@ -24,8 +24,11 @@ use super::{LinkId, Packet, ROUTE_END};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
+mod backlog;
 mod pipe;
 mod retime;
+
+use backlog::{Packed, Pending};
 
 /// Everything that defines a link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,21 +124,6 @@ pub struct LinkStats {
     pub packets_lost_impairment: u64,
 }
 
-/// A packet accepted and not yet fully served (24 bytes: when it reached the queue is kept
-/// apart, in `Link::queued`, and only where the impairments come first; elsewhere it reached
-/// the queue when the link accepted it, at or before any time the queue is asked about).
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    start_ns: u64,
-    end_ns: u64,
-    /// Bytes the queue counts (framing included; a packet's `size_bytes` is a `u32` and the
-    /// framing at most `MAX_OVERHEAD_BYTES`, see `framed_u32`).
-    bytes: u32,
-    /// The packet went on into the FIFO propagation pipe (not lost after the transmitter,
-    /// not reordered into the propagation slab): the pipe holds these in backlog order.
-    piped: bool,
-}
-
 /// A framed packet's size as `Pending` keeps it: at most `u32::MAX` bytes of packet plus
 /// `MAX_OVERHEAD_BYTES` of framing, and the simulator's packets are at most a 64 KB TSO skb.
 #[inline(always)]
@@ -179,8 +167,8 @@ pub(crate) struct Link<P> {
     queue_bytes: u64,
     queue_packets: u64,
     /// Accepted packets not yet fully served, in order (queue, start and end times
-    /// non-decreasing).
-    backlog: Ring<Pending>,
+    /// non-decreasing), packed (see `backlog`).
+    backlog: Ring<Packed>,
     /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
     pub(crate) pipe: Ring<PipeEntry<P>>,
     up: bool,
@@ -204,6 +192,8 @@ pub(crate) struct Link<P> {
     head_at: u32,
     pub(crate) stats: LinkStats,
     capacity: Capacity,
+    /// The records of the backlog's entries that do not fit 16 bytes, in order (see `backlog`).
+    side: Ring<Pending>,
     /// When each entry of `backlog` reached the queue, with the impairments before the queue
     /// only (empty otherwise).
     queued: Ring<u64>,
@@ -241,6 +231,7 @@ impl<P> Link<P> {
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
             backlog: Ring::new(),
+            side: Ring::new(),
             queued: Ring::new(),
             backlog_bytes: 0,
             served: 0,
@@ -293,8 +284,9 @@ impl<P> Link<P> {
     #[inline(never)]
     fn advance_queue(&mut self, at_ns: u64) {
         self.queue_clock_ns = at_ns;
-        while let Some(p) = self.backlog.get(self.served) {
-            let predecessor_done = self.served == 0 || self.backlog[self.served - 1].end_ns <= at_ns;
+        while let Some(p) = self.backlog_get(self.served) {
+            let predecessor_done =
+                self.served == 0 || self.backlog_get(self.served - 1).is_some_and(|q| q.end_ns <= at_ns);
             if p.start_ns > at_ns || !predecessor_done {
                 break;
             }
@@ -312,23 +304,23 @@ impl<P> Link<P> {
             // entries end in order), so all go, without reading the ring's buffer, which with
             // thousands of links has left the caches since the link's last packet. (After the
             // queue, `served` is always 0 and `queued` empty.)
-            debug_assert!(self.backlog.iter().all(|p| p.end_ns <= now_ns));
-            debug_assert_eq!(self.backlog.iter().map(|p| u64::from(p.bytes)).sum::<u64>(), self.backlog_bytes);
-            self.backlog.clear();
+            debug_assert!(self.backlog_iter().all(|p| p.end_ns <= now_ns));
+            debug_assert_eq!(self.backlog_iter().map(|p| u64::from(p.bytes)).sum::<u64>(), self.backlog_bytes);
+            self.backlog_clear();
             self.backlog_bytes = 0;
             return;
         }
-        while let Some(p) = self.backlog.front() {
-            if p.end_ns > now_ns {
+        while let Some((end_ns, bytes)) = self.backlog_front_end_bytes() {
+            if end_ns > now_ns {
                 break;
             }
-            self.backlog_bytes -= u64::from(p.bytes);
+            self.backlog_bytes -= u64::from(bytes);
             if self.served > 0 {
                 // end <= now <= queue clock: the entry is in the served prefix.
-                self.served_bytes -= u64::from(p.bytes);
+                self.served_bytes -= u64::from(bytes);
                 self.served -= 1;
             }
-            self.backlog.pop_front();
+            self.backlog_pop_front();
             if BEFORE {
                 self.queued.pop_front();
             }
@@ -340,7 +332,7 @@ impl<P> Link<P> {
         let (mut bytes, mut packets) = (0, 0);
         // After-queue links keep no queue times: every entry reached the queue by `now_ns`.
         let mut queued = self.queued.iter().rev();
-        for p in self.backlog.iter().rev() {
+        for p in self.backlog_iter().rev() {
             if queued.next().is_some_and(|&q| q > now_ns) {
                 continue; // still in the delay line in front of the queue
             }
@@ -409,13 +401,13 @@ impl<P> Link<P> {
         } else {
             // At the clock, only the packet in service (the first, if it started) is served.
             self.settle::<false>(now_ns);
-            let in_service = self.backlog.front().filter(|p| p.start_ns <= now_ns);
+            let in_service = self.backlog_front().filter(|p| p.start_ns <= now_ns);
             (in_service.map_or(0, |p| u64::from(p.bytes)), in_service.is_some() as usize)
         };
         let size = pkt.size_bytes as u64 + self.overhead_bytes;
         // Waiting = every pending packet but those served by `at_ns`.
         let waiting_bytes = self.backlog_bytes - served_bytes;
-        let waiting_packets = (self.backlog.len() - served) as u64;
+        let waiting_packets = (self.backlog_len() - served) as u64;
         let (queue_bytes, queue_packets) = (self.queue_bytes, self.queue_packets);
         // (No limit is u64::MAX, which no count exceeds.)
         let over = || waiting_bytes + size > queue_bytes || waiting_packets + 1 > queue_packets;
@@ -456,7 +448,7 @@ impl<P> Link<P> {
             (start_ns, end_ns)
         };
         self.free_at_ns = end_ns;
-        self.backlog.push_back(Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true });
+        self.backlog_push(Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true });
         if BEFORE {
             self.queued.push_back(at_ns);
         }
@@ -496,9 +488,7 @@ impl<P> Link<P> {
     /// transmitter, or reordered).
     #[inline(never)]
     fn unpipe_last(&mut self) {
-        if let Some(p) = self.backlog.back_mut() {
-            p.piped = false;
-        }
+        self.backlog_unpipe_last();
     }
 
     /// Departure of a packet of `size` framed bytes from the token bucket, or `None` when tbf
@@ -523,7 +513,7 @@ impl<P> Link<P> {
     /// The capacity never resumes: the packet waits forever (and counts in the queue).
     fn stuck(&mut self, queued_ns: u64, start_ns: u64, size: u64) -> Accepted<P> {
         self.free_at_ns = u64::MAX;
-        self.backlog.push_back(Pending {
+        self.backlog_push(Pending {
             start_ns: start_ns.max(1),
             end_ns: u64::MAX,
             bytes: framed_u32(size),
@@ -547,7 +537,7 @@ impl<P> Link<P> {
             // serialised and the packets propagating (dropped when they would arrive).
             // They are all in the pipe (or the propagation slab) and are counted as lost when
             // they would have arrived.
-            self.backlog.clear();
+            self.backlog_clear();
             self.queued.clear();
             self.backlog_bytes = 0;
             self.served = 0;
@@ -571,7 +561,7 @@ mod tests {
     #[test]
     fn a_plain_hop_reads_the_first_three_cache_lines_of_its_link() {
         type L = Link<[u32; 2]>;
-        assert_eq!(size_of::<Pending>(), 24);
+        assert_eq!(size_of::<Packed>(), 16);
         // Line 0: the scalars of the transmitter and the queue limits.
         assert!(offset_of!(L, queue_packets) + 8 <= 64);
         // Line 1: the headers of the backlog and the pipe.

@@ -70,6 +70,19 @@ impl<T> Ring<T> {
         self.0.is_empty()
     }
 
+    /// Inserts at `index` (rare: a re-timed backlog entry, see `Link::backlog_set_times`).
+    pub(crate) fn insert(&mut self, index: usize, value: T) {
+        if self.0.len() == self.0.capacity() {
+            self.grow();
+        }
+        self.0.insert(index, value);
+    }
+
+    /// Removes entry `index` (rare, as `insert`).
+    pub(crate) fn remove(&mut self, index: usize) {
+        self.0.remove(index);
+    }
+
     pub(crate) fn clear(&mut self) {
         self.0.clear();
     }

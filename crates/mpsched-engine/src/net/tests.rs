@@ -389,3 +389,34 @@ fn a_re_timed_queue_head_arrives_at_its_new_time_not_its_old_event() {
     assert_eq!(got[5].0, 32 * NS_PER_MS + NS_PER_MS / 2);
     assert!(got[9].0 <= 36 * NS_PER_MS, "{:?}", got[9]);
 }
+
+#[test]
+fn a_queue_keeps_its_counts_and_times_behind_a_packet_served_for_seconds() {
+    // The backlog keeps a packet's service time in 32 bits of ns: a 1500-byte packet at
+    // 2 kbit/s (6 s) moves it to plain entries until it empties, and the drop-tail limit
+    // (which counts the packet in service apart) and the arrival times stay exact.
+    let mut s = spec(2_000, 10 * NS_PER_MS);
+    s.queue_packets = Some(3);
+    let mut net = Network::new();
+    let l = net.add_link(s, Rng::stream(0, 0));
+    let r = net.add_route(vec![l]);
+    let mut q = EventQueue::new();
+    net.send(0, r, 1500, 0, &mut |t, e| q.push(t, e));
+    for i in 1..10 {
+        net.send(0, r, 100, i, &mut |t, e| q.push(t, e));
+    }
+    let got = drain(&mut net, &mut q);
+    // 100 bytes at 2 kbit/s: 0.4 s each, after the 6 s of the first.
+    let expected: Vec<(u64, u64)> = (0..4).map(|i| (6 * NS_PER_S + i * 400 * NS_PER_MS + 10 * NS_PER_MS, i)).collect();
+    assert_eq!(got, expected);
+    assert_eq!(net.link_stats(l).packets_dropped_queue, 6);
+    // A second burst of short packets once the queue has drained.
+    let t1 = 20 * NS_PER_S;
+    for i in 0..10 {
+        net.send(t1, r, 100, 10 + i, &mut |t, e| q.push(t, e));
+    }
+    let got = drain(&mut net, &mut q);
+    let expected: Vec<(u64, u64)> = (0..4).map(|i| (t1 + (i + 1) * 400 * NS_PER_MS + 10 * NS_PER_MS, 10 + i)).collect();
+    assert_eq!(got, expected);
+    assert_eq!(net.link_stats(l).packets_dropped_queue, 12);
+}

@@ -21,6 +21,7 @@
 //!   Linux's quickack start, the advertised window.
 
 mod handshake;
+mod ofo;
 mod rangeset;
 mod receiver;
 mod rtt;

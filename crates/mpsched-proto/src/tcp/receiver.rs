@@ -20,11 +20,11 @@
 //! unacknowledged segment and an ACK after a hole echoes the retransmission.
 
 use super::handshake::{Handshake, HsOption, Role};
+use super::ofo::{OfoQueue, Ooo};
 use super::rangeset::RangeSet;
 use super::rtt::timer_wheel_fire_ns;
 use super::segment::{flags, Segment};
 use super::{TcpConfig, DELAYED_ACK_NS};
-use std::collections::VecDeque;
 
 mod grow;
 mod read_ack;
@@ -74,24 +74,13 @@ pub struct ReceiverStats {
 /// a filled hole more (see [`Receiver::restore_released`]).
 const RELEASED_KEPT: usize = 4;
 
-/// An out-of-order segment waiting for the hole below it: 24 bytes, in a queue sorted by
-/// `seq` (a B-tree node per ~6 segments took ~64 bytes a segment; arrivals behind a hole come
-/// in order, so an insert is mostly a push at the back).
-#[derive(Debug, Clone, Copy)]
-struct Ooo {
-    seq: u64,
-    dsn: u64,
-    len: u32,
-    data_fin: bool,
-}
-
 /// Receiver state machine of one subflow.
 #[derive(Debug, Clone)]
 pub struct Receiver {
     cfg: TcpConfig,
     hs: Handshake,
     rcv_nxt: u64,
-    ofo: VecDeque<Ooo>,
+    ofo: OfoQueue,
     ofo_ranges: RangeSet,
     recent_sack: [u64; 4],
     /// Entries of `recent_sack` in use (at most 4; a byte keeps the receiver in its budget).
@@ -156,7 +145,7 @@ impl Receiver {
             cfg,
             hs,
             rcv_nxt: 1,
-            ofo: VecDeque::new(),
+            ofo: OfoQueue::default(),
             ofo_ranges: RangeSet::new(),
             recent_sack: [0; 4],
             n_recent: 0,
@@ -341,10 +330,8 @@ impl Receiver {
             // Since "tcp: call tcp_measure_rcv_mss() for ooo packets" (2025, in 6.18) an
             // out-of-order skb measures rcv_mss and the scaling ratio too.
             self.measure_rcv_mss(len);
-            let at = match self.ofo.back() {
-                Some(last) if last.seq >= seg.seq => {
-                    self.ofo.binary_search_by_key(&seg.seq, |o| o.seq)
-                }
+            let at = match self.ofo.back_seq() {
+                Some(last) if last >= seg.seq => self.ofo.search(seg.seq),
                 _ => Err(self.ofo.len()),
             };
             if let Err(at) = at {
@@ -354,10 +341,7 @@ impl Receiver {
                     len: seg.len,
                     data_fin: seg.has(flags::DATA_FIN),
                 };
-                if self.ofo.len() == self.ofo.capacity() {
-                    super::grow_by_a_quarter(&mut self.ofo);
-                }
-                self.ofo.insert(at, o);
+                self.ofo.insert(at, o, self.rcv_nxt);
                 let added = self.ofo_ranges.insert(seg.seq, end);
                 self.stats.duplicate_bytes += len - added;
                 // Known difference: Linux's `tcp_data_queue_ofo` (with SACK) also calls
@@ -374,7 +358,7 @@ impl Receiver {
 
     /// Releases the queued segments the in-order data now reaches.
     fn release_queued(&mut self) {
-        while let Some(&o) = self.ofo.front() {
+        while let Some(o) = self.ofo.front() {
             let s = o.seq;
             if s > self.rcv_nxt {
                 break;
@@ -386,10 +370,6 @@ impl Receiver {
                 self.release(o.dsn + off, e - self.rcv_nxt, o.data_fin);
                 self.rcv_nxt = e;
             }
-        }
-        if self.ofo.is_empty() {
-            // The episode is over: give its room back (a flow is mostly in order).
-            self.ofo = VecDeque::new();
         }
     }
 

@@ -22,16 +22,17 @@ impl<P> Link<P> {
             return None;
         }
         self.settle::<false>(now_ns);
-        let first = self.backlog.iter().position(|p| p.start_ns > now_ns)?;
-        if self.backlog.iter().skip(first).any(|p| p.end_ns == u64::MAX) {
+        let first = self.backlog_iter().position(|p| p.start_ns > now_ns)?;
+        if self.backlog_iter().skip(first).any(|p| p.end_ns == u64::MAX) {
             return None; // stuck behind a capacity that never resumes
         }
-        let mut free_ns = if first == 0 { now_ns } else { self.backlog[first - 1].end_ns };
+        let mut free_ns =
+            if first == 0 { now_ns } else { self.backlog_get(first - 1).expect("first is in the backlog").end_ns };
         let rate_limit_bps = if self.plain { None } else { self.impairment.rate_limit_bps };
         // Shift of each re-timed packet that is in the pipe, in order.
         let mut shifts: Vec<i128> = Vec::new();
-        for i in first..self.backlog.len() {
-            let p = self.backlog[i];
+        for i in first..self.backlog_len() {
+            let p = self.backlog_get(i).expect("i is in the backlog");
             // On a link whose impairments come after the queue a packet reached the queue
             // when the link accepted it, by `now_ns`, so the transmitter takes it as soon as
             // it is free (`free_ns` is `now_ns` or a later end of service).
@@ -60,9 +61,7 @@ impl<P> Link<P> {
             if p.piped {
                 shifts.push(end_ns as i128 - p.end_ns as i128);
             }
-            let q = &mut self.backlog[i];
-            q.start_ns = start_ns;
-            q.end_ns = end_ns;
+            self.backlog_set_times(i, start_ns, end_ns);
             free_ns = end_ns;
         }
         self.free_at_ns = free_ns;

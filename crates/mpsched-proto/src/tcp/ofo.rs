@@ -1,0 +1,228 @@
+//! The receiver's queue of out-of-order segments, sorted by `seq`, in 16 bytes a segment.
+//!
+//! At a shared bottleneck most receivers hold a window behind a hole at some time, and the
+//! peak of the run is then when the queues are longest. A queued segment keeps its sequence
+//! number as a 32-bit offset from `base` (the cumulative ACK point when the queue last started
+//! from empty: every queued segment lies above it) and its length in 31 bits beside the
+//! DATA_FIN bit. A segment that does not fit (4 GiB or more above the base, or a 2 GiB length)
+//! moves the queue to plain 24-byte entries until it empties, so what is read back is always
+//! what was stored.
+
+use std::collections::VecDeque;
+
+/// An out-of-order segment waiting for the hole below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Ooo {
+    pub(super) seq: u64,
+    pub(super) dsn: u64,
+    pub(super) len: u32,
+    pub(super) data_fin: bool,
+}
+
+const DATA_FIN: u32 = 1 << 31;
+
+/// An [`Ooo`] as stored: `seq - base`, length and DATA_FIN bit, DSN.
+#[derive(Debug, Clone, Copy)]
+struct Packed {
+    offset: u32,
+    len_fin: u32,
+    dsn: u64,
+}
+
+/// The queue (arrivals behind a hole come in order, so an insert is mostly a push at the
+/// back). Boxed while it holds segments and nothing otherwise: a flow is mostly in order, and
+/// the receiver stays within its size budget.
+#[derive(Debug, Clone, Default)]
+pub(super) struct OfoQueue(Option<Box<Queue>>);
+
+#[derive(Debug, Clone, Default)]
+struct Queue {
+    base: u64,
+    packed: VecDeque<Packed>,
+    /// The queue while a segment does not fit `Packed` (`packed` is then empty); empty
+    /// otherwise.
+    wide: VecDeque<Ooo>,
+}
+
+impl Queue {
+    fn unpack(&self, p: Packed) -> Ooo {
+        let (len, data_fin) = (p.len_fin & !DATA_FIN, p.len_fin & DATA_FIN != 0);
+        Ooo {
+            seq: self.base + u64::from(p.offset),
+            dsn: p.dsn,
+            len,
+            data_fin,
+        }
+    }
+
+    fn get(&self, index: usize) -> Option<Ooo> {
+        if self.wide.is_empty() {
+            self.packed.get(index).map(|&p| self.unpack(p))
+        } else {
+            self.wide.get(index).copied()
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.packed.len() + self.wide.len()
+    }
+
+    /// Moves the packed entries to the plain queue.
+    #[cold]
+    fn widen(&mut self) {
+        let all: VecDeque<Ooo> = self.packed.iter().map(|&p| self.unpack(p)).collect();
+        self.packed = VecDeque::new();
+        self.wide = all;
+    }
+}
+
+impl OfoQueue {
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    pub(super) fn front(&self) -> Option<Ooo> {
+        self.0.as_ref()?.get(0)
+    }
+
+    pub(super) fn back_seq(&self) -> Option<u64> {
+        let q = self.0.as_ref()?;
+        if q.wide.is_empty() {
+            q.packed.back().map(|p| q.base + u64::from(p.offset))
+        } else {
+            q.wide.back().map(|o| o.seq)
+        }
+    }
+
+    /// Where a segment starting at `seq` goes (`Err`), or the queued one that starts there.
+    pub(super) fn search(&self, seq: u64) -> Result<usize, usize> {
+        match &self.0 {
+            None => Err(0),
+            Some(q) if !q.wide.is_empty() => q.wide.binary_search_by_key(&seq, |o| o.seq),
+            // Every queued segment is at or above the base; one below it goes first.
+            Some(q) if seq < q.base => Err(0),
+            Some(q) => q
+                .packed
+                .binary_search_by_key(&(seq - q.base), |p| u64::from(p.offset)),
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |q| q.len())
+    }
+
+    /// Puts `o` at `index` (from [`OfoQueue::search`]); `rcv_nxt`, the cumulative ACK point,
+    /// is below every queued segment and becomes the base of a queue that was empty.
+    pub(super) fn insert(&mut self, index: usize, o: Ooo, rcv_nxt: u64) {
+        let q = self.0.get_or_insert_with(|| {
+            Box::new(Queue {
+                base: rcv_nxt,
+                ..Queue::default()
+            })
+        });
+        let offset = o
+            .seq
+            .checked_sub(q.base)
+            .and_then(|d| u32::try_from(d).ok());
+        match offset {
+            Some(offset) if q.wide.is_empty() && o.len < DATA_FIN => {
+                let p = Packed {
+                    offset,
+                    len_fin: o.len | if o.data_fin { DATA_FIN } else { 0 },
+                    dsn: o.dsn,
+                };
+                if q.packed.len() == q.packed.capacity() {
+                    super::grow_by_a_quarter(&mut q.packed);
+                }
+                q.packed.insert(index, p);
+            }
+            _ => {
+                if q.wide.is_empty() {
+                    q.widen();
+                }
+                if q.wide.len() == q.wide.capacity() {
+                    super::grow_by_a_quarter(&mut q.wide);
+                }
+                q.wide.insert(index, o);
+            }
+        }
+    }
+
+    pub(super) fn pop_front(&mut self) {
+        if let Some(q) = &mut self.0 {
+            if q.wide.is_empty() {
+                q.packed.pop_front();
+            } else {
+                q.wide.pop_front();
+            }
+            if q.len() == 0 {
+                // The episode is over: give its room back (a flow is mostly in order).
+                self.0 = None;
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn get(&self, index: usize) -> Option<Ooo> {
+        self.0.as_ref()?.get(index)
+    }
+
+    #[cfg(test)]
+    fn is_wide(&self) -> bool {
+        self.0.as_ref().is_some_and(|q| !q.wide.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_that_do_not_fit_16_bytes_widen_the_queue_until_it_empties() {
+        assert_eq!(std::mem::size_of::<Packed>(), 16);
+        let ooo = |seq: u64, len: u32| Ooo {
+            seq,
+            dsn: seq * 3,
+            len,
+            data_fin: seq % 2 == 0,
+        };
+        let mut q = OfoQueue::default();
+        let mut expected = Vec::new();
+        let rcv_nxt = 1000;
+        // In order, then one that goes first, then one 4 GiB above the base, then a 2 GiB one.
+        for o in [
+            ooo(5000, 100),
+            ooo(9000, 100),
+            ooo(2000, 100),
+            ooo(rcv_nxt + (1 << 32), 10),
+        ] {
+            let at = q.search(o.seq).unwrap_err();
+            q.insert(at, o, rcv_nxt);
+            expected.insert(at, o);
+            assert_eq!(q.len(), expected.len());
+            assert_eq!(
+                (0..q.len()).map(|i| q.get(i).unwrap()).collect::<Vec<_>>(),
+                expected
+            );
+        }
+        assert!(q.is_wide());
+        assert_eq!(q.search(9000), Ok(2));
+        assert_eq!(q.back_seq(), Some(rcv_nxt + (1 << 32)));
+        for o in expected {
+            assert_eq!(q.front(), Some(o));
+            q.pop_front();
+        }
+        assert!(q.is_empty() && !q.is_wide());
+        let big = Ooo {
+            len: DATA_FIN,
+            ..ooo(1 << 40, 0)
+        };
+        q.insert(0, big, 1 << 40);
+        assert!(q.is_wide());
+        assert_eq!(q.front(), Some(big));
+        q.pop_front();
+        q.insert(0, ooo(1 << 41, 1448), 1 << 41);
+        assert!(!q.is_wide());
+        assert_eq!(q.front(), Some(ooo(1 << 41, 1448)));
+    }
+}
