@@ -6,6 +6,7 @@ mod fidelity;
 mod mptcp;
 mod perf;
 mod rack;
+mod read_ack;
 mod reassembly;
 mod tcp;
 pub(crate) mod util;
