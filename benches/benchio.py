@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 
 from mpsched.engines.kernel.host import PREFIX
 
@@ -48,14 +49,37 @@ def testbed_namespace(suffix: str) -> str | None:
     return next((n for n in names if n.startswith(f"{PREFIX}-{os.getpid()}-{suffix}")), None)
 
 
-def wait_for_namespaces(sides: str, stop: threading.Event) -> dict[str, str] | None:
-    """Poll until every namespace in `sides` exists (the kernel engine builds them in a
+def wait_for_namespace(side: str, stop: threading.Event) -> str | None:
+    """Poll until this process's namespace `side` exists (the kernel engine builds it in a
     thread of this process); None if `stop` is set first."""
-    found: dict[str, str] = {}
-    while len(found) < len(sides) and not stop.is_set():
-        for side in sides:
-            ns = testbed_namespace(side)
-            if ns:
-                found[side] = ns
+    while not stop.is_set():
+        ns = testbed_namespace(side)
+        if ns:
+            return ns
         time.sleep(0.005)
-    return found if len(found) == len(sides) else None
+    return None
+
+
+def wait_for_namespaces(sides: str, stop: threading.Event) -> dict[str, str] | None:
+    """Every namespace in `sides` once it exists; None if `stop` is set first."""
+    found: dict[str, str] = {}
+    for side in sides:
+        ns = wait_for_namespace(side, stop)
+        if ns is None:
+            return None
+        found[side] = ns
+    return found
+
+
+@contextmanager
+def watching(target, *args):
+    """Run `target(stop, *args)` in a daemon thread for the `with` block, then set `stop` and
+    wait for it, so its logs and captures are complete before they are read."""
+    stop = threading.Event()
+    thread = threading.Thread(target=target, args=(stop, *args), daemon=True)
+    thread.start()
+    try:
+        yield stop
+    finally:
+        stop.set()
+        thread.join()

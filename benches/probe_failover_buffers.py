@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchio import wait_for_namespaces  # noqa: E402
+from benchio import wait_for_namespaces, watching  # noqa: E402
 from failover_kernel_vs_sim import KINDS, one_run  # noqa: E402
 
 
@@ -108,14 +108,8 @@ def main() -> None:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    stop = threading.Event()
-    t = threading.Thread(target=watch, args=(stop, out), daemon=True)
-    t.start()
-    try:
+    with watching(watch, out):
         print(json.dumps(one_run(a.kind, "kernel", 1)))
-    finally:
-        stop.set()
-        t.join()
     summarize(out, a.lead_s)
 
 

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from mpsched.engines.kernel.host import PREFIX
+from benchio import wait_for_namespace
 from mpsched.engines.kernel.run import run_kernel
 from mpsched.study.grid import cells
 
@@ -50,29 +50,9 @@ def watch_cmd(counters: str, mem: bool = False) -> str:
             "ss -tinH state established; sleep 0.003; done")
 
 
-def _server_ns(pid: int, side: str = "s") -> str | None:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        name = line.split()[0] if line.split() else ""
-        if name.startswith(f"{PREFIX}-{pid}-{side}"):
-            return name
-    return None
-
-
-def _wait_ns(stop: threading.Event, side: str) -> str | None:
-    """This run's namespace of `side` once it exists (None if the run stops first)."""
-    import os
-
-    ns = None
-    while ns is None and not stop.is_set():
-        ns = _server_ns(os.getpid(), side)
-        time.sleep(0.01)
-    return ns
-
-
 def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counters: str = HYSTART,
           mem: bool = False) -> None:
-    ns = _wait_ns(stop, side)
+    ns = wait_for_namespace(side, stop)
     if ns is None:
         return
     time.sleep(0.3)  # the testbed's sysctls and routes first
@@ -96,7 +76,7 @@ def watch(stop: threading.Event, out: Path, pcap: bool, side: str = "s", counter
 
 def capture_hop(stop: threading.Event, side: str, iface: str, pcap: Path) -> None:
     """tcpdump on `iface` in the namespace of `side` ("r" router, "c" client) until `stop`."""
-    ns = _wait_ns(stop, side)
+    ns = wait_for_namespace(side, stop)
     if ns is None:
         return
     cap = (f"until ip -o link show {iface} 2>/dev/null | grep -q 'state UP'; do sleep 0.02; done; "
@@ -115,7 +95,7 @@ def capture_hop(stop: threading.Event, side: str, iface: str, pcap: Path) -> Non
 def capture_router(stop: threading.Event, out: Path, devs: list[str]) -> None:
     """tcpdump on the router's egress devices (tcp11y): a tbf's departures, timestamped as the
     qdisc hands each skb to the veth (`dev_queue_xmit_nit`), one capture per device."""
-    ns = _wait_ns(stop, "r")
+    ns = wait_for_namespace("r", stop)
     if ns is None:
         return
     procs = []

@@ -21,10 +21,10 @@ import re
 import statistics
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchio import watching  # noqa: E402
 from probe_failover_buffers import watch  # noqa: E402
 from voip_kernel_vs_sim import one_run  # noqa: E402
 
@@ -99,13 +99,8 @@ def main() -> None:
         return
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    stop = threading.Event()
-    t = threading.Thread(target=watch, args=(stop, out), daemon=True)
-    t.start()
-    try:
+    with watching(watch, out):
         print(json.dumps(one_run("none", "kernel", 1, not a.no_bulk)))
-    finally:
-        stop.set()
         t.join()
     analyze(out)
 
