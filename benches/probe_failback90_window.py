@@ -2,12 +2,14 @@
 run of `failover_kernel_vs_sim.py`'s scenario on the testbed while `probe_failover_buffers`'s
 watchers sample `ss -tmiM` / `ss -tmi` in the client and tcpdump records the client's p0 (WLAN)
 and p1 (LTE). Prints, per 100 ms from 300 ms before WLAN's first data again to 1.5 s after,
-per path the data received (Mbit/s), the window the client advertised (kB, scaled by the
+per path the data received (Mbit/s; on WLAN also the kB of it sent before the event, at
+sequences below what LTE had carried before the return: WLAN's queue from the event), the window the client advertised (kB, scaled by the
 wscale of its SYN; the largest and the smallest in the bin) and the right edge it announced
 (DATA_ACK + window) less the highest data sequence received on any path (kB: room the sender
 has beyond what arrived; negative = the data the receiver has is past the edge, sent earlier);
 and the client's msk `rb` (sk_rcvbuf) and `r` (sk_rmem_alloc: truesize of the out-of-order
-queue, the application reads at once). `--sim` prints the simulator's run of the same
+queue, the application reads at once), and the server's msk `tb` (sk_sndbuf) and `w`
+(sk_wmem_queued: the writer waits while it is above two thirds of `tb`). `--sim` prints the simulator's run of the same
 scenario (seed 1) in the same bins from its records (advertised window: `conn_series`'s
 `rcv_wnd_bytes` less `ofo_bytes`), for comparison.
 
@@ -48,15 +50,15 @@ def watch(stop: threading.Event, out: Path) -> None:
     rp1: the client's own p0 goes down under `down`, which ends a capture on it), started once
     both are up (`probe_failover_buffers.watch` starts tcpdump after a fixed 0.2 s, which a
     loaded machine can beat: no capture)."""
-    found = wait_for_namespaces("cr", stop)
+    found = wait_for_namespaces("crs", stop)
     if found is None:
         return
     while not stop.is_set() and "UP" not in subprocess.run(
             ["ip", "netns", "exec", found["r"], "ip", "-o", "link", "show", "dev", "rp1", "up"],
             capture_output=True, text=True).stdout:
         time.sleep(0.01)
-    procs = [subprocess.Popen(["ip", "netns", "exec", found["c"], "sh", "-c", WATCH],
-                              stdout=open(out / "ss_c.log", "w"), stderr=subprocess.DEVNULL)]
+    procs = [subprocess.Popen(["ip", "netns", "exec", found[side], "sh", "-c", WATCH],
+                              stdout=open(out / f"ss_{side}.log", "w"), stderr=subprocess.DEVNULL) for side in "cs"]
     for dev in ("rp0", "rp1"):
         procs.append(subprocess.Popen(["ip", "netns", "exec", found["r"], "tcpdump", "-Z", "root", "-i", dev, "-s",
                                        "160", "-U", "-w", str(out / f"{dev}.pcap")], stdout=subprocess.DEVNULL,
@@ -109,14 +111,29 @@ def return_time(data: list[tuple[float, int, int]]) -> float:
     return next(b[0] for a, b in zip(data, data[1:]) if b[0] - a[0] >= GAP_S and a[0] - start > 2.0)
 
 
+def server_msk(out: Path) -> list[tuple[float, int, int]]:
+    """(wall s, sk_sndbuf, sk_wmem_queued) of the server's msk, from its `ss` log."""
+    rows = []
+    for t, line in samples(out / "ss_s.log"):
+        m = SKMEM.search(line)
+        if m and "write_seq:" in line:
+            rows.append((t / 1e9, int(m.group(3)), int(m.group(4))))
+    return rows
+
+
 def analyse(out: Path) -> None:
     paths = {dev: path_rows(out / f"r{dev}.pcap") for dev in ("p0", "p1")}
     t_ret = return_time(paths["p0"][0])
     msk = [(t / 1e9, SKMEM.search(line)) for t, line in samples(out / "ss_c.log") if "write_seq:" in line]
-    top_seq = 0
+    srv = server_msk(out) if (out / "ss_s.log").exists() else []
     all_data = sorted(d for dev in paths for d in paths[dev][0])
+    # Data WLAN sends after its return whose sequence was sent before the event (below the
+    # highest data sequence LTE carried before the return): its queue from the event time.
+    old_below = max(d[2] for d in paths["p1"][0] if d[0] < t_ret)
+    top_seq = 0
     print(f"WLAN's first data again at {t_ret:.3f} (wall s); bins of {BIN_S * 1e3:.0f} ms from it")
-    print("   ms | WLAN Mbit/s  win kB max/min  room kB | LTE Mbit/s  win kB max/min  room kB | msk rb kB  r kB")
+    print("   ms | WLAN Mbit/s (old kB)  win kB max/min  room kB | LTE Mbit/s  win kB max/min  room kB"
+          " | client msk rb kB  r kB | server msk sndbuf kB  wmem kB")
     k = -round(BEFORE_S / BIN_S)
     while k * BIN_S < AFTER_S:
         a, b = t_ret + k * BIN_S, t_ret + (k + 1) * BIN_S
@@ -125,15 +142,19 @@ def analyse(out: Path) -> None:
         for dev in ("p0", "p1"):
             data, acks = paths[dev]
             rate = sum(d[1] for d in data if a <= d[0] < b) * 8 / BIN_S / 1e6
+            old = sum(d[1] for d in data if a <= d[0] < b and d[2] <= old_below) / 1e3
             w = [x for x in acks if a <= x[0] < b]
+            head = f"{rate:6.1f} ({old:4.0f})" if dev == "p0" else f"{rate:6.1f}"
             if w:
                 room = (w[-1][2] - top_seq) / 1e3 if top_seq else float("nan")
-                cells.append(f"{rate:6.1f}  {max(x[1] for x in w) / 1e3:6.0f} / {min(x[1] for x in w) / 1e3:4.0f}  {room:7.0f}")
+                cells.append(f"{head}  {max(x[1] for x in w) / 1e3:6.0f} / {min(x[1] for x in w) / 1e3:4.0f}  {room:7.0f}")
             else:
-                cells.append(f"{rate:6.1f}  {'-':>13}  {'-':>7}")
+                cells.append(f"{head}  {'-':>13}  {'-':>7}")
         m = [x for t, x in msk if a <= t < b and x]
         mc = f"{max(int(x.group(2)) for x in m) / 1e3:7.0f}  {max(int(x.group(1)) for x in m) / 1e3:5.0f}" if m else "-"
-        print(f"{k * BIN_S * 1e3:5.0f} | " + " | ".join(cells) + f" | {mc}")
+        sv = [x for x in srv if a <= x[0] < b]
+        sc = f"{max(x[1] for x in sv) / 1e3:7.0f}  {min(x[2] for x in sv) / 1e3:5.0f}-{max(x[2] for x in sv) / 1e3:.0f}" if sv else "-"
+        print(f"{k * BIN_S * 1e3:5.0f} | " + " | ".join(cells) + f" | {mc} | {sc}")
         k += 1
 
 
