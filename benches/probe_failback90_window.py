@@ -1,17 +1,16 @@
 """The receive window after WLAN returns from a `down` or `blackhole` (issue 15, fail15f): one
-run of `failover_kernel_vs_sim.py`'s scenario on the testbed while `probe_failover_buffers`'s
-watchers sample `ss -tmiM` / `ss -tmi` in the client and tcpdump records the client's p0 (WLAN)
-and p1 (LTE). Prints, per 100 ms from 300 ms before WLAN's first data again to 1.5 s after,
-per path the data received (Mbit/s; on WLAN also the kB of it sent before the event, at
-sequences below what LTE had carried before the return: WLAN's queue from the event), the window the client advertised (kB, scaled by the
-wscale of its SYN; the largest and the smallest in the bin) and the right edge it announced
-(DATA_ACK + window) less the highest data sequence received on any path (kB: room the sender
-has beyond what arrived; negative = the data the receiver has is past the edge, sent earlier);
-and the client's msk `rb` (sk_rcvbuf) and `r` (sk_rmem_alloc: truesize of the out-of-order
-queue, the application reads at once), and the server's msk `tb` (sk_sndbuf) and `w`
-(sk_wmem_queued: the writer waits while it is above two thirds of `tb`). `--sim` prints the simulator's run of the same
-scenario (seed 1) in the same bins from its records (advertised window: `conn_series`'s
-`rcv_wnd_bytes` less `ofo_bytes`), for comparison.
+run of `failover_kernel_vs_sim.py`'s scenario on the testbed while `ss -tmiMH` samples the
+client's and the server's MPTCP sockets and tcpdump records the router's ends of the client's
+links (rp0 = WLAN, rp1 = LTE). Prints, per 100 ms from 300 ms before WLAN's first data again to
+1.5 s after: per path the data received (Mbit/s; on WLAN also the kB of it at sequences LTE had
+carried before the return: WLAN's queue from the event), the window the client advertised (kB,
+scaled by the wscale of its SYN; the largest and the smallest in the bin) and the right edge it
+announced (DATA_ACK + window) less the highest data sequence received on any path (kB: the
+sender's room); the client's msk `rb` (sk_rcvbuf) and `r` (sk_rmem_alloc: truesize of the
+out-of-order queue, the application reads at once); the server's msk `tb` (sk_sndbuf) and `w`
+(sk_wmem_queued: the writer waits while it is above two thirds of `tb`). `--sim` prints the
+simulator's run of the same scenario (seed 1) in the same bins from its records (window:
+`conn_series`'s `rcv_wnd_bytes` less `ofo_bytes`), for comparison.
 
     flock /tmp/mpsched-testbed-queue.lock .venv/bin/python benches/probe_failback90_window.py \\
         --kind down [--out /tmp/probe_fb90]
@@ -19,7 +18,7 @@ scenario (seed 1) in the same bins from its records (advertised window: `conn_se
     .venv/bin/python benches/probe_failback90_window.py --kind down --sim
 
 Root for the kernel run (about 20 s). docs/testbed.md ("Session 9: the receive window after
-the return (fail15f)") has the numbers.
+the return, and the queue WLAN keeps (fail15f)") has the numbers.
 """
 
 from __future__ import annotations
