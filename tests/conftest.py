@@ -38,7 +38,7 @@ def synthetic_tables(config: dict) -> dict[str, dict[str, list]]:
         subflows[k] = []
     for k in ("time_ns", "flow_id", "subflow", "path", "cwnd_bytes", "srtt_ns", "in_flight_bytes", "bytes_acked"):
         sseries[k] = []
-    for k in ("time_ns", "flow_id", "delivered_bytes", "ofo_bytes", "rcv_buffer_bytes"):
+    for k in ("time_ns", "flow_id", "delivered_bytes", "ofo_bytes", "rcv_buffer_bytes", "rcv_wnd_bytes"):
         cseries[k] = []
     factor = {"minrtt": 1.0, "roundrobin": 1.5}
     for f in config["flows"]:
@@ -68,7 +68,7 @@ def synthetic_tables(config: dict) -> dict[str, dict[str, list]]:
         for step in range(5):
             for k, v in (("time_ns", f["start_ns"] + step * fct // 4), ("flow_id", f["id"]),
                          ("delivered_bytes", size * step // 4), ("ofo_bytes", 1448 * (step % 2)),
-                         ("rcv_buffer_bytes", t["rcv_buf_bytes"])):
+                         ("rcv_buffer_bytes", t["rcv_buf_bytes"]), ("rcv_wnd_bytes", t["rcv_buf_bytes"])):
                 cseries[k].append(v)
     return {
         "flows": flows,

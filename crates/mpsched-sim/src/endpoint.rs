@@ -75,8 +75,9 @@ pub(crate) trait Endpoint {
     fn delivered_bytes(&self) -> u64;
     /// Time the last in-order byte was delivered.
     fn last_delivery_ns(&self) -> Option<u64>;
-    /// (out-of-order bytes, receive-buffer bytes in use) at the connection level.
-    fn receive_buffer(&self) -> (u64, u64);
+    /// (out-of-order bytes, receive-buffer bytes in use, receive window the buffer allows
+    /// before out-of-order data is taken off) at the connection level.
+    fn receive_buffer(&self) -> (u64, u64, u64);
     /// The connection runs on the upstream kernel's machinery, whose TCP and in-kernel path
     /// manager take no notice of an interface going down (see `run/path_events.rs`).
     fn upstream_kernel(&self) -> bool {
@@ -261,8 +262,8 @@ impl Endpoint for SenderEp {
     fn last_delivery_ns(&self) -> Option<u64> {
         None
     }
-    fn receive_buffer(&self) -> (u64, u64) {
-        (0, 0)
+    fn receive_buffer(&self) -> (u64, u64, u64) {
+        (0, 0, 0)
     }
     fn upstream_kernel(&self) -> bool {
         self.0.upstream_stale_detection()
@@ -327,7 +328,7 @@ impl Endpoint for ReceiverEp {
     fn last_delivery_ns(&self) -> Option<u64> {
         self.0.last_delivery_ns()
     }
-    fn receive_buffer(&self) -> (u64, u64) {
-        (self.0.ofo_bytes(), self.0.buffer_in_use_bytes())
+    fn receive_buffer(&self) -> (u64, u64, u64) {
+        (self.0.ofo_bytes(), self.0.buffer_in_use_bytes(), self.0.rcv_wnd_bytes())
     }
 }

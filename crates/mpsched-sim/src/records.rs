@@ -242,6 +242,9 @@ table_rows! {
         ofo_bytes: u64 => U64,
         /// Bytes of the receive buffer in use (out-of-order plus unread).
         rcv_buffer_bytes: u64 => U64,
+        /// Receive window the buffer allows (autotuned or fixed), before the out-of-order
+        /// bytes are taken off, bytes.
+        rcv_wnd_bytes: u64 => U64,
     }
 }
 

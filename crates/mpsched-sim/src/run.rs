@@ -545,13 +545,14 @@ impl<'a> Simulation<'a> {
                     bytes_acked: v.bytes_acked,
                 });
             }
-            let (ofo, used) = receiver.ep.receive_buffer();
+            let (ofo, used, rcv_wnd) = receiver.ep.receive_buffer();
             self.conn_samples.push(ConnSample {
                 time_ns: now,
                 flow_id: fc.id,
                 delivered_bytes: receiver.ep.delivered_bytes(),
                 ofo_bytes: ofo,
                 rcv_buffer_bytes: used,
+                rcv_wnd_bytes: rcv_wnd,
             });
         }
         for l in 0..self.net.link_count() as LinkId {

@@ -292,7 +292,14 @@ impl DataSender {
         if data_ack > self.data_acked {
             self.data_acked = data_ack;
             self.chunks.trim(data_ack);
-            for (i, s) in self.subflows.iter_mut().enumerate() {
+            // Upstream Linux gives a subflow its TCP sequence numbers when `mptcp_sendmsg_frag`
+            // appends to its write queue (`tcp_skb_entail`: seq = write_seq), so what a subflow
+            // queued stays there and goes out after what it sent, even once DATA_ACKed through
+            // another subflow (a WLAN back from a `down` first sends the 0.3-0.6 MB the
+            // scheduler had queued on it: docs/testbed.md, "Session 9: ... (fail15f)"). The
+            // out-of-tree kernel hands segments to a subflow as its window opens: drop them.
+            let upstream = self.stale.is_some();
+            for (i, s) in self.subflows.iter_mut().enumerate().filter(|_| !upstream) {
                 // Only the queued bytes can change, and only if something was dropped.
                 let queued = s.queued_bytes();
                 s.trim_unsent_below(data_ack);

@@ -45,7 +45,7 @@ SUBFLOW_COLUMNS = ("flow_id", "subflow", "path", "bytes_sent", "bytes_acked", "b
 #: queue_bytes counts Ethernet headers and queue_packets GSO super-packets as one (what the
 #: qdisc holds); dropped_packets is cumulative from the epoch.
 LINK_SERIES_COLUMNS = ("time_ns", "link", "queue_bytes", "queue_packets", "dropped_packets")
-CONN_COLUMNS = ("time_ns", "flow_id", "delivered_bytes", "ofo_bytes", "rcv_buffer_bytes")
+CONN_COLUMNS = ("time_ns", "flow_id", "delivered_bytes", "ofo_bytes", "rcv_buffer_bytes", "rcv_wnd_bytes")
 SERIES_COLUMNS = ("time_ns", "flow_id", "subflow", "path", "cwnd_bytes", "srtt_ns", "in_flight_bytes", "bytes_acked")
 LINK_COLUMNS = ("link", "bytes_forwarded", "packets_forwarded", "packets_dropped", "packets_lost")
 #: A qdisc counts the Ethernet header of every packet (skb->len at egress); the tables count IP bytes.
@@ -274,6 +274,7 @@ def _tables(plan: Plan, epoch: int, client: list[dict], server: list[dict], befo
         conn["delivered_bytes"].append(d["delivered_bytes"])
         conn["ofo_bytes"].append(None)
         conn["rcv_buffer_bytes"].append(None)
+        conn["rcv_wnd_bytes"].append(None)
 
     flows = {c: [] for c in FLOW_COLUMNS}
     for f in plan.flows:
