@@ -49,6 +49,15 @@ from mpsched.engines.kernel.run import SERVER_PORT  # noqa: E402
 from mpsched.scenario.normalize import to_config  # noqa: E402
 
 FRAME_BYTES = 160
+#: The server's TCP sockets every 5 ms (`--ss`): each subflow's sk_wmem_queued (skmem `w`),
+#: unacked segments and pacing rate, what `mptcp_subflow_get_send`'s linger time divides.
+SS_WATCH = "while :; do echo \"@ $(date +%s%N)\"; ss -tmiH state established; sleep 0.005; done"
+SS_ON = False
+UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+SS_SOCK = re.compile(r"10\.9\.0\.1:5201\s+(10\.0\.\d)\.1:(\d+)")
+SS_FIELDS = {k: re.compile(p) for k, p in (("w", r"skmem:\(r\d+,rb\d+,t\d+,tb\d+,f-?\d+,w(\d+)"),
+                                           ("unacked", r" unacked:(\d+)"), ("pacing", r"pacing_rate ([\d.]+)([KMG]?)bps"),
+                                           ("rtt", r" rtt:([\d.]+)/"))}
 LINE = re.compile(r"^(\d+\.\d+) IP (\S+)\.(\d+) > (\S+)\.(\d+): .*length (\d+)")
 DSS = re.compile(r"dss[^\]]*? seq (\d+)")
 
@@ -57,10 +66,17 @@ def watch(stop: threading.Event, out: Path) -> None:
     found = wait_for_namespaces("cs", stop)
     if found is None:
         return
-    time.sleep(0.2)  # the testbed's sysctls and routes first
     caps = [(found["s"], "srv0"), (found["c"], "p0"), (found["c"], "p1")]
-    procs = [subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-Z", "root", "-i", dev, "-s", "200", "-U",
-                               "-w", str(out / f"{dev}.pcap")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # tcpdump refuses an interface that is not up yet (the testbed builds slowly under load).
+    while not stop.is_set() and not all(
+            ",UP" in subprocess.run(["ip", "-n", ns, "link", "show", "dev", dev], capture_output=True, text=True).stdout
+            for ns, dev in caps):
+        time.sleep(0.01)
+    procs = [subprocess.Popen(["ip", "netns", "exec", found["s"], "sh", "-c", SS_WATCH], stdout=open(out / "ss_s.log", "w"),
+                              stderr=subprocess.DEVNULL)] if SS_ON else []
+    procs += [subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-Z", "root", "-i", dev, "-s", "200", "-U",
+                               "-w", str(out / f"{dev}.pcap")], stdout=subprocess.DEVNULL,
+                               stderr=open(out / f"tcpdump_{dev}.log", "w"))
              for ns, dev in caps]
     # Realtime - monotonic, the pair read closest together (the captures' clock against the stamps').
     pairs = []
@@ -156,6 +172,11 @@ def frame_times(segs: list[dict], base: int, to_epoch) -> dict[int, tuple[int, s
     return out
 
 
+def call_ports(out: Path) -> set[int]:
+    """The client ports of the call's subflows (the server's 160-byte segments go to them)."""
+    return {r["dport"] for r in call_segments(packets(out / "srv0.pcap")) if r["sport"] == SERVER_PORT}
+
+
 def kernel_frames(out: Path) -> pl.DataFrame:
     offset, epoch = int((out / "clock_offset_ns").read_text()), int((out / "epoch_ns").read_text())
     to_epoch = lambda t: int(round(t * 1e9)) - offset - epoch  # noqa: E731
@@ -204,6 +225,32 @@ def sim_frames(seed: int, bulk: bool, out: Path) -> pl.DataFrame:
     return blocks.join(pl.DataFrame(rows), on="block", how="left")
 
 
+def ss_linger(out: Path, ports: set[int]) -> None:
+    """From the server's `ss` samples: per call subflow and unacked-segment count, the median
+    sk_wmem_queued (bytes) and pacing rate, and the linger time wmem / pacing rate (ms)."""
+    rows, t = [], 0
+    lines = (out / "ss_s.log").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("@ "):
+            t = int(line[2:])
+            continue
+        m = SS_SOCK.search(line)
+        if not m or int(m.group(2)) not in ports:
+            continue
+        info = line + " " + (lines[i + 1] if i + 1 < len(lines) else "")
+        vals = {k: r.search(info) for k, r in SS_FIELDS.items()}
+        if vals["w"] and vals["pacing"]:
+            rows.append({"t": t, "path": "wlan" if m.group(1) == "10.0.1" else "lte", "w": int(vals["w"].group(1)),
+                         "unacked": int(vals["unacked"].group(1)) if vals["unacked"] else 0,
+                         "pacing_bps": float(vals["pacing"].group(1)) * UNIT[vals["pacing"].group(2)],
+                         "rtt_ms": float(vals["rtt"].group(1)) if vals["rtt"] else None})
+    df = pl.DataFrame(rows)
+    print(df.with_columns((pl.col("w") * 8 / pl.col("pacing_bps") * 1e3).alias("linger_ms"))
+          .group_by("path", "unacked").agg(pl.len().alias("samples"), pl.col("w").median(), pl.col("pacing_bps").median(),
+                                           pl.col("rtt_ms").median(), pl.col("linger_ms").median())
+          .sort("path", "unacked"))
+
+
 def split(df: pl.DataFrame, after_ns: int = 2_000_000_000) -> None:
     """Per path, the median and mean of each component (ms), frames due after `after_ns`."""
     df = df.filter((pl.col("sent_ns") >= after_ns) & pl.col("delivered_ns").is_not_null() & pl.col("tx_ns").is_not_null())
@@ -228,6 +275,7 @@ def main() -> None:
     ap.add_argument("--analyze", help="only analyze the captures in this directory")
     ap.add_argument("--no-bulk", action="store_true", help="the call alone")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--ss", action="store_true", help="also sample the server's sockets (wmem, pacing rate)")
     ap.add_argument("--sim", action="store_true", help="the simulator's split (a core with the debug trace)")
     a = ap.parse_args()
     if a.sim:
@@ -237,6 +285,8 @@ def main() -> None:
         df.write_csv(out / f"sim_frames_{a.seed}.csv")
         split(df)
         return
+    global SS_ON
+    SS_ON = a.ss
     if not a.analyze:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -246,6 +296,9 @@ def main() -> None:
     df = kernel_frames(Path(a.analyze or a.out))
     df.write_csv(Path(a.analyze or a.out) / "frames.csv")
     split(df)
+    d = Path(a.analyze or a.out)
+    if (d / "ss_s.log").exists():
+        ss_linger(d, call_ports(d))
 
 
 if __name__ == "__main__":
