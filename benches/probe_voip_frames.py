@@ -27,10 +27,8 @@ build: `git apply benches/probe_voip_frames_sim_trace.patch && make setup` (then
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import threading
