@@ -64,6 +64,7 @@ fn arb_subflow(id: usize) -> impl Strategy<Value = SubflowView> {
                     ssthresh_bytes: ss.map_or(u64::MAX, |s| s * MSS).max(ssth * MSS),
                     in_flight_bytes: infl.min(cwnd + 5) * MSS,
                     outstanding_bytes: infl.min(cwnd + 5) * MSS,
+                    short_segs_out: 0,
                     queued_bytes: queued * MSS,
                     segs_in_use: 0,
                     pacing_rate_bps: if sampled { rate } else { 0 },

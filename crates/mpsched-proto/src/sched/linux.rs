@@ -37,7 +37,10 @@
 //! payload in flight and queued plus a fixed overhead per skb, sent data sitting in skbs of
 //! `tcp_tso_autosize` segments (1 ms at the pacing rate, at least 2) and unsent data in skbs
 //! of up to 64 KB. Measured on the testbed with `ss -tm`: about 5 % over the payload on a
-//! 50 Mbit/s subflow, 30 % on a 15 Mbit/s one.
+//! 50 Mbit/s subflow, 30 % on a 15 Mbit/s one. A segment shorter than the MSS ends an skb of
+//! its own (the subflow sent all it had), so at least one skb per such segment outstanding: a
+//! VoIP call's 160-byte frames, sent one by one, are one skb each (`ss -tm` on the testbed:
+//! `w` = 992 bytes per unacknowledged frame, docs/testbed.md "Session 9").
 //!
 //! Decisions: the skbs are counted from byte totals (the kernel's depend on how ACKs clocked
 //! the transmissions). A subflow whose pacing rate is still 0 (no RTT
@@ -144,7 +147,11 @@ impl Linux {
         }
         let mss = sf.mss_bytes.max(1);
         let sent_skb_bytes = crate::tcp::tso_autosize_segments(sf.pacing_rate_bps, mss) * mss;
-        let skbs = sent.div_ceil(sent_skb_bytes) + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
+        // Each short segment ended an skb (a frame written alone is one skb: 992 bytes of
+        // wmem per unacknowledged 160-byte frame on the testbed), so small writes sent one by
+        // one count an skb each, not one per `tcp_tso_autosize` segments' worth of bytes.
+        let sent_skbs = sent.div_ceil(sent_skb_bytes).max(sf.short_segs_out);
+        let skbs = sent_skbs + sf.queued_bytes.div_ceil(WRITE_QUEUE_SKB_BYTES);
         payload.saturating_add(skbs.saturating_mul(self.cfg.skb_overhead_bytes))
     }
 
@@ -293,6 +300,7 @@ impl Scheduler for Linux {
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::*;
+    use super::super::SubflowView;
     use super::*;
 
     fn run(s: &mut Linux, view: &ConnView<'_>) -> Vec<Action> {
@@ -375,6 +383,32 @@ mod tests {
         };
         assert_eq!(pick(Config::default()), 0);
         assert_eq!(pick(payload_only), 1);
+    }
+
+    #[test]
+    fn small_frames_sent_one_by_one_count_an_skb_each_in_the_linger_time() {
+        // A call's 160-byte frames: subflow 0 (20 ms) holds three unacknowledged, subflow 1
+        // (50 ms, 2.5x slower pacing) one. Linux holds each frame in an skb of its own, so
+        // subflow 0 lingers 3 x 928 / r against subflow 1's 928 / (r / 2.5): 1.2x longer, and
+        // the next frame goes to subflow 1. Counted as one skb of 480 bytes (the payload in
+        // skbs of `tcp_tso_autosize` segments), subflow 0 would look 1.9x quicker to drain.
+        let mut s = [sf(0, 20, 10), sf(1, 50, 10)];
+        s[0].outstanding_bytes = 480;
+        s[0].in_flight_bytes = 480;
+        s[0].short_segs_out = 3;
+        s[1].outstanding_bytes = 160;
+        s[1].in_flight_bytes = 160;
+        s[1].short_segs_out = 1;
+        let pick = |s: &[SubflowView]| match run(&mut Linux::default(), &conn(s, 160))[..] {
+            [Action::SendNew { subflow, .. }] => subflow,
+            ref other => panic!("{other:?}"),
+        };
+        assert_eq!(pick(&s), 1);
+        // With two frames outstanding subflow 0 lingers less (2 x 928 against 2.5 x 928).
+        s[0].outstanding_bytes = 320;
+        s[0].in_flight_bytes = 320;
+        s[0].short_segs_out = 2;
+        assert_eq!(pick(&s), 0);
     }
 
     #[test]

@@ -103,6 +103,9 @@ pub struct SubflowView {
     /// deemed-lost ones included (`snd_nxt - snd_una`: what the kernel's retransmission
     /// queue still holds and charges to `sk_wmem_queued`).
     pub outstanding_bytes: u64,
+    /// Segments sent, shorter than the MSS and not cumulatively acknowledged. Each ended the
+    /// data the subflow had, so Linux holds each in an skb of its own (a frame written alone).
+    pub short_segs_out: u64,
     /// Bytes assigned to this subflow's send queue but not transmitted yet.
     pub queued_bytes: u64,
     /// Segments in flight (Linux `tcp_packets_in_flight`) plus the segments the queued bytes

@@ -151,6 +151,11 @@ pub struct Scoreboard {
     /// Reordering was seen (Linux `tp->reord_seen`): a never-retransmitted segment below the
     /// highest SACKed one was delivered after it.
     reord_seen: bool,
+    /// Outstanding segments shorter than `full_len` (see [`Scoreboard::short_segs`]).
+    short_segs: u32,
+    /// A full segment's length, bytes (the sender's MSS; 0: none counts as short). A u16, as
+    /// Linux's `mss_cache`, so the counter fits beside `reord_seen` (the sender's size budget).
+    full_len: u16,
 }
 
 impl Scoreboard {
@@ -186,6 +191,18 @@ impl Scoreboard {
     pub fn pipe_bytes(&self) -> u64 {
         self.out_bytes + self.retx_bytes - self.sacked_bytes - self.lost_bytes
     }
+    /// Outstanding segments shorter than a full one: each ended the data its sender had, so
+    /// each is an skb of its own in Linux's retransmission queue (`sk_wmem_queued` overhead).
+    #[inline]
+    pub fn short_segs(&self) -> u64 {
+        u64::from(self.short_segs)
+    }
+    /// Sets a full segment's length (the MSS), below which a pushed segment counts as short.
+    #[inline]
+    pub fn set_full_len(&mut self, bytes: u64) {
+        self.full_len = u16::try_from(bytes).unwrap_or(u16::MAX);
+    }
+
     /// True when nothing is outstanding.
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -212,6 +229,7 @@ impl Scoreboard {
         });
         self.end_seq = end;
         self.out_bytes += len as u64;
+        self.short_segs += u32::from(len < u32::from(self.full_len));
     }
 
     /// End of segment `i`: where the next one starts.
@@ -253,6 +271,10 @@ impl Scoreboard {
             let len = s.len as u64;
             acked += len;
             self.out_bytes -= len;
+            // saturating: an MSS changed since the push would make the count approximate.
+            self.short_segs = self
+                .short_segs
+                .saturating_sub(u32::from(s.len < u32::from(self.full_len)));
             src.retx_acked |= s.ever_retx;
             if s.flags & SACKED != 0 {
                 self.sacked_bytes -= len;

@@ -491,6 +491,7 @@ impl Sender {
         // The head gave up min(len, MSS) bytes, 0 < len: exactly one of its segments.
         self.queued_segs -= 1;
         let seq = self.snd_nxt;
+        self.board.set_full_len(self.tcb.mss_bytes);
         self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;
         self.on_sent(now_ns, len);

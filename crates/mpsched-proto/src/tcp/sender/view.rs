@@ -42,6 +42,7 @@ impl Sender {
         v.ssthresh_bytes = self.tcb.ssthresh_bytes;
         v.in_flight_bytes = self.board.pipe_bytes();
         v.outstanding_bytes = self.board.outstanding_bytes();
+        v.short_segs_out = self.board.short_segs();
         v.queued_bytes = self.queued_bytes;
         debug_assert_eq!(u64::from(self.queued_segs), self.queued_segs_by_walk());
         v.segs_in_use = self.board.pipe_segs() + u64::from(self.queued_segs);
