@@ -155,6 +155,12 @@ impl DataSender {
         }
         self.app_written += bytes;
         self.need_schedule = true;
+        // `mptcp_sendmsg` ends in `__mptcp_push_pending`, whose scheduler call
+        // (`mptcp_subflow_get_send`) stores the MPTCP timer's period whether or not the
+        // connection window admits the data (`mptcp_check_allowed_size` only stops the copy).
+        if let Some(st) = self.stale.as_mut() {
+            st.push_pending = true;
+        }
     }
 
     fn unacked_written(&self) -> u64 {
