@@ -110,14 +110,17 @@ fn build_scheduler(t: &TransportConfig, custom: Option<&dyn CustomSchedulers>) -
 
 /// Builds the (client, server) endpoints of a flow over `paths` (one subflow per path). The
 /// transport passed [`check_transport`].
+/// `nagle`: the application leaves Nagle on (no `TCP_NODELAY`, as the kernel engine's bulk
+/// transfers; its rpc and messages modes set `TCP_NODELAY`).
 pub(crate) fn build_endpoints(
     t: &TransportConfig,
     paths: &[usize],
     direction: Direction,
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
+    nagle: bool,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
-    build_pair(t, paths, direction, now_ns, custom)
+    build_pair(t, paths, direction, now_ns, custom, nagle)
 }
 
 /// Builds the (client, server) endpoints of a flow's client-to-server stream (an RPC's
@@ -132,7 +135,7 @@ pub(crate) fn build_request_endpoints(
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
-    build_pair(t, paths, Direction::Upload, now_ns, custom)
+    build_pair(t, paths, Direction::Upload, now_ns, custom, false)
 }
 
 fn build_pair(
@@ -141,6 +144,7 @@ fn build_pair(
     direction: Direction,
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
+    nagle: bool,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
     let mode = match t.protocol {
         Protocol::Tcp => Mode::Tcp,
@@ -156,6 +160,7 @@ fn build_pair(
                 LossRecoveryConfig::RackTlp => LossRecovery::RackTlp,
                 LossRecoveryConfig::Rfc6675 => LossRecovery::Rfc6675,
             },
+            nagle,
             ..TcpConfig::default()
         },
         rcv_buf_bytes: t.rcv_buf_bytes,
