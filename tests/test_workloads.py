@@ -103,6 +103,7 @@ def test_cbr_block_delay_is_at_least_the_one_way_delay_and_grows_on_the_slow_pat
     ({"kind": "cbr", "rate": "1Mbit", "size": "1KB"}, "workload[0].size"),
     ({"kind": "bulk", "reuse_connection": True}, "workload[0].reuse_connection"),
     ({"kind": "bulk", "rate": "1Mbit"}, "workload[0].rate"),
+    ({"kind": "cbr", "rate": "1Mbit", "nodelay": "yes"}, "workload[0].nodelay"),
 ])
 def test_inconsistent_workloads_are_refused(workload, field):
     with pytest.raises(ScenarioError) as e:

@@ -7,7 +7,7 @@
 //! `poll_timeout` (one pending timer event per endpoint; stale ones are ignored).
 
 use crate::app::App;
-use crate::config::{AppConfig, ConfigError, Direction, SimConfig};
+use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
 use crate::endpoint::{build_endpoints, build_request_endpoints, Endpoint};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
@@ -408,16 +408,14 @@ impl<'a> Simulation<'a> {
         }
         let fc = &self.cfg.flows[fi];
         let transport = &self.cfg.transports[fc.transport];
-        // The kernel engine's rpc and messages applications set TCP_NODELAY; the others
-        // leave Nagle on, as Linux does by default.
-        let nagle = !matches!(fc.app, AppConfig::Messages { .. } | AppConfig::Rpc { .. });
+        let nagle = fc.nagle();
         let (client, server) =
             build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom, nagle);
         self.started[fi] = true;
         let side = |ep, client| Side { ep, timer_at_ns: None, host: HostRx::new(self.cfg, fi, client) };
         let request = App::carries_requests(&fc.app).then(|| {
             let (client, server) =
-                build_request_endpoints(transport, self.cfg.flow_paths(fi), self.now_ns, self.custom);
+                build_request_endpoints(transport, self.cfg.flow_paths(fi), self.now_ns, self.custom, nagle);
             let side = |ep| Side { ep, timer_at_ns: None, host: None };
             Box::new(RequestHalf { client: side(client), server: side(server) })
         });
