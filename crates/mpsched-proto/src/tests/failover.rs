@@ -57,7 +57,11 @@ fn linux_resends_the_head_data_frag_on_the_drained_subflow_at_the_mptcp_timer_no
     let at_ns = p.now_ns;
     let acked = p.b.data_acked();
     let in_ms = (at_ns - silent_ns) / MS;
-    assert_eq!(Some(at_ns), deadline_ns, "re-sent at {in_ms} ms, not when the MPTCP timer fired");
+    assert_eq!(
+        Some(at_ns),
+        deadline_ns,
+        "re-sent at {in_ms} ms, not when the MPTCP timer fired"
+    );
     assert_eq!(p.b.stale_marks(), 0);
     assert!(in_ms < 500, "{in_ms} ms");
     // The whole head frag goes out before anything of it can be acknowledged (30 ms away),

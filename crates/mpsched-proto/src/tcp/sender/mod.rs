@@ -540,7 +540,8 @@ impl Sender {
     /// `snd_sml` after `snd_una`). A TCP FIN is never held; MPTCP's DATA_FIN rides in an
     /// option, so it is (a Linux subflow tests the skb's TCP FIN flag only).
     fn nagle_holds(&self, len: u64, front_len: u64, data_fin: bool) -> bool {
-        if !self.cfg.nagle || len >= self.tcb.mss_bytes || len < front_len || self.queue.len() != 1 {
+        if !self.cfg.nagle || len >= self.tcb.mss_bytes || len < front_len || self.queue.len() != 1
+        {
             return false;
         }
         if data_fin && !self.cfg.mptcp {
