@@ -65,12 +65,12 @@ def test_a_scenarios_nodelay_reaches_mpxfer_and_the_simulator_alike():
 
     # without the field, mpxfer's own default per kind and no key for the simulator's core
     # (whose `AppConfig::nodelay_by_default` is the same): sized transfers leave Nagle on
-    sized, nodelay = flow('kind = "sized"\nsize = "1MB"\n')
+    sized, nodelay = flow('kind = "sized"\nsize = "1MB"\ninterval = "1s"\n')
     assert "nodelay" not in sized and nodelay == "0"
     rpc = 'kind = "rpc"\nrequests = 10\nresponse = "4KB"\n'
     assert flow(rpc)[1] == "1"
     # given, both engines get it: TCP_NODELAY on a sized transfer, Nagle on for an rpc
-    sized, nodelay = flow('kind = "sized"\nsize = "1MB"\nnodelay = true\n')
+    sized, nodelay = flow('kind = "sized"\nsize = "1MB"\ninterval = "1s"\nnodelay = true\n')
     assert sized["nodelay"] is True and nodelay == "1"
     rpc_nagle, nodelay = flow(rpc + "nodelay = false\n")
     assert rpc_nagle["nodelay"] is False and nodelay == "0"
