@@ -221,13 +221,13 @@ static void *serve(void *p) {
     if (read_full(c.fd, &rq, sizeof rq, give_up) < 0 || ntohl(rq.magic) != MPX_MAGIC) goto out;
     rq.cc[sizeof rq.cc - 1] = 0;
     set_cc(c.fd, rq.cc);
+    if (rq.nodelay) mpx_nodelay(c.fd);
     uint64_t flow_id = be64toh(rq.flow_id), size = be64toh(rq.size_bytes);
     if (rq.kind == MPX_MESSAGES) {
         struct mpx_msg_spec s = {.flow_id = flow_id, .count = be64toh(rq.count), .size_bytes = size,
                                  .interval_ns = be64toh(rq.interval_ns), .start_abs = be64toh(rq.start_abs),
                                  .epoch_abs = be64toh(rq.epoch_abs), .sample_ns = c.sample_ns};
         if (!s.count || !s.size_bytes || !s.interval_ns) goto out;
-        mpx_nodelay(c.fd);
         if (rq.direction == MPX_DOWNLOAD) {
             mpx_msg_send(c.fd, &s, give_up + LINGER_NS * 360, 0);
             sample_until_readable(c.fd, flow_id, mpx_now_ns() + LINGER_NS, c.sample_ns, 0);
@@ -324,6 +324,7 @@ struct flow {
     uint64_t id, amount, start_ns;
     uint64_t rcvbuf, sndbuf;  // SO_RCVBUF / SO_SNDBUF before connect(); 0: autotuning
     uint64_t request_bytes, response_bytes, interval_ns, concurrency; // rpc (amount: requests)
+    uint64_t nodelay; // 1: TCP_NODELAY on both sockets (the request tells the server)
     char protocol[8], cc[16], bind_ip[48], direction[12], kind[12];
     const char *server;
     int port;
@@ -342,8 +343,8 @@ static void flow_result(const struct flow *f, uint64_t t_connect, uint64_t end, 
 // request (times relative to the epoch), then the flow's line.
 static void run_rpc(const struct flow *f, int fd, uint64_t t_connect, uint64_t stop_abs) {
     struct mpx_request rq = {.magic = htonl(MPX_MAGIC), .direction = MPX_DOWNLOAD, .kind = MPX_RPC,
-                             .flow_id = htobe64(f->id), .size_bytes = htobe64(f->response_bytes),
-                             .request_bytes = htobe64(f->request_bytes)};
+                             .nodelay = (uint8_t)f->nodelay, .flow_id = htobe64(f->id),
+                             .size_bytes = htobe64(f->response_bytes), .request_bytes = htobe64(f->request_bytes)};
     snprintf(rq.cc, sizeof rq.cc, "%s", f->cc);
     struct mpx_rpc_spec s = {.flow_id = f->id, .requests = f->amount, .request_bytes = f->request_bytes,
                              .response_bytes = f->response_bytes, .interval_ns = f->interval_ns,
@@ -374,7 +375,8 @@ static void run_rpc(const struct flow *f, int fd, uint64_t t_connect, uint64_t s
 static void run_messages(const struct flow *f, int fd, uint64_t t_connect, uint64_t stop_abs) {
     int upload = !strcmp(f->direction, "upload");
     struct mpx_request rq = {.magic = htonl(MPX_MAGIC), .direction = upload ? MPX_UPLOAD : MPX_DOWNLOAD,
-                             .kind = MPX_MESSAGES, .flow_id = htobe64(f->id), .size_bytes = htobe64(f->request_bytes),
+                             .kind = MPX_MESSAGES, .nodelay = (uint8_t)f->nodelay, .flow_id = htobe64(f->id),
+                             .size_bytes = htobe64(f->request_bytes),
                              .count = htobe64(f->amount), .interval_ns = htobe64(f->interval_ns),
                              .start_abs = htobe64(f->epoch + f->start_ns), .epoch_abs = htobe64(f->epoch)};
     snprintf(rq.cc, sizeof rq.cc, "%s", f->cc);
@@ -422,7 +424,7 @@ static void *run_flow(void *p) {
         return NULL;
     }
     set_cc(fd, f->cc);
-    if (rpc || messages) mpx_nodelay(fd);
+    if (f->nodelay) mpx_nodelay(fd); // before connect(): MPTCP copies it to every subflow
     if (set_bufs(fd, f->rcvbuf, f->sndbuf) < 0) {
         flow_result(f, 0, 0, 0, 0, "sockbuf");
         close(fd);
@@ -458,7 +460,8 @@ static void *run_flow(void *p) {
         return NULL;
     }
     struct mpx_request rq = {.magic = htonl(MPX_MAGIC), .direction = upload ? MPX_UPLOAD : MPX_DOWNLOAD,
-                             .kind = bulk ? MPX_BULK : MPX_SIZED, .flow_id = htobe64(f->id),
+                             .kind = bulk ? MPX_BULK : MPX_SIZED, .nodelay = (uint8_t)f->nodelay,
+                             .flow_id = htobe64(f->id),
                              .size_bytes = htobe64(bulk ? 0 : f->amount)};
     snprintf(rq.cc, sizeof rq.cc, "%s", f->cc);
     if (send(fd, &rq, sizeof rq, MSG_NOSIGNAL) != (ssize_t)sizeof rq) {
@@ -531,20 +534,21 @@ static int run_client(int argc, char **argv) {
     while (n < MAX_FLOWS && fgets(line, sizeof line, in)) {
         struct flow f = {0};
         int k = sscanf(line, "%" SCNu64 " %7s %15s %47s %11s %11s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                       " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &f.id, f.protocol, f.cc, f.bind_ip, f.direction,
-                       f.kind, &f.amount, &f.start_ns, &f.rcvbuf, &f.sndbuf, &f.request_bytes, &f.response_bytes,
-                       &f.interval_ns, &f.concurrency);
+                       " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &f.id, f.protocol, f.cc, f.bind_ip,
+                       f.direction, f.kind, &f.amount, &f.start_ns, &f.rcvbuf, &f.sndbuf, &f.nodelay, &f.request_bytes,
+                       &f.response_bytes, &f.interval_ns, &f.concurrency);
         if (k <= 0) break; // a blank line ends the list
-        if (k < 10) {
-            fprintf(stderr, "mpxfer: %s: a flow line has at least 10 fields (... start_ns rcvbuf sndbuf)\n", path);
+        if (k < 11 || f.nodelay > 1) {
+            fprintf(stderr, "mpxfer: %s: a flow line has at least 11 fields (... start_ns rcvbuf sndbuf nodelay, "
+                    "nodelay 0 or 1)\n", path);
             return 2;
         }
-        if (!strcmp(f.kind, "rpc") && (k != 14 || !f.request_bytes || !f.response_bytes || !f.amount)) {
+        if (!strcmp(f.kind, "rpc") && (k != 15 || !f.request_bytes || !f.response_bytes || !f.amount)) {
             fprintf(stderr, "mpxfer: flow %" PRIu64 ": an rpc line ends with request_bytes response_bytes "
                     "interval_ns concurrency (positive sizes, requests > 0)\n", f.id);
             return 2;
         }
-        if (!strcmp(f.kind, "messages") && (k != 14 || !f.request_bytes || !f.interval_ns || !f.amount)) {
+        if (!strcmp(f.kind, "messages") && (k != 15 || !f.request_bytes || !f.interval_ns || !f.amount)) {
             fprintf(stderr, "mpxfer: flow %" PRIu64 ": a messages line ends with message_bytes 0 interval_ns 0 "
                     "(positive size and interval, messages > 0)\n", f.id);
             return 2;

@@ -22,6 +22,7 @@ struct mpx_request {
     uint32_t magic;
     uint8_t direction;
     uint8_t kind;
+    uint8_t nodelay;  // 1: the server sets TCP_NODELAY too (the flow's `nodelay`, both sockets alike)
     char cc[16];      // congestion control the server sets on its side of the connection
     uint64_t flow_id;
     uint64_t size_bytes; // sized flows; rpc: one response

@@ -7,8 +7,8 @@
 // per message read (times relative to the epoch; the due times are the plan's, so the harness
 // adds them). Sender and receiver run in different namespaces of one host and share
 // CLOCK_MONOTONIC, so a message's one-way delay is a difference of two stamps on one clock.
-// Both sockets set TCP_NODELAY (a real-time application does, and the simulator models no
-// Nagle): a message leaves at once rather than waiting for the ACK of the previous one.
+// Both sockets set TCP_NODELAY unless the flow's `nodelay` is false (a real-time application
+// does by default): a message leaves at once rather than waiting for the ACK of the previous one.
 
 #define _GNU_SOURCE
 #include "mpxfer.h"

@@ -7,8 +7,8 @@
 // last. The server reads the requests in order and writes response k (`response_bytes`) once
 // requests 0..=k have arrived whole. The client records when the last byte of each response
 // was read: one "block" line per request (the simulator's `blocks` table). Both sockets set
-// TCP_NODELAY (an RPC does, and the simulator models no Nagle): a request or the tail of a
-// response leaves at once rather than waiting for the ACK of an earlier small segment.
+// TCP_NODELAY unless the flow's `nodelay` is false (an RPC does by default): a request or the
+// tail of a response leaves at once rather than waiting for the ACK of an earlier small segment.
 
 #define _GNU_SOURCE
 #include "mpxfer.h"
@@ -113,7 +113,6 @@ void mpx_rpc_serve(int fd, uint64_t flow_id, uint64_t request_bytes, uint64_t re
     static const char zeros[RPC_CHUNK_BYTES];
     uint64_t got = 0, written = 0, next_sample = mpx_now_ns();
     int peer_closed = 0;
-    mpx_nodelay(fd);
     while (!mpx_stopping()) {
         uint64_t now = mpx_now_ns();
         if (now >= give_up_abs) break;

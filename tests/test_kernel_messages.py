@@ -43,7 +43,7 @@ def test_a_messages_flow_runs_as_mpxfer_messages_with_the_simulators_count(direc
     client_sndbuf = f.so_sndbuf_bytes if direction == "upload" else 0
     assert f.so_sndbuf_bytes > 0
     assert f.line() == (f"{f.flow_id} tcp cubic {client_addr(0)} {direction} messages 45 {100 * MS} "
-                        f"{f.so_rcvbuf_bytes} {client_sndbuf} 160 0 {20 * MS} 0")
+                        f"{f.so_rcvbuf_bytes} {client_sndbuf} 1 160 0 {20 * MS} 0")
 
 
 def test_message_blocks_are_stamped_with_their_due_time_and_unread_ones_miss_their_deadline():

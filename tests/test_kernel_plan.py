@@ -46,11 +46,34 @@ def test_plan_maps_paths_to_router_interfaces_and_queues():
     assert len({lk.qnum for lk in plan.links}) == 4
     assert by_name["lte.down"].delayer_spec() == f"{by_name['lte.down'].qnum},delay_us=100000.000"
     # The flow binds to its transport's first path: the MP_CAPABLE subflow goes over LTE.
-    # The last fields are the client's SO_RCVBUF and SO_SNDBUF: no rcv_buf_autotuning is false, as
-    # in the simulator's core, so the receiving socket gets the fixed 8 MiB window's buffer (and
-    # the sending socket, here the server's listener, the fixed send buffer).
-    assert plan.flows[0].line() == f"4 mptcp cubic {client_addr(1)} download sized 1000 {5 * MS} {so_rcvbuf_bytes(8 << 20)} 0"
+    # Then the client's SO_RCVBUF and SO_SNDBUF: no rcv_buf_autotuning is false, as in the
+    # simulator's core, so the receiving socket gets the fixed 8 MiB window's buffer (and the
+    # sending socket, here the server's listener, the fixed send buffer); last, nodelay: a sized
+    # transfer leaves Nagle on unless the scenario says otherwise.
+    assert plan.flows[0].line() == f"4 mptcp cubic {client_addr(1)} download sized 1000 {5 * MS} {so_rcvbuf_bytes(8 << 20)} 0 0"
     assert plan.mptcp_paths == (0, 1)
+
+
+def test_a_scenarios_nodelay_reaches_mpxfer_and_the_simulator_alike():
+    import mpsched
+    from mpsched.scenario.normalize import to_config
+
+    def flow(workload: str) -> tuple[dict, str]:
+        cfg = to_config(mpsched.loads_scenario('duration = "5s"\n[[paths]]\nname = "a"\nrate = "10Mbit"\n'
+                                               'rtt = "20ms"\n[connection]\nprotocol = "tcp"\n[workload]\n' + workload))
+        return cfg["flows"][0], make_plan(cfg).flows[0].line().split()[10]
+
+    # without the field, mpxfer's own default per kind and no key for the simulator's core
+    # (whose `AppConfig::nodelay_by_default` is the same): sized transfers leave Nagle on
+    sized, nodelay = flow('kind = "sized"\nsize = "1MB"\ninterval = "1s"\n')
+    assert "nodelay" not in sized and nodelay == "0"
+    rpc = 'kind = "rpc"\nrequests = 10\nresponse = "4KB"\n'
+    assert flow(rpc)[1] == "1"
+    # given, both engines get it: TCP_NODELAY on a sized transfer, Nagle on for an rpc
+    sized, nodelay = flow('kind = "sized"\nsize = "1MB"\ninterval = "1s"\nnodelay = true\n')
+    assert sized["nodelay"] is True and nodelay == "1"
+    rpc_nagle, nodelay = flow(rpc + "nodelay = false\n")
+    assert rpc_nagle["nodelay"] is False and nodelay == "0"
 
 
 def test_plan_delayer_spec_carries_jitter_and_loss():
@@ -361,7 +384,7 @@ def test_a_fixed_send_buffer_gets_the_so_sndbuf_whose_limit_is_snd_buf():
     cfg = base_config()
     plan = make_plan(cfg)
     assert (plan.flows[0].so_sndbuf_bytes, plan.listener_so_sndbuf_bytes) == (so_sndbuf_bytes(8 << 20),) * 2
-    assert plan.flows[0].line().endswith(" 0")  # a download: the client's socket sends no data
+    assert plan.flows[0].line().split()[9] == "0"  # a download: the client's socket sends no data
     cfg["transports"][0]["rcv_buf_autotuning"] = True
     plan = make_plan(cfg)
     assert (plan.flows[0].so_sndbuf_bytes, plan.listener_so_sndbuf_bytes) == (0, 0)
@@ -369,7 +392,7 @@ def test_a_fixed_send_buffer_gets_the_so_sndbuf_whose_limit_is_snd_buf():
     up["flows"][0]["direction"] = "upload"
     plan = make_plan(up)
     assert plan.listener_so_sndbuf_bytes == 0  # no download: the listener autotunes its send buffer
-    assert plan.flows[0].line().endswith(f" {so_rcvbuf_bytes(8 << 20)} {so_sndbuf_bytes(8 << 20)}")
+    assert plan.flows[0].line().endswith(f" {so_rcvbuf_bytes(8 << 20)} {so_sndbuf_bytes(8 << 20)} 0")
 
 
 @pytest.mark.parametrize("change,field,words", [

@@ -108,9 +108,9 @@ def test_the_kernel_engine_runs_an_rpc_with_mpxfer_and_records_its_requests():
     # mpxfer's flows line: 20 requests, then request / response bytes, the open loop's interval
     # and the closed loop's window (unused here); the flow's bytes are all its responses.
     # (after the client's SO_RCVBUF for the default fixed 6 MiB window and its SO_SNDBUF for the
-    # default fixed 4 MiB send buffer: the client sends the requests)
+    # default fixed 4 MiB send buffer: the client sends the requests; and nodelay, an rpc's 1)
     assert f.line() == (f"{f.flow_id} tcp cubic {client_addr(0)} download rpc 20 {f.start_ns} "
-                        f"{so_rcvbuf_bytes(6 << 20)} {so_sndbuf_bytes(4 << 20)} 300 4000 20000000 1")
+                        f"{so_rcvbuf_bytes(6 << 20)} {so_sndbuf_bytes(4 << 20)} 1 300 4000 20000000 1")
     assert (f.kind, f.size_bytes) == ("rpc", 20 * 4000)
     closed = make_plan(to_config(mpsched.loads_scenario(CLEAN + "concurrency = 3\n"))).flows[0]
     assert closed.line().endswith(" 300 4000 0 3")

@@ -10,6 +10,7 @@ import pytest
 
 import mpsched
 from mpsched.engines import sim
+from mpsched.sched import SendNew, register
 from mpsched.scenario.normalize import to_config
 from mpsched.study.progress import SimTimeColumn
 from mpsched.study.simclock import SimClock
@@ -83,13 +84,31 @@ def test_a_study_run_feeds_the_clock_the_bar_reads(monkeypatch):
     assert SIM_CLOCK.text() == ""  # cleared once the run is over
 
 
-def test_a_built_in_schedulers_refused_actions_are_in_the_actions_table():
-    # redundant sends every byte on every subflow and asks for new data beyond what a small
-    # receive window allows: the connection refuses it, and says so per flow, kind and reason
+def test_a_built_in_scheduler_filling_a_small_window_to_its_edge_is_refused_nothing():
+    # redundant sends every byte on every subflow and asks for new data up to what a small
+    # receive window allows. Linux fills an MPTCP mapping to the window's edge in bytes
+    # (`mptcp_check_allowed_size`; docs/testbed.md, tcp11y), so the connection takes a room
+    # smaller than one segment too: nothing is refused. (When the simulator cut hand-overs to
+    # whole segments, this run refused 714 "new" actions, receive_window_full, each for such a
+    # room; no built-in scheduler asks beyond the room it is shown.)
     res = mpsched.run(_scenario("redundant", "2s", 'kind = "sized"\nsize = "2MB"\ninterval = "1s"', 'rcv_buf = "64KB"'))
+    assert res.flows["completed"].all()
+    assert res.actions.height == 0
+
+
+class _IgnoresTheWindow:
+    """Asks for new data on the first subflow whatever the receive window and the queue allow."""
+
+    def schedule(self, view):
+        return [SendNew(0, 1 << 20)] if view.unsent_bytes else []
+
+
+def test_refused_actions_are_in_the_actions_table_per_flow_kind_and_reason():
+    res = mpsched.run(_scenario(register(_IgnoresTheWindow), "2s", 'kind = "sized"\nsize = "2MB"\ninterval = "1s"',
+                                'rcv_buf = "64KB"'))
     acts = res.actions
     assert acts.height and set(acts.columns) >= {"run_id", "flow_id", "scheduler", "action", "reason", "rejected_count"}
-    assert (acts["rejected_count"] > 0).all() and set(acts["scheduler"]) == {"redundant"}
+    assert (acts["rejected_count"] > 0).all() and set(acts["action"]) == {"new"}
     assert "receive_window_full" in set(acts["reason"])
     assert set(acts["flow_id"]) <= set(res.flows["flow_id"])
 
@@ -101,9 +120,10 @@ def test_a_run_without_refusals_stores_an_empty_actions_table(tmp_path):
     assert (tmp_path / "s").is_dir() and mpsched.load(tmp_path / "s").actions.height == 0
 
 
-def test_no_flow_completing_with_a_built_in_scheduler_warns_with_its_refusals():
+def test_no_flow_completing_warns_with_the_connections_refusals():
     # a transfer far longer than the run: the warning quotes the connection's refusals
-    scenario = _scenario("redundant", "1s", 'kind = "sized"\nsize = "20MB"\ninterval = "2s"', 'rcv_buf = "64KB"')
+    scenario = _scenario(register(_IgnoresTheWindow), "1s", 'kind = "sized"\nsize = "20MB"\ninterval = "2s"',
+                         'rcv_buf = "64KB"')
     with pytest.warns(RuntimeWarning, match=r"no flow completed in 1 of 1 run.*refused the scheduler's actions \(.* x\d+"):
         res = mpsched.run(scenario)
     assert res.actions["rejected_count"].sum() > 0

@@ -95,6 +95,23 @@ def test_cbr_block_delay_is_at_least_the_one_way_delay_and_grows_on_the_slow_pat
     assert high["variation_mean_abs_ms"] > low["variation_mean_abs_ms"]
 
 
+def test_a_cbr_writer_without_nodelay_holds_a_blocks_partial_last_segment_for_nagle():
+    # 8 KiB blocks every 16 ms on a 40 ms path: with TCP_NODELAY (cbr's default) every block
+    # arrives after the same delay; with Nagle on (nodelay = false, Linux's default) a block's
+    # partial last segment waits while the previous block's is unacknowledged (Minshall's check).
+    paths = [{"name": "low", "rate": "10Mbit", "rtt": "40ms", "queue": "1BDP"}]
+
+    def summary(nodelay):
+        res = _run(_scenario({"kind": "cbr", "rate": "4Mbit", "stop": "10s", "nodelay": nodelay}, paths=paths,
+                             duration="12s"))
+        return block_delay_summary(res["blocks"], skip_s=1.0).row(0, named=True)
+
+    nodelay, nagle = summary(True), summary(False)
+    assert nodelay["delay_max_ms"] - nodelay["delay_median_ms"] < 1
+    assert nagle["delay_median_ms"] > nodelay["delay_median_ms"] + 5
+    assert nagle["variation_mean_abs_ms"] > 1 > nodelay["variation_mean_abs_ms"]
+
+
 @pytest.mark.parametrize("workload, field", [
     ({"kind": "web", "page": "amazon", "size": "1KB"}, "workload[0].page"),
     ({"kind": "web", "page": "nope"}, "workload[0].page"),
@@ -103,6 +120,7 @@ def test_cbr_block_delay_is_at_least_the_one_way_delay_and_grows_on_the_slow_pat
     ({"kind": "cbr", "rate": "1Mbit", "size": "1KB"}, "workload[0].size"),
     ({"kind": "bulk", "reuse_connection": True}, "workload[0].reuse_connection"),
     ({"kind": "bulk", "rate": "1Mbit"}, "workload[0].rate"),
+    ({"kind": "cbr", "rate": "1Mbit", "nodelay": "yes"}, "workload[0].nodelay"),
 ])
 def test_inconsistent_workloads_are_refused(workload, field):
     with pytest.raises(ScenarioError) as e:

@@ -61,6 +61,7 @@ fn dumbbell_long_flows(n: usize) -> SimConfig {
             direction: Direction::Download,
             paths: None,
             app: AppConfig::Bulk { stop_ns: duration_ns },
+            nodelay: None,
         })
         .collect();
     let mut cfg = base(flows, duration_ns);

@@ -240,6 +240,17 @@ pub struct FlowConfig {
     pub paths: Option<Vec<usize>>,
     /// What the application sends.
     pub app: AppConfig,
+    /// Whether the application sets `TCP_NODELAY` on its sockets (Nagle off). `None`: what
+    /// the kernel engine's mpxfer does for that kind ([`AppConfig::nodelay_by_default`]).
+    #[serde(default)]
+    pub nodelay: Option<bool>,
+}
+
+impl FlowConfig {
+    /// Whether the flow's writers leave Nagle on (Linux's default without `TCP_NODELAY`).
+    pub fn nagle(&self) -> bool {
+        !self.nodelay.unwrap_or_else(|| self.app.nodelay_by_default())
+    }
 }
 
 /// Direction of the data.
@@ -346,6 +357,21 @@ pub enum AppConfig {
         #[serde(default)]
         offsets_ns: Option<Vec<u64>>,
     },
+}
+
+impl AppConfig {
+    /// Whether this kind of application sets `TCP_NODELAY` when the scenario does not say.
+    /// The kernel engine's mpxfer sets it for rpc and messages and leaves Nagle on for sized
+    /// and bulk transfers (`native/mpxfer.c`), so a scenario means one network on both
+    /// engines. The simulator-only kinds: a CBR or real-time stream is latency-bound like
+    /// messages, and HTTP servers disable Nagle (nginx `tcp_nodelay on` and Apache httpd by
+    /// default), so cbr and web set it; transfers on one connection are sized transfers.
+    pub fn nodelay_by_default(&self) -> bool {
+        matches!(
+            self,
+            AppConfig::Messages { .. } | AppConfig::Rpc { .. } | AppConfig::Cbr { .. } | AppConfig::Web { .. }
+        )
+    }
 }
 
 /// A GET with typical browser headers is a few hundred bytes; 500 B on the wire (headers

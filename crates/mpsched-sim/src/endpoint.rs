@@ -111,14 +111,16 @@ fn build_scheduler(t: &TransportConfig, custom: Option<&dyn CustomSchedulers>) -
 
 /// Builds the (client, server) endpoints of a flow over `paths` (one subflow per path). The
 /// transport passed [`check_transport`].
+/// `nagle`: the application leaves Nagle on (no `TCP_NODELAY`, [`crate::config::FlowConfig::nagle`]).
 pub(crate) fn build_endpoints(
     t: &TransportConfig,
     paths: &[usize],
     direction: Direction,
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
+    nagle: bool,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
-    build_pair(t, paths, direction, now_ns, custom)
+    build_pair(t, paths, direction, now_ns, custom, nagle)
 }
 
 /// Builds the (client, server) endpoints of a flow's client-to-server stream (an RPC's
@@ -126,14 +128,16 @@ pub(crate) fn build_endpoints(
 /// half of a real connection has. The server delays its ACKs as any receiver does: a request's
 /// ACK leaves with the response when that goes out on the same subflow (the simulation's
 /// `ack_rides_on_data`), else on the delayed-ACK timer or with the next data on that subflow,
-/// as on the kernel (docs/testbed.md, "Session 6: RPC latency").
+/// as on the kernel (docs/testbed.md, "Session 6: RPC latency"). The client's writer takes the
+/// flow's `nagle` (mpxfer sets `TCP_NODELAY` on both sockets or on neither).
 pub(crate) fn build_request_endpoints(
     t: &TransportConfig,
     paths: &[usize],
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
+    nagle: bool,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
-    build_pair(t, paths, Direction::Upload, now_ns, custom)
+    build_pair(t, paths, Direction::Upload, now_ns, custom, nagle)
 }
 
 fn build_pair(
@@ -142,6 +146,7 @@ fn build_pair(
     direction: Direction,
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
+    nagle: bool,
 ) -> (Box<dyn Endpoint>, Box<dyn Endpoint>) {
     let mode = match t.protocol {
         Protocol::Tcp => Mode::Tcp,
@@ -157,6 +162,7 @@ fn build_pair(
                 LossRecoveryConfig::RackTlp => LossRecovery::RackTlp,
                 LossRecoveryConfig::Rfc6675 => LossRecovery::Rfc6675,
             },
+            nagle,
             ..TcpConfig::default()
         },
         rcv_buf_bytes: t.rcv_buf_bytes,

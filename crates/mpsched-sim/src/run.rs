@@ -408,13 +408,14 @@ impl<'a> Simulation<'a> {
         }
         let fc = &self.cfg.flows[fi];
         let transport = &self.cfg.transports[fc.transport];
+        let nagle = fc.nagle();
         let (client, server) =
-            build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom);
+            build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom, nagle);
         self.started[fi] = true;
         let side = |ep, client| Side { ep, timer_at_ns: None, host: HostRx::new(self.cfg, fi, client) };
         let request = App::carries_requests(&fc.app).then(|| {
             let (client, server) =
-                build_request_endpoints(transport, self.cfg.flow_paths(fi), self.now_ns, self.custom);
+                build_request_endpoints(transport, self.cfg.flow_paths(fi), self.now_ns, self.custom, nagle);
             let side = |ep| Side { ep, timer_at_ns: None, host: None };
             Box::new(RequestHalf { client: side(client), server: side(server) })
         });

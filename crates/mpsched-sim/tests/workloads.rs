@@ -17,7 +17,7 @@ fn one_path(rtt_ms: u64) -> SimConfig {
 }
 
 fn flow(id: u64, app: AppConfig) -> FlowConfig {
-    FlowConfig { id, transport: 0, start_ns: 0, direction: Direction::Download, paths: None, app }
+    FlowConfig { id, transport: 0, start_ns: 0, direction: Direction::Download, paths: None, app, nodelay: None }
 }
 
 fn web(objects_bytes: Vec<u64>) -> AppConfig {

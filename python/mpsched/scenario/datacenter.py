@@ -175,6 +175,8 @@ def flows(s: Scenario) -> list[dict[str, Any]]:
             raise _error(f"workload[{wi}].stop", "the workload must stop after it starts (default stop: the duration)")
         base = {"connection": conn_index[w.connection] if w.connection is not None else 0, "workload": wi,
                 "class": w.distribution if w.kind == "empirical" else w.kind}
+        if w.nodelay is not None:  # else the engine's default for sized and endless flows (Nagle on)
+            base["nodelay"] = w.nodelay
         endless = {"kind": "bulk", "stop_ns": stop_ns}
         if w.kind == "bulk":  # dumbbell pairs
             pairs = list(w.pairs) if w.pairs is not None else list(range(host_count(s)))
@@ -285,7 +287,8 @@ def build(s: Scenario) -> Network:
         paths=built["paths"],
         transport_paths=[{"paths": [0], "backup_paths": []} for _ in conns],  # every flow has its own
         flows=[{"id": i, "transport": f["connection"], "start_ns": f["start_ns"], "direction": "download",
-                "paths": flow_paths[i], "app": f["app"]} for i, f in enumerate(fl)],
+                "paths": flow_paths[i], "app": f["app"], **({"nodelay": f["nodelay"]} if "nodelay" in f else {})}
+               for i, f in enumerate(fl)],
         columns={"flows": per_flow, "links": link_columns(links, parse_time_ns(s.duration))},
     )
 

@@ -33,8 +33,10 @@ def workload_flows(s: Scenario, duration_ns: int) -> tuple[list[dict[str, Any]],
                 chain.append({"flow": len(flows), "after": len(flows) - 1,
                               "gap_ns": parse_time_ns(w.gap) if w.gap is not None else 0})
                 start_ns = duration_ns
-            flows.append({"id": len(flows), "transport": transport, "start_ns": start_ns, "direction": w.direction,
-                          "app": app})
+            flow = {"id": len(flows), "transport": transport, "start_ns": start_ns, "direction": w.direction, "app": app}
+            if w.nodelay is not None:  # else each engine's default for the kind (mpxfer's)
+                flow["nodelay"] = w.nodelay
+            flows.append(flow)
     return flows, chain
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, StrictBool
 from pydantic import model_validator
 
 from mpsched.scenario.units import parse_size_bytes
@@ -58,6 +58,11 @@ class WorkloadSpec(_Model):
       default: the next leaves when a response is complete); each request's latency (its write
       to the last byte of its response) is in `blocks`, with `deadline` as for messages.
 
+    ``nodelay`` (any kind): whether the application sets ``TCP_NODELAY`` on its sockets (Nagle
+    off). Without it, each kind does what the kernel engine's mpxfer does: rpc and messages set
+    it, sized and bulk transfers leave Nagle on; the simulator-only cbr and web set it, and the
+    data-center kinds (sized and endless flows) leave Nagle on. Both engines honour it.
+
     On a `[topology]` (see `mpsched.scenario.datacenter`): ``"query"`` (2-20 KB), ``"short_message"``
     (50 KB-1 MB) and ``"background"`` (1-50 MB) flows of `003_` §3.3 from `senders` to
     `receivers` with Poisson arrivals of mean `mean_gap` per receiver (``"background"`` without
@@ -105,6 +110,7 @@ class WorkloadSpec(_Model):
     response: Size | None = None
     requests: Annotated[Any, BeforeValidator(_count)] | None = None
     concurrency: Annotated[Any, BeforeValidator(_count)] | None = None
+    nodelay: StrictBool | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
@@ -150,7 +156,7 @@ class WorkloadSpec(_Model):
 
     def _datacenter(self) -> WorkloadSpec:
         """Flows between the hosts of a topology: Poisson arrivals per receiver, or without end."""
-        allowed = {"kind", "connection", "start", "stop", "mean_gap", "senders", "receivers", "direction"}
+        allowed = {"kind", "connection", "start", "stop", "mean_gap", "senders", "receivers", "direction", "nodelay"}
         allowed |= {"empirical": {"distribution"}, "background": {"fraction"}}.get(self.kind, set())
         if self.kind in ("query", "short_message", "background"):
             allowed |= {"size", "size_range"}  # every flow of this size, or uniform in this range
@@ -199,7 +205,7 @@ class WorkloadSpec(_Model):
         """Real-time messages: `size` every `interval` (or `rate_hz` a second) until `stop` or
         for `messages` messages, each with an optional `deadline`."""
         allowed = {"kind", "connection", "direction", "size", "interval", "rate_hz", "deadline", "messages", "start",
-                   "stop", "count"}
+                   "stop", "count", "nodelay"}
         for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
             raise _FieldError(f, f"a messages workload does not take this field; it takes "
                               f"{', '.join(sorted(allowed - {'kind'}))}")
@@ -215,7 +221,7 @@ class WorkloadSpec(_Model):
         """Requests and responses: `requests` of them, open loop (`interval` / `rate_hz`) or
         closed loop (`concurrency`)."""
         allowed = {"kind", "connection", "direction", "request", "response", "requests", "interval", "rate_hz",
-                   "concurrency", "deadline", "start", "count"}
+                   "concurrency", "deadline", "start", "count", "nodelay"}
         for f in sorted(_given(self) - allowed, key=list(type(self).model_fields).index):
             raise _FieldError(f, f"an rpc workload does not take this field; it takes "
                               f"{', '.join(sorted(allowed - {'kind'}))}")

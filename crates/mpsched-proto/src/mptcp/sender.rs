@@ -155,6 +155,12 @@ impl DataSender {
         }
         self.app_written += bytes;
         self.need_schedule = true;
+        // `mptcp_sendmsg` ends in `__mptcp_push_pending`, whose scheduler call
+        // (`mptcp_subflow_get_send`) stores the MPTCP timer's period whether or not the
+        // connection window admits the data (`mptcp_check_allowed_size` only stops the copy).
+        if let Some(st) = self.stale.as_mut() {
+            st.push_pending = true;
+        }
     }
 
     fn unacked_written(&self) -> u64 {
@@ -400,10 +406,18 @@ impl DataSender {
         let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
         n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
         if room < n {
-            // Sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
-            // `tcp_snd_wnd_test` only sends segments that fit the window whole):
-            // a window-limited hand-over is cut to whole segments.
-            n = room / mss * mss;
+            n = if self.cfg.mode == Mode::Mptcp {
+                // Linux `mptcp_check_allowed_size` trims the mapping to the connection
+                // window's edge in bytes, so a window-limited hand-over ends in a partial
+                // segment (the subflow's `snd_wnd` is the connection's, so
+                // `tcp_snd_wnd_test` passes it); the testbed's captures show such mappings
+                // (docs/testbed.md, tcp11y).
+                room
+            } else {
+                // Plain TCP: sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
+                // `tcp_snd_wnd_test` only sends segments that fit the window whole).
+                room / mss * mss
+            };
             if n == 0 {
                 return Err(Rejection::ReceiveWindowFull);
             }

@@ -77,8 +77,9 @@ pub(crate) struct StaleTracker {
     /// `msk->timer_ival`: the period the timer is (re)armed with, as computed at the last push
     /// attempt (`mptcp_subflow_get_send`), not when the timer is armed.
     pub(crate) ival_ns: u64,
-    /// The MPTCP timer fired since the last push attempt: the worker's `release_sock` pushes
-    /// (`mptcp_check_and_set_pending` -> `mptcp_release_cb`), which recomputes the period.
+    /// A push is due whatever the window: the MPTCP timer fired since the last push attempt
+    /// (the worker's `release_sock` pushes, `mptcp_check_and_set_pending` ->
+    /// `mptcp_release_cb`), or the application wrote (`mptcp_sendmsg`); it recomputes the period.
     pub(crate) push_pending: bool,
     /// Subflows marked stale so far.
     pub(crate) marked: u64,

@@ -7,7 +7,7 @@
 //!
 //! Scope and simplifications (simulation): sequence numbers are `u64` and never wrap; both
 //! sides start at 0 (the SYN), so data starts at sequence number 1; payload bytes are not
-//! carried; segments never exceed a DSN mapping; no Nagle, no TSO, no pacing (Linux paces only
+//! carried; segments never exceed a DSN mapping; Nagle only when `TcpConfig::nagle`, no TSO, no pacing (Linux paces only
 //! with the fq qdisc or BBR). Loss detection is Linux's default RACK-TLP (RFC 8985: time-based
 //! marking, reordering timer, tail-loss probe); [`LossRecovery::Rfc6675`] selects RFC 6675
 //! DupThresh instead (plus RACK's rule for lost retransmissions), where a lost tail waits for
@@ -104,6 +104,9 @@ pub struct TcpConfig {
     pub slow_start_after_idle: bool,
     /// How losses are detected ([`LossRecovery::RackTlp`], Linux's default, unless set).
     pub loss_recovery: LossRecovery,
+    /// Nagle's test with Minshall's variant (Linux without `TCP_NODELAY`): a partial segment
+    /// at the queue's tail waits while a partial segment sent earlier is unacknowledged.
+    pub nagle: bool,
 }
 
 /// Loss detection of a subflow.
@@ -140,6 +143,7 @@ impl Default for TcpConfig {
             mptcp: false,
             slow_start_after_idle: true,
             loss_recovery: LossRecovery::RackTlp,
+            nagle: false,
         }
     }
 }

@@ -43,11 +43,11 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
             vec![send(5, 1000), send(0, 1000)],
             // Called again when the SYN arrives: wait.
             vec![],
-            // Established, window 3000 bytes: two whole segments of the MPTCP payload (1420
-            // bytes, see `tcp::MPTCP_DATA_MSS_BYTES_FOR_1500`) fit (2840 bytes) ...
+            // Established, window 3000 bytes: the hand-over is cut at the window's edge, as
+            // Linux `mptcp_check_allowed_size` does: two full segments of the MPTCP payload
+            // (1420 bytes, see `tcp::MPTCP_DATA_MSS_BYTES_FOR_1500`) and 160 bytes ...
             vec![send(0, 10_000)],
-            // ... then 160 bytes of window are left: less than the 1000 asked, and less than a
-            // segment, so nothing is handed over (sender silly-window avoidance).
+            // ... then no window is left, so nothing is handed over.
             vec![send(0, 1000)],
             // Penalties: both applied (the rate limit is the scheduler's). A copy of unsent data.
             vec![
@@ -105,10 +105,10 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
     }
     assert_eq!(
         sent,
-        vec![(0, 0, MSS), (0, MSS, MSS)],
-        "whole segments inside the window"
+        vec![(0, 0, MSS), (0, MSS, MSS), (0, 2 * MSS, 3000 - 2 * MSS)],
+        "the window filled to its edge, the last segment partial"
     );
-    assert_eq!(tx.next_dsn(), 2 * MSS);
+    assert_eq!(tx.next_dsn(), 3000);
     assert_eq!(tx.rejections(Rejection::ReceiveWindowFull), 1);
 
     // The next input runs the scheduler again: penalties and a copy of data never sent.

@@ -70,6 +70,7 @@ pub fn poisson_flows(n: usize, mean_gap_ns: f64, size_bytes: u64) -> Vec<FlowCon
                 direction: Direction::Download,
                 paths: None,
                 app: AppConfig::Sized { size_bytes },
+                nodelay: None,
             }
         })
         .collect()
@@ -88,6 +89,7 @@ pub fn e2e_dumbbells() -> Vec<(&'static str, SimConfig)> {
                     direction: Direction::Download,
                     paths: None,
                     app: AppConfig::Sized { size_bytes: 100_000_000 },
+                    nodelay: None,
                 }],
                 60_000 * NS_PER_MS,
             ),
@@ -145,6 +147,7 @@ pub fn fattree_permutation_for(
                 direction: Direction::Download,
                 paths: Some(table.flow_paths(&tree, src, dst, &choices)),
                 app: AppConfig::Bulk { stop_ns },
+                nodelay: None,
             }
         })
         .collect();

@@ -53,6 +53,7 @@ pub fn sized(id: u64, transport: usize, start_ns: u64, size_bytes: u64) -> FlowC
         direction: Direction::Download,
         paths: None,
         app: AppConfig::Sized { size_bytes },
+        nodelay: None,
     }
 }
 

@@ -1,14 +1,12 @@
 """From a normalized run configuration to a testbed plan: which emulated link sits on which
 router interface, what the delayer does on each, which flows start where.
 
-Pure (no root, no commands), so the refusals and the mapping are tested anywhere. The
-configuration is the dict form of `crates/mpsched-sim/src/config.rs` (`SimConfig`); what the
-real kernel cannot reproduce is refused here with one clear message naming the field.
+Pure (no root, no commands), so the refusals and the mapping are tested anywhere. The configuration is the dict
+form of `crates/mpsched-sim/src/config.rs` (`SimConfig`); what the real kernel cannot reproduce is refused here.
 
-Topology (docs/testbed.md): the client has one interface per path (`p<i>`, 10.0.<i+1>.1/24),
-the router one per path (`rp<i>`, 10.0.<i+1>.254) and one towards the single-homed server
-(`rsrv`, 10.9.0.254), the server `srv0` (10.9.0.1). Path i's downlink is shaped on `rp<i>`
-egress, its uplink in class 1:<i+1> of `rsrv` egress; both delayed by NFQUEUE in FORWARD.
+Topology (docs/testbed.md): client interfaces `p<i>` (10.0.<i+1>.1/24), router `rp<i>` (10.0.<i+1>.254) and `rsrv`
+(10.9.0.254) towards the single-homed server `srv0` (10.9.0.1). Path i's downlink is shaped on `rp<i>` egress, its
+uplink in class 1:<i+1> of `rsrv` egress; both delayed by NFQUEUE in FORWARD.
 """
 
 from __future__ import annotations
@@ -145,13 +143,14 @@ class FlowPlan:
     rpc: RpcPlan | MessagesPlan | None = None   # rpc and messages flows: their units
     so_rcvbuf_bytes: int = 0   # SO_RCVBUF of the receiving socket (engines/kernel/rcvbuf.py); 0: autotune
     so_sndbuf_bytes: int = 0   # SO_SNDBUF of the sending socket(s) (engines/kernel/sndbuf.py); 0: autotune
+    nodelay: bool = False      # TCP_NODELAY on both sockets (the simulator's writer then runs without Nagle)
 
     def line(self) -> str:
         """The flow's line in mpxfer's flows file (native/mpxfer.c)."""
         amount = {"sized": self.size_bytes, "bulk": self.stop_ns}.get(self.kind, self.rpc and self.rpc.units)
         client_snd = self.so_sndbuf_bytes if self.direction == "upload" or self.kind == "rpc" else 0  # the client sends
         return (f"{self.flow_id} {self.protocol} {self.cc} {client_addr(self.paths[0])} {self.direction} {self.kind} "
-                f"{amount} {self.start_ns} {self.so_rcvbuf_bytes} {client_snd}" + (self.rpc.fields() if self.rpc else ""))
+                f"{amount} {self.start_ns} {self.so_rcvbuf_bytes} {client_snd} {int(self.nodelay)}" + (self.rpc.fields() if self.rpc else ""))
 
 
 @dataclass(frozen=True)
@@ -359,7 +358,8 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
             direction=f.get("direction", "download"), kind=kind,
             size_bytes=int(app["size_bytes"]) if kind == "sized" else rpc and rpc.units * rpc.unit_bytes,
             stop_ns=int(app["stop_ns"]) if kind == "bulk" else None, start_ns=int(f["start_ns"]), rpc=rpc,
-            so_rcvbuf_bytes=so_bufs[f["transport"]][0], so_sndbuf_bytes=so_bufs[f["transport"]][1]))
+            so_rcvbuf_bytes=so_bufs[f["transport"]][0], so_sndbuf_bytes=so_bufs[f["transport"]][1],
+            nodelay=f.get("nodelay", kind in ("rpc", "messages"))))  # mpxfer's default: the simulator's too
 
     cross = []
     for c_i, c in enumerate(cfg.get("cross_traffic") or []):

@@ -131,10 +131,11 @@ impl DataSender {
         }
     }
 
-    /// Before a scheduler run: is it a push attempt (`__mptcp_push_pending` runs): the
-    /// connection-level window admits unsent data (an ACK's `__mptcp_check_push`, an
-    /// application write), or the MPTCP timer fired since the last one (the worker's push;
-    /// a stale mark's re-injection is pushed from there too)?
+    /// Before a scheduler run: is it a push attempt (`__mptcp_push_pending` runs): an
+    /// application write (`mptcp_sendmsg`, whatever the window), an ACK while the
+    /// connection-level window admits unsent data (`ack_update_msk` -> `__mptcp_check_push`),
+    /// or the MPTCP timer fired since the last one (the worker's push; a stale mark's
+    /// re-injection is pushed from there too)?
     pub(super) fn push_attempt(&self) -> bool {
         self.stale.as_ref().is_some_and(|st| {
             st.push_pending || (self.wnd_end > self.next_dsn && self.app_written > self.next_dsn)

@@ -142,6 +142,11 @@ pub struct Sender {
     tlp_retrans: bool,
     /// A probe is due at the next `poll_transmit`.
     probe_due: bool,
+    /// Linux `snd_sml` (Minshall's Nagle), kept as its distance below `snd_nxt` in 32 bits
+    /// (the connection's fixed size is guarded by `tests::perf`): the end of the last partial
+    /// segment sent; `u32::MAX` when there is none (or it is more than 4 GiB behind, which
+    /// no flight spans).
+    sml_behind: u32,
     /// DATA_ACK to put on outgoing segments (reverse direction; set by the connection).
     pub data_ack_out: u64,
     /// The counters of [`SenderStats`] that change per segment; the others (loss recovery,
@@ -208,6 +213,7 @@ impl Sender {
             tlp_high_seq: None,
             tlp_retrans: false,
             probe_due: false,
+            sml_behind: u32::MAX,
             data_ack_out: 0,
             stats: HotStats::default(),
             rare: None,
@@ -469,6 +475,9 @@ impl Sender {
             self.board.reserve(window_segs.min(1 << 16) as usize);
         }
         let len = front.len.min(self.tcb.mss_bytes);
+        if !ignore_cwnd && self.nagle_holds(len, front.len, front.data_fin) {
+            return None;
+        }
         if !ignore_cwnd && !self.can_send_new(len) {
             self.cwnd_validate(true);
             return None;
@@ -494,6 +503,14 @@ impl Sender {
         self.board.set_full_len(self.tcb.mss_bytes);
         self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;
+        // Linux `tcp_minshall_update`: a partial segment marks `snd_sml` at its end.
+        self.sml_behind = if len < self.tcb.mss_bytes {
+            0
+        } else if self.sml_behind == u32::MAX {
+            u32::MAX
+        } else {
+            u32::try_from(u64::from(self.sml_behind) + len).unwrap_or(u32::MAX)
+        };
         self.on_sent(now_ns, len);
         if ignore_cwnd {
             self.tlp_high_seq = Some(self.snd_nxt);
@@ -516,6 +533,23 @@ impl Sender {
     /// The window in segments (Linux `snd_cwnd`): whole MSS in the window, at least one.
     fn cwnd_segs(&self) -> u64 {
         (self.tcb.cwnd_bytes / self.tcb.mss_bytes.max(1)).max(1)
+    }
+
+    /// Linux `tcp_nagle_test` on new data: with Nagle on, the queue's last, partial segment
+    /// (`len` of the `front_len` bytes left, the only mapping queued) waits while segments
+    /// are outstanding and the last partial segment sent is among them (`tcp_minshall_check`:
+    /// `snd_sml` after `snd_una`). A TCP FIN is never held; MPTCP's DATA_FIN rides in an
+    /// option, so it is (a Linux subflow tests the skb's TCP FIN flag only).
+    fn nagle_holds(&self, len: u64, front_len: u64, data_fin: bool) -> bool {
+        if !self.cfg.nagle || len >= self.tcb.mss_bytes || len < front_len || self.queue.len() != 1
+        {
+            return false;
+        }
+        if data_fin && !self.cfg.mptcp {
+            return false;
+        }
+        let outstanding = self.snd_nxt - self.snd_una;
+        !self.board.is_empty() && u64::from(self.sml_behind) < outstanding
     }
 
     fn can_send_new(&self, len: u64) -> bool {
