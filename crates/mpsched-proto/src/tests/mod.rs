@@ -4,6 +4,7 @@ mod contract;
 mod failover;
 mod fidelity;
 mod mptcp;
+mod nagle;
 mod perf;
 mod rack;
 mod read_ack;

@@ -21,6 +21,7 @@ use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
 use crate::sched::{LossKind, ResendCounters, ResendKind};
 use std::collections::VecDeque;
 
+mod nagle;
 mod recovery;
 mod usage;
 mod view;
@@ -503,14 +504,7 @@ impl Sender {
         self.board.set_full_len(self.tcb.mss_bytes);
         self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;
-        // Linux `tcp_minshall_update`: a partial segment marks `snd_sml` at its end.
-        self.sml_behind = if len < self.tcb.mss_bytes {
-            0
-        } else if self.sml_behind == u32::MAX {
-            u32::MAX
-        } else {
-            u32::try_from(u64::from(self.sml_behind) + len).unwrap_or(u32::MAX)
-        };
+        self.minshall_update(len);
         self.on_sent(now_ns, len);
         if ignore_cwnd {
             self.tlp_high_seq = Some(self.snd_nxt);
@@ -533,23 +527,6 @@ impl Sender {
     /// The window in segments (Linux `snd_cwnd`): whole MSS in the window, at least one.
     fn cwnd_segs(&self) -> u64 {
         (self.tcb.cwnd_bytes / self.tcb.mss_bytes.max(1)).max(1)
-    }
-
-    /// Linux `tcp_nagle_test` on new data: with Nagle on, the queue's last, partial segment
-    /// (`len` of the `front_len` bytes left, the only mapping queued) waits while segments
-    /// are outstanding and the last partial segment sent is among them (`tcp_minshall_check`:
-    /// `snd_sml` after `snd_una`). A TCP FIN is never held; MPTCP's DATA_FIN rides in an
-    /// option, so it is (a Linux subflow tests the skb's TCP FIN flag only).
-    fn nagle_holds(&self, len: u64, front_len: u64, data_fin: bool) -> bool {
-        if !self.cfg.nagle || len >= self.tcb.mss_bytes || len < front_len || self.queue.len() != 1
-        {
-            return false;
-        }
-        if data_fin && !self.cfg.mptcp {
-            return false;
-        }
-        let outstanding = self.snd_nxt - self.snd_una;
-        !self.board.is_empty() && u64::from(self.sml_behind) < outstanding
     }
 
     fn can_send_new(&self, len: u64) -> bool {
