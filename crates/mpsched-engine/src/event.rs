@@ -49,6 +49,9 @@ pub struct EventQueue<E> {
     heap: BinaryHeap<Reverse<u128>>,
     /// The same for the events pushed with [`EventQueue::push_later`].
     later: BinaryHeap<Reverse<u128>>,
+    /// The head key of `later`, `u128::MAX` when it is empty: kept beside the first heap so
+    /// choosing the lane to pop reads one heap, not two (~15 instructions a packet).
+    later_head: u128,
     /// Sequence number of the next push; below `seq_end`.
     next_seq: u64,
     /// When `next_seq` reaches this, the pending keys are renumbered (2^32; lower in tests).
@@ -72,6 +75,7 @@ impl<E: PackedEvent> EventQueue<E> {
         Self {
             heap: BinaryHeap::new(),
             later: BinaryHeap::new(),
+            later_head: u128::MAX,
             next_seq: 0,
             seq_end,
             _event: std::marker::PhantomData,
@@ -92,6 +96,7 @@ impl<E: PackedEvent> EventQueue<E> {
     #[inline(always)]
     pub fn push_later(&mut self, at_ns: u64, event: E) {
         let key = self.key(at_ns, event);
+        self.later_head = self.later_head.min(key);
         self.later.push(Reverse(key));
     }
 
@@ -108,11 +113,12 @@ impl<E: PackedEvent> EventQueue<E> {
     /// The earliest key of both lanes, and whether it is in the second lane.
     #[inline(always)]
     fn head(&self) -> Option<(u128, bool)> {
-        match (self.heap.peek(), self.later.peek()) {
-            (Some(n), Some(l)) => Some(if l.0 < n.0 { (l.0, true) } else { (n.0, false) }),
-            (Some(n), None) => Some((n.0, false)),
-            (None, Some(l)) => Some((l.0, true)),
-            (None, None) => None,
+        // Keys are unique, so only an empty second lane (its sentinel) can tie a real key.
+        match self.heap.peek() {
+            Some(n) if n.0 < self.later_head => Some((n.0, false)),
+            _ if !self.later.is_empty() => Some((self.later_head, true)),
+            Some(n) => Some((n.0, false)),
+            None => None,
         }
     }
 
@@ -122,6 +128,7 @@ impl<E: PackedEvent> EventQueue<E> {
         let (top, later) = self.head()?;
         if later {
             self.later.pop();
+            self.later_head = self.later.peek().map_or(u128::MAX, |k| k.0);
         } else {
             self.heap.pop();
         }
@@ -173,6 +180,7 @@ impl<E: PackedEvent> EventQueue<E> {
         self.next_seq = keys.len() as u64;
         self.heap = BinaryHeap::from(now);
         self.later = BinaryHeap::from(later);
+        self.later_head = self.later.peek().map_or(u128::MAX, |k| k.0);
     }
 }
 
