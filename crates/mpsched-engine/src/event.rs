@@ -50,7 +50,7 @@ pub struct EventQueue<E> {
     /// The same for the events pushed with [`EventQueue::push_later`].
     later: BinaryHeap<Reverse<u128>>,
     /// The head key of `later`, `u128::MAX` when it is empty: kept beside the first heap so
-    /// choosing the lane to pop reads one heap, not two (~15 instructions a packet).
+    /// choosing the lane to pop reads one heap, not two.
     later_head: u128,
     /// Sequence number of the next push; below `seq_end`.
     next_seq: u64,
