@@ -10,6 +10,13 @@
 //! `seq` is 32 bits: when it runs out, the pending keys
 //! are renumbered in their order (see [`EventQueue::renumber`]), so the order of events is
 //! exactly (time, push order) however many are pushed.
+//!
+//! Two lanes, one order: events pushed with [`EventQueue::push_later`] (timers, wake-ups,
+//! starts: usually far ahead) wait in a second heap, so the packet events pushed with
+//! [`EventQueue::push`] (a hop's arrival, tens of microseconds to milliseconds ahead) do not
+//! sift up through every pending timer, and pops do not sift down through them. Both lanes share
+//! the sequence counter and [`EventQueue::pop`] takes the smaller of the two heads' keys, so
+//! events still come out by (time, push order) over both lanes.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -40,6 +47,11 @@ impl PackedEvent for u32 {
 pub struct EventQueue<E> {
     /// Min-heap of `at_ns << 64 | seq << 32 | event`; keys are unique (one seq each).
     heap: BinaryHeap<Reverse<u128>>,
+    /// The same for the events pushed with [`EventQueue::push_later`].
+    later: BinaryHeap<Reverse<u128>>,
+    /// The head key of `later`, `u128::MAX` when it is empty: kept beside the first heap so
+    /// choosing the lane to pop reads one heap, not two.
+    later_head: u128,
     /// Sequence number of the next push; below `seq_end`.
     next_seq: u64,
     /// When `next_seq` reaches this, the pending keys are renumbered (2^32; lower in tests).
@@ -60,63 +72,115 @@ impl<E: PackedEvent> EventQueue<E> {
     }
 
     fn with_seq_end(seq_end: u64) -> Self {
-        Self { heap: BinaryHeap::new(), next_seq: 0, seq_end, _event: std::marker::PhantomData }
+        Self {
+            heap: BinaryHeap::new(),
+            later: BinaryHeap::new(),
+            later_head: u128::MAX,
+            next_seq: 0,
+            seq_end,
+            _event: std::marker::PhantomData,
+        }
     }
 
     /// Schedules `event` at absolute time `at_ns`. (Always inlined: left to itself the compiler
     /// makes it a call, which costs ~12 instructions a packet more on a run of many short flows.)
     #[inline(always)]
     pub fn push(&mut self, at_ns: u64, event: E) {
+        let key = self.key(at_ns, event);
+        self.heap.push(Reverse(key));
+    }
+
+    /// Schedules `event` at `at_ns` in the second lane, for events usually far ahead of the
+    /// packet events (timers, wake-ups, flow starts). Order is as if pushed with
+    /// [`push`](Self::push): (time, push order) over both lanes.
+    #[inline(always)]
+    pub fn push_later(&mut self, at_ns: u64, event: E) {
+        let key = self.key(at_ns, event);
+        self.later_head = self.later_head.min(key);
+        self.later.push(Reverse(key));
+    }
+
+    #[inline(always)]
+    fn key(&mut self, at_ns: u64, event: E) -> u128 {
         if self.next_seq == self.seq_end {
             self.renumber();
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let key = (at_ns as u128) << 64 | (seq as u128) << 32 | event.pack() as u128;
-        self.heap.push(Reverse(key));
+        (at_ns as u128) << 64 | (seq as u128) << 32 | event.pack() as u128
+    }
+
+    /// The earliest key of both lanes, and whether it is in the second lane.
+    #[inline(always)]
+    fn head(&self) -> Option<(u128, bool)> {
+        // Keys are unique, so only an empty second lane (its sentinel) can tie a real key.
+        match self.heap.peek() {
+            Some(n) if n.0 < self.later_head => Some((n.0, false)),
+            _ if !self.later.is_empty() => Some((self.later_head, true)),
+            Some(n) => Some((n.0, false)),
+            None => None,
+        }
     }
 
     /// Removes and returns the earliest event with its time; ties come out in push order.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        let Reverse(top) = self.heap.pop()?;
+        let (top, later) = self.head()?;
+        if later {
+            self.later.pop();
+            self.later_head = self.later.peek().map_or(u128::MAX, |k| k.0);
+        } else {
+            self.heap.pop();
+        }
         Some(((top >> 64) as u64, E::unpack(top as u32)))
     }
 
     /// Time of the earliest event, if any.
     #[inline]
     pub fn peek_time_ns(&self) -> Option<u64> {
-        self.heap.peek().map(|k| (k.0 >> 64) as u64)
+        self.head().map(|(k, _)| (k >> 64) as u64)
     }
 
     /// The earliest event, if any (the one [`pop`](Self::pop) returns next).
     #[inline]
     pub fn peek(&self) -> Option<E> {
-        self.heap.peek().map(|k| E::unpack(k.0 as u32))
+        self.head().map(|(k, _)| E::unpack(k as u32))
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.later.len()
     }
 
     /// True when no event is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.later.is_empty()
     }
 
-    /// Gives the pending keys the sequence numbers 0, 1, ... in their order, so sequence numbers
-    /// stay 32 bits while the order of events, (time, push order), is unchanged: a sorted array
-    /// is a valid heap, and keys are unique, so the sort is deterministic.
+    /// Gives the pending keys of both lanes the sequence numbers 0, 1, ... in their order, so
+    /// sequence numbers stay 32 bits while the order of events, (time, push order), is
+    /// unchanged: a sorted array is a valid heap, and keys are unique, so the sort is
+    /// deterministic. Each key stays in its lane.
     #[cold]
     fn renumber(&mut self) {
-        let mut keys: Vec<u128> = std::mem::take(&mut self.heap).into_iter().map(|k| k.0).collect();
+        let lane = |heap: &mut BinaryHeap<Reverse<u128>>, later: bool| {
+            std::mem::take(heap).into_iter().map(move |k| (k.0, later))
+        };
+        let mut keys: Vec<(u128, bool)> = lane(&mut self.heap, false).chain(lane(&mut self.later, true)).collect();
         keys.sort_unstable();
-        for (i, k) in keys.iter_mut().enumerate() {
-            *k = (*k >> 64) << 64 | (i as u128) << 32 | (*k & CODE_MASK);
+        let (mut now, mut later) = (Vec::new(), Vec::new());
+        for (i, &(k, in_later)) in keys.iter().enumerate() {
+            let k = Reverse((k >> 64) << 64 | (i as u128) << 32 | (k & CODE_MASK));
+            if in_later {
+                later.push(k);
+            } else {
+                now.push(k);
+            }
         }
         self.next_seq = keys.len() as u64;
-        self.heap = keys.into_iter().map(Reverse).collect();
+        self.heap = BinaryHeap::from(now);
+        self.later = BinaryHeap::from(later);
+        self.later_head = self.later.peek().map_or(u128::MAX, |k| k.0);
     }
 }
 
@@ -132,11 +196,16 @@ mod tests {
         for i in 0..10u32 {
             q.push(5, i);
         }
+        q.push_later(5, 50);
+        q.push(5, 10);
         q.push(1, 100);
         assert_eq!(q.pop(), Some((1, 100)));
         for i in 0..10 {
             assert_eq!(q.pop(), Some((5, i)));
         }
+        // The second lane's event was pushed between the two: it comes out between them.
+        assert_eq!(q.pop(), Some((5, 50)));
+        assert_eq!(q.pop(), Some((5, 10)));
         assert_eq!(q.pop(), None);
     }
 
@@ -153,8 +222,9 @@ mod tests {
             prop_assert_eq!(got, expected);
         }
 
-        /// Pushes and pops interleaved, against a sorted map keyed by (time, push count); with
-        /// a small sequence space too, so renumbering happens many times mid-run.
+        /// Pushes (to either lane) and pops interleaved, against a sorted map keyed by (time,
+        /// push count); with a small sequence space too, so renumbering happens many times
+        /// mid-run.
         #[test]
         fn interleaved_pushes_and_pops_match_a_sorted_map(
             ops in proptest::collection::vec((0u64..40, 0u8..3), 0..400),
@@ -172,7 +242,12 @@ mod tests {
                         now = t;
                     }
                 } else {
-                    q.push(now + dt, n as u32);
+                    // Either lane: the order is (time, push order) over both.
+                    if op == 1 {
+                        q.push(now + dt, n as u32);
+                    } else {
+                        q.push_later(now + dt, n as u32);
+                    }
                     model.insert((now + dt, n), n as u32);
                 }
                 prop_assert_eq!(q.len(), model.len());

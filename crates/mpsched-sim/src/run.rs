@@ -243,13 +243,16 @@ impl<'a> Simulation<'a> {
         let ids = |v: &[usize]| v.iter().map(|&l| l as LinkId).collect::<Vec<_>>();
         let path_routes = cfg.paths.iter().map(|p| (net.add_route(ids(&p.down)), net.add_route(ids(&p.up)))).collect();
         let cross_routes = cfg.cross_traffic.iter().map(|c| net.add_route(ids(&c.links))).collect();
+        // Packet events (hops, host handling, cross traffic) go in the queue's first lane;
+        // timers, wake-ups, starts, samples and path events, mostly far ahead, in its second
+        // (`push_later`), so each hop's arrival does not sift through every pending timer.
         let mut queue = EventQueue::new();
         // Flow starts are scheduled one at a time, in start order, so the event queue holds
         // what is in progress, not the whole workload (a 10 000-flow run keeps a small heap).
         let mut start_order: Vec<u32> = (0..cfg.flows.len() as u32).collect();
         start_order.sort_by_key(|&i| cfg.flows[i as usize].start_ns);
         if let Some(&first) = start_order.first() {
-            queue.push(cfg.flows[first as usize].start_ns, Event::FlowStart(first));
+            queue.push_later(cfg.flows[first as usize].start_ns, Event::FlowStart(first));
         }
         for (i, c) in cfg.cross_traffic.iter().enumerate() {
             if c.start_ns < c.stop_ns {
@@ -257,13 +260,13 @@ impl<'a> Simulation<'a> {
             }
         }
         for (i, e) in cfg.path_events.iter().enumerate() {
-            queue.push(e.at_ns(), Event::Path(i as u32));
+            queue.push_later(e.at_ns(), Event::Path(i as u32));
             if let Some(end) = e.end_ns() {
-                queue.push(end, Event::PathEnd(i as u32));
+                queue.push_later(end, Event::PathEnd(i as u32));
             }
         }
         if cfg.record.sample_interval_ns > 0 {
-            queue.push(0, Event::Sample);
+            queue.push_later(0, Event::Sample);
         }
         Self {
             cfg,
@@ -324,7 +327,7 @@ impl<'a> Simulation<'a> {
                     // the network drain (the loop ends when the queue is empty).
                     if !self.all_done() {
                         let next = self.now_ns + self.cfg.record.sample_interval_ns;
-                        self.queue.push(next, Event::Sample);
+                        self.queue.push_later(next, Event::Sample);
                     }
                 }
                 Event::CrossSend(c) => self.cross_send(c as usize),
@@ -404,7 +407,7 @@ impl<'a> Simulation<'a> {
     fn start_flow(&mut self, fi: usize) {
         if let Some(&next) = self.start_order.get(self.next_start) {
             self.next_start += 1;
-            self.queue.push(self.cfg.flows[next as usize].start_ns, Event::FlowStart(next));
+            self.queue.push_later(self.cfg.flows[next as usize].start_ns, Event::FlowStart(next));
         }
         let fc = &self.cfg.flows[fi];
         let transport = &self.cfg.transports[fc.transport];

@@ -91,7 +91,7 @@ impl Wire<'_> {
             if side.timer_at_ns.is_none_or(|t| want < t) {
                 let at = want.max(now);
                 side.timer_at_ns = Some(at);
-                self.queue.push(at, Event::Timer { flow: fi as u32, client: client_side, request });
+                self.queue.push_later(at, Event::Timer { flow: fi as u32, client: client_side, request });
             }
         }
         data_subflows
@@ -105,7 +105,7 @@ pub(super) fn rearm_app(f: &mut Flow, queue: &mut EventQueue<Event>, fi: usize, 
         if f.app_wakeup_ns.is_none_or(|t| want < t) {
             let at = want.max(now_ns);
             f.app_wakeup_ns = Some(at);
-            queue.push(at, Event::AppWakeup(fi as u32));
+            queue.push_later(at, Event::AppWakeup(fi as u32));
         }
     }
 }
