@@ -27,11 +27,15 @@ impl Scoreboard {
         s
     }
 
-    /// The flight is under a quarter of the queue's room: keep twice the flight (the peak of
-    /// a slow start would otherwise stay reserved for the whole connection).
+    /// The flight is under half the queue's room: keep one and a half times the flight (the
+    /// peak of a slow start would otherwise stay reserved for the whole connection). Tighter
+    /// bounds measured worse at 10 000 flows (room kept at 1.125x, given back under 2/3: the
+    /// heap fragments more than the room saves); looser ones keep up to 4x a flight a loss
+    /// halved (benches/RESULTS.md, Session 9, perf17m).
     #[inline(never)]
     pub(super) fn give_back_room(&mut self) {
-        self.segs.shrink_to((self.segs.len() * 2).max(KEEP_SLOTS));
+        self.segs
+            .shrink_to((self.segs.len() + self.segs.len() / 2).max(KEEP_SLOTS));
     }
 
     /// Forgets retransmissions below the cumulative ACK (in recovery only, so out of line),
