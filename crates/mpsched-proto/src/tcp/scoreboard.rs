@@ -192,18 +192,6 @@ impl Scoreboard {
     pub fn pipe_bytes(&self) -> u64 {
         self.out_bytes + self.retx_bytes - self.sacked_bytes - self.lost_bytes
     }
-    /// Outstanding segments shorter than a full one: each ended the data its sender had, so
-    /// each is an skb of its own in Linux's retransmission queue (`sk_wmem_queued` overhead).
-    #[inline]
-    pub fn short_segs(&self) -> u64 {
-        u64::from(self.short_segs)
-    }
-    /// Sets a full segment's length (the MSS), below which a pushed segment counts as short.
-    #[inline]
-    pub fn set_full_len(&mut self, bytes: u64) {
-        self.full_len = u16::try_from(bytes).unwrap_or(u16::MAX);
-    }
-
     /// True when nothing is outstanding.
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -230,7 +218,7 @@ impl Scoreboard {
         });
         self.end_seq = end;
         self.out_bytes += len as u64;
-        self.short_segs += u32::from(len < u32::from(self.full_len));
+        self.short_segs += self.is_short(len);
     }
 
     /// End of segment `i`: where the next one starts.
@@ -273,9 +261,7 @@ impl Scoreboard {
             acked += len;
             self.out_bytes -= len;
             // saturating: an MSS changed since the push would make the count approximate.
-            self.short_segs = self
-                .short_segs
-                .saturating_sub(u32::from(s.len < u32::from(self.full_len)));
+            self.short_segs = self.short_segs.saturating_sub(self.is_short(s.len));
             src.retx_acked |= s.ever_retx;
             if s.flags & SACKED != 0 {
                 self.sacked_bytes -= len;
@@ -607,6 +593,9 @@ mod upkeep;
 
 #[path = "scoreboard_rack.rs"]
 mod rack;
+
+#[path = "scoreboard_skbs.rs"]
+mod skbs;
 pub use rack::CaRttSources;
 
 #[cfg(test)]
