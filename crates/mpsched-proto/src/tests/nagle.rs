@@ -23,18 +23,23 @@ fn ack_to(tx: &mut Sender, now_ns: u64, ack: u64) {
     );
 }
 
+/// An established cubic sender of 1000-byte segments, with Nagle on or off.
+fn sender_1000(nagle: bool) -> Sender {
+    let cfg = TcpConfig {
+        mss_bytes: 1000,
+        nagle,
+        ..TcpConfig::default()
+    };
+    Sender::established(cfg, cc::build("cubic").unwrap())
+}
+
 #[test]
 fn nagle_holds_the_last_partial_segment_until_the_earlier_partial_one_is_acknowledged() {
     // Linux `tcp_nagle_test` with Minshall's check, as on the testbed's bulk transfers (no
     // TCP_NODELAY): a mapping that ends in a partial segment (an MPTCP hand-over cut at the
     // connection window's edge) sets `snd_sml`; the queue's last, partial segment then waits
     // until the ACK covers it, whatever the window (docs/testbed.md, tcp11y).
-    let cfg = TcpConfig {
-        mss_bytes: 1000,
-        nagle: true,
-        ..TcpConfig::default()
-    };
-    let mut tx = Sender::established(cfg, cc::build("cubic").unwrap());
+    let mut tx = sender_1000(true);
     tx.queue(0, 2500, false);
     assert_eq!(drain_lens(&mut tx, 0), vec![1000, 1000, 500]);
     tx.queue(2500, 300, false);
@@ -58,33 +63,19 @@ fn nagle_holds_the_last_partial_segment_until_the_earlier_partial_one_is_acknowl
 #[test]
 fn without_nagle_or_with_only_full_segments_out_the_last_partial_segment_leaves_at_once() {
     // TCP_NODELAY (the testbed's rpc and messages modes): no hold.
-    let nodelay = TcpConfig {
-        mss_bytes: 1000,
-        ..TcpConfig::default()
-    };
-    let mut tx = Sender::established(nodelay, cc::build("cubic").unwrap());
+    let mut tx = sender_1000(false);
     tx.queue(0, 2500, false);
     assert_eq!(drain_lens(&mut tx, 0), vec![1000, 1000, 500]);
     tx.queue(2500, 300, false);
     assert_eq!(drain_lens(&mut tx, 0), vec![300]);
     // Nagle on, but every segment out is full: Minshall's check lets the partial tail go.
-    let cfg = TcpConfig {
-        mss_bytes: 1000,
-        nagle: true,
-        ..TcpConfig::default()
-    };
-    let mut tx = Sender::established(cfg, cc::build("cubic").unwrap());
+    let mut tx = sender_1000(true);
     tx.queue(0, 2000, false);
     assert_eq!(drain_lens(&mut tx, 0), vec![1000, 1000]);
     tx.queue(2000, 300, false);
     assert_eq!(drain_lens(&mut tx, 0), vec![300]);
     // ... and a TCP FIN is never held.
-    let cfg = TcpConfig {
-        mss_bytes: 1000,
-        nagle: true,
-        ..TcpConfig::default()
-    };
-    let mut tx = Sender::established(cfg, cc::build("cubic").unwrap());
+    let mut tx = sender_1000(true);
     tx.queue(0, 2500, false);
     assert_eq!(drain_lens(&mut tx, 0), vec![1000, 1000, 500]);
     tx.queue(2500, 300, true);
