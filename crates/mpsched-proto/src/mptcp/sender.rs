@@ -305,13 +305,15 @@ impl DataSender {
             // scheduler had queued on it: docs/testbed.md, "Session 9: ... (fail15f)"). The
             // out-of-tree kernel hands segments to a subflow as its window opens: drop them.
             let upstream = self.stale.is_some();
-            for (i, s) in self.subflows.iter_mut().enumerate().filter(|_| !upstream) {
-                // Only the queued bytes can change, and only if something was dropped.
-                let queued = s.queued_bytes();
-                s.trim_unsent_below(data_ack);
-                if s.queued_bytes() != queued {
-                    self.views_dirty |= views::bit(i);
-                    self.coupled_dirty |= views::bit(i);
+            if !upstream {
+                for (i, s) in self.subflows.iter_mut().enumerate() {
+                    // Only the queued bytes can change, and only if something was dropped.
+                    let queued = s.queued_bytes();
+                    s.trim_unsent_below(data_ack);
+                    if s.queued_bytes() != queued {
+                        self.views_dirty |= views::bit(i);
+                        self.coupled_dirty |= views::bit(i);
+                    }
                 }
             }
             if let Some(s) = self.sched.as_mut() {

@@ -545,38 +545,6 @@ impl Scoreboard {
         self.rtx_ptr += 1;
     }
 
-    /// RACK for retransmissions: a retransmission sent before the latest delivered segment
-    /// is lost (zero reordering window). Returns bytes newly marked lost.
-    pub fn detect_lost_retransmissions(&mut self) -> u64 {
-        let mut newly = 0;
-        while let Some(&(abs, xmit_ns)) = self.rtx_fifo.front() {
-            if abs < self.front_abs {
-                self.rtx_fifo.pop_front();
-                continue;
-            }
-            let i = (abs - self.front_abs) as usize;
-            let mut s = self.get(i);
-            if s.flags != LOST | RETX || s.xmit_ns != xmit_ns {
-                // SACKed since, or already handled.
-                self.rtx_fifo.pop_front();
-                continue;
-            }
-            let end = s.seq + s.len as u64;
-            if !self.sent_before_rack(xmit_ns, end) {
-                break;
-            }
-            s.flags = LOST;
-            self.put(i, &s);
-            let len = s.len as u64;
-            self.retx_bytes -= len;
-            self.retx_segs -= 1;
-            newly += len;
-            self.rtx_ptr = self.rtx_ptr.min(abs);
-            self.rtx_fifo.pop_front();
-        }
-        newly
-    }
-
     /// DSN ranges `(dsn, len)` of the outstanding, un-SACKed segments (for reinjection).
     pub fn unsacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         (0..self.segs.len())

@@ -1,10 +1,43 @@
 //! RACK's part of the scoreboard (RFC 8985, Linux `tcp_rack_detect_loss`, `tcp_rack_advance`):
-//! the most recently sent delivered segment and the time-based loss marking it drives; and the
+//! the most recently sent delivered segment and the time-based loss marking it drives (for first
+//! transmissions, and with a zero reordering window for retransmissions); and the
 //! congestion control's RTT sample of an ACK, also taken from its latest-sent delivered segment.
 
-use super::{Scoreboard, SentSeg, SACKED};
+use super::{Scoreboard, SentSeg, LOST, RETX, SACKED};
 
 impl Scoreboard {
+    /// RACK for retransmissions: a retransmission sent before the latest delivered segment
+    /// is lost (zero reordering window). Returns bytes newly marked lost.
+    pub fn detect_lost_retransmissions(&mut self) -> u64 {
+        let mut newly = 0;
+        while let Some(&(abs, xmit_ns)) = self.rtx_fifo.front() {
+            if abs < self.front_abs {
+                self.rtx_fifo.pop_front();
+                continue;
+            }
+            let i = (abs - self.front_abs) as usize;
+            let mut s = self.get(i);
+            if s.flags != LOST | RETX || s.xmit_ns != xmit_ns {
+                // SACKed since, or already handled.
+                self.rtx_fifo.pop_front();
+                continue;
+            }
+            let end = s.seq + s.len as u64;
+            if !self.sent_before_rack(xmit_ns, end) {
+                break;
+            }
+            s.flags = LOST;
+            self.put(i, &s);
+            let len = s.len as u64;
+            self.retx_bytes -= len;
+            self.retx_segs -= 1;
+            newly += len;
+            self.rtx_ptr = self.rtx_ptr.min(abs);
+            self.rtx_fifo.pop_front();
+        }
+        newly
+    }
+
     /// RACK (RFC 8985 §6.2, Linux `tcp_rack_detect_loss`) for first transmissions, used instead
     /// of [`Scoreboard::update_lost`] when RACK-TLP is on: a segment sent before the most
     /// recently sent delivered one is lost once `RACK.rtt + reo_wnd` has passed since it was
