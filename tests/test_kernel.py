@@ -376,6 +376,16 @@ def test_trace_driven_link_delivers_one_packet_per_opportunity():
     assert wlan_down["packets_dropped"] > 0  # and overflows it
 
 
+def _run_phase(pid: int) -> str:
+    """Which files the kernel run of process `pid` has written so far (its work directory lives
+    in the system temp dir): tells a failure which phase the run was in."""
+    import tempfile
+
+    from mpsched.engines.kernel.host import WORKDIR_PREFIX
+    dirs = sorted(Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{pid}-*"))
+    return "; ".join(f"{d.name}: {sorted(f.name for f in d.iterdir())}" for d in dirs) or "no work directory"
+
+
 def test_interrupted_run_cleans_up(tmp_path):
     """SIGINT in the middle of a run: every namespace, rule and process goes away."""
     script = tmp_path / "run.py"
@@ -391,19 +401,37 @@ def test_interrupted_run_cleans_up(tmp_path):
         run_kernel(cfg)
     """))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    mine = f"{PREFIX}-{proc.pid}-"
-    while time.monotonic() < deadline and not any(n.startswith(mine) for n in list_namespaces()):
-        time.sleep(0.1)
-    assert any(n.startswith(mine) for n in list_namespaces()), "the run never built its namespaces"
-    deadline = time.monotonic() + 30  # into the transfer: delayer, server, client at least (a
-    while time.monotonic() < deadline and len(run_processes(f"{PREFIX}-{proc.pid}")) < 3:  # loaded
-        time.sleep(0.1)  # machine starts them later than an idle one)
-    assert len(run_processes(f"{PREFIX}-{proc.pid}")) >= 3
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
-    assert "KeyboardInterrupt" in err  # it was interrupted mid-run, not finished
-    assert _leftovers(proc.pid) == ([], [])
+    tag = f"{PREFIX}-{proc.pid}"
+    try:
+        # Interrupt once the transfer runs: the client is started last (after the delayer, the
+        # server and the warm-up transfers), so its client.jsonl marks the transfer phase. The
+        # bound is generous because a busy CI machine is slow, not wrong; a run that ends early
+        # fails at once with what it printed.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and "client.jsonl" not in _run_phase(proc.pid):
+            time.sleep(0.1)
+        if proc.poll() is not None:
+            _out, err = proc.communicate()
+            pytest.fail(f"the run ended before it was interrupted (exit {proc.returncode}): {err[-2000:]}")
+        assert "client.jsonl" in _run_phase(proc.pid), f"no transfer after 120 s; the run has {_run_phase(proc.pid)}"
+        time.sleep(0.5)  # into the transfer
+        assert any(n.startswith(tag + "-") for n in list_namespaces()), "the run has no namespaces"
+        assert len(run_processes(tag)) >= 3, f"delayer, server and client should run: {run_processes(tag)}"
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+        assert "KeyboardInterrupt" in err  # it was interrupted mid-run, not finished
+        assert _leftovers(proc.pid) == ([], [])
+    finally:
+        # Whatever failed above, the run must not outlive the test: it holds the testbed lock,
+        # and the next kernel test would find the testbed busy.
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+        remove_leftovers()
 
 
 def test_leftovers_of_a_crashed_run_are_removed():
