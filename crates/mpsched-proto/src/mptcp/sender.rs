@@ -85,7 +85,10 @@ impl DataSender {
                 cc::build(&cfg.cc)?,
             ));
         }
-        let sched = if cfg.mode == Mode::Mptcp { sched } else { None };
+        let mut sched = if cfg.mode == Mode::Mptcp { sched } else { None };
+        if let Some(s) = sched.as_mut().filter(|_| !cfg.snd_buf_autotuning) {
+            s.on_send_buffer_fixed(cfg.snd_buf_bytes);
+        }
         let stale = sched
             .as_ref()
             .is_some_and(|s| s.upstream_stale_detection())

@@ -35,6 +35,9 @@ macro_rules! forward_events_to_inner {
         fn upstream_stale_detection(&self) -> bool {
             self.inner.upstream_stale_detection()
         }
+        fn on_send_buffer_fixed(&mut self, snd_buf_bytes: u64) {
+            self.inner.on_send_buffer_fixed(snd_buf_bytes)
+        }
     };
 }
 pub(crate) use forward_events_to_inner;

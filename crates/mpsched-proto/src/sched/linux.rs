@@ -32,6 +32,12 @@
 //! [`crate::mptcp::SNDBUF_PER_MSS_BYTES`]) and cwnd the largest so far (the kernel grows
 //! `sk_sndbuf` with cwnd and never shrinks it). With GSO the queued skbs carry several
 //! segments each, so this buffer holds about 3 congestion windows of payload, not 2.
+//! A connection with a fixed send buffer (`SO_SNDBUF`, [`Scheduler::on_send_buffer_fixed`])
+//! has no such buffer per subflow: Linux copies the MPTCP socket's `sk_sndbuf` with its lock
+//! to every subflow (`mptcp_setsockopt_sol_socket` -> `sync_socket_options`), so each may
+//! queue up to the connection's whole buffer and the linger times, not the buffers, split the
+//! data (the testbed, `ss -tm`, 4 MiB: `tb` 4 199 464 on both subflows of the VoIP bench's
+//! download, 1.0 MB queued on LTE and 2.0 MB on WLAN; docs/testbed.md "Session 10").
 //!
 //! `wmem_queued` (linger time and send-buffer check) is in truesize, as the kernel counts it:
 //! payload in flight and queued plus a fixed overhead per skb, sent data sitting in skbs of
@@ -114,6 +120,9 @@ pub struct Linux {
     avg_pacing_rate_bps: Vec<u64>,
     /// Per subflow: the largest congestion window seen, segments (`sk_sndbuf` never shrinks).
     max_cwnd_segments: Vec<u64>,
+    /// The connection's fixed send buffer, bytes, which every subflow shares as its own
+    /// `sk_sndbuf` (0: autotuned, `tcp_sndbuf_expand`).
+    fixed_sndbuf_bytes: u64,
 }
 
 impl Linux {
@@ -123,10 +132,14 @@ impl Linux {
             cfg,
             avg_pacing_rate_bps: Vec::new(),
             max_cwnd_segments: Vec::new(),
+            fixed_sndbuf_bytes: 0,
         }
     }
 
     fn sndbuf_bytes(&self, sf: &super::SubflowView) -> u64 {
+        if self.fixed_sndbuf_bytes > 0 {
+            return self.fixed_sndbuf_bytes;
+        }
         let segs = self.max_cwnd_segments[sf.id].max(TCP_INIT_CWND_SEGMENTS);
         self.cfg
             .sndbuf_factor
@@ -295,6 +308,10 @@ impl Scheduler for Linux {
     fn upstream_stale_detection(&self) -> bool {
         true
     }
+
+    fn on_send_buffer_fixed(&mut self, snd_buf_bytes: u64) {
+        self.fixed_sndbuf_bytes = snd_buf_bytes;
+    }
 }
 
 #[cfg(test)]
@@ -431,6 +448,40 @@ mod tests {
         assert!(!run(&mut sched, &conn(&s, 1_000_000)).is_empty());
         // A fresh scheduler that never saw cwnd 40 waits.
         assert!(run(&mut Linux::default(), &conn(&s, 1_000_000)).is_empty());
+    }
+
+    #[test]
+    fn a_fixed_send_buffer_is_every_subflows_send_buffer() {
+        // 40 KB in flight fill the autotuned buffer (2 x 10 x 2304 = 46080 bytes of truesize,
+        // see above) and the scheduler waits; with the connection's buffer fixed at 4 MiB
+        // (SO_SNDBUF, copied with its lock to every subflow) the same subflow takes a burst.
+        // Through the registry's composition too: the wrapper passes the size on.
+        let mut s = [sf(0, 10, 10)];
+        s[0].in_flight_bytes = 40_000;
+        assert!(run(&mut Linux::default(), &conn(&s, 1_000_000)).is_empty());
+        let burst = vec![Action::SendNew {
+            subflow: 0,
+            max_bytes: SEND_BURST_BYTES,
+        }];
+        for name in ["linux", "linux+rp"] {
+            let mut sched = crate::sched::registry::build(name, &serde_json::json!({})).unwrap();
+            assert!(run_dyn(&mut sched, &conn(&s, 1_000_000)).is_empty());
+            sched.on_send_buffer_fixed(4 << 20);
+            assert_eq!(run_dyn(&mut sched, &conn(&s, 1_000_000)), burst, "{name}");
+            // Full only at the fixed size: 4 MiB of truesize charged.
+            s[0].queued_bytes = (4 << 20) - 40_000;
+            assert!(
+                run_dyn(&mut sched, &conn(&s, 1_000_000)).is_empty(),
+                "{name}"
+            );
+            s[0].queued_bytes = 0;
+        }
+    }
+
+    fn run_dyn(s: &mut Box<dyn Scheduler>, view: &ConnView<'_>) -> Vec<Action> {
+        let mut out = Vec::new();
+        s.schedule(view, &mut out);
+        out
     }
 
     #[test]

@@ -386,6 +386,13 @@ pub trait Scheduler: std::fmt::Debug + Send {
     #[allow(unused_variables)]
     fn on_rejected(&mut self, action: Action, why: Rejection, now_ns: u64) {}
 
+    /// The connection's send buffer is fixed at `snd_buf_bytes` (no autotuning: `SO_SNDBUF`).
+    /// Called once, before the first [`Scheduler::schedule`]. Linux copies the MPTCP socket's
+    /// `sk_sndbuf` and its lock to every subflow (`sync_socket_options`), so each subflow's
+    /// send buffer is this size too, not what `tcp_sndbuf_expand` would make it.
+    #[allow(unused_variables)]
+    fn on_send_buffer_fixed(&mut self, snd_buf_bytes: u64) {}
+
     /// True when the scheduler runs on the upstream kernel's connection machinery: the
     /// MPTCP-level retransmission timer with stale-subflow detection (`mptcp::stale`), whose
     /// result the views carry (`stale`, `stale_count`). False (the default): the

@@ -406,6 +406,9 @@ impl Scheduler for Box<dyn Scheduler> {
     fn upstream_stale_detection(&self) -> bool {
         (**self).upstream_stale_detection()
     }
+    fn on_send_buffer_fixed(&mut self, snd_buf_bytes: u64) {
+        (**self).on_send_buffer_fixed(snd_buf_bytes)
+    }
 }
 
 /// Every base scheduler with default parameters, plus every base composed with every

@@ -149,3 +149,39 @@ fn actions_are_applied_in_order_and_every_rejection_is_counted_and_reported() {
         "the rejected action is reported as given"
     );
 }
+
+/// Records the fixed send buffer the connection reports.
+#[derive(Debug, Default)]
+struct BufferProbe {
+    fixed: Arc<Mutex<Option<u64>>>,
+}
+
+impl Scheduler for BufferProbe {
+    fn name(&self) -> &'static str {
+        "buffer-probe"
+    }
+    fn schedule(&mut self, _view: &ConnView<'_>, _out: &mut Vec<Action>) {}
+    fn on_send_buffer_fixed(&mut self, snd_buf_bytes: u64) {
+        *self.fixed.lock().unwrap() = Some(snd_buf_bytes);
+    }
+}
+
+#[test]
+fn the_scheduler_is_told_of_a_fixed_send_buffer_and_not_of_an_autotuned_one() {
+    for autotuning in [false, true] {
+        let fixed = Arc::new(Mutex::new(None));
+        let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+        cfg.snd_buf_bytes = 3 << 20;
+        cfg.snd_buf_autotuning = autotuning;
+        let probe = BufferProbe {
+            fixed: fixed.clone(),
+        };
+        DataSender::new(cfg, Some(Box::new(probe))).unwrap();
+        let told = *fixed.lock().unwrap();
+        assert_eq!(
+            told,
+            (!autotuning).then_some(3 << 20),
+            "autotuning {autotuning}"
+        );
+    }
+}

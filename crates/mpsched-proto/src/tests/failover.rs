@@ -1,7 +1,7 @@
 //! Upstream MPTCP's reaction to a silent path (the links drop everything, the hosts are not
 //! told): what its MPTCP-level retransmission timer moves, and when.
 
-use super::mptcp::{download, PathSpec, Setup};
+use super::mptcp::{download, download_with, PathSpec, Setup};
 use super::util::*;
 use crate::mptcp::stale::DFRAG_DATA_BYTES as FRAG_DATA_BYTES;
 use crate::mptcp::Mode;
@@ -120,8 +120,11 @@ fn linux_rearms_the_mptcp_timer_with_the_period_stored_at_the_last_push() {
     // and only the push after it stores path 1's long RTO again. So the periods alternate
     // long, exactly 200 ms (on the timer wheel: 204), long. (Recomputing the period after the
     // checks, as the simulator used to, gives 200 ms, long, 200 ms: one firing out of phase.)
+    // The sender autotunes its send buffer: with a fixed one (SO_SNDBUF, which Linux gives
+    // every subflow) path 1 holds about as long a backlog of older data as path 0 (the
+    // linger-time balance), and the DATA_ACK moves on for 1.6 s after path 0 goes silent.
     let s = linux_download(vec![(20 * MBPS, 10 * MS), (2 * MBPS, 30 * MS)], 4 << 20);
-    let mut p = download(&s);
+    let mut p = download_with(&s, |sc| sc.snd_buf_autotuning = true);
     p.drive(3_000 * MS, |_, _| false);
     p.ab[0].up = false;
     p.ba[0].up = false;

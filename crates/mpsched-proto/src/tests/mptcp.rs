@@ -58,6 +58,14 @@ pub(super) struct Setup {
 
 /// Download: `a` = client data receiver, `b` = server data sender with all data written.
 pub(super) fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
+    download_with(s, |_| {})
+}
+
+/// [`download`] with the data sender's configuration changed by `tune` first.
+pub(super) fn download_with(
+    s: &Setup,
+    tune: impl FnOnce(&mut ConnConfig),
+) -> Pair<DataReceiver, DataSender> {
     let n = s.paths.len();
     let mut rc = ConnConfig::new(s.mode, !s.upload, n);
     rc.rcv_buf_bytes = s.rcv_buf_bytes;
@@ -67,6 +75,7 @@ pub(super) fn download(s: &Setup) -> Pair<DataReceiver, DataSender> {
     sc.cc = s.cc.to_string();
     sc.tcp.loss_recovery = s.loss_recovery;
     sc.backup = s.backup.clone();
+    tune(&mut sc);
     let mut rx = DataReceiver::new(rc);
     rx.connect(0);
     let sched = registry::build(s.sched, &serde_json::json!({})).unwrap();
