@@ -1,7 +1,8 @@
 """Sensitivity of 003_'s headline claims (Table 2: the short flows' mean and 95th-percentile FCT
 beside TCP and MPTCP background; §5.2.1: queries with background) to the assumptions the paper
-does not print: queue size, TCP's congestion control, number of subflows, host interfaces, and
-Raiciu et al.'s 4:1 oversubscription that 003_ §4.1 quotes but Table 1's rates do not give.
+does not print: queue size, TCP's congestion control, number of subflows, host interfaces,
+Raiciu et al.'s 4:1 oversubscription that 003_ §4.1 quotes but Table 1's rates do not give,
+whether the applications set TCP_NODELAY, and the MPTCP scheduler (v0.86's minRTT or 6.18's).
 
     .venv/bin/python experiments/datacenter_short_flows/sensitivity.py [-o DIR] [--seeds 1,2,3]
         [--duration 10s] [--only NAME,...]
@@ -38,6 +39,11 @@ VARIANTS = {
     "8 subflows": {"subflows": 8},
     "4:1 oversubscribed": {"topology.oversubscription": 4, "topology.edge_agg_rate": None,
                            "topology.agg_core_rate": None},
+    # dc11: every application sets TCP_NODELAY (003_ names none; the files keep Nagle)
+    "TCP_NODELAY": {"nodelay": True},
+    # dc11: Linux 6.18's scheduler (linger time = queued bytes / pacing rate) instead of the
+    # v0.86 kernel's minRTT, which locks an endless MPTCP flow onto one subflow
+    "upstream scheduler": {"mptcp_scheduler": "linux"},
 }
 #: the claims judged per variant (by text prefix) and the file each one needs
 CLAIMS = {"table2.toml": ("Short flows finish later", "... and their tail", "MPTCP background puts more"),
@@ -58,6 +64,13 @@ def _apply(data: dict, changes: dict, proto: str) -> dict:
             for c in _conns(data):
                 if c["protocol"] in ("tcp", ["tcp"]):
                     c["cc"] = value
+        elif key == "mptcp_scheduler":  # every MPTCP connection (a swept protocol is fixed above)
+            for c in _conns(data):
+                if c["protocol"] in ("mptcp", ["mptcp"]):
+                    c["scheduler"] = value
+        elif key == "nodelay":  # every workload's writer
+            for w in data["workload"]:
+                w["nodelay"] = value
         elif key == "subflows":
             for c in _conns(data):
                 if "subflows" in c:
