@@ -19,12 +19,24 @@
 //! tcp_rcvbuf_grow() action", 6.18). MPTCP-level out-of-order data does not grow it ("mptcp:
 //! do not account for OoO in mptcp_rcvbuf_grow()", in the 6.18.y and 6.19 stable trees).
 //! The RTT is the highest receiver-side estimate among the subflows (6.18: "use highest rtt
-//! estimate of the subflows in use"; 7.0 changed it to the lowest). Simplification: the
-//! window is the grown value itself (Linux sizes the buffer from it with the measured
-//! payload/truesize `scaling_ratio` and advertises the window back from the buffer).
+//! estimate of the subflows in use"; 7.0 changed it to the lowest).
+//!
+//! Buffer and window are kept apart as in Linux: the grown window is turned into buffer
+//! memory (`sk_rcvbuf` = `mptcp_space_from_win`) at the connection's `scaling_ratio` of that
+//! moment, and the window offered is that memory less the out-of-order queue's, turned back
+//! at the ratio of the moment it is offered (`__mptcp_space`). The connection's ratio is the
+//! lowest of its subflows' (6.18 `mptcp_rcv_space_adjust`), so while a joining subflow has
+//! not measured a full-sized skb (ratio 128 / 256) a growth buys buffer for 197 / 128 =
+//! 1.54x the window it was computed for, which it offers once every subflow has measured.
+//! Out-of-order skbs are coalesced in the msk's queue (`mptcp_ooo_try_coalesce`: only their
+//! payload frags stay charged), so an out-of-order byte costs `scaling_ratio` / 256 of a
+//! window byte, not one (docs/testbed.md, "Session 10: the MPTCP window while a subflow
+//! holds out-of-order data (ofo11)").
 
 use super::{ConnConfig, ConnParams};
-use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
+use crate::tcp::{
+    RangeSet, Receiver, ReceiverStats, Released, Role, Segment, SCALING_RATIO_DEFAULT,
+};
 
 /// The receiving endpoint of a connection.
 #[derive(Debug)]
@@ -51,6 +63,11 @@ pub struct DataReceiver {
     failed_joins: u64,
     /// Receive window the buffer allows now, bytes (before out-of-order data is taken off).
     rcv_wnd_bytes: u64,
+    /// Autotuning: the buffer's memory, bytes (Linux msk `sk_rcvbuf`).
+    rcv_buf_mem_bytes: u64,
+    /// Autotuning: the connection's payload / truesize ratio, of 256 (Linux
+    /// `msk->scaling_ratio`: the lowest of the subflows', refreshed by `rcv_space_adjust`).
+    scaling_ratio: u64,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
     space_bytes: u64,
     /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
@@ -93,6 +110,8 @@ impl DataReceiver {
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer.
             right_edge: rcv_wnd_bytes,
             rcv_wnd_bytes,
+            rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
+            scaling_ratio: SCALING_RATIO_DEFAULT,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
             space_bytes: rcv_wnd_bytes.min(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500 * 10),
             copied_bytes: 0,
@@ -238,7 +257,13 @@ impl DataReceiver {
             .map(|s| s.rcv_rtt_ns())
             .max()
             .unwrap_or(0);
-        if rtt_ns == 0 || now_ns - start < rtt_ns {
+        let closes = now_ns - start >= rtt_ns;
+        if rtt_ns == 0 || closes {
+            // Linux refreshes the msk's ratio whenever it passes the time check (every read
+            // before the first RTT sample, then once a measurement).
+            self.update_scaling_ratio();
+        }
+        if rtt_ns == 0 || !closes {
             return;
         }
         if self.copied_bytes > self.space_bytes {
@@ -258,7 +283,44 @@ impl DataReceiver {
         let mut rcvwin = 2 * newval;
         rcvwin += 2 * (rcvwin * newval.saturating_sub(oldval) / oldval);
         let want = rcvwin.min(self.cfg.rcv_buf_bytes);
-        self.rcv_wnd_bytes = self.rcv_wnd_bytes.max(want);
+        // `mptcp_space_from_win` at the ratio of this moment; the buffer never shrinks.
+        let mem = want * 256 / self.scaling_ratio;
+        self.rcv_buf_mem_bytes = self.rcv_buf_mem_bytes.max(mem);
+        self.update_window();
+    }
+
+    /// Linux `msk->scaling_ratio` (6.18 `mptcp_rcv_space_adjust`): the lowest ratio of the
+    /// subflows that exist.
+    fn update_scaling_ratio(&mut self) {
+        let lowest = self
+            .subflows
+            .iter()
+            .filter(|s| s.is_started())
+            .map(|s| s.scaling_ratio())
+            .min();
+        if let Some(ratio) = lowest {
+            self.scaling_ratio = ratio;
+            self.update_window();
+        }
+    }
+
+    /// The window the buffer's memory allows at the connection's ratio now
+    /// (`mptcp_win_from_space(sk_rcvbuf)`), at most the configured buffer's.
+    fn update_window(&mut self) {
+        let wnd = self.rcv_buf_mem_bytes * self.scaling_ratio / 256;
+        self.rcv_wnd_bytes = wnd.min(self.cfg.rcv_buf_bytes);
+    }
+
+    /// Window bytes the connection's out-of-order queue takes: its memory (`sk_rmem_alloc`;
+    /// coalesced skbs keep only their payload's) at the connection's ratio. A fixed buffer
+    /// keeps the payload charge its window was measured with.
+    fn ofo_window_charge(&self) -> u64 {
+        let ofo = self.ofo.total_bytes();
+        if self.cfg.rcv_buf_autotuning {
+            ofo * self.scaling_ratio / 256
+        } else {
+            ofo
+        }
     }
 
     /// The (DATA_ACK, window) subflow `i` advertises now. Linux `__tcp_select_window` offers
@@ -268,7 +330,7 @@ impl DataReceiver {
     /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
     /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
     fn advertise(&self, subflow: usize) -> (u64, u64) {
-        let free = self.rcv_wnd_bytes.saturating_sub(self.ofo.total_bytes());
+        let free = self.rcv_wnd_bytes.saturating_sub(self.ofo_window_charge());
         let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
         (self.rcv_nxt, edge - self.rcv_nxt)
