@@ -23,15 +23,15 @@
 //!
 //! Buffer and window are kept apart as in Linux: the grown window is turned into buffer
 //! memory (`sk_rcvbuf` = `mptcp_space_from_win`) at the connection's `scaling_ratio` of that
-//! moment, and the window offered is that memory less the out-of-order queue's, turned back
-//! at the ratio of the moment it is offered (`__mptcp_space`). The connection's ratio is the
-//! lowest of its subflows' (6.18 `mptcp_rcv_space_adjust`), so while a joining subflow has
-//! not measured a full-sized skb (ratio 128 / 256) a growth buys buffer for 197 / 128 =
-//! 1.54x the window it was computed for, which it offers once every subflow has measured.
-//! Out-of-order skbs are coalesced in the msk's queue (`mptcp_ooo_try_coalesce`: only their
-//! payload frags stay charged), so an out-of-order byte costs `scaling_ratio` / 256 of a
-//! window byte, not one (docs/testbed.md, "Session 10: the MPTCP window while a subflow
-//! holds out-of-order data (ofo11)").
+//! moment, and the window the buffer allows is that memory turned back at the ratio of the
+//! moment it is offered (`__mptcp_space`). The connection's ratio is the lowest of its
+//! subflows' (6.18 `mptcp_rcv_space_adjust`), so while a joining subflow has not measured a
+//! full-sized skb (ratio 128 / 256, the others 197 / 256 on the testbed) a growth buys buffer
+//! for 197 / 128 = 1.54x the window it was computed for, which the connection offers once
+//! every subflow has measured (docs/testbed.md, "Session 10: the MPTCP window while a
+//! subflow holds out-of-order data (ofo11)"). Known difference: out-of-order bytes still come
+//! off that window one for one; the kernel's msk coalesces them (`mptcp_ooo_try_coalesce`),
+//! so one costs about 1.03-1.07 bytes of memory, 0.79-0.82 of a window byte (measured).
 
 use super::{ConnConfig, ConnParams};
 use crate::tcp::{
@@ -311,18 +311,6 @@ impl DataReceiver {
         self.rcv_wnd_bytes = wnd.min(self.cfg.rcv_buf_bytes);
     }
 
-    /// Window bytes the connection's out-of-order queue takes: its memory (`sk_rmem_alloc`;
-    /// coalesced skbs keep only their payload's) at the connection's ratio. A fixed buffer
-    /// keeps the payload charge its window was measured with.
-    fn ofo_window_charge(&self) -> u64 {
-        let ofo = self.ofo.total_bytes();
-        if self.cfg.rcv_buf_autotuning {
-            ofo * self.scaling_ratio / 256
-        } else {
-            ofo
-        }
-    }
-
     /// The (DATA_ACK, window) subflow `i` advertises now. Linux `__tcp_select_window` offers
     /// the free buffer capped by that subflow's `rcv_ssthresh` (which grows by twice each
     /// in-order skb, `tcp_grow_window`), and `mptcp_set_rwin` places it at the connection's
@@ -330,7 +318,7 @@ impl DataReceiver {
     /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
     /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
     fn advertise(&self, subflow: usize) -> (u64, u64) {
-        let free = self.rcv_wnd_bytes.saturating_sub(self.ofo_window_charge());
+        let free = self.rcv_wnd_bytes.saturating_sub(self.ofo.total_bytes());
         let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
         (self.rcv_nxt, edge - self.rcv_nxt)
