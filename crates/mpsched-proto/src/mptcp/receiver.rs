@@ -61,13 +61,12 @@ pub struct DataReceiver {
     route_down: u64,
     /// Joins whose `connect()` failed at the route lookup (never retried).
     failed_joins: u64,
-    /// Receive window the buffer allows now, bytes (before out-of-order data is taken off).
-    rcv_wnd_bytes: u64,
-    /// Autotuning: the buffer's memory, bytes (Linux msk `sk_rcvbuf`).
+    /// Autotuning: the buffer's memory, bytes (Linux msk `sk_rcvbuf`); the window it allows
+    /// is [`DataReceiver::rcv_wnd_bytes`].
     rcv_buf_mem_bytes: u64,
     /// Autotuning: the connection's payload / truesize ratio, of 256 (Linux
     /// `msk->scaling_ratio`: the lowest of the subflows', refreshed by `rcv_space_adjust`).
-    scaling_ratio: u64,
+    scaling_ratio: u8,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
     space_bytes: u64,
     /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
@@ -109,9 +108,8 @@ impl DataReceiver {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer.
             right_edge: rcv_wnd_bytes,
-            rcv_wnd_bytes,
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
-            scaling_ratio: SCALING_RATIO_DEFAULT,
+            scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
             space_bytes: rcv_wnd_bytes.min(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500 * 10),
             copied_bytes: 0,
@@ -145,7 +143,8 @@ impl DataReceiver {
         }
         // Linux `tcp_grow_window` on the subflow: `rcv_ssthresh` grows towards the buffer's
         // window (MPTCP propagates the msk's autotuned rcvbuf and clamp to its subflows).
-        self.subflows[subflow].set_window_clamp(self.rcv_wnd_bytes);
+        let window = self.rcv_wnd_bytes();
+        self.subflows[subflow].set_window_clamp(window);
         let became_established = self.subflows[subflow].handle_segment(now_ns, seg);
         let established = self.subflows[subflow].is_established();
         if !self.joins_started
@@ -284,9 +283,8 @@ impl DataReceiver {
         rcvwin += 2 * (rcvwin * newval.saturating_sub(oldval) / oldval);
         let want = rcvwin.min(self.cfg.rcv_buf_bytes);
         // `mptcp_space_from_win` at the ratio of this moment; the buffer never shrinks.
-        let mem = want * 256 / self.scaling_ratio;
+        let mem = want * 256 / u64::from(self.scaling_ratio);
         self.rcv_buf_mem_bytes = self.rcv_buf_mem_bytes.max(mem);
-        self.update_window();
     }
 
     /// Linux `msk->scaling_ratio` (6.18 `mptcp_rcv_space_adjust`): the lowest ratio of the
@@ -299,16 +297,8 @@ impl DataReceiver {
             .map(|s| s.scaling_ratio())
             .min();
         if let Some(ratio) = lowest {
-            self.scaling_ratio = ratio;
-            self.update_window();
+            self.scaling_ratio = ratio.min(255) as u8;
         }
-    }
-
-    /// The window the buffer's memory allows at the connection's ratio now
-    /// (`mptcp_win_from_space(sk_rcvbuf)`), at most the configured buffer's.
-    fn update_window(&mut self) {
-        let wnd = self.rcv_buf_mem_bytes * self.scaling_ratio / 256;
-        self.rcv_wnd_bytes = wnd.min(self.cfg.rcv_buf_bytes);
     }
 
     /// The (DATA_ACK, window) subflow `i` advertises now. Linux `__tcp_select_window` offers
@@ -318,7 +308,7 @@ impl DataReceiver {
     /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
     /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
     fn advertise(&self, subflow: usize) -> (u64, u64) {
-        let free = self.rcv_wnd_bytes.saturating_sub(self.ofo.total_bytes());
+        let free = self.rcv_wnd_bytes().saturating_sub(self.ofo.total_bytes());
         let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
         (self.rcv_nxt, edge - self.rcv_nxt)
@@ -426,8 +416,14 @@ impl DataReceiver {
         self.ofo.total_bytes() + self.subflows.iter().map(|s| s.ofo_bytes()).sum::<u64>()
     }
     /// Receive window the buffer allows now (grows with autotuning), bytes.
+    /// Autotuned: the buffer's memory at the connection's ratio now
+    /// (`mptcp_win_from_space(sk_rcvbuf)`), at most the configured buffer's window.
     pub fn rcv_wnd_bytes(&self) -> u64 {
-        self.rcv_wnd_bytes
+        if !self.cfg.rcv_buf_autotuning {
+            return self.cfg.rcv_buf_bytes;
+        }
+        let window = self.rcv_buf_mem_bytes * u64::from(self.scaling_ratio) / 256;
+        window.min(self.cfg.rcv_buf_bytes)
     }
     /// Bytes received more than once (dropped by DSN).
     pub fn duplicate_bytes(&self) -> u64 {
