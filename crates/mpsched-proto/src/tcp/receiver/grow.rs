@@ -30,7 +30,7 @@ pub const SCALING_RATIO_DEFAULT: u64 = 128;
 /// The payload / truesize ratio the testbed's 6.18 measures for full-sized segments (of 256;
 /// docs/testbed.md, "a fixed receive buffer on the kernel": `rcv_ssthresh` at most 262 145 =
 /// 340 656 x 197 >> 8).
-pub const SCALING_RATIO_MEASURED: u64 = 197;
+const SCALING_RATIO_MEASURED: u64 = 197;
 
 /// The clamp (and initial `rcv_ssthresh`) of a fixed buffer whose window is `window_bytes`,
 /// before any skb measured the ratio: the initial space less one advmss.
