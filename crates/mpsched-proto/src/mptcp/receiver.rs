@@ -19,12 +19,24 @@
 //! tcp_rcvbuf_grow() action", 6.18). MPTCP-level out-of-order data does not grow it ("mptcp:
 //! do not account for OoO in mptcp_rcvbuf_grow()", in the 6.18.y and 6.19 stable trees).
 //! The RTT is the highest receiver-side estimate among the subflows (6.18: "use highest rtt
-//! estimate of the subflows in use"; 7.0 changed it to the lowest). Simplification: the
-//! window is the grown value itself (Linux sizes the buffer from it with the measured
-//! payload/truesize `scaling_ratio` and advertises the window back from the buffer).
+//! estimate of the subflows in use"; 7.0 changed it to the lowest).
+//!
+//! Buffer and window are kept apart as in Linux: the grown window is turned into buffer
+//! memory (`sk_rcvbuf` = `mptcp_space_from_win`) at the connection's `scaling_ratio` of that
+//! moment, and the window the buffer allows is that memory turned back at the ratio of the
+//! moment it is offered (`__mptcp_space`). The connection's ratio is the lowest of its
+//! subflows' (6.18 `mptcp_rcv_space_adjust`), so while a joining subflow has not measured a
+//! full-sized skb (ratio 128 / 256, the others 197 / 256 on the testbed) a growth buys buffer
+//! for 197 / 128 = 1.54x the window it was computed for, which the connection offers once
+//! every subflow has measured (docs/testbed.md, "Session 10: the MPTCP window while a
+//! subflow holds out-of-order data (ofo11)"). Known difference: out-of-order bytes still come
+//! off that window one for one; the kernel's msk coalesces them (`mptcp_ooo_try_coalesce`),
+//! so one costs about 1.03-1.07 bytes of memory, 0.79-0.82 of a window byte (measured).
 
 use super::{ConnConfig, ConnParams};
-use crate::tcp::{RangeSet, Receiver, ReceiverStats, Released, Role, Segment};
+use crate::tcp::{
+    RangeSet, Receiver, ReceiverStats, Released, Role, Segment, SCALING_RATIO_DEFAULT,
+};
 
 /// The receiving endpoint of a connection.
 #[derive(Debug)]
@@ -49,8 +61,12 @@ pub struct DataReceiver {
     route_down: u64,
     /// Joins whose `connect()` failed at the route lookup (never retried).
     failed_joins: u64,
-    /// Receive window the buffer allows now, bytes (before out-of-order data is taken off).
-    rcv_wnd_bytes: u64,
+    /// Autotuning: the buffer's memory, bytes (Linux msk `sk_rcvbuf`); the window it allows
+    /// is [`DataReceiver::rcv_wnd_bytes`].
+    rcv_buf_mem_bytes: u64,
+    /// Autotuning: the connection's payload / truesize ratio, of 256 (Linux
+    /// `msk->scaling_ratio`: the lowest of the subflows', refreshed by `rcv_space_adjust`).
+    scaling_ratio: u8,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
     space_bytes: u64,
     /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
@@ -92,7 +108,8 @@ impl DataReceiver {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer.
             right_edge: rcv_wnd_bytes,
-            rcv_wnd_bytes,
+            rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
+            scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
             space_bytes: rcv_wnd_bytes.min(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500 * 10),
             copied_bytes: 0,
@@ -126,7 +143,8 @@ impl DataReceiver {
         }
         // Linux `tcp_grow_window` on the subflow: `rcv_ssthresh` grows towards the buffer's
         // window (MPTCP propagates the msk's autotuned rcvbuf and clamp to its subflows).
-        self.subflows[subflow].set_window_clamp(self.rcv_wnd_bytes);
+        let window = self.rcv_wnd_bytes();
+        self.subflows[subflow].set_window_clamp(window);
         let became_established = self.subflows[subflow].handle_segment(now_ns, seg);
         let established = self.subflows[subflow].is_established();
         if !self.joins_started
@@ -238,7 +256,13 @@ impl DataReceiver {
             .map(|s| s.rcv_rtt_ns())
             .max()
             .unwrap_or(0);
-        if rtt_ns == 0 || now_ns - start < rtt_ns {
+        let closes = now_ns - start >= rtt_ns;
+        if rtt_ns == 0 || closes {
+            // Linux refreshes the msk's ratio whenever it passes the time check (every read
+            // before the first RTT sample, then once a measurement).
+            self.update_scaling_ratio();
+        }
+        if rtt_ns == 0 || !closes {
             return;
         }
         if self.copied_bytes > self.space_bytes {
@@ -258,7 +282,23 @@ impl DataReceiver {
         let mut rcvwin = 2 * newval;
         rcvwin += 2 * (rcvwin * newval.saturating_sub(oldval) / oldval);
         let want = rcvwin.min(self.cfg.rcv_buf_bytes);
-        self.rcv_wnd_bytes = self.rcv_wnd_bytes.max(want);
+        // `mptcp_space_from_win` at the ratio of this moment; the buffer never shrinks.
+        let mem = want * 256 / u64::from(self.scaling_ratio);
+        self.rcv_buf_mem_bytes = self.rcv_buf_mem_bytes.max(mem);
+    }
+
+    /// Linux `msk->scaling_ratio` (6.18 `mptcp_rcv_space_adjust`): the lowest ratio of the
+    /// subflows that exist.
+    fn update_scaling_ratio(&mut self) {
+        let lowest = self
+            .subflows
+            .iter()
+            .filter(|s| s.is_started())
+            .map(|s| s.scaling_ratio())
+            .min();
+        if let Some(ratio) = lowest {
+            self.scaling_ratio = ratio.min(255) as u8;
+        }
     }
 
     /// The (DATA_ACK, window) subflow `i` advertises now. Linux `__tcp_select_window` offers
@@ -268,7 +308,7 @@ impl DataReceiver {
     /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
     /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
     fn advertise(&self, subflow: usize) -> (u64, u64) {
-        let free = self.rcv_wnd_bytes.saturating_sub(self.ofo.total_bytes());
+        let free = self.rcv_wnd_bytes().saturating_sub(self.ofo.total_bytes());
         let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
         (self.rcv_nxt, edge - self.rcv_nxt)
@@ -376,8 +416,14 @@ impl DataReceiver {
         self.ofo.total_bytes() + self.subflows.iter().map(|s| s.ofo_bytes()).sum::<u64>()
     }
     /// Receive window the buffer allows now (grows with autotuning), bytes.
+    /// Autotuned: the buffer's memory at the connection's ratio now
+    /// (`mptcp_win_from_space(sk_rcvbuf)`), at most the configured buffer's window.
     pub fn rcv_wnd_bytes(&self) -> u64 {
-        self.rcv_wnd_bytes
+        if !self.cfg.rcv_buf_autotuning {
+            return self.cfg.rcv_buf_bytes;
+        }
+        let window = self.rcv_buf_mem_bytes * u64::from(self.scaling_ratio) / 256;
+        window.min(self.cfg.rcv_buf_bytes)
     }
     /// Bytes received more than once (dropped by DSN).
     pub fn duplicate_bytes(&self) -> u64 {

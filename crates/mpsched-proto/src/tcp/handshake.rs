@@ -139,6 +139,12 @@ impl Handshake {
         self.state == State::Established
     }
 
+    /// The subflow exists on this side: a client sent its SYN, a server received one (Linux
+    /// lists a client's joining subflow in the msk's `conn_list` from its `connect()`).
+    pub fn is_started(&self) -> bool {
+        !matches!(self.state, State::Idle | State::Listen | State::GaveUp)
+    }
+
     /// The MPTCP option of this subflow's handshake.
     pub fn option(&self) -> HsOption {
         self.opt

@@ -31,7 +31,7 @@ mod sender;
 
 pub use handshake::{HsOption, Role};
 pub use rangeset::RangeSet;
-pub use receiver::{Receiver, ReceiverStats, Released};
+pub use receiver::{Receiver, ReceiverStats, Released, SCALING_RATIO_DEFAULT};
 pub use rtt::{
     timer_wheel_fire_ns, RttEstimator, INITIAL_RTO_NS, JIFFY_NS, MAX_RTO_NS, MIN_RTO_NS,
 };

@@ -29,6 +29,8 @@ use super::{TcpConfig, DELAYED_ACK_NS};
 mod grow;
 mod read_ack;
 
+pub use grow::SCALING_RATIO_DEFAULT;
+
 /// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`) of an
 /// autotuned socket or a standalone receiver: the initial window `tcp_select_initial_window`
 /// offers, the buffer's window rounded down to whole segments, here at most 65 535 bytes (an

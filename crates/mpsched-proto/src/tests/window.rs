@@ -281,15 +281,25 @@ fn an_mptcp_subflow_grows_its_window_only_towards_the_connections_autotuned_one(
         }
         acked
     };
-    // The connection's initial window (64 KB): the 16 initial quickacks (and the one the first
-    // segment's growth adds), then no room: every second segment.
+    // The connection's initial buffer (`tcp_rmem[1]`, 128 KiB) offers 64 KB at the default
+    // ratio (128 / 256) and 100 864 B once its subflow measured 197 / 256 (the msk's ratio,
+    // refreshed at every read before the first receiver RTT sample): rcv_ssthresh grows past
+    // 64 KB to it, as the testbed's first subflows do before any growth (rcv_ssthresh 92 656
+    // after round 1, 98 038 after round 2: docs/testbed.md, tcp11q and ofo11). The 16 initial
+    // quickacks and the one the first segment's growth adds, 12 more while rcv_ssthresh
+    // grows to the window, then no room: every second segment.
     assert_eq!(feed(&mut rx, 2 * MS, 0, 17), 17);
     assert_eq!(
         feed(&mut rx, 2 * MS, 0, 20),
-        10,
+        16,
+        "rcv_ssthresh up to the connection's window, then every second segment"
+    );
+    assert_eq!(rx.rcv_wnd_bytes(), 131_072 * 197 / 256);
+    assert_eq!(
+        feed(&mut rx, 2 * MS, 0, 10),
+        5,
         "rcv_ssthresh at the connection's window"
     );
-    assert_eq!(rx.rcv_wnd_bytes(), 65_536);
     // One receiver RTT (10 ms) later autotuning grows the connection's window; the subflow's
     // rcv_ssthresh grows after it, each segment ACKed at once.
     feed(&mut rx, 11 * MS, MS, 1);
@@ -431,4 +441,48 @@ fn a_fixed_buffer_grows_its_window_only_after_a_full_segment_so_small_frames_los
         rx.poll_transmit(t + 2 * MS).is_some(),
         "the growth re-arms quickack"
     );
+}
+
+#[test]
+fn a_growth_before_the_join_measured_its_ratio_offers_197_128_of_its_window_after() {
+    // Linux 6.18 `mptcp_rcvbuf_grow` sizes `sk_rcvbuf` from the grown window at the msk's
+    // `scaling_ratio`, the lowest of its subflows' (`mptcp_rcv_space_adjust`): 128 / 256
+    // while the join has received no full-sized skb. `__mptcp_space` turns the buffer back
+    // into window at the ratio of the moment, so once the join has measured 197 / 256 the
+    // same buffer offers 197 / 128 of the window it was grown for (testbed: msk `rb` 265 064 =
+    // 2 x 132 532 at the first growth, docs/testbed.md "Session 10 ... (ofo11)").
+    let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+    cfg.rcv_buf_autotuning = true;
+    let mut rx = DataReceiver::new(cfg);
+    super::util::establish_two_subflows(&mut rx);
+    let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    // Three rounds on subflow 0 only, echoing a timestamp 10 ms old (receiver RTT 10 ms).
+    let mut dsn = 0;
+    for k in 0..101 {
+        let now = match k {
+            0..=19 => 10,
+            20..=99 => 21,
+            _ => 32,
+        } * MS;
+        rx.handle_segment(
+            now,
+            0,
+            &super::util::mapped_data(k, dsn, mss, now - 10 * MS),
+        );
+        dsn += mss;
+        while rx.poll_transmit(now).is_some() {}
+    }
+    let grown = rx.rcv_wnd_bytes();
+    assert!(grown > 4 * 65_536, "autotuning grew the window: {grown}");
+    // The join's first full-sized segment measures its ratio; the next read an RTT later
+    // (too little to grow again) refreshes the connection's ratio.
+    rx.handle_segment(33 * MS, 1, &super::util::mapped_data(0, dsn, mss, 23 * MS));
+    dsn += mss;
+    assert_eq!(rx.rcv_wnd_bytes(), grown, "no refresh before the RTT is up");
+    rx.handle_segment(
+        45 * MS,
+        0,
+        &super::util::mapped_data(101, dsn, mss, 35 * MS),
+    );
+    assert_eq!(rx.rcv_wnd_bytes(), 2 * grown * 197 / 256);
 }

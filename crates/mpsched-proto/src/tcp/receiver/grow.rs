@@ -26,7 +26,7 @@
 use super::Receiver;
 
 /// Linux `TCP_DEFAULT_SCALING_RATIO` (of 256): the window before any skb was measured.
-const SCALING_RATIO_DEFAULT: u64 = 128;
+pub const SCALING_RATIO_DEFAULT: u64 = 128;
 /// The payload / truesize ratio the testbed's 6.18 measures for full-sized segments (of 256;
 /// docs/testbed.md, "a fixed receive buffer on the kernel": `rcv_ssthresh` at most 262 145 =
 /// 340 656 x 197 >> 8).
@@ -52,6 +52,21 @@ impl Receiver {
             self.fixed_buffer = true;
             self.rcv_ssthresh = fixed_buffer_initial_clamp(self.window_clamp, self.cfg.mss_bytes);
         }
+    }
+
+    /// Linux `tp->scaling_ratio` (of 256): the default until a full-sized skb measured the
+    /// payload / truesize ratio (`tcp_measure_rcv_mss`).
+    pub fn scaling_ratio(&self) -> u64 {
+        if self.ratio_measured {
+            SCALING_RATIO_MEASURED
+        } else {
+            SCALING_RATIO_DEFAULT
+        }
+    }
+
+    /// The subflow exists (see [`super::Handshake::is_started`]).
+    pub fn is_started(&self) -> bool {
+        self.hs.is_started()
     }
 
     /// Linux `min(window_clamp, tcp_space)` for `tcp_grow_window`.
