@@ -341,12 +341,10 @@ impl Sender {
         self.board.set_min_rtt(self.rtt.min_rtt_ns);
         let (segs_before, sacked_before) = (self.board.segs_out() as u64, self.board.sacked_segs());
         let mut ca_src = CaRttSources::default();
-        let mut ts_rtt = None;
+        // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
+        let ts_rtt =
+            (una_advanced && seg.ts_ecr > 0 && now_ns >= seg.ts_ecr).then(|| now_ns - seg.ts_ecr);
         if una_advanced {
-            // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
-            if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
-                ts_rtt = Some(now_ns - seg.ts_ecr);
-            }
             out.acked_bytes = self.board.advance_una_noting(ack, now_ns, &mut ca_src);
             self.snd_una = ack;
             self.stats.bytes_acked += out.acked_bytes;
@@ -360,18 +358,17 @@ impl Sender {
         } else {
             0
         };
-        // Linux `tcp_ack_update_rtt`: the estimator's sample is the first transmission's age of
-        // the earliest newly acknowledged (or else newly SACKed) segment, the echo only when
-        // neither gives one; any sample, a SACK's too, ends the RTO backoff.
-        if let Some(r) = ca_src.seq_rtt(now_ns).or(ts_rtt) {
+        // Linux `tcp_ack_update_rtt` (`CaRttSources::seq_rtt`, else the echo); any sample, a
+        // SACK's too, ends the RTO backoff.
+        out.rtt_sample_ns = ca_src.seq_rtt(now_ns).or(ts_rtt);
+        if let Some(r) = out.rtt_sample_ns {
             self.rtt.on_sample_at(r, self.snd_una, self.snd_nxt);
-            out.rtt_sample_ns = Some(r);
             self.backoff = 0;
         }
+        // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
         if una_advanced {
-            // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
-            self.rto_deadline = (!self.board.is_empty())
-                .then(|| timer_wheel_fire_ns(now_ns, self.rtt.backed_off_rto_ns(self.backoff)));
+            let rto = self.rtt.backed_off_rto_ns(self.backoff);
+            self.rto_deadline = (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, rto));
         }
         // Segments that left the board plus the change in SACKed ones (a SACKed segment that
         // is then cumulatively acknowledged leaves both counts: it is not counted twice).
