@@ -341,15 +341,22 @@ impl Sender {
         self.board.set_min_rtt(self.rtt.min_rtt_ns);
         let (segs_before, sacked_before) = (self.board.segs_out() as u64, self.board.sacked_segs());
         let mut ca_src = CaRttSources::default();
-        // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
-        let ts_rtt =
-            (una_advanced && seg.ts_ecr > 0 && now_ns >= seg.ts_ecr).then(|| now_ns - seg.ts_ecr);
         if una_advanced {
+            // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
+            if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
+                let r = now_ns - seg.ts_ecr;
+                self.rtt.on_sample(r);
+                out.rtt_sample_ns = Some(r);
+            }
             out.acked_bytes = self.board.advance_una_noting(ack, now_ns, &mut ca_src);
             self.snd_una = ack;
             self.stats.bytes_acked += out.acked_bytes;
             self.l2_bytes += out.acked_bytes;
+            self.backoff = 0;
             self.potentially_failed = false;
+            // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
+            self.rto_deadline =
+                (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
         }
         // No SACK blocks (most ACKs): nothing newly SACKed, and the scoreboard need not look.
         out.sacked_bytes = if seg.sack_len > 0 {
@@ -358,18 +365,6 @@ impl Sender {
         } else {
             0
         };
-        // Linux `tcp_ack_update_rtt` (`CaRttSources::seq_rtt`, else the echo); any sample, a
-        // SACK's too, ends the RTO backoff.
-        out.rtt_sample_ns = ca_src.seq_rtt(now_ns).or(ts_rtt);
-        if let Some(r) = out.rtt_sample_ns {
-            self.rtt.on_sample_at(r, self.snd_una, self.snd_nxt);
-            self.backoff = 0;
-        }
-        // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
-        if una_advanced {
-            let rto = self.rtt.backed_off_rto_ns(self.backoff);
-            self.rto_deadline = (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, rto));
-        }
         // Segments that left the board plus the change in SACKed ones (a SACKed segment that
         // is then cumulatively acknowledged leaves both counts: it is not counted twice).
         out.delivered_segs = (segs_before - self.board.segs_out() as u64
@@ -379,7 +374,7 @@ impl Sender {
         // time of the latest segment it newly acknowledged or SACKed, else the timestamp echo
         // of an ACK of new data) in every state, before loss detection.
         // One sample per ACK serves both hooks (`on_rtt_sample` here, `on_ack` in `grow`).
-        let ca_rtt = ca_src.ca_rtt(now_ns).or(ts_rtt);
+        let ca_rtt = ca_src.ca_rtt(now_ns).or(out.rtt_sample_ns);
         let mut sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
         if ca_rtt.is_some() {
             self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
