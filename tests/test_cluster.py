@@ -50,7 +50,7 @@ interval = "0"
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   preload=["mpsched.study.execute"]) as cluster, distributed.Client(cluster) as c:
         yield c
 
