@@ -10,7 +10,9 @@
 //! window in 32 bits; the length in 16. A segment whose values do not fit (a flow past 4 GiB,
 //! a window of 4 GiB or more, an echo older than 4.29 s or none yet, a SACK edge past 4 GiB)
 //! is kept whole in a side pool instead, and SACK blocks, when there are any, go to another
-//! with their edges in 32 bits (a 36-byte entry). Records are
+//! with their edges in 32 bits: the first three blocks, as many as a receiver sends beside
+//! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
+//! with a non-zero fourth block is kept whole in the wide pool. Records are
 //! index-addressed and freed slots are reused last-in first-out, so the touched memory
 //! follows the number of segments in flight, not the number ever sent.
 //!
@@ -27,16 +29,21 @@ use mpsched_proto::tcp::MAX_SACK_BLOCKS;
 
 type SackBlocks = [(u64, u64); MAX_SACK_BLOCKS];
 const NO_SACK: SackBlocks = [(0, 0); MAX_SACK_BLOCKS];
-/// A SACK array whose edges all fit 32 bits, as the SACK pool keeps it (32 bytes, not 64: an
-/// ACK in a loss episode carries one, so the pool holds ~16 entries a flow at the peak).
-type NarrowSacks = [(u32, u32); MAX_SACK_BLOCKS];
+/// SACK blocks the SACK pool keeps: a receiver sends at most three beside timestamps
+/// (`TcpConfig::max_sack_blocks`; Linux `tcp_established_options` fits three in the option
+/// space the timestamp leaves), so a fourth is zero unless configured otherwise.
+const SACKS_KEPT: usize = 3;
+/// The first [`SACKS_KEPT`] blocks of a SACK array whose edges all fit 32 bits and whose other
+/// blocks are zero, as the SACK pool keeps it (24 bytes, not 64: an ACK in a loss episode
+/// carries one, so the pool holds ~16 entries a flow at the peak, 161 401 at 10 000 flows).
+type NarrowSacks = [(u32, u32); SACKS_KEPT];
 
 fn narrow(sack: &SackBlocks) -> NarrowSacks {
-    sack.map(|(s, e)| (s as u32, e as u32))
+    std::array::from_fn(|i| (sack[i].0 as u32, sack[i].1 as u32))
 }
 
 fn widen(sack: &NarrowSacks) -> SackBlocks {
-    sack.map(|(s, e)| (s as u64, e as u64))
+    std::array::from_fn(|i| sack.get(i).map_or((0, 0), |&(s, e)| (s as u64, e as u64)))
 }
 
 /// A side-pool entry: what does not fit the record, and the record's skb link (which the
@@ -185,11 +192,12 @@ impl InFlight {
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit the record (`wide`), else its SACK array. Returns the record's `meta` and `link`.
+    /// fit the record (`wide`) or a SACK block past the kept ones is set, else its SACK array. Returns the record's `meta` and `link`.
     #[cold]
     #[inline(never)]
     fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
-        if wide {
+        // Blocks past the kept ones are tested here, off the per-packet path.
+        if wide || seg.sack[SACKS_KEPT..].iter().any(|&b| b != (0, 0)) {
             (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT }))
         } else {
             (meta | HAS_SACK, self.sacks.insert(Side { value: narrow(&seg.sack), next: NO_SEGMENT }))
@@ -368,8 +376,9 @@ mod tests {
         ack.sack_len = 2;
         ack.sack[0] = (200, 300);
         ack.sack[1] = (400, 500);
-        // Bytes past the valid blocks are kept too.
-        ack.sack[3] = (1, 2);
+        // Bytes past the valid blocks are kept too (a fourth block: see
+        // `a_fourth_sack_block_keeps_the_segment_whole`).
+        ack.sack[2] = (1, 2);
         let d = Destination { flow: 5, subflow: 2, to_client: true, request: false };
         let a = f.insert(d, &data);
         let b = f.insert(Destination { to_client: false, ..d }, &ack);
@@ -387,8 +396,8 @@ mod tests {
     }
 
     #[test]
-    fn sack_entries_are_36_bytes_and_edges_past_32_bits_go_whole() {
-        assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 36);
+    fn sack_entries_are_28_bytes_and_edges_past_32_bits_go_whole() {
+        assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 28);
         let mut f = InFlight::default();
         let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
         let mut ack = Segment { flags: flags::ACK, ack: 5, ..Default::default() };
@@ -429,6 +438,32 @@ mod tests {
         }
         assert_eq!(f.wide.slots.len(), 1);
         assert_eq!(f.wide.free.len(), 1);
+    }
+
+    #[test]
+    fn a_fourth_sack_block_keeps_the_segment_whole() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 4, subflow: 1, to_client: false, request: false };
+        let mut ack = Segment { flags: flags::ACK, ack: 100, ..Default::default() };
+        ack.sack_len = 3;
+        ack.sack[0] = (300, 400);
+        ack.sack[1] = (500, 600);
+        ack.sack[2] = (700, 800);
+        let three = f.insert(d, &ack);
+        assert_eq!(f.segment(three), ack);
+        assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
+        // A fourth block, valid or only a stale value past `sack_len`: kept whole, read back equal.
+        for (len, block) in [(4, (900, 1000)), (3, (0, 1)), (3, (1, 0))] {
+            let mut four = ack;
+            four.sack_len = len;
+            four.sack[3] = block;
+            let i = f.insert(d, &four);
+            assert_eq!(f.segment(i), four);
+            assert_eq!(f.destination(i).flow, 4);
+            assert_eq!((f.sacks.slots.len(), f.wide.slots.len() - f.wide.free.len()), (1, 1), "{block:?}");
+            f.remove(i);
+        }
+        assert_eq!(f.segment(three), ack);
     }
 
     #[test]
