@@ -113,9 +113,9 @@ impl<T> std::ops::IndexMut<usize> for Ring<T> {
 }
 
 /// A packet propagating on a FIFO link, with its arrival time at the far end as a 32-bit offset
-/// from the link's `pipe_base_ns` (see `Link::pipe_push`): 24 bytes with the simulator's 8-byte
-/// payload rather than 28 (a bottleneck's pipe holds every queued and propagating packet, so
-/// this is per packet in the network). A pipe whose arrivals do not fit the offsets keeps them
+/// from the link's `pipe_base_ns` (see `Link::pipe_push`): 20 bytes with the simulator's 4-byte
+/// payload, 24 with an 8-byte one (28 with a 64-bit time; a bottleneck's pipe holds every
+/// queued and propagating packet, so this is per packet in the network). A pipe whose arrivals do not fit the offsets keeps them
 /// whole beside the entries instead (`Link::pipe_times`); the offset is then unused. (Whether
 /// the packet was on the link when it last went down is not kept per packet: see `Link::stale`.)
 #[derive(Debug, Clone)]

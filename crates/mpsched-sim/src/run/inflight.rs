@@ -141,6 +141,8 @@ pub(crate) struct InFlight {
     records: Pool<Record>,
     sacks: Pool<Side<NarrowSacks>>,
     wide: Pool<Side<Segment>>,
+    /// Application messages in flight (flow, tag): a packet carries only a slot here.
+    app_msgs: Pool<(u32, u32)>,
 }
 
 impl InFlight {
@@ -185,10 +187,25 @@ impl InFlight {
                 i
             }
             None => {
+                // Indices stay below 2^31: a packet's payload marks messages with the top bit.
+                assert!(self.records.slots.len() < 1 << 31, "2^31 segments in flight");
                 self.records.slots.push(record);
                 (self.records.slots.len() - 1) as u32
             }
         }
+    }
+
+    /// Stores an application message of `flow` with `tag`; returns its slot (below 2^31 - 1).
+    pub(crate) fn insert_app_msg(&mut self, flow: u32, tag: u32) -> u32 {
+        let full = self.app_msgs.free.is_empty() && self.app_msgs.slots.len() >= (1 << 31) - 1;
+        assert!(!full, "2^31 messages in flight");
+        self.app_msgs.insert((flow, tag))
+    }
+
+    /// The (flow, tag) of the message in `slot`, which is freed.
+    pub(crate) fn take_app_msg(&mut self, slot: u32) -> (u32, u32) {
+        self.app_msgs.remove(slot);
+        self.app_msgs.slots[slot as usize]
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
@@ -464,6 +481,25 @@ mod tests {
             f.remove(i);
         }
         assert_eq!(f.segment(three), ack);
+    }
+
+    #[test]
+    fn a_packet_carries_one_word_and_messages_are_kept_by_slot() {
+        use super::super::{Carried, Payload};
+        use mpsched_engine::net::Packet;
+        assert_eq!((std::mem::size_of::<Payload>(), std::mem::size_of::<Packet<Payload>>()), (4, 16));
+        assert!(matches!(Payload::segment(0).carried(), Carried::Segment(0)));
+        assert!(matches!(Payload::segment((1 << 31) - 1).carried(), Carried::Segment(i) if i == (1 << 31) - 1));
+        assert!(matches!(Payload::cross().carried(), Carried::Cross));
+        assert!(matches!(Payload::app_msg((1 << 31) - 2).carried(), Carried::AppMsg(s) if s == (1 << 31) - 2));
+        let mut f = InFlight::default();
+        let a = f.insert_app_msg(7, u32::MAX);
+        let b = f.insert_app_msg(u32::MAX - 1, 3);
+        let Carried::AppMsg(slot) = Payload::app_msg(b).carried() else { panic!("a message") };
+        assert_eq!(f.take_app_msg(slot), (u32::MAX - 1, 3));
+        // A freed slot is reused; the other message is kept.
+        assert_eq!(f.insert_app_msg(1, 2), b);
+        assert_eq!((f.take_app_msg(a), f.take_app_msg(b)), ((7, u32::MAX), (1, 2)));
     }
 
     #[test]
