@@ -51,19 +51,17 @@ mod wire;
 const RNG_LINK_BASE: u64 = 1 << 32;
 
 /// What travels in a packet: a handle, so the engine moves a few bytes per hop while the
-/// segment itself stays put in [`Simulation::segments`] until delivery or drop. Two words
-/// rather than an enum of three variants (12 bytes): a link's propagation pipe then holds
-/// 32-byte entries instead of 40. Read it with [`Payload::carried`].
+/// segment itself stays put in [`Simulation::segments`] until delivery or drop. One word (a
+/// link's propagation pipe then holds 20-byte entries; two words made them 24): a segment's
+/// index below [`PAYLOAD_APP`], an application message's slot in the same store with that bit
+/// set, or [`PAYLOAD_CROSS`]. Read it with [`Payload::carried`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Payload {
-    /// [`PAYLOAD_SEGMENT`], [`PAYLOAD_CROSS`], or the flow of an application message.
-    kind: u32,
-    /// Segment index, or the message's tag.
-    value: u32,
-}
+pub(crate) struct Payload(u32);
 
-const PAYLOAD_SEGMENT: u32 = u32::MAX;
-const PAYLOAD_CROSS: u32 = u32::MAX - 1;
+/// The bit of an application message's handle; segment indices stay below it (`InFlight`
+/// refuses to grow past 2^31 records, ~100 GB of them).
+const PAYLOAD_APP: u32 = 1 << 31;
+const PAYLOAD_CROSS: u32 = u32::MAX;
 
 /// What a [`Payload`] stands for.
 #[derive(Debug, Clone, Copy)]
@@ -73,28 +71,31 @@ pub(crate) enum Carried {
     /// A cross-traffic datagram (absorbed at the end of its route).
     Cross,
     /// An application message from a flow's receiving side to its sending side (a web
-    /// request), outside the connection: it queues and can be lost like any packet.
-    AppMsg { flow: u32, tag: u32 },
+    /// request), outside the connection: it queues and can be lost like any packet. Its flow
+    /// and tag are in [`InFlight`] at this slot (`take_app_msg`).
+    AppMsg(u32),
 }
 
 impl Payload {
     #[inline]
     fn segment(idx: u32) -> Self {
-        Self { kind: PAYLOAD_SEGMENT, value: idx }
+        debug_assert!(idx < PAYLOAD_APP);
+        Self(idx)
     }
     fn cross() -> Self {
-        Self { kind: PAYLOAD_CROSS, value: 0 }
+        Self(PAYLOAD_CROSS)
     }
-    fn app_msg(flow: u32, tag: u32) -> Self {
-        debug_assert!(flow < PAYLOAD_CROSS);
-        Self { kind: flow, value: tag }
+    /// The message in slot `slot` of `InFlight`'s messages (below `PAYLOAD_APP - 1`).
+    fn app_msg(slot: u32) -> Self {
+        debug_assert!(slot < PAYLOAD_APP - 1);
+        Self(PAYLOAD_APP | slot)
     }
     #[inline]
     pub(crate) fn carried(self) -> Carried {
-        match self.kind {
-            PAYLOAD_SEGMENT => Carried::Segment(self.value),
+        match self.0 {
+            idx if idx < PAYLOAD_APP => Carried::Segment(idx),
             PAYLOAD_CROSS => Carried::Cross,
-            flow => Carried::AppMsg { flow, tag: self.value },
+            v => Carried::AppMsg(v & !PAYLOAD_APP),
         }
     }
 }
@@ -351,7 +352,8 @@ impl<'a> Simulation<'a> {
         }
         let Some(pkt) = arrived else { return };
         let carried = pkt.payload.carried();
-        if let Carried::AppMsg { flow, tag } = carried {
+        if let Carried::AppMsg(slot) = carried {
+            let (flow, tag) = self.segments.take_app_msg(slot);
             let fi = flow as usize;
             if let Some(f) = self.flows[fi].as_mut() {
                 f.app.on_message(tag);
@@ -484,7 +486,8 @@ impl<'a> Simulation<'a> {
                 let route = if client_side { up } else { down };
                 let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
                 let size = bytes.min(u32::MAX as u64) as u32;
-                self.net.send(now, route, size, Payload::app_msg(fi as u32, tag), &mut sink);
+                let slot = sink.segments.insert_app_msg(fi as u32, tag);
+                self.net.send(now, route, size, Payload::app_msg(slot), &mut sink);
                 self.stats.packets_sent += 1;
             }
             // An RPC client writes the requests this allows before this side's ACK leaves (in

@@ -179,6 +179,9 @@ pub(crate) struct Link<P> {
     plain: bool,
     /// A token bucket is configured (`bucket.is_some()`).
     has_bucket: bool,
+    /// The pipe's arrival times are in `pipe_times`, not offsets from `pipe_base_ns` (some did
+    /// not fit 32 bits; until the pipe empties). See [`Link::pipe_push`].
+    pipe_wide: bool,
     /// Incremented each time the link goes down: packets of an older epoch are lost.
     epoch: u32,
     /// Leading packets of `pipe` that were on the link when it last went down (lost when they
@@ -190,6 +193,9 @@ pub(crate) struct Link<P> {
     /// arrival starts loading the link it enters before reading the head itself (a hint).
     head_next: LinkId,
     head_at: u32,
+    /// Arrival time the pipe entries' offsets count from (the first arrival after the pipe was
+    /// last empty, or the head's after a rebase): every entry arrives within 2^32 - 1 ns of it.
+    pipe_base_ns: u64,
     pub(crate) stats: LinkStats,
     capacity: Capacity,
     /// The records of the backlog's entries that do not fit 16 bytes, in order (see `backlog`).
@@ -197,6 +203,8 @@ pub(crate) struct Link<P> {
     /// When each entry of `backlog` reached the queue, with the impairments before the queue
     /// only (empty otherwise).
     queued: Ring<u64>,
+    /// The pipe's arrival times, in order, while `pipe_wide` (empty otherwise).
+    pipe_times: Ring<u64>,
     /// Leading entries of `backlog` whose service started by `queue_clock_ns`, and their bytes
     /// (kept with the impairments before the queue only; zero otherwise).
     served: usize,
@@ -223,6 +231,9 @@ impl<P> Link<P> {
             after_queue: spec.impairments == Impairments::AfterQueue,
             plain: false,
             has_bucket: spec.burst_bytes.is_some(),
+            pipe_wide: false,
+            pipe_base_ns: 0,
+            pipe_times: Ring::new(),
             queue_bytes: spec.queue_bytes.unwrap_or(u64::MAX),
             queue_packets: spec.queue_packets.unwrap_or(u64::MAX),
             capacity: Capacity::new(&spec.capacity, spec.rate_bps),
@@ -477,10 +488,7 @@ impl<P> Link<P> {
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
-        if self.pipe.is_empty() {
-            (self.head_next, self.head_at) = (pkt.next, pkt.at);
-        }
-        self.pipe.push_back(PipeEntry::new(arrive_ns, pkt));
+        self.pipe_push(arrive_ns, pkt);
         Accepted::Arrives(arrive_ns, None)
     }
 
@@ -566,8 +574,8 @@ mod tests {
         assert!(offset_of!(L, queue_packets) + 8 <= 64);
         // Line 1: the headers of the backlog and the pipe.
         assert!(offset_of!(L, backlog) >= 64 && offset_of!(L, pipe) + size_of::<Ring<PipeEntry<[u32; 2]>>>() <= 128);
-        // Line 2: the flags, the epoch and outage count, the pipe head's next link, and the
-        // counters a hop updates.
+        // Line 2: the flags, the epoch and outage count, the pipe head's next link, the base
+        // of the pipe's arrival offsets, and the counters a hop updates.
         let hot_stats_end = offset_of!(L, stats) + offset_of!(LinkStats, max_queue_bytes) + 8;
         assert!(offset_of!(L, up) >= 128 && hot_stats_end <= 192, "hot counters end at {hot_stats_end}");
     }

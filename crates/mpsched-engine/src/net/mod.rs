@@ -291,8 +291,8 @@ impl<P> Network<P> {
                     return None;
                 }
                 let (entry, stale) = l.pipe_pop()?;
-                if let Some(next) = l.pipe.front() {
-                    sink.schedule(next.arrive_ns(), NetEvent::PipeArrive(link));
+                if let Some(next_ns) = l.pipe_front_arrive_ns() {
+                    sink.schedule(next_ns, NetEvent::PipeArrive(link));
                 }
                 (stale, link, entry.pkt)
             }

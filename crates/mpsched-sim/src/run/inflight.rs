@@ -10,7 +10,9 @@
 //! window in 32 bits; the length in 16. A segment whose values do not fit (a flow past 4 GiB,
 //! a window of 4 GiB or more, an echo older than 4.29 s or none yet, a SACK edge past 4 GiB)
 //! is kept whole in a side pool instead, and SACK blocks, when there are any, go to another
-//! with their edges in 32 bits (a 36-byte entry). Records are
+//! with their edges in 32 bits: the first three blocks, as many as a receiver sends beside
+//! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
+//! with a non-zero fourth block is kept whole in the wide pool. Records are
 //! index-addressed and freed slots are reused last-in first-out, so the touched memory
 //! follows the number of segments in flight, not the number ever sent.
 //!
@@ -27,16 +29,21 @@ use mpsched_proto::tcp::MAX_SACK_BLOCKS;
 
 type SackBlocks = [(u64, u64); MAX_SACK_BLOCKS];
 const NO_SACK: SackBlocks = [(0, 0); MAX_SACK_BLOCKS];
-/// A SACK array whose edges all fit 32 bits, as the SACK pool keeps it (32 bytes, not 64: an
-/// ACK in a loss episode carries one, so the pool holds ~16 entries a flow at the peak).
-type NarrowSacks = [(u32, u32); MAX_SACK_BLOCKS];
+/// SACK blocks the SACK pool keeps: a receiver sends at most three beside timestamps
+/// (`TcpConfig::max_sack_blocks`; Linux `tcp_established_options` fits three in the option
+/// space the timestamp leaves), so a fourth is zero unless configured otherwise.
+const SACKS_KEPT: usize = 3;
+/// The first [`SACKS_KEPT`] blocks of a SACK array whose edges all fit 32 bits and whose other
+/// blocks are zero, as the SACK pool keeps it (24 bytes, not 64: an ACK in a loss episode
+/// carries one, so the pool holds ~16 entries a flow at the peak, 161 401 at 10 000 flows).
+type NarrowSacks = [(u32, u32); SACKS_KEPT];
 
 fn narrow(sack: &SackBlocks) -> NarrowSacks {
-    sack.map(|(s, e)| (s as u32, e as u32))
+    std::array::from_fn(|i| (sack[i].0 as u32, sack[i].1 as u32))
 }
 
 fn widen(sack: &NarrowSacks) -> SackBlocks {
-    sack.map(|(s, e)| (s as u64, e as u64))
+    std::array::from_fn(|i| sack.get(i).map_or((0, 0), |&(s, e)| (s as u64, e as u64)))
 }
 
 /// A side-pool entry: what does not fit the record, and the record's skb link (which the
@@ -134,6 +141,8 @@ pub(crate) struct InFlight {
     records: Pool<Record>,
     sacks: Pool<Side<NarrowSacks>>,
     wide: Pool<Side<Segment>>,
+    /// Application messages in flight (flow, tag): a packet carries only a slot here.
+    app_msgs: Pool<(u32, u32)>,
 }
 
 impl InFlight {
@@ -178,18 +187,34 @@ impl InFlight {
                 i
             }
             None => {
+                // Indices stay below 2^31: a packet's payload marks messages with the top bit.
+                assert!(self.records.slots.len() < 1 << 31, "2^31 segments in flight");
                 self.records.slots.push(record);
                 (self.records.slots.len() - 1) as u32
             }
         }
     }
 
+    /// Stores an application message of `flow` with `tag`; returns its slot (below 2^31 - 1).
+    pub(crate) fn insert_app_msg(&mut self, flow: u32, tag: u32) -> u32 {
+        let full = self.app_msgs.free.is_empty() && self.app_msgs.slots.len() >= (1 << 31) - 1;
+        assert!(!full, "2^31 messages in flight");
+        self.app_msgs.insert((flow, tag))
+    }
+
+    /// The (flow, tag) of the message in `slot`, which is freed.
+    pub(crate) fn take_app_msg(&mut self, slot: u32) -> (u32, u32) {
+        self.app_msgs.remove(slot);
+        self.app_msgs.slots[slot as usize]
+    }
+
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit the record (`wide`), else its SACK array. Returns the record's `meta` and `link`.
+    /// fit the record (`wide`) or a SACK block past the kept ones is set, else its SACK array. Returns the record's `meta` and `link`.
     #[cold]
     #[inline(never)]
     fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
-        if wide {
+        // Blocks past the kept ones are tested here, off the per-packet path.
+        if wide || seg.sack[SACKS_KEPT..].iter().any(|&b| b != (0, 0)) {
             (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT }))
         } else {
             (meta | HAS_SACK, self.sacks.insert(Side { value: narrow(&seg.sack), next: NO_SEGMENT }))
@@ -368,8 +393,9 @@ mod tests {
         ack.sack_len = 2;
         ack.sack[0] = (200, 300);
         ack.sack[1] = (400, 500);
-        // Bytes past the valid blocks are kept too.
-        ack.sack[3] = (1, 2);
+        // Bytes past the valid blocks are kept too (a fourth block: see
+        // `a_fourth_sack_block_keeps_the_segment_whole`).
+        ack.sack[2] = (1, 2);
         let d = Destination { flow: 5, subflow: 2, to_client: true, request: false };
         let a = f.insert(d, &data);
         let b = f.insert(Destination { to_client: false, ..d }, &ack);
@@ -387,8 +413,8 @@ mod tests {
     }
 
     #[test]
-    fn sack_entries_are_36_bytes_and_edges_past_32_bits_go_whole() {
-        assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 36);
+    fn sack_entries_are_28_bytes_and_edges_past_32_bits_go_whole() {
+        assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 28);
         let mut f = InFlight::default();
         let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
         let mut ack = Segment { flags: flags::ACK, ack: 5, ..Default::default() };
@@ -429,6 +455,51 @@ mod tests {
         }
         assert_eq!(f.wide.slots.len(), 1);
         assert_eq!(f.wide.free.len(), 1);
+    }
+
+    #[test]
+    fn a_fourth_sack_block_keeps_the_segment_whole() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 4, subflow: 1, to_client: false, request: false };
+        let mut ack = Segment { flags: flags::ACK, ack: 100, ..Default::default() };
+        ack.sack_len = 3;
+        ack.sack[0] = (300, 400);
+        ack.sack[1] = (500, 600);
+        ack.sack[2] = (700, 800);
+        let three = f.insert(d, &ack);
+        assert_eq!(f.segment(three), ack);
+        assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
+        // A fourth block, valid or only a stale value past `sack_len`: kept whole, read back equal.
+        for (len, block) in [(4, (900, 1000)), (3, (0, 1)), (3, (1, 0))] {
+            let mut four = ack;
+            four.sack_len = len;
+            four.sack[3] = block;
+            let i = f.insert(d, &four);
+            assert_eq!(f.segment(i), four);
+            assert_eq!(f.destination(i).flow, 4);
+            assert_eq!((f.sacks.slots.len(), f.wide.slots.len() - f.wide.free.len()), (1, 1), "{block:?}");
+            f.remove(i);
+        }
+        assert_eq!(f.segment(three), ack);
+    }
+
+    #[test]
+    fn a_packet_carries_one_word_and_messages_are_kept_by_slot() {
+        use super::super::{Carried, Payload};
+        use mpsched_engine::net::Packet;
+        assert_eq!((std::mem::size_of::<Payload>(), std::mem::size_of::<Packet<Payload>>()), (4, 16));
+        assert!(matches!(Payload::segment(0).carried(), Carried::Segment(0)));
+        assert!(matches!(Payload::segment((1 << 31) - 1).carried(), Carried::Segment(i) if i == (1 << 31) - 1));
+        assert!(matches!(Payload::cross().carried(), Carried::Cross));
+        assert!(matches!(Payload::app_msg((1 << 31) - 2).carried(), Carried::AppMsg(s) if s == (1 << 31) - 2));
+        let mut f = InFlight::default();
+        let a = f.insert_app_msg(7, u32::MAX);
+        let b = f.insert_app_msg(u32::MAX - 1, 3);
+        let Carried::AppMsg(slot) = Payload::app_msg(b).carried() else { panic!("a message") };
+        assert_eq!(f.take_app_msg(slot), (u32::MAX - 1, 3));
+        // A freed slot is reused; the other message is kept.
+        assert_eq!(f.insert_app_msg(1, 2), b);
+        assert_eq!((f.take_app_msg(a), f.take_app_msg(b)), ((7, u32::MAX), (1, 2)));
     }
 
     #[test]

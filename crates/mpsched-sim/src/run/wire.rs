@@ -27,8 +27,12 @@ impl NetSink<Payload> for Sink<'_> {
     }
     #[inline]
     fn dropped(&mut self, pkt: Packet<Payload>) {
-        if let Carried::Segment(idx) = pkt.payload.carried() {
-            self.segments.remove_chain(idx);
+        match pkt.payload.carried() {
+            Carried::Segment(idx) => self.segments.remove_chain(idx),
+            Carried::AppMsg(slot) => {
+                self.segments.take_app_msg(slot);
+            }
+            Carried::Cross => {}
         }
     }
 }

@@ -68,16 +68,17 @@ impl<P> Link<P> {
         // The re-timed packets are the pipe's last `shifts.len()` entries.
         let n = self.pipe.len();
         let from = n.checked_sub(shifts.len())?;
-        let old_head_ns = self.pipe.front().map(|e| e.arrive_ns());
-        let mut last_ns = if from == 0 { 0 } else { self.pipe[from - 1].arrive_ns() };
+        let old_head_ns = self.pipe_front_arrive_ns();
+        let mut last_ns = if from == 0 { 0 } else { self.pipe_arrive_ns(from - 1) };
         for (k, shift) in shifts.into_iter().enumerate() {
-            let e = &mut self.pipe[from + k];
-            let t = (e.arrive_ns() as i128 + shift).clamp(0, u64::MAX as i128) as u64;
+            let t = (self.pipe_arrive_ns(from + k) as i128 + shift).clamp(0, u64::MAX as i128) as u64;
             last_ns = t.max(last_ns);
-            e.set_arrive_ns(last_ns);
+            self.pipe_set_arrive_ns(from + k, last_ns);
         }
-        self.last_arrival_ns = self.pipe.back().map_or(self.last_arrival_ns, |e| e.arrive_ns());
-        let new_head_ns = self.pipe.front().map(|e| e.arrive_ns());
+        if n > 0 {
+            self.last_arrival_ns = self.pipe_arrive_ns(n - 1);
+        }
+        let new_head_ns = self.pipe_front_arrive_ns();
         (new_head_ns != old_head_ns).then_some(new_head_ns).flatten()
     }
 }

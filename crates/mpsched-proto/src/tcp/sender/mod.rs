@@ -182,6 +182,10 @@ impl Sender {
             ssthresh_bytes: u64::MAX,
             mss_bytes: cfg.mss_bytes,
         };
+        // The MSS never changes after this (nothing writes `tcb.mss_bytes`), so the board
+        // learns a full segment's length once, not at every push.
+        let mut board = Scoreboard::default();
+        board.set_full_len(tcb.mss_bytes);
         Self {
             cfg,
             hs,
@@ -190,7 +194,7 @@ impl Sender {
             queue: VecDeque::new(),
             queued_bytes: 0,
             queued_segs: 0,
-            board: Scoreboard::default(),
+            board,
             rtt: RttEstimator::default(),
             cc,
             tcb,
@@ -501,7 +505,6 @@ impl Sender {
         // The head gave up min(len, MSS) bytes, 0 < len: exactly one of its segments.
         self.queued_segs -= 1;
         let seq = self.snd_nxt;
-        self.board.set_full_len(self.tcb.mss_bytes);
         self.board.push(seq, len as u32, dsn, fin, now_ns);
         self.snd_nxt += len;
         self.minshall_update(len);
