@@ -35,9 +35,18 @@ impl<T> Ring<T> {
         self.0.reserve_exact((self.0.len() / 4).max(4));
     }
 
+    /// Takes the front entry; a ring left empty starts again at the start of its buffer
+    /// (`VecDeque::clear` resets its head), so a link whose queue and pipe drain between
+    /// packets, as most of a FatTree's do, writes and reads the same first lines of its
+    /// buffers each time instead of walking through the whole buffer (sized by its busiest
+    /// moment), whose other lines have left the caches since the ring last passed them.
     #[inline(always)]
     pub(crate) fn pop_front(&mut self) -> Option<T> {
-        self.0.pop_front()
+        let front = self.0.pop_front();
+        if self.0.is_empty() {
+            self.0.clear();
+        }
+        front
     }
 
     #[inline(always)]
@@ -131,6 +140,29 @@ mod tests {
     #[test]
     fn a_pipe_entry_with_an_8_byte_payload_is_24_bytes() {
         assert_eq!(std::mem::size_of::<PipeEntry<[u32; 2]>>(), 24);
+    }
+
+    #[test]
+    fn a_ring_left_empty_starts_again_at_the_start_of_its_buffer() {
+        let mut r = Ring::new();
+        for i in 0..10u64 {
+            r.push_back(i);
+        }
+        // A fresh ring fills its buffer from the start.
+        let start = r.front().unwrap() as *const u64;
+        for round in 0..3u64 {
+            while r.len() > 1 {
+                r.pop_front();
+            }
+            // Not empty yet: the front is further into the buffer.
+            assert_ne!(r.front().unwrap() as *const u64, start);
+            r.pop_front();
+            assert!(r.is_empty());
+            r.push_back(100 + round);
+            assert_eq!(r.front().unwrap() as *const u64, start, "round {round}");
+            r.push_back(200 + round);
+            assert!(r.iter().copied().eq([100 + round, 200 + round]));
+        }
     }
 
     #[test]
