@@ -258,7 +258,7 @@ fn an_rtt_spike_moves_minrtt_to_the_other_path_and_it_never_comes_back() {
     assert!(after.iter().all(|&d| d >= 40), "after: still on path 1 {after:?}");
     let srtt = u64s(&rec, "subflow_series", "srtt_ns");
     let sf = u64s(&rec, "subflow_series", "subflow");
-    let last0 = srtt.iter().zip(&sf).filter(|(_, f)| **f == 0).map(|(s, _)| *s).last().unwrap();
+    let last0 = srtt.iter().zip(&sf).filter(|(_, f)| **f == 0).map(|(s, _)| *s).next_back().unwrap();
     assert!(last0 > 80 * MS, "path 0's sRTT is left at {} ms", last0 / MS);
 }
 

@@ -343,7 +343,7 @@ fn burst_under_changes(s: LinkSpec, n: u64, changes: &[(u64, Impairment)]) -> Ve
         }
         net.set_impairment(at, l, imp, &mut |w, e| q.push(w, e));
     }
-    got.extend(drain(&mut net, &mut q).into_iter().map(|(t, p)| (t, p)));
+    got.extend(drain(&mut net, &mut q));
     got
 }
 

@@ -184,7 +184,7 @@ mod tests {
             seq,
             dsn: seq * 3,
             len,
-            data_fin: seq % 2 == 0,
+            data_fin: seq.is_multiple_of(2),
         };
         let mut q = OfoQueue::default();
         let mut expected = Vec::new();

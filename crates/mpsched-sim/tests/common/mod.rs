@@ -116,8 +116,8 @@ pub fn strs(rec: &Records, table: &str, column: &str) -> Vec<String> {
 /// A path event of kind `kind` (0 down, 1 blackhole, 2 loss ramp, 3 RTT spike, 4 rate collapse,
 /// 5 the original down shape with no recovery) on `path` from `at_ns`, lifted after
 /// `duration_ns` (except kind 5); `x` in [0, 1000) sets the kind's parameter.
-pub fn impairment(kind: u8, path: usize, at_ns: u64, duration_ns: u64, x: u64) -> PathEvent {
-    let duration_ns = Some(duration_ns);
+pub fn impairment(kind: u8, path: usize, at_ns: u64, lift_after_ns: u64, x: u64) -> PathEvent {
+    let duration_ns = Some(lift_after_ns);
     let direction = [LinkDirection::Both, LinkDirection::Down, LinkDirection::Up][(x % 3) as usize];
     PathEvent::Kind(match kind % 6 {
         0 => PathImpairment::Down { at_ns, path, duration_ns },
@@ -127,13 +127,13 @@ pub fn impairment(kind: u8, path: usize, at_ns: u64, duration_ns: u64, x: u64) -
             path,
             duration_ns,
             direction,
-            ramp_ns: duration_ns.unwrap() / 2,
+            ramp_ns: lift_after_ns / 2,
             from_p: 0.0,
             to_p: (x % 1000) as f64 / 1000.0,
         },
         3 => PathImpairment::RttSpike { at_ns, path, duration_ns, direction, extra_delay_ns: x * MS },
         4 => PathImpairment::RateCollapse { at_ns, path, duration_ns, direction, rate_bps: 10_000 + x * 10_000 },
-        _ => return PathEvent::up_down(at_ns, path, x % 2 == 0),
+        _ => return PathEvent::up_down(at_ns, path, x.is_multiple_of(2)),
     })
 }
 
