@@ -201,7 +201,8 @@ def test_smooth_jitter_varies_the_delay_around_its_mean():
     """±7.5 ms smooth jitter each way on path 0 (period 20 ms): round trips spread over about
     20 ± 15 ms but average 20 ms; the constant path 1 is unaffected.
 
-    The jitter's spread and mean are asserted on every round. Path 1's median within 1 ms of its
+    The jitter's spread is asserted on every round, its mean on a round the host kept on time:
+    path 1's median within 1 ms of its
     200 ms is the delayer's accuracy, which this VM's host can spoil for a while (see
     `test_round_trip_times_match_the_configured_delays`; seen in CI: a median of 201.24 ms in the
     same minute that test found every round late): a round that misses it is measured again, up
@@ -220,15 +221,17 @@ def test_smooth_jitter_varies_the_delay_around_its_mean():
         assert len(got) >= 145
         assert min(got) < 15 and max(got) > 25, (min(got), max(got))
         assert min(got) >= 5 - 0.5, min(got)
-        assert abs(fmean(got) - 20) < 3, fmean(got)
         constant = sorted(r / 1e6 for r in rtts[1])
         assert 200.0 <= constant[0], constant[0]  # never shorter than configured
         median_ms = constant[len(constant) // 2]  # the median: VM stalls make rare outliers anyway
         if median_ms < 201:
+            # An on-time round: the host did not delay the probes, so the jitter's mean is the
+            # delayer's (a busy host inflates both paths' round trips: seen, 26 ms here).
+            assert abs(fmean(got) - 20) < 3, fmean(got)
             return
         late_medians_ms.append(median_ms)
     pytest.skip(f"the host delays every round of path 1's probes (medians {late_medians_ms} ms against "
-                "200 ms); the delayer's accuracy cannot be judged now (the jitter's spread and mean: checked)")
+                "200 ms); the delayer's accuracy cannot be judged now (the jitter's spread: checked)")
 
 
 def test_cross_traffic_is_forwarded_at_its_rate():
@@ -558,18 +561,31 @@ def test_voip_messages_each_way_are_timed_one_way_on_the_shared_clock():
     cfg = two_path_config([{"id": 1, "transport": 0, "start_ns": 200 * MS, "direction": "download", "app": app},
                            {"id": 2, "transport": 0, "start_ns": 200 * MS, "direction": "upload", "app": app}],
                           duration_ns=4_000 * MS)
-    tables, _diag = run_once(cfg)
-    flows = {r["flow_id"]: r for r in _rows(tables["flows"])}
-    blocks = _rows(tables["blocks"])
-    for fid in (1, 2):
-        assert flows[fid]["completed"] and flows[fid]["app"] == "messages", flows[fid]
-        assert flows[fid]["bytes_delivered"] == frames * 160, flows[fid]
-        b = [r for r in blocks if r["flow_id"] == fid]
-        assert [r["block"] for r in b] == list(range(frames))
-        assert [r["sent_ns"] for r in b] == [200 * MS + k * 20 * MS for k in range(frames)]
-        delivered = [r["delivered_ns"] for r in b]
-        assert None not in delivered and delivered == sorted(delivered), "frames are read in order"
-        delays = sorted(r["delay_ns"] for r in b)
-        assert all(r["delay_ns"] == r["delivered_ns"] - r["sent_ns"] for r in b)
-        assert 10 * MS <= delays[0] < 20 * MS, (fid, delays[:3], delays[-3:])
-        assert not any(r["deadline_missed"] for r in b), (fid, delays[-5:])
+    missed_runs = []
+    for _ in range(3):
+        tables, diag = run_once(cfg)
+        flows = {r["flow_id"]: r for r in _rows(tables["flows"])}
+        blocks = _rows(tables["blocks"])
+        missed = []
+        for fid in (1, 2):
+            assert flows[fid]["completed"] and flows[fid]["app"] == "messages", flows[fid]
+            assert flows[fid]["bytes_delivered"] == frames * 160, flows[fid]
+            b = [r for r in blocks if r["flow_id"] == fid]
+            assert [r["block"] for r in b] == list(range(frames))
+            assert [r["sent_ns"] for r in b] == [200 * MS + k * 20 * MS for k in range(frames)]
+            delivered = [r["delivered_ns"] for r in b]
+            assert None not in delivered and delivered == sorted(delivered), "frames are read in order"
+            delays = sorted(r["delay_ns"] for r in b)
+            assert all(r["delay_ns"] == r["delivered_ns"] - r["sent_ns"] for r in b)
+            assert 10 * MS <= delays[0] < 20 * MS, (fid, delays[:3], delays[-3:])
+            if any(r["deadline_missed"] for r in b):
+                missed.append((fid, [d // 1000 for d in delays[-5:]]))
+        if not missed:
+            return
+        # A busy host can stall the run for a while (seen in a loaded run: the last frames of a
+        # call read together, 134-202 ms late, a burst released by one stall): such a run says
+        # nothing of the deadline, so it is measured again; three misses in a row are a failure.
+        late_max_ms = [q["lateness_ns"]["max"] / 1e6 for q in (diag.get("delayer") or {}).get("queues", [])
+                       if "lateness_ns" in q]
+        missed_runs.append((missed, f"delayer's largest lateness {max(late_max_ms, default=0):.1f} ms"))
+    pytest.fail(f"frames missed the 150 ms deadline in three runs in a row (flow, last delays in us): {missed_runs}")
