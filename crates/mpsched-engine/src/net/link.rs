@@ -76,6 +76,24 @@ pub struct LinkSpec {
 pub const MAX_OVERHEAD_BYTES: u64 = 256;
 
 impl LinkSpec {
+    /// A plain serialising link for unit tests: no queue limit, loss, jitter, shaper or framing.
+    #[cfg(test)]
+    pub(crate) fn plain(rate_bps: u64, delay_ns: u64) -> Self {
+        LinkSpec {
+            name: "l".into(),
+            rate_bps,
+            delay_ns,
+            queue_bytes: None,
+            queue_packets: None,
+            loss: LossConfig::None,
+            jitter: JitterConfig::None,
+            capacity: CapacityConfig::Constant,
+            burst_bytes: None,
+            overhead_bytes: 0,
+            impairments: Impairments::AfterQueue,
+        }
+    }
+
     /// Checks the transmitter and impairment fields; returns (field, message) on error.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.overhead_bytes > MAX_OVERHEAD_BYTES {

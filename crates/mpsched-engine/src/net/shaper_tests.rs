@@ -5,19 +5,7 @@ use crate::event::EventQueue;
 use crate::time::{serialization_ns, NS_PER_MS};
 
 fn spec(rate_bps: u64, delay_ns: u64) -> LinkSpec {
-    LinkSpec {
-        name: "l".into(),
-        rate_bps,
-        delay_ns,
-        queue_bytes: None,
-        queue_packets: None,
-        loss: LossConfig::None,
-        jitter: JitterConfig::None,
-        capacity: CapacityConfig::Constant,
-        burst_bytes: None,
-        overhead_bytes: 0,
-        impairments: Impairments::AfterQueue,
-    }
+    LinkSpec::plain(rate_bps, delay_ns)
 }
 
 fn one_link(s: LinkSpec) -> (Network<u64>, LinkId, RouteId) {

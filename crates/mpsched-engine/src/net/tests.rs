@@ -16,19 +16,7 @@ fn drain(net: &mut Network<u64>, q: &mut EventQueue<NetEvent>) -> Vec<(u64, u64)
 }
 
 fn spec(rate_bps: u64, delay_ns: u64) -> LinkSpec {
-    LinkSpec {
-        name: "l".into(),
-        rate_bps,
-        delay_ns,
-        queue_bytes: None,
-        queue_packets: None,
-        loss: LossConfig::None,
-        jitter: JitterConfig::None,
-        capacity: CapacityConfig::Constant,
-        burst_bytes: None,
-        overhead_bytes: 0,
-        impairments: Impairments::AfterQueue,
-    }
+    LinkSpec::plain(rate_bps, delay_ns)
 }
 
 #[test]

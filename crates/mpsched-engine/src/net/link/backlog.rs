@@ -184,19 +184,7 @@ mod tests {
     #[test]
     fn entries_that_do_not_fit_16_bytes_keep_their_record_in_the_side_ring() {
         assert_eq!(std::mem::size_of::<Packed>(), 16);
-        let spec = crate::net::LinkSpec {
-            name: "l".into(),
-            rate_bps: 1_000_000,
-            delay_ns: 0,
-            queue_bytes: None,
-            queue_packets: None,
-            loss: Default::default(),
-            jitter: Default::default(),
-            capacity: Default::default(),
-            burst_bytes: None,
-            overhead_bytes: 0,
-            impairments: Default::default(),
-        };
+        let spec = crate::net::LinkSpec::plain(1_000_000, 0);
         let mut link = Link::<u64>::new(spec, crate::rng::Rng::stream(0, 0));
         let long = u64::from(SIDE);
         let entry = |start_ns: u64, service_ns: u64, bytes: u32, piped: bool| Pending {

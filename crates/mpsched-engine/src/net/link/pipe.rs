@@ -166,19 +166,7 @@ mod tests {
     use super::*;
 
     fn link() -> Link<u64> {
-        let spec = crate::net::LinkSpec {
-            name: "l".into(),
-            rate_bps: 1_000_000,
-            delay_ns: 0,
-            queue_bytes: None,
-            queue_packets: None,
-            loss: Default::default(),
-            jitter: Default::default(),
-            capacity: Default::default(),
-            burst_bytes: None,
-            overhead_bytes: 0,
-            impairments: Default::default(),
-        };
+        let spec = crate::net::LinkSpec::plain(1_000_000, 0);
         Link::new(spec, crate::rng::Rng::stream(0, 0))
     }
 
