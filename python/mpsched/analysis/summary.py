@@ -3,9 +3,12 @@ for studies on a `[topology]`, link utilisation per tier, Jain's index and FCT p
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 
+from mpsched.analysis.stats import mean_t_interval
 from mpsched.study.results import Results
 
 __all__ = ["group_keys", "table_columns", "fct_summary", "labelled_flows", "path_shares", "throughput_series", "is_datacenter",
@@ -269,7 +272,14 @@ def resilience_summary(res: Results) -> pl.DataFrame:
     time (to the path's first bytes again, and to 90 % of its pre-event rate) and the longest
     delivery stall (ms, means over flows and events; null where no event or no recovery),
     message delay p50 / p99 / p99.9 (ms, pooled over the messages), deadline-miss rate and
-    bytes sent per byte delivered (pooled). Empty for a study without path events or messages."""
+    bytes sent per byte delivered (pooled). Empty for a study without path events or messages.
+
+    The seeds are the repetitions: `seeds` counts the runs, and `failover_ms_low` / `_high` and
+    `deadline_miss_rate_low` / `_high` bound the 95 % Student t interval of the mean over seeds
+    (`mpsched.analysis.stats.mean_t_interval`) of the per-seed values (a run's failover time,
+    its flows' mean; its share of missed deadlines), clipped to the metrics' range (>= 0; a
+    share <= 1); null with fewer than two seeds. With every seed sending the same units the
+    pooled miss rate is the mean of the per-seed rates, the interval's centre."""
     from mpsched.analysis.resilience import delivery_stalls, failover, longest_stall
 
     if res.flows.is_empty() or not has_resilience(res):
@@ -296,7 +306,27 @@ def resilience_summary(res: Results) -> pl.DataFrame:
             flows.filter(pl.col("app") == "messages").select(*fk, *keys), on=fk)
         msg = b.group_by(keys, maintain_order=True).agg(*_unit_delay_aggs("delay"))
         out = out.join(msg, on=keys, how="left", maintain_order="left")
-    return out
+        per_run = b.group_by([*keys, "run_id"], maintain_order=True).agg(_unit_delay_aggs("delay")[-1])
+        per_flow = per_flow.join(per_run, on=[*keys, "run_id"], how="left")
+    return out.join(_seed_intervals(per_flow, keys), on=keys, how="left", maintain_order="left")
+
+
+def _seed_intervals(per_flow: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Per group of `keys`: the number of seeds (runs) and the 95 % t interval over seeds of
+    the failover time and the deadline-miss rate (each run's value first: its flows' mean)."""
+    cols = [c for c in ("failover_ms", "deadline_miss_rate") if c in per_flow.columns]
+    per_seed = per_flow.group_by([*keys, "run_id"], maintain_order=True).agg(pl.col(*cols).mean()) if cols else \
+        per_flow.select(*keys, "run_id").unique(maintain_order=True)
+    grouped = per_seed.group_by(keys, maintain_order=True).agg(pl.len().alias("seeds"), *(pl.col(c) for c in cols))
+    bounds: dict[str, list[float | None]] = {f"{c}_{side}": [] for c in cols for side in ("low", "high")}
+    for row in grouped.iter_rows(named=True):
+        for c in cols:
+            _, low, high = mean_t_interval([v for v in row[c] if v is not None])
+            # both are non-negative (a miss share at most 1): the interval is clipped to that range
+            top = 1.0 if c == "deadline_miss_rate" else math.inf
+            bounds[f"{c}_low"].append(None if math.isnan(low) else max(low, 0.0))
+            bounds[f"{c}_high"].append(None if math.isnan(high) else min(high, top))
+    return grouped.drop(cols).with_columns(pl.Series(k, v, dtype=pl.Float64) for k, v in bounds.items())
 
 
 def _unit_delay_aggs(name: str) -> list[pl.Expr]:
