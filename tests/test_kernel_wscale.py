@@ -82,3 +82,15 @@ def test_honoured_and_autotuned_buffers_still_plan():
     auto["transports"][0]["rcv_buf_autotuning"] = True  # autotuning sets no SO_RCVBUF: no cap to check
     plan = make_plan(auto)
     assert plan.flows[0].so_rcvbuf_bytes == 0 and not [n for n in plan.notes if "rcv_buf_bytes" in n]
+
+
+def test_the_note_reaches_the_user_of_a_kernel_run(monkeypatch, caplog):
+    """run_kernel logs the plan's notes as warnings before it runs (here the run itself is
+    replaced: no root needed), so a capped window is never silent."""
+    from mpsched.engines.kernel import run as kernel_run
+
+    monkeypatch.setattr(kernel_run, "run_once", lambda cfg, plan: ({}, {}))
+    with caplog.at_level("WARNING", logger="mpsched.engines.kernel.run"):
+        kernel_run.run_kernel(config(100_000))
+    assert any("transports[0].rcv_buf_bytes" in r.getMessage() and "65535 bytes" in r.getMessage()
+               for r in caplog.records)
