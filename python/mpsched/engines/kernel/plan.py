@@ -374,8 +374,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
 
     links = delayer_events(collapse(links, link_events), link_events)
     record, notes = cfg.get("record") or {}, []
-    # The kernel joins with upstream timing (its path manager acts once fully established). The simulator's
-    # other settings, the defaults there, are run as the kernel does and said so, like a default scheduler name.
+    # What the kernel runs differently from the simulator is run as the kernel does and said so (notes).
     if any(t.get("join_timing", "fully_established") != "fully_established" for t in transports):
         notes.append("join_timing: the kernel cannot join at the SYN-ACK ('oot', the out-of-tree kernel); "
                      "it joined once fully established (as join_timing = 'fully_established')")
@@ -385,6 +384,7 @@ def make_plan(cfg: dict[str, Any]) -> Plan:
                      "(as impairments = 'before_queue'; the simulator's default is after it)")
     if any(t.get("scheduler") not in (None, "linux") for t in transports):
         notes.append("scheduler: the kernel's default scheduler ran (recorded as 'linux')")
+    notes += rcvbuf.window_cap_notes(transports)
     return Plan(
         n_paths=len(paths), path_names=[p["name"] for p in paths], links=links, flows=flows, cross=cross,
         path_events=sorted(events), drops=sorted(drops),

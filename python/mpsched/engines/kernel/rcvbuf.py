@@ -28,12 +28,18 @@ So the steady window is `2 val x ratio / 256`, and `val = ceil(rcv_buf x 128 / r
 `rcv_ssthresh` growing to 524 288 x 197 / 256 on both MPTCP subflows, docs/testbed.md). The window
 then starts at `128/197` of `rcv_buf` (65 %) and reaches `rcv_buf` within the first round trip of
 data, 2 segments per segment, faster than slow start needs it.
+
+The window scale is fixed at the handshake from the buffer as it is then, so some `rcv_buf`
+values lie above the cap `65535 << rcv_wscale` the kernel can ever offer (wscale.py, kbuf11):
+the run goes on with the cap, and the plan says so in a note naming the cap and the nearest
+values both engines give alike (`window_cap_notes`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mpsched.engines.kernel import wscale
 from mpsched.engines.kernel.errors import TestbedConfigError
 
 #: Linux `TCP_DEFAULT_SCALING_RATIO`: payload per 256 bytes of buffer before any data arrived.
@@ -86,3 +92,21 @@ def one_listener_value(values: list[int], field: str, flows: str) -> int:
             f"transports[*].{field}_bytes", f"{flows} on the testbed share the server's one listener, so their "
             f"transports need the same {field} and rcv_buf_autotuning; make them equal or use the simulator")
     return vals.pop() if vals else 0
+
+
+def window_cap_notes(transports: list[dict[str, Any]]) -> list[str]:
+    """One note per transport whose fixed `rcv_buf` the kernel cannot give: Linux fixes the window
+    scale at the handshake from the locked buffer and caps every window at `65535 << scale`, so
+    the kernel's window is that cap, smaller than the simulator's (kbuf11)."""
+    notes = []
+    for i, t in enumerate(transports):
+        b = t.get("rcv_buf_bytes")
+        if t.get("rcv_buf_autotuning", False) or not isinstance(b, int) or wscale.honoured(b, so_rcvbuf_bytes):
+            continue
+        s = wscale.handshake_wscale(so_rcvbuf_bytes(b))
+        below, above = wscale.honoured_neighbours(b, so_rcvbuf_bytes)
+        notes.append(f"transports[{i}].rcv_buf_bytes: Linux cannot give a fixed window of {b} bytes: its SO_RCVBUF "
+                     f"({so_rcvbuf_bytes(b)}) gets window scale {s} at the handshake, which caps the window at "
+                     f"{wscale.window_cap_bytes(s)} bytes (engines/kernel/wscale.py); {below} or {above} bytes "
+                     f"give the same window on both engines, as does rcv_buf_autotuning = true")
+    return notes

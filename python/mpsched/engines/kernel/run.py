@@ -8,6 +8,7 @@ namespaces share CLOCK_MONOTONIC, which is also what `time.monotonic_ns()` reads
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -24,6 +25,8 @@ from mpsched.engines.kernel.host import (
 from mpsched.engines.kernel.network import Testbed
 from mpsched.engines.kernel.plan import SERVER_ADDR, FlowPlan, Plan, client_addr, make_plan
 from mpsched.engines.kernel.rpc import blocks_table
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["run_kernel", "run_once"]
 
@@ -353,6 +356,8 @@ def run_kernel(config: dict[str, Any], repetitions: int = 1) -> Tables:
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
     plan = make_plan(config)
+    for note in plan.notes:  # what the kernel runs differently from the simulator, said once a run
+        _log.warning("kernel engine: %s", note)
     merged: Tables = {}
     for rep in range(repetitions):
         tables, _diag = run_once(config, plan)
