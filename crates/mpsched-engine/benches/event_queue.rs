@@ -2,7 +2,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use mpsched_engine::event::EventQueue;
-use mpsched_engine::net::{CapacityConfig, Impairments, JitterConfig, LinkSpec, LossConfig, NetEvent, Network};
+use mpsched_engine::net::{LinkSpec, NetEvent, Network};
 use mpsched_engine::rng::Rng;
 
 fn queue_push_pop(c: &mut Criterion) {
@@ -26,19 +26,7 @@ fn link_hop(c: &mut Criterion) {
     c.bench_function("one packet through one link (enqueue, TxDone, Arrive)", |b| {
         let mut net: Network<u64> = Network::new();
         let l = net.add_link(
-            LinkSpec {
-                name: "l".into(),
-                rate_bps: 100_000_000,
-                delay_ns: 20_000_000,
-                queue_bytes: None,
-                queue_packets: Some(333),
-                loss: LossConfig::None,
-                jitter: JitterConfig::None,
-                capacity: CapacityConfig::Constant,
-                burst_bytes: None,
-                overhead_bytes: 0,
-                impairments: Impairments::AfterQueue,
-            },
+            LinkSpec { queue_packets: Some(333), ..LinkSpec::plain(100_000_000, 20_000_000) },
             Rng::stream(0, 0),
         );
         let r = net.add_route(vec![l]);

@@ -121,16 +121,8 @@ impl FatTree {
         let mut t = Self { cfg, half, links: Vec::new() };
         let link = |name: String, rate_bps: u64, c: &FatTreeConfig| LinkConfig {
             name,
-            rate_bps,
-            delay_ns: c.link_delay_ns,
-            queue_bytes: None,
             queue_packets: Some(c.queue_packets),
-            loss: LossConfig::None,
-            jitter: JitterConfig::None,
-            capacity: CapacityConfig::Constant,
-            burst_bytes: None,
-            overhead_bytes: 0,
-            impairments: Impairments::AfterQueue,
+            ..LinkConfig::plain(rate_bps, c.link_delay_ns)
         };
         let c = t.cfg.clone();
         let n = c.host_interfaces;

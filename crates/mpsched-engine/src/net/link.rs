@@ -76,9 +76,9 @@ pub struct LinkSpec {
 pub const MAX_OVERHEAD_BYTES: u64 = 256;
 
 impl LinkSpec {
-    /// A plain serialising link for unit tests: no queue limit, loss, jitter, shaper or framing.
-    #[cfg(test)]
-    pub(crate) fn plain(rate_bps: u64, delay_ns: u64) -> Self {
+    /// A plain serialising link named "l": no queue limit, loss, jitter, shaper or framing (set
+    /// the other fields with struct update syntax).
+    pub fn plain(rate_bps: u64, delay_ns: u64) -> Self {
         LinkSpec {
             name: "l".into(),
             rate_bps,

@@ -10,19 +10,7 @@ use mpsched_sim::topology::{permutation, FatTree, FatTreeConfig, PathChoice, Pat
 
 /// The e2e dumbbell's link: 100 Mbit/s, 20 ms one-way, 333-packet drop-tail.
 pub fn link(name: &str) -> LinkConfig {
-    LinkConfig {
-        name: name.into(),
-        rate_bps: 100_000_000,
-        delay_ns: 20 * NS_PER_MS,
-        queue_bytes: None,
-        queue_packets: Some(333),
-        loss: LossConfig::None,
-        jitter: JitterConfig::None,
-        capacity: CapacityConfig::Constant,
-        burst_bytes: None,
-        overhead_bytes: 0,
-        impairments: Impairments::AfterQueue,
-    }
+    LinkConfig { name: name.into(), queue_packets: Some(333), ..LinkConfig::plain(100_000_000, 20 * NS_PER_MS) }
 }
 
 /// A dumbbell (one path: `down` then `up`) with TCP cubic and the given flows.

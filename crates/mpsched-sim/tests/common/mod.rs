@@ -9,19 +9,7 @@ pub const S: u64 = 1_000_000_000;
 
 /// A link with a rate, a one-way delay and a queue limit in packets.
 pub fn link(name: &str, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> LinkConfig {
-    LinkConfig {
-        name: name.into(),
-        rate_bps,
-        delay_ns,
-        queue_bytes: None,
-        queue_packets: Some(queue_packets),
-        loss: LossConfig::None,
-        jitter: JitterConfig::None,
-        capacity: CapacityConfig::Constant,
-        burst_bytes: None,
-        overhead_bytes: 0,
-        impairments: Impairments::AfterQueue,
-    }
+    LinkConfig { name: name.into(), queue_packets: Some(queue_packets), ..LinkConfig::plain(rate_bps, delay_ns) }
 }
 
 /// A transport over `paths`.
