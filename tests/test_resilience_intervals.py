@@ -114,3 +114,18 @@ def test_a_studys_summary_draws_its_interval_from_each_seeds_run(tmp_path):
     _, low, high = mean_t_interval(b["deadline_missed"].to_list())
     assert row["deadline_miss_rate_low"] == pytest.approx(max(low, 0.0))
     assert row["deadline_miss_rate_high"] == pytest.approx(min(high, 1.0))
+
+
+@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
+def test_the_resilience_figure_draws_each_interval_over_seeds_as_an_error_bar(tmp_path):
+    from matplotlib.container import BarContainer
+
+    from mpsched.analysis.figures import resilience_plot
+
+    res = mpsched.run(mpsched.loads_scenario(STUDY), tmp_path / "s", jobs=1)
+    row = mpsched.analysis.resilience_summary(res).row(0, named=True)
+    fig = resilience_plot(res)
+    for ax, col in zip(fig.axes, ("failover_ms", "deadline_miss_rate")):
+        (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
+        (segment,) = bars.errorbar.lines[2][0].get_segments()  # the one bar's vertical line
+        assert [y for _, y in segment] == pytest.approx([row[f"{col}_low"], row[f"{col}_high"]])

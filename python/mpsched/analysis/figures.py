@@ -260,8 +260,9 @@ def link_utilisation_plot(res: Results) -> Figure:
 
 def resilience_plot(res: Results, summary: pl.DataFrame | None = None) -> Figure:
     """Per scheduler (one bar per setting, e.g. path event kind): the failover time of the
-    message flows, their deadline-miss rate and the bytes sent per byte delivered (all flows),
-    from `mpsched.analysis.resilience_summary`."""
+    message flows and their deadline-miss rate, each with its 95 % interval over seeds as an
+    error bar, and the bytes sent per byte delivered (all flows), from
+    `mpsched.analysis.resilience_summary`."""
     from mpsched.analysis.summary import resilience_summary
 
     s = resilience_summary(res) if summary is None else summary
@@ -282,9 +283,13 @@ def resilience_plot(res: Results, summary: pl.DataFrame | None = None) -> Figure
         groups = list(dict.fromkeys(df["_setting"].to_list()))
         width = 0.8 / max(len(groups), 1)
         for gi, g in enumerate(groups):
-            part = {r["scheduler"]: r[col] for r in df.filter(pl.col("_setting") == g).iter_rows(named=True)}
-            ys = [part.get(sc) if part.get(sc) is not None else np.nan for sc in scheds]
-            ax.bar(np.arange(len(scheds)) + gi * width, ys, width, label=g or None)
+            rows = {r["scheduler"]: r for r in df.filter(pl.col("_setting") == g).iter_rows(named=True)}
+            ys, lows, highs = ([np.nan if rows.get(sc, {}).get(c) is None else rows[sc][c] for sc in scheds]
+                               for c in (col, f"{col}_low", f"{col}_high"))
+            # the 95 % interval over seeds where the summary has one (a bare bar where it has not)
+            err = np.array([np.subtract(ys, lows), np.subtract(highs, ys)]) if f"{col}_low" in df.columns else None
+            ax.bar(np.arange(len(scheds)) + gi * width, ys, width, label=g or None, yerr=err, capsize=2,
+                   error_kw={"elinewidth": 0.8})
         ax.set_xticks(np.arange(len(scheds)) + 0.4 - width / 2, scheds, rotation=30, ha="right", fontsize=8)
         ax.set_title(title, fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
