@@ -19,7 +19,7 @@
 //! links, and subflow `s` leaves and enters its hosts on interface `s mod n` and crosses the
 //! edge-aggregation tier on that link's copy; the core tier is unchanged.
 
-use crate::config::{CapacityConfig, Impairments, JitterConfig, LinkConfig, LossConfig, PathConfig};
+use crate::config::{LinkConfig, PathConfig};
 use serde::{Deserialize, Serialize};
 
 /// How a subflow's path is chosen among the equal-cost ones.
@@ -341,16 +341,8 @@ pub struct DumbbellConfig {
 pub fn dumbbell(c: &DumbbellConfig) -> (Vec<LinkConfig>, Vec<PathConfig>) {
     let link = |name: String, rate_bps: u64, delay_ns: u64, queue: u64| LinkConfig {
         name,
-        rate_bps,
-        delay_ns,
-        queue_bytes: None,
         queue_packets: Some(queue),
-        loss: LossConfig::None,
-        jitter: JitterConfig::None,
-        capacity: CapacityConfig::Constant,
-        burst_bytes: None,
-        overhead_bytes: 0,
-        impairments: Impairments::AfterQueue,
+        ..LinkConfig::plain(rate_bps, delay_ns)
     };
     let mut links = vec![
         link("bottleneck.fwd".into(), c.bottleneck_rate_bps, c.bottleneck_delay_ns, c.queue_packets),

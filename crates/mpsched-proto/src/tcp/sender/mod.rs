@@ -520,23 +520,6 @@ impl Sender {
         Some(wrap(self.build(now_ns, seq, len as u32, dsn, fin)))
     }
 
-    /// Linux `tcp_cwnd_test`: a segment goes out while fewer segments are in flight than the
-    /// window holds, whatever their sizes (a window of one segment carries one 300-byte
-    /// request at a time, not four).
-    fn can_send(&self, _len: u64) -> bool {
-        self.board.pipe_segs() < self.cwnd_segs()
-    }
-
-    /// The window in segments (Linux `snd_cwnd`): whole MSS in the window, at least one.
-    fn cwnd_segs(&self) -> u64 {
-        (self.tcb.cwnd_bytes / self.tcb.mss_bytes.max(1)).max(1)
-    }
-
-    fn can_send_new(&self, len: u64) -> bool {
-        // New data outside the window would never be taken: keep the u32 segment length.
-        len > 0 && self.can_send(len)
-    }
-
     fn on_sent(&mut self, now_ns: u64, len: u64) {
         self.last_send_ns = Some(now_ns);
         self.stats.bytes_sent += len;

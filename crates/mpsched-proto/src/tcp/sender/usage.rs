@@ -1,9 +1,27 @@
-//! How the window is used between sends: restarting it after idleness (RFC 5681 §4.1) and
-//! remembering whether it was the limit in a round (Linux `tcp_cwnd_validate`).
+//! How the window is used: whether it lets a segment out (Linux `tcp_cwnd_test`), restarting
+//! it after idleness (RFC 5681 §4.1) and remembering whether it was the limit in a round (Linux
+//! `tcp_cwnd_validate`).
 
 use super::{CaState, Sender};
 
 impl Sender {
+    /// Linux `tcp_cwnd_test`: a segment goes out while fewer segments are in flight than the
+    /// window holds, whatever their sizes (a window of one segment carries one 300-byte
+    /// request at a time, not four).
+    pub(super) fn can_send(&self, _len: u64) -> bool {
+        self.board.pipe_segs() < self.cwnd_segs()
+    }
+
+    /// The window in segments (Linux `snd_cwnd`): whole MSS in the window, at least one.
+    pub(super) fn cwnd_segs(&self) -> u64 {
+        (self.tcb.cwnd_bytes / self.tcb.mss_bytes.max(1)).max(1)
+    }
+
+    pub(super) fn can_send_new(&self, len: u64) -> bool {
+        // New data outside the window would never be taken: keep the u32 segment length.
+        len > 0 && self.can_send(len)
+    }
+
     /// Sending resumes with nothing in flight (Linux `CA_EVENT_TX_START`), and after more than
     /// an RTO of silence the window restarts (RFC 5681 §4.1, Linux `tcp_cwnd_restart` with
     /// `tcp_slow_start_after_idle` = 1): ssthresh keeps 3/4 of cwnd, cwnd is halved per RTO of
