@@ -94,3 +94,34 @@ def test_the_note_reaches_the_user_of_a_kernel_run(monkeypatch, caplog):
         kernel_run.run_kernel(config(100_000))
     assert any("transports[0].rcv_buf_bytes" in r.getMessage() and "65535 bytes" in r.getMessage()
                for r in caplog.records)
+
+
+def test_the_simulator_caps_a_fixed_window_as_the_kernel_does():
+    # One file, one network: a 100 KB fixed buffer gets window scale 0 on Linux, so at most
+    # 65 535 bytes are in flight; over 40 ms that is 13.1 Mbit/s on a 100 Mbit/s path. The
+    # simulator's `linux` receiver offers the same cap (tcp/receiver/grow.rs), while 128 KiB,
+    # which fits its scale, runs at twice that.
+    import mpsched
+    from mpsched import engines
+    from mpsched.scenario.normalize import to_config
+
+    def goodput_bps(rcv_buf: str) -> float:
+        toml = f"""
+duration = "4s"
+[[paths]]
+name = "a"
+rate = "100Mbit"
+rtt = "40ms"
+queue = "1BDP"
+[connection]
+scheduler = "linux"
+rcv_buf = "{rcv_buf}"
+[[workload]]
+kind = "bulk"
+"""
+        flows = engines.run_config(to_config(mpsched.loads_scenario(toml)))["flows"]
+        return flows["bytes_delivered"][0] * 8 / 4.0
+
+    cap_bps = 65_535 * 8 / 0.040
+    assert 0.85 * cap_bps < goodput_bps("100KB") <= 1.01 * cap_bps
+    assert goodput_bps("128KiB") > 1.8 * cap_bps

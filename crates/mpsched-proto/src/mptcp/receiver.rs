@@ -75,6 +75,17 @@ pub struct DataReceiver {
     measure_start_ns: Option<u64>,
 }
 
+/// The largest window this receiver's subflows can announce: a fixed buffer's window scale
+/// caps it ([`crate::tcp::fixed_buffer_window_cap_bytes`]); an autotuned buffer's scale comes
+/// from `tcp_rmem[2]` and never binds.
+fn offer_cap_bytes(cfg: &ConnParams) -> u64 {
+    if cfg.rcv_buf_autotuning {
+        u64::MAX
+    } else {
+        crate::tcp::fixed_buffer_window_cap_bytes(cfg.rcv_buf_bytes)
+    }
+}
+
 /// Linux `tcp_rmem[1]`: the initial receive buffer, bytes.
 pub const RMEM_INITIAL_BYTES: u64 = 131_072;
 
@@ -106,8 +117,9 @@ impl DataReceiver {
             .collect();
         Self {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
-            // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer.
-            right_edge: rcv_wnd_bytes,
+            // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer, as
+            // far as the window scale lets it.
+            right_edge: rcv_wnd_bytes.min(offer_cap_bytes(&cfg.params())),
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
             scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
@@ -307,11 +319,16 @@ impl DataReceiver {
     /// DATA_ACK, never left of the right edge any subflow announced (`msk->rcv_wnd_sent`).
     /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
     /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
+    /// No offer is larger than the window scale allows (`tcp_select_window`, `mptcp_set_rwin`:
+    /// `65535 << rcv_wscale`), even one that only keeps an earlier right edge.
     fn advertise(&self, subflow: usize) -> (u64, u64) {
         let free = self.rcv_wnd_bytes().saturating_sub(self.ofo.total_bytes());
         let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
-        (self.rcv_nxt, edge - self.rcv_nxt)
+        (
+            self.rcv_nxt,
+            (edge - self.rcv_nxt).min(offer_cap_bytes(&self.cfg)),
+        )
     }
 
     /// Next segment to send (ACKs, handshake) and its subflow.

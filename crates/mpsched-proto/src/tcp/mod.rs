@@ -31,7 +31,9 @@ mod sender;
 
 pub use handshake::{HsOption, Role};
 pub use rangeset::RangeSet;
-pub use receiver::{Receiver, ReceiverStats, Released, SCALING_RATIO_DEFAULT};
+pub use receiver::{
+    fixed_buffer_window_cap_bytes, Receiver, ReceiverStats, Released, SCALING_RATIO_DEFAULT,
+};
 pub use rtt::{
     timer_wheel_fire_ns, RttEstimator, INITIAL_RTO_NS, JIFFY_NS, MAX_RTO_NS, MIN_RTO_NS,
 };

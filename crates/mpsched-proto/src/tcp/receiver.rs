@@ -29,7 +29,7 @@ use super::{TcpConfig, DELAYED_ACK_NS};
 mod grow;
 mod read_ack;
 
-pub use grow::SCALING_RATIO_DEFAULT;
+pub use grow::{fixed_buffer_window_cap_bytes, SCALING_RATIO_DEFAULT};
 
 /// Linux's initial `rcv_ssthresh` (`tcp_connect_init`: `rcv_ssthresh = rcv_wnd`) of an
 /// autotuned socket or a standalone receiver: the initial window `tcp_select_initial_window`

@@ -486,3 +486,37 @@ fn a_growth_before_the_join_measured_its_ratio_offers_197_128_of_its_window_afte
     );
     assert_eq!(rx.rcv_wnd_bytes(), 2 * grown * 197 / 256);
 }
+
+#[test]
+fn a_fixed_buffer_never_offers_more_than_its_window_scale_allows() {
+    // Linux 6.18 picks `rcv_wscale` once, at the handshake, from a locked buffer at the default
+    // scaling ratio (SO_RCVBUF = rcv_buf x 128/197), and `tcp_select_window` caps every offer
+    // at `65535 << rcv_wscale`. Measured on the testbed's kernel (docs/testbed.md, kbuf11):
+    // 6 MiB gets scale 6 and at most 4 194 240 bytes, 100 KB scale 0 and 65 535; 4 MiB (scale
+    // 6) and 16 MiB (scale 8) fit their scale's cap to within one window unit (64, 256 bytes).
+    let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    for (buf, largest) in [
+        (6u64 << 20, 4_194_240u64),
+        (100_000, 65_535),
+        (4 << 20, 4_194_240),
+        (16 << 20, (16 << 20) - 256),
+    ] {
+        let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+        cfg.rcv_buf_bytes = buf;
+        cfg.rcv_buf_autotuning = false;
+        let mut rx = DataReceiver::new(cfg);
+        super::util::establish_two_subflows(&mut rx);
+        // In-order full segments grow rcv_ssthresh up to the buffer's window; every one is
+        // read at once, so the offer is what the window may be.
+        let mut offered = 0;
+        let mut t = 2;
+        for k in 0..(2 * buf / mss + 16) {
+            t += 1000;
+            rx.handle_segment(t, 0, &super::util::mapped_data(k, k * mss, mss, 0));
+            while let Some((_, ack)) = rx.poll_transmit(t) {
+                offered = offered.max(ack.window);
+            }
+        }
+        assert_eq!(offered, largest, "largest window offered for rcv_buf {buf}");
+    }
+}

@@ -32,7 +32,9 @@ data, 2 segments per segment, faster than slow start needs it.
 The window scale is fixed at the handshake from the buffer as it is then, so some `rcv_buf`
 values lie above the cap `65535 << rcv_wscale` the kernel can ever offer (wscale.py, kbuf11):
 the run goes on with the cap, and the plan says so in a note naming the cap and the nearest
-values both engines give alike (`window_cap_notes`).
+values the kernel gives as asked (`window_cap_notes`). The simulator offers the same cap
+(`fixed_buffer_window_cap_bytes`, crates/mpsched-proto/src/tcp/receiver/grow.rs), so both
+engines run such a value alike.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def one_listener_value(values: list[int], field: str, flows: str) -> int:
 def window_cap_notes(transports: list[dict[str, Any]]) -> list[str]:
     """One note per transport whose fixed `rcv_buf` the kernel cannot give: Linux fixes the window
     scale at the handshake from the locked buffer and caps every window at `65535 << scale`, so
-    the kernel's window is that cap, smaller than the simulator's (kbuf11)."""
+    the window is that cap, on the kernel and in the simulator alike (kbuf11, wsc11)."""
     notes = []
     for i, t in enumerate(transports):
         b = t.get("rcv_buf_bytes")
@@ -108,5 +110,5 @@ def window_cap_notes(transports: list[dict[str, Any]]) -> list[str]:
         notes.append(f"transports[{i}].rcv_buf_bytes: Linux cannot give a fixed window of {b} bytes: its SO_RCVBUF "
                      f"({so_rcvbuf_bytes(b)}) gets window scale {s} at the handshake, which caps the window at "
                      f"{wscale.window_cap_bytes(s)} bytes (engines/kernel/wscale.py); {below} or {above} bytes "
-                     f"give the same window on both engines, as does rcv_buf_autotuning = true")
+                     f"are windows it gives as asked; both engines run {b} with the cap; or set rcv_buf_autotuning = true")
     return notes

@@ -32,6 +32,25 @@ pub const SCALING_RATIO_DEFAULT: u64 = 128;
 /// 340 656 x 197 >> 8).
 const SCALING_RATIO_MEASURED: u64 = 197;
 
+/// RFC 7323's largest window scale (Linux `TCP_MAX_WSCALE`).
+const MAX_WSCALE: u32 = 14;
+
+/// The largest window a fixed buffer whose steady window is `window_bytes` can ever offer:
+/// `65535 << rcv_wscale`, the scale chosen once at the handshake. With `SOCK_RCVBUF_LOCK`,
+/// `tcp_connect_init` / `tcp_openreq_init_rwin` clamp the space to `tcp_full_space`, the
+/// buffer at the default ratio (`SO_RCVBUF` = `ceil(window x 128/197)`, as the kernel engine
+/// sets it), and `tcp_select_initial_window` takes `rcv_wscale = clamp(ilog2(space) - 15, 0,
+/// 14)`; `tcp_select_window` (and MPTCP's `mptcp_set_rwin`) never offer more. In the upper
+/// part of every scale's band this is below `window_bytes`: 65 535 for 100 KB, 4 194 240 for
+/// the default 6 MiB (measured on 6.18: docs/testbed.md, "fixed receive buffers and the window
+/// scale"). An autotuned buffer takes its scale from `tcp_rmem[2]`, which the testbed sets to
+/// at least twice the buffer: no cap.
+pub fn fixed_buffer_window_cap_bytes(window_bytes: u64) -> u64 {
+    let space = (window_bytes * SCALING_RATIO_DEFAULT).div_ceil(SCALING_RATIO_MEASURED);
+    let wscale = space.max(1).ilog2().saturating_sub(15).min(MAX_WSCALE);
+    65_535 << wscale
+}
+
 /// The clamp (and initial `rcv_ssthresh`) of a fixed buffer whose window is `window_bytes`,
 /// before any skb measured the ratio: the initial space less one advmss.
 pub(super) fn fixed_buffer_initial_clamp(window_bytes: u64, mss_bytes: u64) -> u64 {
