@@ -66,10 +66,10 @@ def msk_start_ns(rows: list[tuple[int, str]]) -> int:
     return next(t for t, line in rows if "write_seq:" in line and "rcv_nxt:" in line)
 
 
-def summarize(out: Path, lead_s: float) -> None:
+def summarize(out: Path, lead_s: float, from_s: float = EVENT_S) -> None:
     cli, srv = samples(out / "ss_c.log"), samples(out / "ss_s.log")
     t0 = msk_start_ns(srv) - int(lead_s * 1e9)
-    at, end = t0 + int(EVENT_S * 1e9), t0 + int((EVENT_S + SPAN_S) * 1e9)
+    at, end = t0 + int(from_s * 1e9), t0 + int((from_s + SPAN_S) * 1e9)
     rx = [SKMEM.search(line) for t, line in cli if "write_seq:" in line and at <= t <= end]
     if rx:
         top = max(rx, key=lambda m: int(m.group(1)))
@@ -105,12 +105,18 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/probe_failover")
     ap.add_argument("--lead-s", type=float, default=0.1,
                     help="run epoch to the MPTCP socket's first sample (connect), s")
+    ap.add_argument("--from-s", type=float, default=EVENT_S,
+                    help="look from this run time on (the event's end: 6), s")
+    ap.add_argument("--summary-only", action="store_true", help="read an earlier run's logs in --out")
     a = ap.parse_args()
     out = Path(a.out)
+    if a.summary_only:
+        summarize(out, a.lead_s, a.from_s)
+        return
     out.mkdir(parents=True, exist_ok=True)
     with watching(watch, out):
         print(json.dumps(one_run(a.kind, "kernel", 1)))
-    summarize(out, a.lead_s)
+    summarize(out, a.lead_s, a.from_s)
 
 
 if __name__ == "__main__":
