@@ -66,10 +66,10 @@ def msk_start_ns(rows: list[tuple[int, str]]) -> int:
     return next(t for t, line in rows if "write_seq:" in line and "rcv_nxt:" in line)
 
 
-def summarize(out: Path, lead_s: float) -> None:
+def summarize(out: Path, lead_s: float, from_s: float = EVENT_S) -> None:
     cli, srv = samples(out / "ss_c.log"), samples(out / "ss_s.log")
     t0 = msk_start_ns(srv) - int(lead_s * 1e9)
-    at, end = t0 + int(EVENT_S * 1e9), t0 + int((EVENT_S + SPAN_S) * 1e9)
+    at, end = t0 + int(from_s * 1e9), t0 + int((from_s + SPAN_S) * 1e9)
     rx = [SKMEM.search(line) for t, line in cli if "write_seq:" in line and at <= t <= end]
     if rx:
         top = max(rx, key=lambda m: int(m.group(1)))
@@ -99,18 +99,58 @@ def summarize(out: Path, lead_s: float) -> None:
         print(f"sender subflow {key}: largest cwnd {cwnd[key]}, sndbuf {tb[key]} B")
 
 
+def per_sample(out: Path, lead_s: float, from_s: float) -> None:
+    """Every `ss` sample of the server's span: the msk's `sndbuf` and `wmem` and, per subflow (by
+    the client's address: 10.0.1.1 WLAN, 10.0.2.1 LTE), its unacknowledged segments, queued but
+    unsent bytes (`notsent`, data the scheduler gave it) and cwnd."""
+    srv = samples(out / "ss_s.log")
+    t0 = msk_start_ns(srv) - int(lead_s * 1e9)
+    at, end = t0 + int(from_s * 1e9), t0 + int((from_s + SPAN_S) * 1e9)
+    rows: dict[int, dict[str, str]] = {}
+    head, t = "", 0
+    for line in (out / "ss_s.log").read_text().splitlines():
+        if line.startswith("@ "):
+            t = int(line[2:])
+        elif "skmem:" not in line:
+            head = line  # the socket's addresses (the next line holds its details)
+        elif at <= t <= end:
+            row = rows.setdefault(t, {})
+            if "write_seq:" in line:
+                m = SKMEM.search(line)
+                row["msk"] = f"sndbuf {m.group(3)} wmem {m.group(4)}"
+            elif "tcp-ulp-mptcp" in line:
+                name = "wlan" if "10.0.1.1:" in head else "lte" if "10.0.2.1:" in head else "?"
+                u, n, c = (re.search(rf"{k}:(\d+)", line) for k in ("unacked", " notsent", " cwnd"))
+                row[name] = (f"unacked {u.group(1) if u else 0} notsent {n.group(1) if n else 0} "
+                             f"cwnd {c.group(1) if c else '?'}")
+    for t, row in sorted(rows.items()):
+        print(f"+{(t - at) / 1e6:6.0f} ms  msk {row.get('msk', '-')} | wlan {row.get('wlan', '-')} | "
+              f"lte {row.get('lte', '-')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kind", choices=tuple(KINDS), default="rate_collapse")
     ap.add_argument("--out", default="/tmp/probe_failover")
     ap.add_argument("--lead-s", type=float, default=0.1,
                     help="run epoch to the MPTCP socket's first sample (connect), s")
+    ap.add_argument("--from-s", type=float, default=EVENT_S,
+                    help="look from this run time on (the event's end: 6), s")
+    ap.add_argument("--summary-only", action="store_true", help="read an earlier run's logs in --out")
+    ap.add_argument("--samples", action="store_true", help="also print every sample of the span")
     a = ap.parse_args()
     out = Path(a.out)
+    if a.summary_only:
+        summarize(out, a.lead_s, a.from_s)
+        if a.samples:
+            per_sample(out, a.lead_s, a.from_s)
+        return
     out.mkdir(parents=True, exist_ok=True)
     with watching(watch, out):
         print(json.dumps(one_run(a.kind, "kernel", 1)))
-    summarize(out, a.lead_s)
+    summarize(out, a.lead_s, a.from_s)
+    if a.samples:
+        per_sample(out, a.lead_s, a.from_s)
 
 
 if __name__ == "__main__":

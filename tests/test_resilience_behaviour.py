@@ -236,3 +236,22 @@ def test_linux_path_back_from_down_resends_its_queue_and_regains_its_rate_at_onc
     row = _failover(res).row(0, named=True)
     assert row["failback_ms"] is not None and row["failback90_ms"] is not None, row
     assert row["failback90_ms"] - row["failback_ms"] <= 200, row
+
+
+def test_a_down_interface_loses_what_is_sent_to_it_not_what_it_sent(tmp_path):
+    # The kernel engine's `down` is the client's interface (`ip link set p0 down`): the ACKs
+    # the client sent before are already in the router's delay line and queue and reach the
+    # server (benches/probe_down_acks.py: 8 ACKs, 24140 B more acknowledged, 1-10 ms after the
+    # client's last packet on p0), while what the router still holds for the client is lost.
+    # So WLAN's acknowledged bytes grow in the 20 ms after the event, and after the return its
+    # first ACKs acknowledge one segment each (a slow start from one, as on the testbed), not
+    # the 19 segments at once whose ACKs a path losing its uplink's contents had dropped.
+    res = mpsched.run(mpsched.loads_scenario(WLAN_LTE), tmp_path / "down", jobs=1)
+    at_ns, end_ns = res.path_events["at_ns"][0], res.path_events["end_ns"][0]
+    wlan = res.subflow_series.filter(pl.col("path") == "wlan").sort("time_ns")
+    wlan = wlan.with_columns(newly=pl.col("bytes_acked").diff()).filter(pl.col("newly") > 0)
+    during = wlan.filter(pl.col("time_ns").is_between(at_ns + 1, at_ns + 20_000_000))
+    assert during["newly"].sum() > 10 * 1448, during
+    assert wlan.filter(pl.col("time_ns").is_between(at_ns + 20_000_000, end_ns)).is_empty()
+    first_back = wlan.filter(pl.col("time_ns") > end_ns)["newly"][0]
+    assert first_back <= 2 * 1448, first_back

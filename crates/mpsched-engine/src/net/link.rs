@@ -27,8 +27,10 @@ use serde::{Deserialize, Serialize};
 mod backlog;
 mod pipe;
 mod retime;
+mod state;
 
 use backlog::{Packed, Pending};
+pub use state::LinkState;
 
 /// Everything that defines a link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,7 +191,10 @@ pub(crate) struct Link<P> {
     backlog: Ring<Packed>,
     /// Packets propagating on a FIFO link, with their arrival times (non-decreasing).
     pub(crate) pipe: Ring<PipeEntry<P>>,
+    /// Not down: what the link holds reaches the far end (see [`LinkState`]).
     up: bool,
+    /// The link takes packets: up and its entrance not closed.
+    open: bool,
     /// `spec.impairments` is `AfterQueue` (hot copy).
     after_queue: bool,
     /// No loss model, no jitter and no impairment in force: a packet that leaves the
@@ -274,6 +279,7 @@ impl<P> Link<P> {
             rng,
             last_arrival_ns: 0,
             up: true,
+            open: true,
             epoch: 0,
             impairment: Impairment::default(),
             stats: LinkStats::default(),
@@ -377,7 +383,7 @@ impl<P> Link<P> {
     /// A packet arrives at the link's input at `now_ns` (calls come in time order).
     #[inline]
     pub(crate) fn accept(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
-        if !self.up {
+        if !self.open {
             self.stats.packets_lost_down += 1;
             return Accepted::Dropped(pkt);
         }
@@ -551,32 +557,6 @@ impl<P> Link<P> {
         self.backlog_bytes += size;
         Accepted::Stuck
     }
-
-    /// Takes the link down (everything on it is lost) or brings it back up.
-    pub(crate) fn set_up(&mut self, now_ns: u64, up: bool) {
-        if self.up == up {
-            return;
-        }
-        self.up = up;
-        if !up {
-            // An interface going down loses what it holds: the queue, the packet being
-            // serialised and the packets propagating (dropped when they would arrive).
-            // They are all in the pipe (or the propagation slab) and are counted as lost when
-            // they would have arrived.
-            self.backlog_clear();
-            self.queued.clear();
-            self.backlog_bytes = 0;
-            self.served = 0;
-            self.served_bytes = 0;
-            self.queue_clock_ns = now_ns;
-            self.free_at_ns = now_ns;
-            if let Some(bucket) = &mut self.bucket {
-                bucket.reset(now_ns); // the qdisc is reset with the device (tbf_reset)
-            }
-            self.epoch = self.epoch.wrapping_add(1);
-            self.stale = self.pipe.len() as u32;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -596,5 +576,6 @@ mod tests {
         // of the pipe's arrival offsets, and the counters a hop updates.
         let hot_stats_end = offset_of!(L, stats) + offset_of!(LinkStats, max_queue_bytes) + 8;
         assert!(offset_of!(L, up) >= 128 && hot_stats_end <= 192, "hot counters end at {hot_stats_end}");
+        assert!(offset_of!(L, open) >= 128 && offset_of!(L, open) < 192);
     }
 }

@@ -24,7 +24,7 @@ mod shaper;
 pub use capacity::{CapacityConfig, RateStep};
 pub use impairment::{Impairment, LossRamp};
 pub use jitter::{JitterConfig, JitterDistribution};
-pub use link::{LinkSpec, LinkStats, MAX_OVERHEAD_BYTES};
+pub use link::{LinkSpec, LinkState, LinkStats, MAX_OVERHEAD_BYTES};
 pub use loss::LossConfig;
 pub use shaper::Impairments;
 
@@ -347,7 +347,14 @@ impl<P> Network<P> {
     /// Takes a link down (what it holds is lost: queued, being serialised, propagating) or
     /// brings it back up.
     pub fn set_link_up(&mut self, now_ns: u64, link: LinkId, up: bool) {
-        self.links[link as usize].set_up(now_ns, up);
+        let state = if up { LinkState::Up } else { LinkState::Down };
+        self.set_link_state(now_ns, link, state);
+    }
+
+    /// Puts a link in `state` (see [`LinkState`]: down loses what it holds, closed delivers
+    /// it and takes nothing new).
+    pub fn set_link_state(&mut self, now_ns: u64, link: LinkId, state: LinkState) {
+        self.links[link as usize].set_state(now_ns, state);
     }
 
     /// The impairments in force on a link.

@@ -172,6 +172,44 @@ fn packets_on_a_link_when_it_goes_down_are_lost_and_those_sent_after_it_recovers
 }
 
 #[test]
+fn a_closed_link_delivers_what_it_holds_and_takes_nothing_new() {
+    let mut net = Network::new();
+    let l = net.add_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
+    let r = net.add_route(vec![l]);
+    let mut q = EventQueue::new();
+    // 0..5 are queued or propagating when the entrance closes at 2 ms (1 ms of serialisation
+    // each): they arrive at 6..10 ms as if nothing happened. 5 is offered while closed and is
+    // lost; 6 enters after the link is up again at 20 ms.
+    for i in 0..5 {
+        net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
+    }
+    net.set_link_state(2 * NS_PER_MS, l, LinkState::Closed);
+    net.send(3 * NS_PER_MS, r, 1500, 5, &mut |t, e| q.push(t, e));
+    net.set_link_state(20 * NS_PER_MS, l, LinkState::Up);
+    net.send(20 * NS_PER_MS, r, 1500, 6, &mut |t, e| q.push(t, e));
+    let got = drain(&mut net, &mut q);
+    let want: Vec<(u64, u64)> = (0..5).map(|i| ((6 + i) * NS_PER_MS, i)).chain([(26 * NS_PER_MS, 6)]).collect();
+    assert_eq!(got, want);
+    assert_eq!(net.link_stats(l).packets_lost_down, 1);
+    assert_eq!(net.link_stats(l).packets_forwarded, 6);
+}
+
+#[test]
+fn a_closed_link_that_goes_down_loses_what_it_still_holds() {
+    let mut net = Network::new();
+    let l = net.add_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
+    let r = net.add_route(vec![l]);
+    let mut q = EventQueue::new();
+    for i in 0..5 {
+        net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
+    }
+    net.set_link_state(NS_PER_MS, l, LinkState::Closed);
+    net.set_link_state(2 * NS_PER_MS, l, LinkState::Down);
+    assert!(drain(&mut net, &mut q).is_empty());
+    assert_eq!(net.link_stats(l).packets_lost_down, 5);
+}
+
+#[test]
 fn random_loss_takes_the_configured_share_of_a_stream() {
     let mut s = spec(1_000_000_000, 0);
     s.loss = LossConfig::Bernoulli { p: 0.1 };

@@ -5,7 +5,7 @@ use super::wire::Sink;
 use super::Simulation;
 use crate::config::{LinkDirection, PathEvent};
 use crate::path_events::PathAction;
-use mpsched_engine::net::LinkId;
+use mpsched_engine::net::{LinkId, LinkState};
 
 impl Simulation<'_> {
     /// Path event `e` starts (`start`) or ends.
@@ -34,8 +34,18 @@ impl Simulation<'_> {
     fn set_path_up(&mut self, path: usize, up: bool) {
         let p = &self.cfg.paths[path];
         let now = self.now_ns;
-        for &l in p.down.iter().chain(&p.up) {
-            self.net.set_link_up(now, l as LinkId, up);
+        // The client's interface goes down (the kernel engine's `ip link set DEV down`). What
+        // its downlinks hold is lost: the router's egress qdisc toward it is reset with the
+        // peer's carrier (`dev_deactivate`) and what the delayer still holds is dropped at the
+        // veth (`is_skb_forwardable`: the peer is not up). What the client sent before has
+        // left it: already in the router's delay line and queue, it reaches the server, so
+        // the uplinks only stop taking packets.
+        let (down, uplink) = if up { (LinkState::Up, LinkState::Up) } else { (LinkState::Down, LinkState::Closed) };
+        for &l in &p.down {
+            self.net.set_link_state(now, l as LinkId, down);
+        }
+        for &l in &p.up {
+            self.net.set_link_state(now, l as LinkId, uplink);
         }
         // The hosts see their interface change at once (the out-of-tree kernel's path manager
         // closes the subflow). The upstream kernel does not: neither TCP nor the in-kernel path
