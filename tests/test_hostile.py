@@ -135,6 +135,7 @@ interval = "10ms"
     ("x = " + "[" * 1000 + "]" * 1000 + "\n" + QUICK.format(queue='"1BDP"'), ""),
     (QUICK.format(queue='"1BDP"') + '\n[record]\ninterval = "1ns"\n', "record.interval"),
     (QUICK.format(queue='"1BDP"') + '\n[connection]\nmss = 1\n', "mss"),
+    (QUICK.format(queue='"1BDP"') + '\n[connection]\nrcv_buf = "4GiB"\n', "rcv_buf"),
     (QUICK.format(queue='"1BDP"') + '\n[connection]\nscheduler = "roundrobin"\nscheduler_params = {num_segments = 4611686018427387904}\n',
      "scheduler_params"),
 ])
@@ -206,3 +207,18 @@ def test_the_core_refuses_out_of_range_scheduler_parameters_itself_with_the_boun
             sim.check_config(config)
         with pytest.raises(ValueError, match=key):
             registry.check_scheduler_params(name, {key: value})
+
+
+def test_the_core_refuses_a_receive_buffer_above_tcps_largest_window():
+    """No receiver offers more than 65535 << 14 bytes (RFC 7323), and the senders' sequence
+    offsets rely on a flight under 4 GiB: a normalized config past it is refused by the core too,
+    naming the field, not run into a panic."""
+    from mpsched.engines import ConfigRefused, sim
+    from mpsched.scenario.normalize import to_config
+
+    config = to_config(Scenario.from_dict(copy.deepcopy(BASE)).expand()[0])
+    config["transports"][0]["rcv_buf_bytes"] = 65_535 << 14
+    sim.check_config(config)
+    config["transports"][0]["rcv_buf_bytes"] = (65_535 << 14) + 1
+    with pytest.raises(ConfigRefused, match="rcv_buf_bytes"):
+        sim.check_config(config)

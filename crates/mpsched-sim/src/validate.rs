@@ -141,6 +141,14 @@ impl SimConfig {
             if t.rcv_buf_bytes < 2 * t.mss_bytes || t.snd_buf_bytes < 2 * t.mss_bytes {
                 return Err(err(f("rcv_buf_bytes"), "buffers must hold at least two segments"));
             }
+            // RFC 7323's largest window: no receiver offers more, so every flight stays far
+            // below the 4 GiB the senders' sequence offsets hold.
+            if t.rcv_buf_bytes > 65_535 << 14 {
+                return Err(err(
+                    f("rcv_buf_bytes"),
+                    "at most 1073725440 bytes (65535 << 14, TCP's largest window, RFC 7323)",
+                ));
+            }
         }
         let mut ids = std::collections::BTreeSet::new();
         for (i, fl) in self.flows.iter().enumerate() {

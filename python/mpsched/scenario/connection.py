@@ -9,9 +9,25 @@ from pydantic import model_validator
 
 from mpsched import registry
 from mpsched.scenario.fields import (
-    SWEEP_COUNT, CcName, FixedSize, Flag, JoinTiming, LossRecovery, Name, Protocol, SchedulerName, Size, _count, _FieldError,
-    _Model, _subflows, _sweepable,
+    SWEEP_COUNT, SWEEP_SIZE, CcName, FixedSize, Flag, JoinTiming, LossRecovery, Name, Protocol, SchedulerName, Size, _count,
+    _FieldError, _Model, _subflows, _sweepable,
 )
+from mpsched.scenario.units import parse_size_bytes
+
+#: RFC 7323's largest window, `65535 << 14` bytes: no receiver can offer more, so no flight is
+#: larger (the simulator's sequence offsets rely on a flight under 4 GiB).
+MAX_RCV_BUF_BYTES = 65_535 << 14
+
+
+def _rcv_buf(v: Any) -> Any:
+    """A receive buffer, positive and at most the largest window TCP can announce."""
+    n = parse_size_bytes(v.strip() if isinstance(v, str) else v)
+    if n <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    if n > MAX_RCV_BUF_BYTES:
+        raise ValueError(f"{v!r} is {n} bytes, more than TCP's largest window ({MAX_RCV_BUF_BYTES} bytes = 65535 << 14, "
+                         f"RFC 7323): no receiver can offer it; use \"1023MiB\" or less")
+    return v.strip() if isinstance(v, str) else v
 
 
 def _stale_loss_cnt(v: Any) -> int:
@@ -46,7 +62,7 @@ class ConnectionSpec(_Model):
     cc: CcName = "cubic"
     paths: list[Name] | None = None
     backup: list[Name] = Field(default_factory=list)
-    rcv_buf: Size = "6MiB"
+    rcv_buf: Annotated[Any, BeforeValidator(_sweepable(_rcv_buf)), SWEEP_SIZE] = "6MiB"
     snd_buf: Size = "4MiB"
     mss: FixedSize = 1448
     init_cwnd: Annotated[Any, BeforeValidator(_count)] = 10
