@@ -13,6 +13,7 @@ however many runs the study has.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import tempfile
 import time
@@ -255,15 +256,20 @@ def _add_columns(tables: dict[str, dict[str, list]], extra: dict[str, dict[str, 
                 table[c] = [None if i is None else cols[c][i] for i in at]
 
 
+@functools.cache
 def code_version() -> str:
-    """The package version, plus the git commit (and "-dirty") when run from a checkout."""
+    """The package version, plus the git commit (and "-dirty") when run from a checkout.
+
+    Asked once per process: the code a process runs is the code it loaded, whatever happens to
+    the checkout meanwhile, and a resumed study in the same process (a notebook, the tests)
+    must not see another version because git was slow to answer on a loaded machine."""
     from mpsched._core import core_version
 
     version = core_version()
     here = Path(__file__).resolve().parent
     try:
         rev = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty", "--abbrev=12"],
-                             capture_output=True, text=True, timeout=5)
+                             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return version
     return f"{version}+git.{rev.stdout.strip()}" if rev.returncode == 0 and rev.stdout.strip() else version
