@@ -10,15 +10,16 @@
 //! sequence number is kept as a 32-bit offset from a base (the first segment of a flight from
 //! nothing outstanding; moved up to the front segment, every offset shifted, when a segment
 //! lies 4 GiB above it), its state bits ride in the top byte of its send time (a run never
-//! reaches 2^56 ns, 2.28 years), and its DSN is not stored per segment: consecutive segments mostly carry consecutive data
-//! (one mapping handed down is cut into many segments; plain TCP is one run for the whole
-//! connection), so the DSN comes from a short list of runs `(first seq, its DSN)` that starts a
-//! new run only where the DSN jumps. The queue gives back room once the flight is under half
-//! of it, keeping half the flight again (a slow-start overshoot would otherwise keep its peak
-//! for the whole connection, and a flight halved by a loss twice its room);
-//! newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only touches the
-//! segments whose state changes. Loss marking and the retransmission candidate are two forward
-//! pointers (absolute segment indices), so each segment is visited O(1) times per episode.
+//! reaches 2^56 ns, 2.28 years), and its DSN is not stored per segment: consecutive segments
+//! mostly carry consecutive data (one mapping handed down is cut into many segments; plain TCP
+//! is one run for the whole connection), so the DSN comes from a short list of runs `(first
+//! seq, its DSN)` that starts a new run only where the DSN jumps. The queue gives back room
+//! once the flight is under half of it, keeping half the flight again (a slow-start overshoot
+//! would otherwise keep its peak for the whole connection, and a flight halved by a loss twice
+//! its room); newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only
+//! touches the segments whose state changes. Loss marking and the retransmission candidate are
+//! two forward pointers (absolute segment indices), so each segment is visited O(1) times per
+//! episode.
 //!
 //! Lost retransmissions: RFC 6675 alone finds them only by RTO. Linux (RACK, RFC 8985, on by
 //! default) marks a retransmission lost once a segment sent after it has been delivered; with
