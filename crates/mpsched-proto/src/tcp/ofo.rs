@@ -1,12 +1,14 @@
-//! The receiver's queue of out-of-order segments, sorted by `seq`, in 16 bytes a segment.
+//! The receiver's queue of out-of-order segments, sorted by `seq`, in 12 bytes a segment.
 //!
 //! At a shared bottleneck most receivers hold a window behind a hole at some time, and the
 //! peak of the run is then when the queues are longest. A queued segment keeps its sequence
 //! number as a 32-bit offset from `base` (the cumulative ACK point when the queue last started
-//! from empty: every queued segment lies above it) and its length in 31 bits beside the
-//! DATA_FIN bit. A segment that does not fit (4 GiB or more above the base, or a 2 GiB length)
-//! moves the queue to plain 24-byte entries until it empties, so what is read back is always
-//! what was stored.
+//! from empty: every queued segment lies above it), its length in 31 bits beside the
+//! DATA_FIN bit, and its DSN as a signed 32-bit distance from `dsn_base` (the DSN the first
+//! queued segment's mapping gives the base; MPTCP's other subflows make a subflow's DSNs jump
+//! either way, so the distance is signed). A segment that does not fit (4 GiB or more above
+//! the base, a 2 GiB length, a DSN 2 GiB or more from `dsn_base`) moves the queue to plain
+//! 24-byte entries until it empties, so what is read back is always what was stored.
 
 use std::collections::VecDeque;
 
@@ -21,12 +23,12 @@ pub(super) struct Ooo {
 
 const DATA_FIN: u32 = 1 << 31;
 
-/// An [`Ooo`] as stored: `seq - base`, length and DATA_FIN bit, DSN.
+/// An [`Ooo`] as stored: `seq - base`, length and DATA_FIN bit, `dsn - dsn_base`.
 #[derive(Debug, Clone, Copy)]
 struct Packed {
     offset: u32,
     len_fin: u32,
-    dsn: u64,
+    dsn_offset: i32,
 }
 
 /// The queue (arrivals behind a hole come in order, so an insert is mostly a push at the
@@ -38,6 +40,7 @@ pub(super) struct OfoQueue(Option<Box<Queue>>);
 #[derive(Debug, Clone, Default)]
 struct Queue {
     base: u64,
+    dsn_base: u64,
     packed: VecDeque<Packed>,
     /// The queue while a segment does not fit `Packed` (`packed` is then empty); empty
     /// otherwise.
@@ -49,7 +52,7 @@ impl Queue {
         let (len, data_fin) = (p.len_fin & !DATA_FIN, p.len_fin & DATA_FIN != 0);
         Ooo {
             seq: self.base + u64::from(p.offset),
-            dsn: p.dsn,
+            dsn: self.dsn_base.wrapping_add(i64::from(p.dsn_offset) as u64),
             len,
             data_fin,
         }
@@ -117,6 +120,9 @@ impl OfoQueue {
         let q = self.0.get_or_insert_with(|| {
             Box::new(Queue {
                 base: rcv_nxt,
+                // Where the first segment's mapping puts the base: segments of one mapping
+                // then keep their sequence offset as their DSN offset.
+                dsn_base: o.dsn.wrapping_sub(o.seq.wrapping_sub(rcv_nxt)),
                 ..Queue::default()
             })
         });
@@ -124,12 +130,13 @@ impl OfoQueue {
             .seq
             .checked_sub(q.base)
             .and_then(|d| u32::try_from(d).ok());
-        match offset {
-            Some(offset) if q.wide.is_empty() && o.len < DATA_FIN => {
+        let dsn_offset = i32::try_from(o.dsn.wrapping_sub(q.dsn_base) as i64).ok();
+        match (offset, dsn_offset) {
+            (Some(offset), Some(dsn_offset)) if q.wide.is_empty() && o.len < DATA_FIN => {
                 let p = Packed {
                     offset,
                     len_fin: o.len | if o.data_fin { DATA_FIN } else { 0 },
-                    dsn: o.dsn,
+                    dsn_offset,
                 };
                 if q.packed.len() == q.packed.capacity() {
                     super::grow_by_a_quarter(&mut q.packed);
@@ -178,8 +185,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn segments_that_do_not_fit_16_bytes_widen_the_queue_until_it_empties() {
-        assert_eq!(std::mem::size_of::<Packed>(), 16);
+    fn segments_that_do_not_fit_12_bytes_widen_the_queue_until_it_empties() {
+        assert_eq!(std::mem::size_of::<Packed>(), 12);
         let ooo = |seq: u64, len: u32| Ooo {
             seq,
             dsn: seq * 3,
@@ -224,5 +231,43 @@ mod tests {
         q.insert(0, ooo(1 << 41, 1448), 1 << 41);
         assert!(!q.is_wide());
         assert_eq!(q.front(), Some(ooo(1 << 41, 1448)));
+    }
+
+    #[test]
+    fn dsns_2_gib_either_side_of_the_mapping_fit_and_farther_ones_widen() {
+        // The first segment's mapping puts DSN 10_000 at the base (rcv_nxt 1000, seq 2000,
+        // DSN 11_000): DSNs within 2^31 - 1 above and 2^31 below it are packed, as MPTCP's
+        // jumps between mappings make them; one farther either way widens the queue, and every
+        // segment reads back as stored.
+        let rcv_nxt = 1000;
+        let dsn_base: u64 = 10_000;
+        let at = |seq: u64, dsn: u64| Ooo {
+            seq,
+            dsn,
+            len: 100,
+            data_fin: false,
+        };
+        for (dsn, wide) in [
+            (dsn_base + (1 << 31) - 1, false),
+            (dsn_base - 10_000, false),
+            (dsn_base.wrapping_sub(1 << 31), false),
+            (dsn_base + (1 << 31), true),
+            (dsn_base.wrapping_sub((1 << 31) + 1), true),
+        ] {
+            let mut q = OfoQueue::default();
+            let first = at(2000, 11_000);
+            q.insert(0, first, rcv_nxt);
+            let second = at(3000, dsn);
+            let i = q.search(second.seq).unwrap_err();
+            q.insert(i, second, rcv_nxt);
+            let third = at(1500, 10_500);
+            q.insert(0, third, rcv_nxt);
+            assert_eq!(q.is_wide(), wide, "{dsn}");
+            assert_eq!(
+                (0..3).map(|i| q.get(i).unwrap()).collect::<Vec<_>>(),
+                vec![third, first, second],
+                "{dsn}"
+            );
+        }
     }
 }

@@ -6,17 +6,20 @@
 //! outstanding - (SACKed + lost) + retransmitted-in-flight.
 //!
 //! Cost: segments live in a `VecDeque` in sequence order (binary search by sequence number),
-//! 16 bytes each: a segment's length is where the next one starts (they are contiguous), its
-//! state bits ride in the top byte of its sequence number (a subflow never sends 2^56 bytes),
-//! and its DSN is not stored per segment: consecutive segments mostly carry consecutive data
-//! (one mapping handed down is cut into many segments; plain TCP is one run for the whole
-//! connection), so the DSN comes from a short list of runs `(first seq, its DSN)` that starts a
-//! new run only where the DSN jumps. The queue gives back room once the flight is under half
-//! of it, keeping half the flight again (a slow-start overshoot would otherwise keep its peak
-//! for the whole connection, and a flight halved by a loss twice its room);
-//! newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only touches the
-//! segments whose state changes. Loss marking and the retransmission candidate are two forward
-//! pointers (absolute segment indices), so each segment is visited O(1) times per episode.
+//! 12 bytes each: a segment's length is where the next one starts (they are contiguous), its
+//! sequence number is kept as a 32-bit offset from a base (the first segment of a flight from
+//! nothing outstanding; moved up to the front segment, every offset shifted, when a segment
+//! lies 4 GiB above it), its state bits ride in the top byte of its send time (a run never
+//! reaches 2^56 ns, 2.28 years), and its DSN is not stored per segment: consecutive segments
+//! mostly carry consecutive data (one mapping handed down is cut into many segments; plain TCP
+//! is one run for the whole connection), so the DSN comes from a short list of runs `(first
+//! seq, its DSN)` that starts a new run only where the DSN jumps. The queue gives back room
+//! once the flight is under half of it, keeping half the flight again (a slow-start overshoot
+//! would otherwise keep its peak for the whole connection, and a flight halved by a loss twice
+//! its room); newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only
+//! touches the segments whose state changes. Loss marking and the retransmission candidate are
+//! two forward pointers (absolute segment indices), so each segment is visited O(1) times per
+//! episode.
 //!
 //! Lost retransmissions: RFC 6675 alone finds them only by RTO. Linux (RACK, RFC 8985, on by
 //! default) marks a retransmission lost once a segment sent after it has been delivered; with
@@ -39,8 +42,8 @@ const RETX: u8 = 4;
 /// Bits of a [`Slot`]'s top byte beside the state: retransmitted at least once, DATA_FIN.
 const EVER_RETX: u8 = 8;
 const DATA_FIN: u8 = 16;
-/// Sequence numbers stay below this; the top byte of a [`Slot`]'s `seq_bits` holds its bits.
-const SEQ_LIMIT: u64 = 1 << 56;
+/// Send times stay below this; the top byte of a [`Slot`]'s `xmit_bits` holds its bits.
+const XMIT_LIMIT: u64 = 1 << 56;
 
 /// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una_noting`]).
 const KEEP_SLOTS: usize = 64;
@@ -48,20 +51,24 @@ const KEEP_SLOTS: usize = 64;
 /// Room kept for retransmissions in flight between recovery episodes.
 const KEEP_RETRANSMISSIONS: usize = 8;
 
-/// One transmitted segment as stored: 16 bytes (its DSN is in [`Scoreboard`]'s runs).
+/// One transmitted segment as stored: 12 bytes, 4-byte aligned (its DSN is in
+/// [`Scoreboard`]'s runs, its sequence number an offset from [`Scoreboard`]'s `seq_base`).
 #[derive(Debug, Clone, Copy)]
+#[repr(C, packed(4))]
 struct Slot {
-    /// Sequence number (low 56 bits), state and [`EVER_RETX`] / [`DATA_FIN`] (top byte).
-    seq_bits: u64,
-    xmit_ns: u64,
+    /// Sequence number less the scoreboard's `seq_base`.
+    offset: u32,
+    /// Time of the latest (re)transmission, ns (low 56 bits), state and [`EVER_RETX`] /
+    /// [`DATA_FIN`] (top byte).
+    xmit_bits: u64,
 }
 
 impl Slot {
-    /// The segment, which ends at `end`; its `dsn` is left 0 (the caller fills it when needed:
-    /// [`Scoreboard::with_dsn`]).
+    /// The segment, which ends at `end`, its sequence number counted from `base`; its `dsn`
+    /// is left 0 (the caller fills it when needed: [`Scoreboard::with_dsn`]).
     #[inline(always)]
-    fn unpack(self, end: u64) -> SentSeg {
-        let (seq, bits) = (self.seq(), self.bits());
+    fn unpack(self, base: u64, end: u64) -> SentSeg {
+        let (seq, bits) = (self.seq(base), self.bits());
         SentSeg {
             seq,
             len: (end - seq) as u32,
@@ -69,16 +76,22 @@ impl Slot {
             data_fin: bits & DATA_FIN != 0,
             flags: bits & (SACKED | LOST | RETX),
             ever_retx: bits & EVER_RETX != 0,
-            xmit_ns: self.xmit_ns,
+            xmit_ns: self.xmit_bits & (XMIT_LIMIT - 1),
         }
     }
+    /// The send time and bits as stored (a send time past [`XMIT_LIMIT`] is refused).
     #[inline(always)]
-    fn seq(&self) -> u64 {
-        self.seq_bits & (SEQ_LIMIT - 1)
+    fn xmit_bits(xmit_ns: u64, bits: u8) -> u64 {
+        assert!(xmit_ns < XMIT_LIMIT, "a run stays under 2^56 ns");
+        xmit_ns | (bits as u64) << 56
+    }
+    #[inline(always)]
+    fn seq(&self, base: u64) -> u64 {
+        base + self.offset as u64
     }
     #[inline(always)]
     fn bits(&self) -> u8 {
-        (self.seq_bits >> 56) as u8
+        (self.xmit_bits >> 56) as u8
     }
     #[inline(always)]
     fn state(&self) -> u8 {
@@ -118,6 +131,9 @@ pub struct Scoreboard {
     next_dsn: u64,
     /// End of the last segment (the next one starts there).
     end_seq: u64,
+    /// What the slots' offsets count from: at or below the front segment's sequence number,
+    /// and every segment starts less than 4 GiB above it.
+    seq_base: u64,
     /// Absolute index of `segs[0]` (segments ever popped).
     front_abs: u64,
     sacked_ranges: RangeSet,
@@ -127,9 +143,10 @@ pub struct Scoreboard {
     lost_bytes: u64,
     retx_bytes: u64,
     /// Segments deemed lost and not SACKed, and retransmitted ones outstanding (Linux
-    /// `lost_out`, `retrans_out`: the window is counted in segments).
-    lost_segs: u64,
-    retx_segs: u64,
+    /// `lost_out`, `retrans_out`: the window is counted in segments). 32 bits, as Linux's:
+    /// a flight stays under 4 GiB (see `rebase`), so under 2^32 segments.
+    lost_segs: u32,
+    retx_segs: u32,
     /// Segments below this absolute index have been judged by `IsLost` (lost or SACKed).
     loss_ptr: u64,
     sacked_below_ptr_bytes: u64,
@@ -169,7 +186,9 @@ impl Scoreboard {
     /// retransmissions in flight (`pipe_bytes` counted in segments, whatever their size).
     #[inline]
     pub fn pipe_segs(&self) -> u64 {
-        self.segs.len() as u64 + self.retx_segs - self.sacked_segs - self.lost_segs
+        self.segs.len() as u64 + u64::from(self.retx_segs)
+            - self.sacked_segs
+            - u64::from(self.lost_segs)
     }
 
     /// Bytes sent and not cumulatively acknowledged.
@@ -203,18 +222,20 @@ impl Scoreboard {
         debug_assert!(self.segs.is_empty() || self.end_seq == seq);
         debug_assert!(len > 0);
         let end = seq + len as u64;
-        assert!(end < SEQ_LIMIT, "a subflow sends fewer than 2^56 bytes");
         let bits = if data_fin { DATA_FIN } else { 0 };
         if dsn != self.next_dsn || self.segs.is_empty() {
             self.new_run(seq, dsn);
+        }
+        if seq - self.seq_base > u32::MAX as u64 {
+            self.rebase(seq);
         }
         self.next_dsn = dsn.wrapping_add(len as u64);
         if self.segs.len() == self.segs.capacity() {
             super::grow_by_a_quarter(&mut self.segs);
         }
         self.segs.push_back(Slot {
-            seq_bits: seq | (bits as u64) << 56,
-            xmit_ns: now_ns,
+            offset: (seq - self.seq_base) as u32,
+            xmit_bits: Slot::xmit_bits(now_ns, bits),
         });
         self.end_seq = end;
         self.out_bytes += len as u64;
@@ -224,13 +245,15 @@ impl Scoreboard {
     /// End of segment `i`: where the next one starts.
     #[inline(always)]
     fn end_of(&self, i: usize) -> u64 {
-        self.segs.get(i + 1).map_or(self.end_seq, Slot::seq)
+        self.segs
+            .get(i + 1)
+            .map_or(self.end_seq, |s| s.seq(self.seq_base))
     }
 
     /// Segment `i` (index in `segs`), its `dsn` left 0 (most uses need only its state).
     #[inline(always)]
     fn get(&self, i: usize) -> SentSeg {
-        self.segs[i].unpack(self.end_of(i))
+        self.segs[i].unpack(self.seq_base, self.end_of(i))
     }
 
     /// Stores the state, `ever_retx` and send time of `s` back into segment `i`.
@@ -239,9 +262,8 @@ impl Scoreboard {
         let bits = s.flags
             | if s.ever_retx { EVER_RETX } else { 0 }
             | if s.data_fin { DATA_FIN } else { 0 };
-        let slot = &mut self.segs[i];
-        slot.seq_bits = s.seq | (bits as u64) << 56;
-        slot.xmit_ns = s.xmit_ns;
+        // The sequence number never changes: only the send time and bits are written.
+        self.segs[i].xmit_bits = Slot::xmit_bits(s.xmit_ns, bits);
     }
 
     /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes,
@@ -254,7 +276,7 @@ impl Scoreboard {
                 break;
             }
             self.segs.pop_front();
-            let s = front.unpack(end);
+            let s = front.unpack(self.seq_base, end);
             let abs = self.front_abs;
             self.front_abs += 1;
             let len = s.len as u64;
@@ -287,7 +309,8 @@ impl Scoreboard {
             }
         }
         if self.dsn_runs.len() > 1 {
-            let front = self.segs.front().map_or(u64::MAX, Slot::seq);
+            let base = self.seq_base;
+            let front = self.segs.front().map_or(u64::MAX, |s| s.seq(base));
             while self.dsn_runs.len() > 1 && self.dsn_runs[1].0 <= front {
                 self.dsn_runs.pop_front();
             }
@@ -313,7 +336,7 @@ impl Scoreboard {
         now_ns: u64,
         src: &mut CaRttSources,
     ) -> u64 {
-        let Some(lo) = self.segs.front().map(Slot::seq) else {
+        let Some(lo) = self.segs.front().map(|s| s.seq(self.seq_base)) else {
             return 0;
         };
         let hi = self.end_seq;
@@ -374,7 +397,8 @@ impl Scoreboard {
     ) -> u64 {
         // First segment ending after `start`: the last one starting at or before it, unless
         // that one ends by `start` (only the last segment can: they are contiguous).
-        let starting = self.segs.partition_point(|x| x.seq() <= start);
+        let base = self.seq_base;
+        let starting = self.segs.partition_point(|x| x.seq(base) <= start);
         let mut i = starting.saturating_sub(1);
         if starting == self.segs.len() && self.end_seq <= start {
             i = starting;

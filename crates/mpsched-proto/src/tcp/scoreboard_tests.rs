@@ -121,12 +121,19 @@ fn a_once_sent_segment_delivered_below_the_highest_sack_is_reordering() {
 }
 
 #[test]
-fn a_stored_segment_is_16_bytes_and_keeps_its_bits() {
-    assert_eq!(std::mem::size_of::<Slot>(), 16);
+fn a_stored_segment_is_12_bytes_and_keeps_its_bits() {
+    assert_eq!(std::mem::size_of::<Slot>(), 12);
     let mut b = Scoreboard::default();
-    let seq = (1 << 56) - 1000;
+    let seq = u64::MAX - 2000;
     b.push(seq, 500, 7, false, 1);
     b.push(seq + 500, 499, 507, true, 2);
+    // The latest send time a slot keeps.
+    b.probe_last(XMIT_LIMIT - 1);
+    let s = b.with_dsn(b.get(1));
+    assert_eq!(
+        (s.seq, s.len, s.dsn, s.data_fin, s.ever_retx, s.xmit_ns),
+        (seq + 500, 499, 507, true, true, XMIT_LIMIT - 1)
+    );
     b.probe_last(9);
     let s = b.with_dsn(b.get(1));
     assert_eq!(
@@ -235,4 +242,61 @@ fn the_congestion_controls_rtt_comes_from_the_latest_segment_an_ack_delivers() {
     let mut src = CaRttSources::default();
     b.advance_una_noting(601, 90, &mut src);
     assert_eq!(src.ca_rtt(90), Some(90 - 2));
+}
+
+#[test]
+fn offsets_move_up_past_4_gib_and_read_back_exact() {
+    // A flight of three segments crossing 2^32 (from the first segment's sequence number, the
+    // base) and going on to 3 * 2^32: each push past 4 GiB above the base moves the base to the
+    // front segment; every segment reads back with its own sequence number, length and DSN.
+    let mut b = Scoreboard::default();
+    let start = 1_000;
+    let len = 1 << 30;
+    let mut seq = start;
+    let mut sent = Vec::new();
+    for i in 0..12u64 {
+        b.push(seq, len as u32, 5 * seq, false, i);
+        sent.push((seq, i));
+        seq += len;
+        // Keep three segments outstanding.
+        if sent.len() > 3 {
+            let (acked, _) = sent.remove(0);
+            b.advance_una(acked + len, 100 + i);
+        }
+        let stored: Vec<_> = (0..b.segs_out())
+            .map(|j| {
+                let s = b.with_dsn(b.get(j));
+                (s.seq, s.len as u64, s.dsn, s.xmit_ns)
+            })
+            .collect();
+        let expected: Vec<_> = sent.iter().map(|&(q, t)| (q, len, 5 * q, t)).collect();
+        assert_eq!(stored, expected, "after push {i}");
+    }
+    assert!(b.seq_base > start + u32::MAX as u64, "the base moved up");
+    // SACKs find segments by sequence number through the moved base.
+    let (last, _) = sent[2];
+    assert_eq!(b.apply_sack(&[(last, last + len)], 200), len);
+    assert_eq!(b.sacked_segs(), 1);
+    // An empty scoreboard starts its offsets at the next flight.
+    b.advance_una(seq, 300);
+    b.push(seq, 100, 1, false, 301);
+    assert_eq!((b.seq_base, b.get(0).seq), (seq, seq));
+}
+
+#[test]
+#[should_panic(expected = "a subflow's flight stays under 4 GiB")]
+fn a_flight_of_4_gib_is_refused() {
+    let mut b = Scoreboard::default();
+    let len: u64 = 1 << 31;
+    b.push(0, len as u32, 0, false, 0);
+    b.push(len, len as u32, len, false, 1);
+    // Starts exactly 2^32 above the front segment (2^32 - 1 would fit): no base fits both.
+    b.push(2 * len, 1, 2 * len, false, 2);
+}
+
+#[test]
+#[should_panic(expected = "a run stays under 2^56 ns")]
+fn a_send_time_past_56_bits_is_refused() {
+    let mut b = Scoreboard::default();
+    b.push(0, 100, 0, false, XMIT_LIMIT);
 }

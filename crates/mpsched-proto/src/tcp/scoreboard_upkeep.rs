@@ -6,13 +6,32 @@ use super::{Scoreboard, SentSeg, KEEP_RETRANSMISSIONS, KEEP_SLOTS};
 
 impl Scoreboard {
     /// Segment `seq` starts a DSN run (a jump in the data, or a flight from nothing
-    /// outstanding, whose runs are all gone).
+    /// outstanding, whose runs are all gone and whose offsets start from it).
     #[inline(never)]
     pub(super) fn new_run(&mut self, seq: u64, dsn: u64) {
         if self.segs.is_empty() {
             self.dsn_runs.clear();
+            self.seq_base = seq;
         }
         self.dsn_runs.push_back((seq, dsn));
+    }
+
+    /// Segment `seq` lies 4 GiB or more above the offsets' base: the base moves up to the
+    /// front segment (every offset shifted down by as much; once per ~4 GiB a subflow sends).
+    /// A flight of 4 GiB or more has no base that fits and is refused (Linux's window is at
+    /// most 2^30 bytes, RFC 7323 §2.3, so its flights stay far below).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn rebase(&mut self, seq: u64) {
+        let shift = self.segs.front().map_or(0, |s| s.offset);
+        for s in self.segs.iter_mut() {
+            s.offset -= shift;
+        }
+        self.seq_base += shift as u64;
+        assert!(
+            seq - self.seq_base <= u32::MAX as u64,
+            "a subflow's flight stays under 4 GiB"
+        );
     }
 
     /// `s` with its DSN (from the run it falls in).
