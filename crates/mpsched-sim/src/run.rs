@@ -393,7 +393,13 @@ impl<'a> Simulation<'a> {
             at = self.segments.remove(at);
             side.ep.handle_segment(now, subflow as usize, &seg);
         }
-        self.activity(fi, to_client, request);
+        // Every delivered packet ends here: the body inline, not a call (whose prologue and
+        // epilogue save and restore the registers the body uses).
+        if request {
+            self.request_activity(fi, to_client);
+        } else {
+            self.after_activity_inline(fi, to_client);
+        }
     }
 
     /// [`Simulation::after_activity`] of the data connection or (`request`) of the request half.
@@ -468,7 +474,14 @@ impl<'a> Simulation<'a> {
     /// After something happened to one side of a flow: lets the application act on that side,
     /// drains that side's output, re-arms its timer and the application's, and finishes the
     /// flow when it is complete. Only the side that saw the event can have changed.
+    #[inline(never)]
     fn after_activity(&mut self, fi: usize, client_side: bool) {
+        self.after_activity_inline(fi, client_side);
+    }
+
+    /// [`Simulation::after_activity`], inlined where a packet is delivered.
+    #[inline(always)]
+    fn after_activity_inline(&mut self, fi: usize, client_side: bool) {
         let now = self.now_ns;
         let cfg = self.cfg;
         let fc = &cfg.flows[fi];
