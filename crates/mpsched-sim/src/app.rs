@@ -122,7 +122,9 @@ impl App {
         }
     }
 
-    /// The receiving side saw activity (new in-order bytes may have arrived).
+    /// The receiving side saw activity (new in-order bytes may have arrived). Inline: for
+    /// every packet a receiver handles, and most applications do nothing here.
+    #[inline(always)]
     pub(crate) fn on_receive(&mut self, now_ns: u64, receiver: &dyn Endpoint) {
         if let App::Units(u) = self {
             u.on_receive(now_ns, receiver);
