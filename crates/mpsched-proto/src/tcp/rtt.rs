@@ -48,6 +48,7 @@ pub fn timer_wheel_fire_ns(now_ns: u64, delay_ns: u64) -> u64 {
 /// sent and every ACK: RTO, probe, RACK). Only a delay within a jiffy of `u64::MAX`, which
 /// the model never arms, takes `div_ceil`.
 #[inline]
+#[allow(clippy::manual_div_ceil)] // on purpose: `div_ceil` is the slower form here (see above)
 fn jiffies_ceil(delay_ns: u64) -> u64 {
     if delay_ns <= u64::MAX - (JIFFY_NS - 1) {
         (delay_ns + (JIFFY_NS - 1)) / JIFFY_NS
