@@ -386,14 +386,25 @@ impl<'a> Simulation<'a> {
             return;
         }
         let side = f.side_mut(to_client, request);
-        // Each segment is copied out and freed before it is handled.
-        let mut at = idx;
-        while at != NO_SEGMENT {
-            let (subflow, seg) = (self.segments.destination(at).subflow, self.segments.segment(at));
+        // Each segment is copied out and freed before it is handled (the first one's subflow
+        // was read with its destination above).
+        let (mut at, mut subflow) = (idx, dest.subflow);
+        loop {
+            let seg = self.segments.segment(at);
             at = self.segments.remove(at);
             side.ep.handle_segment(now, subflow as usize, &seg);
+            if at == NO_SEGMENT {
+                break;
+            }
+            subflow = self.segments.destination(at).subflow;
         }
-        self.activity(fi, to_client, request);
+        // Every delivered packet ends here: the body inline, not a call (whose prologue and
+        // epilogue save and restore the registers the body uses).
+        if request {
+            self.request_activity(fi, to_client);
+        } else {
+            self.after_activity_inline(fi, to_client);
+        }
     }
 
     /// [`Simulation::after_activity`] of the data connection or (`request`) of the request half.
@@ -468,11 +479,17 @@ impl<'a> Simulation<'a> {
     /// After something happened to one side of a flow: lets the application act on that side,
     /// drains that side's output, re-arms its timer and the application's, and finishes the
     /// flow when it is complete. Only the side that saw the event can have changed.
+    #[inline(never)]
     fn after_activity(&mut self, fi: usize, client_side: bool) {
+        self.after_activity_inline(fi, client_side);
+    }
+
+    /// [`Simulation::after_activity`], inlined where a packet is delivered.
+    #[inline(always)]
+    fn after_activity_inline(&mut self, fi: usize, client_side: bool) {
         let now = self.now_ns;
         let cfg = self.cfg;
         let fc = &cfg.flows[fi];
-        let paths = cfg.flow_paths(fi);
         let Some(mut f) = self.flows[fi].as_mut() else { return };
         let sender_is_client = fc.direction == Direction::Upload;
         let side = if client_side { &mut f.client } else { &mut f.server };
@@ -482,7 +499,7 @@ impl<'a> Simulation<'a> {
             f.app.on_receive(now, side.ep.as_ref());
             // The receiving application's messages go back up the flow's first path.
             while let Some((tag, bytes)) = f.app.poll_message() {
-                let (down, up) = self.path_routes[paths[0]];
+                let (down, up) = self.path_routes[cfg.flow_paths(fi)[0]];
                 let route = if client_side { up } else { down };
                 let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
                 let size = bytes.min(u32::MAX as u64) as u32;
@@ -499,7 +516,7 @@ impl<'a> Simulation<'a> {
             }
         }
         let side = if client_side { &mut f.client } else { &mut f.server };
-        let data_subflows = wire!(self).transmit(side, fi, client_side, false, paths);
+        let data_subflows = wire!(self).transmit(side, fi, client_side, false);
         if data_subflows != 0 && f.request.is_some() {
             self.ack_rides_on_data(fi, client_side, false, data_subflows);
             let Some(again) = self.flows[fi].as_mut() else { return };

@@ -73,7 +73,9 @@ pub struct AckSample {
     /// The sender was limited by cwnd recently (Linux `tcp_is_cwnd_limited`); windows grow only
     /// then.
     pub cwnd_limited: bool,
-    /// Current pacing rate, bit/s (HyStart's ACK-delay allowance).
+    /// Current pacing rate, bit/s (HyStart's ACK-delay allowance), in slow start (cwnd below
+    /// ssthresh when the sample is taken); 0 outside it, where no algorithm reads it (the
+    /// sender skips computing it for the ACKs of congestion avoidance).
     pub pacing_rate_bps: u64,
 }
 

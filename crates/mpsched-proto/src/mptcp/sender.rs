@@ -281,8 +281,9 @@ impl DataSender {
 
     fn run_scheduler(&mut self, now_ns: u64) {
         let Some(mut sched) = self.sched.take() else {
-            // Plain TCP: everything the window allows goes to the one subflow.
-            let _ = self.send_new(0, u64::MAX);
+            // Plain TCP: everything the window allows goes to the one subflow (after every
+            // ACK: inline, not a call).
+            let _ = self.send_new_inline(0, u64::MAX);
             return;
         };
         for _ in 0..MAX_SCHEDULE_ROUNDS {
@@ -327,6 +328,12 @@ impl DataSender {
     /// [`Action::SendNew`]: up to `max_bytes` new bytes to `subflow`'s queue.
     #[inline]
     fn send_new(&mut self, subflow: usize, max_bytes: u64) -> Result<(), Rejection> {
+        self.send_new_inline(subflow, max_bytes)
+    }
+
+    /// [`DataSender::send_new`], inlined where plain TCP hands its data down.
+    #[inline(always)]
+    fn send_new_inline(&mut self, subflow: usize, max_bytes: u64) -> Result<(), Rejection> {
         if subflow >= self.subflows.len() {
             return Err(Rejection::UnknownSubflow);
         }

@@ -428,7 +428,9 @@ impl Receiver {
         self.released = buf;
     }
 
-    /// Next segment to send (handshake or ACK).
+    /// Next segment to send (handshake or ACK). (Inline: the connection asks only when an
+    /// ACK is pending, and then it builds one.)
+    #[inline(always)]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
         if !self.path_up {
             return None;

@@ -26,16 +26,35 @@ pub const JIFFY_NS: u64 = 4_000_000;
 /// (`icsk_delack_timer`) and the MPTCP retransmit timer; `delay_ns` is rounded up to whole
 /// jiffies as `usecs_to_jiffies` does. (Pacing and the compressed-ACK timer are hrtimers; the
 /// model has neither.)
+#[inline]
 pub fn timer_wheel_fire_ns(now_ns: u64, delay_ns: u64) -> u64 {
     let now_j = now_ns / JIFFY_NS;
-    let delta_j = delay_ns.div_ceil(JIFFY_NS);
+    let delta_j = jiffies_ceil(delay_ns);
     let expires_j = now_j + delta_j;
-    let mut shift = 0u32;
+    // Level 0 (under 63 jiffies, 252 ms: every probe and most RTOs) without the loop.
+    if delta_j < 63 {
+        return (expires_j + 1) * JIFFY_NS;
+    }
+    let mut shift = 3u32;
     // LVL_START(n) = 63 << (3 (n - 1)); 9 levels at HZ 250 (the last one is the cap).
     while shift < 24 && delta_j >= 63u64 << shift {
         shift += 3;
     }
     (((expires_j >> shift) + 1) << shift) * JIFFY_NS
+}
+
+/// `delay_ns` in whole jiffies, rounded up: `div_ceil` as one multiply (`div_ceil` itself
+/// compiles to a multiply and a remainder test; the sender computes this for every segment
+/// sent and every ACK: RTO, probe, RACK). Only a delay within a jiffy of `u64::MAX`, which
+/// the model never arms, takes `div_ceil`.
+#[inline]
+#[allow(clippy::manual_div_ceil)] // on purpose: `div_ceil` is the slower form here (see above)
+fn jiffies_ceil(delay_ns: u64) -> u64 {
+    if delay_ns <= u64::MAX - (JIFFY_NS - 1) {
+        (delay_ns + (JIFFY_NS - 1)) / JIFFY_NS
+    } else {
+        delay_ns.div_ceil(JIFFY_NS)
+    }
 }
 
 /// SRTT / RTTVAR / min RTT state of one subflow.
@@ -146,6 +165,48 @@ mod tests {
         );
         // 2 s = 500 jiffies... 4 s = 1000 jiffies from 0: level 2 (64 jiffies): 1024.
         assert_eq!(timer_wheel_fire_ns(0, 4_000_000_000), 4_096_000_000);
+        // The level-0 shortcut and the one-multiply `div_ceil` give the loop's answer, at
+        // every level boundary and jiffy edge (and for delays near `u64::MAX`).
+        let reference = |now_ns: u64, delay_ns: u64| {
+            let (now_j, delta_j) = (now_ns / JIFFY_NS, delay_ns.div_ceil(JIFFY_NS));
+            let mut shift = 0u32;
+            while shift < 24 && delta_j >= 63u64 << shift {
+                shift += 3;
+            }
+            ((((now_j + delta_j) >> shift) + 1) << shift) * JIFFY_NS
+        };
+        for d in [0u64, 1, JIFFY_NS - 1, JIFFY_NS, JIFFY_NS + 1, u64::MAX / 2]
+            .into_iter()
+            .chain((0..2 * JIFFY_NS).map(|k| u64::MAX - k))
+        {
+            assert_eq!(jiffies_ceil(d), d.div_ceil(JIFFY_NS), "delay {d}");
+        }
+        let mut delays = vec![0u64, 1, u64::MAX / 8];
+        for level in 0..9u32 {
+            let start_j = 63u64 << (3 * level);
+            for j in [start_j.saturating_sub(1), start_j, start_j + 1] {
+                for off in [0, 1, JIFFY_NS - 1, JIFFY_NS] {
+                    delays.push((j * JIFFY_NS).saturating_sub(JIFFY_NS) + off);
+                }
+            }
+        }
+        for now in [
+            0u64,
+            1,
+            3_999_999,
+            4_000_000,
+            7_777_777,
+            1_234_567_890,
+            1 << 40,
+        ] {
+            for &d in &delays {
+                assert_eq!(
+                    timer_wheel_fire_ns(now, d),
+                    reference(now, d),
+                    "{now} + {d}"
+                );
+            }
+        }
         // Never early.
         for now in [0u64, 3_999_999, 7_777_777, 1_234_567_890] {
             for d in [4_000_000u64, 250_000_000, 999_000_000, 5_000_000_000] {

@@ -29,11 +29,10 @@ impl Simulation<'_> {
             // The responses go out before the requests' ACK (which would ride on them).
             self.after_activity(fi, false);
         }
-        let paths = self.cfg.flow_paths(fi);
         let Some(f) = self.flows[fi].as_mut() else { return };
         let Some(r) = f.request.as_deref_mut() else { return };
         let side = if client_side { &mut r.client } else { &mut r.server };
-        let data_subflows = wire!(self).transmit(side, fi, client_side, true, paths);
+        let data_subflows = wire!(self).transmit(side, fi, client_side, true);
         rearm_app(f, &mut self.queue, fi, now);
         self.ack_rides_on_data(fi, client_side, true, data_subflows);
     }
@@ -48,7 +47,7 @@ impl Simulation<'_> {
         if data_subflows == 0 {
             return;
         }
-        let (now, paths) = (self.now_ns, self.cfg.flow_paths(fi));
+        let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else { return };
         if f.request.is_none() {
             return;
@@ -61,7 +60,7 @@ impl Simulation<'_> {
             bits &= bits - 1;
         }
         if due {
-            wire!(self).transmit(other, fi, client_side, !request, paths);
+            wire!(self).transmit(other, fi, client_side, !request);
         }
     }
 

@@ -50,15 +50,22 @@ pub(super) struct Wire<'s> {
 
 impl Wire<'_> {
     /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
-    /// with `request`) over `paths`, onto its subflows' routes and re-arms the endpoint's timer.
+    /// with `request`) over the flow's paths, onto its subflows' routes and re-arms the
+    /// endpoint's timer.
     #[inline(always)]
     /// Returns the subflows that carried data, bit `i` for subflow `i` (the other half's ACKs
     /// on them ride along, [`super::Simulation::ack_rides_on_data`]).
-    pub(super) fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool, paths: &[usize]) -> u64 {
+    pub(super) fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool) -> u64 {
         let now = self.now_ns;
         let mut data_subflows = 0u64;
         let mut skb: Option<OpenSkb> = None;
+        // Looked up at the first segment: many drains (a receiver's between delayed ACKs)
+        // send nothing.
+        let mut paths: &[usize] = &[];
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
+            if paths.is_empty() {
+                paths = self.cfg.flow_paths(fi);
+            }
             let path = paths[subflow];
             let (down, up) = self.path_routes[path];
             let route = if client_side { up } else { down };

@@ -80,7 +80,12 @@ impl Sender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             cwnd_limited: self.cwnd_limited(),
-            pacing_rate_bps: self.pacing_rate_bps(),
+            // Only HyStart reads it, in slow start (see `AckSample::pacing_rate_bps`).
+            pacing_rate_bps: if self.tcb.in_slow_start() {
+                self.pacing_rate_bps()
+            } else {
+                0
+            },
         }
     }
 
