@@ -19,6 +19,7 @@ of p50 and p99, and the mean miss rate with a 95 % t interval over runs.
 """
 
 import argparse
+import re
 import statistics
 from pathlib import Path
 
@@ -43,7 +44,8 @@ def scenario_text(case: str, seed: int, bulk: bool) -> str:
     text = SCENARIO.read_text()
     head, events = text.split("[[path_events]]")
     head = head.replace('scheduler = ["linux", "minrtt", "minrtt+rp", "redundant", "blest", "ecf", "cfs"]',
-                        'scheduler = "linux"').replace("seed = [1, 2, 3]", f"seed = {seed}")
+                        'scheduler = "linux"')
+    head = re.sub(r"(?m)^seed = \[[0-9, ]*\]$", f"seed = {seed}", head)  # the study's seed list, one seed here
     assert 'scheduler = "linux"' in head and f"seed = {seed}" in head, "dying_wlan.toml changed: update this bench"
     if not bulk:
         head = head.replace(BULK, "\n")
