@@ -22,8 +22,12 @@ line (kind, engine, repetition, failover / to 90 % / failback / back to 90 % / l
 range of each, whether the medians agree within 20 %, and a Mann-Whitney test of the two engines' runs. The simulator's repetitions use
 seeds 1..reps with the endpoint timing model (`[host_delay]`, as the validation scenarios);
 the kernel's are repeated runs. For `down` and `blackhole` each line also has `silent_ms`: when
-the path last had data acknowledged, from the event's time (the kernel's event player lags
-under load). docs/testbed.md ("Failover") has the numbers.
+the path last had data acknowledged, from the event's time. The kernel engine times each event
+from when its change took effect (each row's `played_at_ms`, `played_end_ms`; `at_ms` is the due
+time). benches/data/failover_kernel_6.18_quiet.jsonl: 10 kernel runs per kind on a quiet host,
+so timed (2026-11-29); failover_kernel_6.18.jsonl: the earlier runs, on a loaded host, timed from
+the due times. docs/testbed.md ("Failover", "Session 11: the failover bench on a quiet machine")
+has the numbers.
 """
 
 import argparse
@@ -131,7 +135,8 @@ def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0, per_segment: 
     fo = metrics.failover(events, stalls, conn, sub).row(0, named=True)
     ev = events.row(0, named=True)
     silent = silence_ms(sub, ev["path_index"], ev["at_ns"], ev["end_ns"]) if kind in SILENT else None
-    return {"kind": kind, "engine": engine, "seed": seed, "at_ms": at_ms, **{m: fo.get(m) for m in MEASURES[:4]},
+    played = {"played_at_ms": ev["at_ns"] / 1e6, "played_end_ms": None if ev["end_ns"] is None else ev["end_ns"] / 1e6}
+    return {"kind": kind, "engine": engine, "seed": seed, "at_ms": at_ms, **played, **{m: fo.get(m) for m in MEASURES[:4]},
             "silent_ms": silent, "srtt_at_event_ms": srtt_at_ms(sub, ev["path_index"], ev["at_ns"]),
             "longest_stall_ms": metrics.longest_stall(stalls)["longest_stall_ms"][0],
             "rtos": sum(t["subflows"]["rto_count"]), "mb_delivered": flows["bytes_delivered"][0] / 1e6}

@@ -217,3 +217,24 @@ def test_the_kernel_engine_sets_stale_loss_cnt_per_host_and_refuses_two_values()
     with pytest.raises(TestbedConfigError) as e:
         make_plan(to_config(_scenario(two)))
     assert e.value.field == "transports" and "same stale_loss_cnt" in str(e.value)
+
+
+def test_the_kernel_measures_an_event_from_when_its_change_took_effect():
+    """The kernel's event player lands each change one `ip netns exec` late; its path_events
+    table carries the times the commands returned, so failover and failback do not count the
+    testbed's lag as the stack's. Delayer-played events and failed commands keep their times."""
+    from mpsched.engines.kernel.events import played_path_events
+
+    table = {"event": [0, 1, 2], "kind": ["blackhole", "rate_collapse", "loss_ramp"], "path": ["wlan", "lte", "wlan"],
+             "path_index": [0, 1, 0], "direction": ["both"] * 3,
+             "at_ns": [3_000_000_000, 3_000_000_000, 5_000_000_000], "end_ns": [6_000_000_000, 6_000_000_000, None]}
+    log = [{"at_ns": 3_000_000_000, "done_ns": 3_052_000_000, "path": 0, "ok": True, "what": "path 0 blackhole on"},
+           {"at_ns": 6_000_000_000, "done_ns": 6_031_000_000, "path": 0, "ok": True, "what": "path 0 blackhole off"},
+           # a rate collapse changes both of the path's links: in force once the later one is
+           {"at_ns": 3_000_000_000, "done_ns": 3_008_000_000, "path": 1, "ok": True, "what": "lte.down rate 500000"},
+           {"at_ns": 3_000_000_000, "done_ns": 3_015_000_000, "path": 1, "ok": True, "what": "lte.up rate 500000"},
+           {"at_ns": 6_000_000_000, "done_ns": 6_090_000_000, "path": 1, "ok": False, "what": "lte.down rate 10000000"}]
+    got = played_path_events(table, log)
+    assert got["at_ns"] == [3_052_000_000, 3_015_000_000, 5_000_000_000]
+    assert got["end_ns"] == [6_031_000_000, 6_000_000_000, None]
+    assert table["at_ns"][0] == 3_000_000_000, "the configuration's table is left as it was"

@@ -18,13 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from mpsched.engines.kernel.events import EventPlayer
+from mpsched.engines.kernel.events import EventPlayer, played_path_events
 from mpsched.engines.kernel.host import (
     WORKDIR_PREFIX, TestbedError, native_tool, ns_sh, preflight, remove_leftovers, testbed_lock,
 )
 from mpsched.engines.kernel.network import Testbed
 from mpsched.engines.kernel.plan import SERVER_ADDR, FlowPlan, Plan, client_addr, make_plan
 from mpsched.engines.kernel.rpc import blocks_table
+from mpsched.engines.path_table import path_event_table
 
 _log = logging.getLogger(__name__)
 
@@ -200,6 +201,8 @@ def _run_once(cfg: dict[str, Any], plan: Plan, workdir: Path | None) -> tuple[Ta
             tables = _tables(plan, epoch, _json_lines(client_out), _json_lines(server_out), before, after,
                              tb.delayer_stats)
             tables["link_series"] = _link_series(plan, epoch, _json_lines(qmon_out), before)
+            if player.log:  # failover and failback count from when each change took effect
+                tables["path_events"] = played_path_events(path_event_table(cfg), player.log)
             diag = {"delayer": tb.delayer_stats, "delayer_cpu_s": tb.delayer_cpu_s,
                     "delayer_wall_s": tb.delayer_wall_s, "stderr": {k: v for k, v in errs.items() if v.strip()},
                     "notes": plan.notes, "events": player.log}
