@@ -1,0 +1,51 @@
+"""How fast a path's rate comes back after a path event, in 100 ms windows, on either engine.
+
+Reads the series `benches/failover_kernel_vs_sim.py --keep DIR` wrote (one run's `.sub` and
+`.events` parquet files each) and prints, over the runs in each DIR, the event path's delivery rate
+in each of the first five 100 ms windows after the event's end as a share of its rate from 2 s to
+3 s (before the event), the median over runs and each run's first two windows:
+
+    .venv/bin/python benches/failover_recovery_rates.py /tmp/kernel_keep /tmp/sim_keep
+
+`failback90_ms` is the first 200 ms window at 90 % of that rate: a threshold that a few points
+of rate move by hundreds of ms (docs/testbed.md, "Session 11: the failover bench on a quiet
+machine"); these shares show the recovery itself.
+"""
+
+import glob
+import statistics
+import sys
+
+import polars as pl
+
+WINDOW_NS = 100_000_000
+
+
+def shares(sub: pl.DataFrame, path: int, end_ns: int) -> list[float]:
+    d = sub.filter(pl.col("path") == path).group_by("time_ns").agg(pl.col("bytes_acked").sum()).sort("time_ns")
+
+    def rate(a: int, b: int) -> float:
+        w = d.filter(pl.col("time_ns").is_between(a, b))
+        return (w["bytes_acked"].max() - w["bytes_acked"].min()) / ((w["time_ns"].max() - w["time_ns"].min()) / 1e9)
+
+    before = rate(2_000_000_000, 3_000_000_000)
+    return [rate(end_ns + k * WINDOW_NS, end_ns + (k + 1) * WINDOW_NS) / before for k in range(5)]
+
+
+def main() -> None:
+    for folder in sys.argv[1:]:
+        runs = []
+        for f in sorted(glob.glob(f"{folder}/*.sub.parquet")):
+            ev = pl.read_parquet(f.replace(".sub.", ".events.")).row(0, named=True)
+            runs.append(shares(pl.read_parquet(f), ev["path_index"], ev["end_ns"]))
+        if not runs:
+            print(f"{folder}: no runs (write them with failover_kernel_vs_sim.py --keep {folder})")
+            continue
+        print(f"{folder}: {len(runs)} runs; median share of the rate before, per 100 ms after the end:",
+              [round(statistics.median(r[k] for r in runs), 2) for k in range(5)])
+        for k in range(2):
+            print(f"  {k * 100}-{(k + 1) * 100} ms, each run:", sorted(round(r[k], 2) for r in runs))
+
+
+if __name__ == "__main__":
+    main()
