@@ -19,12 +19,17 @@ fn spec(rate_bps: u64, delay_ns: u64) -> LinkSpec {
     LinkSpec::plain(rate_bps, delay_ns)
 }
 
+/// A network of one link and the route over it, with an empty event queue.
+fn one_link(spec: LinkSpec, rng: Rng) -> (Network<u64>, LinkId, RouteId, EventQueue<NetEvent>) {
+    let mut net = Network::new();
+    let l = net.add_link(spec, rng);
+    let r = net.add_route(vec![l]);
+    (net, l, r, EventQueue::new())
+}
+
 #[test]
 fn a_burst_leaves_at_the_link_rate_after_the_propagation_delay() {
-    let mut net = Network::new();
-    let l = net.add_link(spec(12_000_000, 10 * NS_PER_MS), Rng::stream(0, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, _, r, mut q) = one_link(spec(12_000_000, 10 * NS_PER_MS), Rng::stream(0, 0));
     for i in 0..10 {
         net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
     }
@@ -38,10 +43,7 @@ fn a_burst_leaves_at_the_link_rate_after_the_propagation_delay() {
 fn a_full_drop_tail_queue_drops_the_excess() {
     let mut s = spec(12_000_000, 0);
     s.queue_packets = Some(3);
-    let mut net = Network::new();
-    let l = net.add_link(s, Rng::stream(0, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(s, Rng::stream(0, 0));
     for i in 0..10 {
         net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
     }
@@ -76,10 +78,7 @@ fn smooth_jitter_never_reorders_and_reorder_jitter_does() {
     ] {
         let mut s = spec(100_000_000, 100 * NS_PER_MS);
         s.jitter = jitter;
-        let mut net = Network::new();
-        let l = net.add_link(s, Rng::stream(5, 0));
-        let r = net.add_route(vec![l]);
-        let mut q = EventQueue::new();
+        let (mut net, _, r, mut q) = one_link(s, Rng::stream(5, 0));
         // 1000 packets/s for 10 s, each sent when the clock reaches its send time.
         let mut delivered = Vec::new();
         let mut next_send = 0u64;
@@ -114,10 +113,7 @@ fn smooth_jitter_never_reorders_and_reorder_jitter_does() {
 
 #[test]
 fn a_link_that_goes_down_loses_its_packets_and_recovers() {
-    let mut net = Network::new();
-    let l = net.add_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
     for i in 0..5 {
         net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
     }
@@ -132,10 +128,7 @@ fn a_link_that_goes_down_loses_its_packets_and_recovers() {
 
 #[test]
 fn packets_on_a_link_when_it_goes_down_are_lost_and_those_sent_after_it_recovers_are_not() {
-    let mut net = Network::new();
-    let l = net.add_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
     let send = |net: &mut Network<u64>, q: &mut EventQueue<NetEvent>, at_ns, payload| {
         net.send(at_ns, r, 1500, payload, &mut |t, e| q.push(t, e));
     };
@@ -173,10 +166,7 @@ fn packets_on_a_link_when_it_goes_down_are_lost_and_those_sent_after_it_recovers
 
 #[test]
 fn a_closed_link_delivers_what_it_holds_and_takes_nothing_new() {
-    let mut net = Network::new();
-    let l = net.add_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
     // 0..5 are queued or propagating when the entrance closes at 2 ms (1 ms of serialisation
     // each): they arrive at 6..10 ms as if nothing happened. 5 is offered while closed and is
     // lost; 6 enters after the link is up again at 20 ms.
@@ -196,10 +186,7 @@ fn a_closed_link_delivers_what_it_holds_and_takes_nothing_new() {
 
 #[test]
 fn a_closed_link_that_goes_down_loses_what_it_still_holds() {
-    let mut net = Network::new();
-    let l = net.add_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(spec(12_000_000, 5 * NS_PER_MS), Rng::stream(0, 0));
     for i in 0..5 {
         net.send(0, r, 1500, i, &mut |t, e| q.push(t, e));
     }
@@ -213,10 +200,7 @@ fn a_closed_link_that_goes_down_loses_what_it_still_holds() {
 fn random_loss_takes_the_configured_share_of_a_stream() {
     let mut s = spec(1_000_000_000, 0);
     s.loss = LossConfig::Bernoulli { p: 0.1 };
-    let mut net = Network::new();
-    let l = net.add_link(s, Rng::stream(9, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, _, r, mut q) = one_link(s, Rng::stream(9, 0));
     let mut got = 0.0;
     for i in 0..20_000 {
         net.send(i * NS_PER_MS, r, 100, i, &mut |t, e| q.push(t, e));
@@ -234,10 +218,7 @@ fn impaired_run(
     until_ns: u64,
     changes: &[(u64, Impairment)],
 ) -> (Network<u64>, Vec<(u64, u64)>) {
-    let mut net = Network::new();
-    let l = net.add_link(s, Rng::stream(5, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(s, Rng::stream(5, 0));
     let mut got = Vec::new();
     let mut t = 0;
     let mut next_change = 0;
@@ -352,10 +333,7 @@ fn a_loss_ramp_loses_about_its_mean_probability_over_the_ramp_and_its_end_value_
 /// Sends `n` 1500-byte packets at time 0 into a one-link network, applies `changes` at their
 /// times while delivering; returns (arrival time, payload) of every delivered packet.
 fn burst_under_changes(s: LinkSpec, n: u64, changes: &[(u64, Impairment)]) -> Vec<(u64, u64)> {
-    let mut net = Network::new();
-    let l = net.add_link(s, Rng::stream(5, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(s, Rng::stream(5, 0));
     for i in 0..n {
         net.send(0, r, 1500, i, &mut |w, e| q.push(w, e));
     }
@@ -423,10 +401,7 @@ fn a_queue_keeps_its_counts_and_times_behind_a_packet_served_for_seconds() {
     // (which counts the packet in service apart) and the arrival times stay exact.
     let mut s = spec(2_000, 10 * NS_PER_MS);
     s.queue_packets = Some(3);
-    let mut net = Network::new();
-    let l = net.add_link(s, Rng::stream(0, 0));
-    let r = net.add_route(vec![l]);
-    let mut q = EventQueue::new();
+    let (mut net, l, r, mut q) = one_link(s, Rng::stream(0, 0));
     net.send(0, r, 1500, 0, &mut |t, e| q.push(t, e));
     for i in 1..10 {
         net.send(0, r, 100, i, &mut |t, e| q.push(t, e));
