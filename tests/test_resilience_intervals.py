@@ -98,9 +98,16 @@ interval = "10ms"
 """
 
 
-@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
-def test_a_studys_summary_draws_its_interval_from_each_seeds_run(tmp_path):
-    res = mpsched.run(mpsched.loads_scenario(STUDY), tmp_path / "s", jobs=1)
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """STUDY's three seeds, run once for the tests that read them."""
+    if not has_core_runner():
+        pytest.skip("needs the compiled core")
+    return mpsched.run(mpsched.loads_scenario(STUDY), tmp_path_factory.mktemp("study") / "s", jobs=1)
+
+
+def test_a_studys_summary_draws_its_interval_from_each_seeds_run(study):
+    res = study
     row = mpsched.analysis.resilience_summary(res).row(0, named=True)
     assert row["seeds"] == 3
     stalls = metrics.delivery_stalls(res.flows, res.blocks, res.conn_series)
@@ -116,13 +123,12 @@ def test_a_studys_summary_draws_its_interval_from_each_seeds_run(tmp_path):
     assert row["deadline_miss_rate_high"] == pytest.approx(min(high, 1.0))
 
 
-@pytest.mark.skipif(not has_core_runner(), reason="needs the compiled core")
-def test_the_resilience_figure_draws_each_interval_over_seeds_as_an_error_bar(tmp_path):
+def test_the_resilience_figure_draws_each_interval_over_seeds_as_an_error_bar(study):
     from matplotlib.container import BarContainer
 
     from mpsched.analysis.figures import resilience_plot
 
-    res = mpsched.run(mpsched.loads_scenario(STUDY), tmp_path / "s", jobs=1)
+    res = study
     row = mpsched.analysis.resilience_summary(res).row(0, named=True)
     fig = resilience_plot(res)
     for ax, col in zip(fig.axes, ("failover_ms", "deadline_miss_rate")):
