@@ -320,7 +320,7 @@ mod tests {
     use super::super::SubflowView;
     use super::*;
 
-    fn run(s: &mut Linux, view: &ConnView<'_>) -> Vec<Action> {
+    fn run(s: &mut impl Scheduler, view: &ConnView<'_>) -> Vec<Action> {
         let mut out = Vec::new();
         s.schedule(view, &mut out);
         out
@@ -465,23 +465,14 @@ mod tests {
         }];
         for name in ["linux", "linux+rp"] {
             let mut sched = crate::sched::registry::build(name, &serde_json::json!({})).unwrap();
-            assert!(run_dyn(&mut sched, &conn(&s, 1_000_000)).is_empty());
+            assert!(run(&mut sched, &conn(&s, 1_000_000)).is_empty());
             sched.on_send_buffer_fixed(4 << 20);
-            assert_eq!(run_dyn(&mut sched, &conn(&s, 1_000_000)), burst, "{name}");
+            assert_eq!(run(&mut sched, &conn(&s, 1_000_000)), burst, "{name}");
             // Full only at the fixed size: 4 MiB of truesize charged.
             s[0].queued_bytes = (4 << 20) - 40_000;
-            assert!(
-                run_dyn(&mut sched, &conn(&s, 1_000_000)).is_empty(),
-                "{name}"
-            );
+            assert!(run(&mut sched, &conn(&s, 1_000_000)).is_empty(), "{name}");
             s[0].queued_bytes = 0;
         }
-    }
-
-    fn run_dyn(s: &mut Box<dyn Scheduler>, view: &ConnView<'_>) -> Vec<Action> {
-        let mut out = Vec::new();
-        s.schedule(view, &mut out);
-        out
     }
 
     #[test]
