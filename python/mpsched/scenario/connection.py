@@ -10,7 +10,7 @@ from pydantic import model_validator
 from mpsched import registry
 from mpsched.scenario.fields import (
     SWEEP_COUNT, SWEEP_SIZE, CcName, FixedSize, Flag, JoinTiming, LossRecovery, Name, Protocol, SchedulerName, Size, _count,
-    _FieldError, _Model, _subflows, _sweepable,
+    _checked, _FieldError, _Model, _subflows, _sweepable,
 )
 from mpsched.scenario.units import parse_size_bytes
 
@@ -19,15 +19,18 @@ from mpsched.scenario.units import parse_size_bytes
 MAX_RCV_BUF_BYTES = 65_535 << 14
 
 
+_size = _checked(parse_size_bytes, positive=True)
+
+
 def _rcv_buf(v: Any) -> Any:
-    """A receive buffer, positive and at most the largest window TCP can announce."""
-    n = parse_size_bytes(v.strip() if isinstance(v, str) else v)
-    if n <= 0:
-        raise ValueError(f"must be positive, got {v!r}")
+    """A receive buffer: a positive size (as `Size` checks it), at most the largest window TCP
+    can announce."""
+    v = _size(v)
+    n = parse_size_bytes(v)
     if n > MAX_RCV_BUF_BYTES:
         raise ValueError(f"{v!r} is {n} bytes, more than TCP's largest window ({MAX_RCV_BUF_BYTES} bytes = 65535 << 14, "
                          f"RFC 7323): no receiver can offer it; use \"1023MiB\" or less")
-    return v.strip() if isinstance(v, str) else v
+    return v
 
 
 def _stale_loss_cnt(v: Any) -> int:
