@@ -12,21 +12,26 @@ of rate move by hundreds of ms (docs/testbed.md, "Session 11: the failover bench
 machine"); these shares show the recovery itself.
 """
 
+import bisect
 import glob
 import statistics
 import sys
 
 import polars as pl
 
+from mpsched.analysis.resilience import _path_acked
+
 WINDOW_NS = 100_000_000
 
 
 def shares(sub: pl.DataFrame, path: int, end_ns: int) -> list[float]:
-    d = sub.filter(pl.col("path") == path).group_by("time_ns").agg(pl.col("bytes_acked").sum()).sort("time_ns")
+    # The path's acknowledged bytes as the failback metrics count them (its subflows' growth,
+    # summed), so these shares and `failback90_ms` read the same series.
+    t, acked = _path_acked(sub, path)
 
     def rate(a: int, b: int) -> float:
-        w = d.filter(pl.col("time_ns").is_between(a, b))
-        return (w["bytes_acked"].max() - w["bytes_acked"].min()) / ((w["time_ns"].max() - w["time_ns"].min()) / 1e9)
+        i, j = bisect.bisect_left(t, a), bisect.bisect_right(t, b) - 1
+        return (acked[j] - acked[i]) / ((t[j] - t[i]) / 1e9)
 
     before = rate(2_000_000_000, 3_000_000_000)
     return [rate(end_ns + k * WINDOW_NS, end_ns + (k + 1) * WINDOW_NS) / before for k in range(5)]
