@@ -321,3 +321,12 @@ def test_scheduler_parameters_are_checked_by_name_and_kind():
         with pytest.raises(ScenarioError) as e:
             Scenario.from_dict({**base, "connection": {"scheduler": "ecf+rp", "scheduler_params": params}})
         assert e.value.field == "connection[0].scheduler_params" and words in e.value.message
+
+
+def test_a_size_on_a_bulk_workload_points_to_the_sized_kind():
+    data = {"duration": "5s", "paths": [{"name": "a", "rate": "10Mbit", "rtt": "10ms"}],
+            "workload": {"kind": "bulk", "size": "1MiB"}}
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(data)
+    assert e.value.field == "workload[0].size"
+    assert 'kind = "sized"' in e.value.message

@@ -151,7 +151,9 @@ class WorkloadSpec(_Model):
         else:
             for f in ("size", "sizes", "interval", "mean_gap", "gap"):
                 if getattr(self, f) is not None:
-                    raise _FieldError(f, "only a sized workload takes this field")
+                    hint = (" (a bulk workload writes until stop: for transfers of a given size use kind = \"sized\")"
+                            if self.kind == "bulk" and f in ("size", "sizes") else "")
+                    raise _FieldError(f, f"only a sized workload takes this field, not a {self.kind} one{hint}")
         return self
 
     def _datacenter(self) -> WorkloadSpec:
