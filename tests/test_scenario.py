@@ -330,3 +330,16 @@ def test_a_size_on_a_bulk_workload_points_to_the_sized_kind():
         Scenario.from_dict(data)
     assert e.value.field == "workload[0].size"
     assert 'kind = "sized"' in e.value.message
+
+
+def test_one_sized_flow_needs_no_interval_and_two_do():
+    one = {"duration": "5s", "paths": [{"name": "a", "rate": "10Mbit", "rtt": "10ms"}],
+           "workload": {"kind": "sized", "size": "1MiB"}}
+    assert len(Scenario.from_dict(one).expand()) == 1
+    for more in ({"repeat": 2}, {"size": None, "sizes": ["1KB", "2KB"]}):
+        two = copy.deepcopy(one)
+        two["workload"].update(more)
+        two["workload"] = {k: v for k, v in two["workload"].items() if v is not None}
+        with pytest.raises(ScenarioError) as e:
+            Scenario.from_dict(two)
+        assert e.value.field == "workload[0].interval"

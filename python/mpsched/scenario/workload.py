@@ -30,7 +30,7 @@ class WorkloadSpec(_Model):
 
     * ``kind = "sized"``: flows of `size` bytes (sweepable), or of each of `sizes` in turn within
       one run, `repeat` times, each on a fresh connection. Arrivals: ``"periodic"`` (a flow
-      every `interval`), ``"poisson"`` (exponential gaps with mean `mean_gap`, drawn from the
+      every `interval`; one flow needs none), ``"poisson"`` (exponential gaps with mean `mean_gap`, drawn from the
       run seed) or ``"back_to_back"`` (the next flow starts `gap` after the previous one ends;
       simulator only). With ``reuse_connection = true`` the transfers run one after another on
       one long-lived connection instead (back to back: each written once the previous one is
@@ -142,8 +142,9 @@ class WorkloadSpec(_Model):
                 raise _FieldError("size", "a sized workload needs exactly one of size (sweepable) or sizes (a list within one run)")
             if self.sizes is not None and not self.sizes:
                 raise _FieldError("sizes", "give at least one size")
-            if self.arrival == "periodic" and self.interval is None:
-                raise _FieldError("interval", "periodic arrivals need an interval, e.g. interval = \"2s\"")
+            one_flow = self.repeat == 1 and (self.sizes is None or len(self.sizes) == 1)
+            if self.arrival == "periodic" and self.interval is None and not one_flow:
+                raise _FieldError("interval", "periodic arrivals of more than one flow need an interval, e.g. interval = \"2s\"")
             if self.arrival == "poisson" and self.mean_gap is None:
                 raise _FieldError("mean_gap", "poisson arrivals need a mean_gap, e.g. mean_gap = \"500ms\"")
             if self.gap is not None and self.arrival != "back_to_back":
