@@ -9,8 +9,10 @@ the testbed lock):
     .venv/bin/python benches/failover_kernel_vs_sim.py --engine sim --reps 5 --out /tmp/failover.jsonl
     .venv/bin/python benches/failover_kernel_vs_sim.py --table /tmp/failover.jsonl
 
-WLAN 20 Mbit/s 20 ms + LTE 10 Mbit/s 60 ms, one BDP of queue each, `linux` with the kernel's
-autotuning and join timing, the paths carrying the sender's TSO skbs whole (`gso = true`) as the
+WLAN 20 Mbit/s 20 ms + LTE 10 Mbit/s 60 ms, one BDP of queue each, shaped as the testbed's htb
+classes shape them (`transmitter = "htb"`: a packet leaves while the class owes no tokens, one
+packet time before a wire's; docs/testbed.md "Session 12: rate_collapse's recovery"), `linux`
+with the kernel's autotuning and join timing, the paths carrying the sender's TSO skbs whole (`gso = true`) as the
 testbed's veths do, except WLAN under `loss_ramp`, whose delayer segments them (`--per-segment`:
 every segment a packet on both paths, the simulator's default), a bulk download for 9 s; at
 3 s WLAN goes down (the client's interface), is blackholed, collapses to 500 kbit/s, loses 0 to
@@ -51,12 +53,14 @@ name = "wlan"
 rate = "20Mbit"
 rtt = "20ms"
 queue = "1BDP"
+transmitter = "htb"
 {wlan_gso}
 [[paths]]
 name = "lte"
 rate = "10Mbit"
 rtt = "60ms"
 queue = "1BDP"
+transmitter = "htb"
 gso = true
 [connection]
 scheduler = "linux"

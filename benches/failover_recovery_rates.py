@@ -37,12 +37,28 @@ def shares(sub: pl.DataFrame, path: int, end_ns: int) -> list[float]:
     return [rate(end_ns + k * WINDOW_NS, end_ns + (k + 1) * WINDOW_NS) / before for k in range(5)]
 
 
+def flight_ms(sub: pl.DataFrame, path: int, end_ns: int) -> list[float]:
+    """The path's mean bytes in flight over its delivery rate in the 100-200 and 200-300 ms
+    windows after the end, ms: with a window below the path's BDP, the time the path takes to
+    carry a flight (its RTT without queue; docs/testbed.md "Session 12: rate_collapse's
+    recovery")."""
+    p = sub.filter(pl.col("path") == path).sort("time_ns")
+    out = []
+    for a, b in ((1, 2), (2, 3)):
+        w = p.filter(pl.col("time_ns").is_between(end_ns + a * WINDOW_NS, end_ns + b * WINDOW_NS))
+        rate = (w["bytes_acked"][-1] - w["bytes_acked"][0]) / (w["time_ns"][-1] - w["time_ns"][0])
+        out.append(w["in_flight_bytes"].mean() / rate / 1e6)
+    return out
+
+
 def main() -> None:
     for folder in sys.argv[1:]:
-        runs = []
+        runs, flights = [], []
         for f in sorted(glob.glob(f"{folder}/*.sub.parquet")):
             ev = pl.read_parquet(f.replace(".sub.", ".events.")).row(0, named=True)
-            runs.append(shares(pl.read_parquet(f), ev["path_index"], ev["end_ns"]))
+            sub = pl.read_parquet(f)
+            runs.append(shares(sub, ev["path_index"], ev["end_ns"]))
+            flights.append(flight_ms(sub, ev["path_index"], ev["end_ns"]))
         if not runs:
             print(f"{folder}: no runs (write them with failover_kernel_vs_sim.py --keep {folder})")
             continue
@@ -50,6 +66,9 @@ def main() -> None:
               [round(statistics.median(r[k] for r in runs), 2) for k in range(5)])
         for k in range(2):
             print(f"  {k * 100}-{(k + 1) * 100} ms, each run:", sorted(round(r[k], 2) for r in runs))
+        for k in range(2):
+            print(f"  flight / rate {(k + 1) * 100}-{(k + 2) * 100} ms (ms), each run:",
+                  sorted(round(r[k], 1) for r in flights))
 
 
 if __name__ == "__main__":

@@ -255,3 +255,28 @@ def test_a_down_interface_loses_what_is_sent_to_it_not_what_it_sent(tmp_path):
     assert wlan.filter(pl.col("time_ns").is_between(at_ns + 20_000_000, end_ns)).is_empty()
     first_back = wlan.filter(pl.col("time_ns") > end_ns)["newly"][0]
     assert first_back <= 2 * 1448, first_back
+
+
+def test_an_htb_shaped_path_comes_back_from_a_rate_collapse_at_its_own_rtt(tmp_path):
+    # The testbed shapes each path with an htb class, which sends a packet while the class owes
+    # no tokens and charges it after (docs/testbed.md, "Session 12: rate_collapse's recovery"):
+    # below its rate a path adds no serialisation. After WLAN's 3 s at 500 kbit/s its window
+    # (~40-50 kB) is below the path's BDP, so its delivery rate is its bytes in flight over its
+    # RTT: the kernel's WLAN carries its flight in 20.5-21.9 ms 100-300 ms after the end (10
+    # quiet runs), the path's 20 ms; a serialising link adds one skb's time (21.8-23.0 ms), which
+    # kept the simulator's recovery 6-8 points of rate below the kernel's.
+    def flight_ms(transmitter: str) -> list[float]:
+        toml = WLAN_LTE.replace('gso = true\n', f'gso = true\ntransmitter = "{transmitter}"\n')
+        toml = toml.replace('kind = "down"', 'kind = "rate_collapse"\nrate = "500kbit"')
+        res = mpsched.run(mpsched.loads_scenario(toml), tmp_path / transmitter, jobs=1)
+        end_ns = res.path_events["end_ns"][0]
+        wlan = res.subflow_series.filter(pl.col("path") == "wlan").sort("time_ns")
+        out = []
+        for a, b in ((100, 200), (200, 300)):
+            w = wlan.filter(pl.col("time_ns").is_between(end_ns + a * 1_000_000, end_ns + b * 1_000_000))
+            rate = (w["bytes_acked"][-1] - w["bytes_acked"][0]) / (w["time_ns"][-1] - w["time_ns"][0])
+            out.append(w["in_flight_bytes"].mean() / rate / 1e6)
+        return out
+    htb, wire = flight_ms("htb"), flight_ms("serialise")
+    assert all(20.0 <= t <= 21.5 for t in htb), htb
+    assert all(t > 21.5 for t in wire), wire

@@ -207,6 +207,10 @@ def _join_timing(v: Any) -> str:
 #: Where a link's loss, delay and jitter act (the core's `Impairments`): before the queue, as
 #: the kernel engine's NFQUEUE delayer does, or after the transmitter (the core's default).
 IMPAIRMENTS = ("before_queue", "after_queue")
+#: How a link without a token bucket releases packets (the core's `Transmitter`): serialised, as
+#: a wire, or as Linux htb (the kernel engine's shaper) sends them: at once while the class owes
+#: no tokens, the packet's time charged after it left.
+TRANSMITTERS = ("serialise", "htb")
 #: The subflows' loss detection (the core's `LossRecoveryConfig`): Linux's RACK-TLP or RFC 6675.
 LOSS_RECOVERIES = ("rack_tlp", "rfc6675")
 
@@ -214,6 +218,12 @@ LOSS_RECOVERIES = ("rack_tlp", "rfc6675")
 def _impairments(v: Any) -> str:
     if v not in IMPAIRMENTS:
         raise ValueError(f"impairments is 'before_queue' or 'after_queue', got {v!r}")
+    return v
+
+
+def _transmitter(v: Any) -> str:
+    if v not in TRANSMITTERS:
+        raise ValueError(f"transmitter is 'serialise' or 'htb', got {v!r}")
     return v
 
 
@@ -313,5 +323,6 @@ Ratio = Annotated[Any, BeforeValidator(_sweepable(_ratio)), SWEEP_OTHER]
 Burst = Annotated[Any, BeforeValidator(_sweepable(_burst)), SWEEP_OTHER]
 Overhead = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes))), SWEEP_SIZE]
 ImpairmentPlace = Annotated[Any, BeforeValidator(_sweepable(_impairments)), SWEEP_OTHER]
+TransmitterKind = Annotated[Any, BeforeValidator(_sweepable(_transmitter)), SWEEP_OTHER]
 LossRecovery = Annotated[Any, BeforeValidator(_sweepable(_loss_recovery)), SWEEP_OTHER]
 Fraction = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_fraction, positive=True))), SWEEP_FRACTION]

@@ -125,6 +125,12 @@ def _transmitter(p: PathSpec, d: str, link: dict[str, Any], field: Any, shaped: 
     place = _get(p, d, "impairments")
     if place is not None:
         link["impairments"] = place
+    transmitter = _get(p, d, "transmitter")
+    if transmitter is not None:
+        if shaped and transmitter == "htb":
+            raise ScenarioError(field("transmitter"), "an htb class needs a constant rate: remove the trace or "
+                                "the rate schedule")
+        link["transmitter"] = transmitter
 
 
 def _loss(v: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo
 from pydantic import field_validator, model_validator
 
 from mpsched.scenario.fields import (
-    SWEEP_OTHER, Burst, FixedRate, FixedSize, FixedTime, ImpairmentPlace, Loss, Name, Overhead, PositiveTime, Queue,
+    SWEEP_OTHER, Burst, FixedRate, FixedSize, FixedTime, ImpairmentPlace, Loss, TransmitterKind, Name, Overhead, PositiveTime, Queue,
     Rate, Time, _checked, _FieldError, _Model, _sweepable,
 )
 from mpsched.scenario.units import parse_fraction, parse_rate_bps, parse_time_ns
@@ -48,6 +48,10 @@ class LinkOverride(_Model):
     overhead: Overhead | None = None
     #: Where loss, delay and jitter act: "after_queue" (the core's default) or "before_queue".
     impairments: ImpairmentPlace | None = None
+    #: Without a `burst`: "serialise" (the core's default: a wire) or "htb" (Linux htb, the
+    #: kernel engine's shaper of such a link, tc's default burst of 1600 B: a packet leaves while
+    #: the class owes no tokens and is charged after). A `burst` makes the link a tbf either way.
+    transmitter: TransmitterKind | None = None
 
     @field_validator("trace")
     @classmethod

@@ -19,7 +19,7 @@ use super::impairment::Impairment;
 use super::jitter::{JitterConfig, JitterState};
 use super::loss::{LossConfig, LossState};
 use super::ring::{PipeEntry, Ring};
-use super::shaper::{Impairments, TokenBucket};
+use super::shaper::{Impairments, TokenBucket, Transmitter};
 use super::{LinkId, Packet, ROUTE_END};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
@@ -61,9 +61,12 @@ pub struct LinkSpec {
     pub capacity: CapacityConfig,
     /// Token-bucket depth, bytes (Linux tbf `burst`): the transmitter releases a packet as soon
     /// as the bucket holds its tokens, back to back after an idle period, and fills at
-    /// `rate_bps`. `None`: the transmitter serialises every packet at the rate.
+    /// `rate_bps`. `None`: `transmitter` says how packets leave.
     #[serde(default)]
     pub burst_bytes: Option<u64>,
+    /// Without a tbf bucket (`burst_bytes` is `None`): a wire (default) or Linux htb.
+    #[serde(default)]
+    pub transmitter: Transmitter,
     /// Framing bytes per packet that the rate and the byte queue limit count on top of
     /// `size_bytes` (an Ethernet header: 14, which a qdisc on a veth counts in `skb->len`).
     #[serde(default)]
@@ -91,6 +94,7 @@ impl LinkSpec {
             jitter: JitterConfig::None,
             capacity: CapacityConfig::Constant,
             burst_bytes: None,
+            transmitter: Transmitter::Serialise,
             overhead_bytes: 0,
             impairments: Impairments::AfterQueue,
         }
@@ -103,6 +107,12 @@ impl LinkSpec {
                 "overhead_bytes",
                 format!("at most {MAX_OVERHEAD_BYTES} bytes of framing per packet (Ethernet: 14)"),
             ));
+        }
+        if self.transmitter == Transmitter::Htb
+            && self.burst_bytes.is_none()
+            && (self.capacity != CapacityConfig::Constant || self.rate_bps == 0)
+        {
+            return Err(("transmitter", "an htb class needs a constant, positive rate (no schedule or trace)".into()));
         }
         if let Some(burst) = self.burst_bytes {
             let frame = 1500 + self.overhead_bytes;
@@ -253,14 +263,14 @@ impl<P> Link<P> {
             fixed_rate_bps: if spec.capacity == CapacityConfig::Constant { spec.rate_bps } else { 0 },
             after_queue: spec.impairments == Impairments::AfterQueue,
             plain: false,
-            has_bucket: spec.burst_bytes.is_some(),
+            has_bucket: spec.burst_bytes.is_some() || spec.transmitter == Transmitter::Htb,
             pipe_wide: false,
             pipe_base_ns: 0,
             pipe_times: Ring::new(),
             queue_bytes: spec.queue_bytes.unwrap_or(u64::MAX),
             queue_packets: spec.queue_packets.unwrap_or(u64::MAX),
             capacity: Capacity::new(&spec.capacity, spec.rate_bps),
-            bucket: spec.burst_bytes.map(|b| TokenBucket::new(spec.rate_bps, b)),
+            bucket: TokenBucket::for_link(spec.rate_bps, spec.burst_bytes, spec.transmitter),
             loss: LossState::new(spec.loss.clone()),
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
@@ -288,6 +298,12 @@ impl<P> Link<P> {
         link
     }
 
+    /// The transmitter is htb's (its bucket shapes at any rate in force).
+    #[inline]
+    fn htb(&self) -> bool {
+        self.bucket.as_ref().is_some_and(|b| b.pays_after())
+    }
+
     /// Impairments in force.
     pub(crate) fn impairment(&self) -> &Impairment {
         &self.impairment
@@ -296,6 +312,10 @@ impl<P> Link<P> {
     /// Puts the link under `impairment` (replacing what was in force).
     pub(crate) fn set_impairment(&mut self, impairment: Impairment) {
         self.impairment = impairment;
+        if let Some(b) = self.bucket.as_mut().filter(|b| b.pays_after()) {
+            // `tc class change`: an htb class keeps shaping, at the rate in force.
+            b.set_rate(self.impairment.rate_limit_bps.unwrap_or(self.spec.rate_bps));
+        }
         self.plain = self.loss.is_none() && !self.jitter.is_on() && self.impairment.is_none();
     }
 
@@ -449,7 +469,7 @@ impl<P> Link<P> {
         // A rate collapse in force replaces the bucket's or the capacity model's rate (a
         // plain link has none in force).
         let rate_limit_bps = if self.plain { None } else { self.impairment.rate_limit_bps };
-        let (start_ns, end_ns) = if self.has_bucket && rate_limit_bps.is_none() {
+        let (start_ns, end_ns) = if self.has_bucket && (rate_limit_bps.is_none() || self.htb()) {
             match self.bucket_departure(at_ns, size, waiting_bytes, over()) {
                 Some(t) => (t, t),
                 None => return Accepted::Dropped(pkt),

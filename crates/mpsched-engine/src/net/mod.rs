@@ -26,7 +26,7 @@ pub use impairment::{Impairment, LossRamp};
 pub use jitter::{JitterConfig, JitterDistribution};
 pub use link::{LinkSpec, LinkState, LinkStats, MAX_OVERHEAD_BYTES};
 pub use loss::LossConfig;
-pub use shaper::Impairments;
+pub use shaper::{Impairments, Transmitter, HTB_DEFAULT_BURST_BYTES};
 
 use crate::rng::Rng;
 use link::{Accepted, Link};

@@ -421,3 +421,42 @@ fn a_queue_keeps_its_counts_and_times_behind_a_packet_served_for_seconds() {
     assert_eq!(got, expected);
     assert_eq!(net.link_stats(l).packets_dropped_queue, 12);
 }
+
+#[test]
+fn an_htb_link_sends_a_packet_while_it_owes_nothing_and_keeps_its_debt_across_a_rate_change() {
+    // htb at 12.8 Mbit/s with 100 bytes of framing (1 ms per 1500-byte packet; tc's default
+    // burst of 1600 B is one packet), 10 ms: 20 packets at once. The full bucket lets packets 0 and 1 leave at 0 (htb charges after sending: one
+    // debt of 1 ms), then each leaves when the debt before it is paid: packet k at k - 1 ms,
+    // two packet times before a wire's. The collapse to 1.28 Mbit/s at 5.5 ms finds packet 7
+    // waiting for the 0.5 ms still owed: it leaves at 6 ms, and each after it owes 10 ms. At
+    // the lift (50 ms) packet 12 waits for the 6 ms owed at the slow rate (htb keeps the debt
+    // in ns), then the rest leave 1 ms apart.
+    let mut s = spec(12_800_000, 10 * NS_PER_MS);
+    s.transmitter = crate::net::Transmitter::Htb;
+    s.overhead_bytes = 100;
+    let slow = Impairment { rate_limit_bps: Some(1_280_000), ..Default::default() };
+    let got =
+        burst_under_changes(s, 20, &[(5 * NS_PER_MS + NS_PER_MS / 2, slow), (50 * NS_PER_MS, Impairment::default())]);
+    let depart_ms = |i: u64| match i {
+        0 => 0,
+        1..=7 => i - 1,
+        8..=12 => 6 + 10 * (i - 7),
+        _ => 56 + (i - 12),
+    };
+    let expected: Vec<(u64, u64)> = (0..20).map(|i| ((depart_ms(i) + 10) * NS_PER_MS, i)).collect();
+    assert_eq!(got, expected);
+    // Below its rate an htb link adds no serialisation: a packet at 0 and one at 15 ms
+    // arrive after the delay alone (on a wire: 1 ms later each).
+    for (transmitter, extra_ns) in [(crate::net::Transmitter::Htb, 0), (crate::net::Transmitter::Serialise, NS_PER_MS)]
+    {
+        let mut s = spec(12_800_000, 10 * NS_PER_MS);
+        s.transmitter = transmitter;
+        s.overhead_bytes = 100;
+        let (mut net, _, r, mut q) = one_link(s, Rng::stream(5, 0));
+        net.send(0, r, 1500, 0, &mut |w, e| q.push(w, e));
+        let mut got = drain(&mut net, &mut q);
+        net.send(15 * NS_PER_MS, r, 1500, 1, &mut |w, e| q.push(w, e));
+        got.extend(drain(&mut net, &mut q));
+        assert_eq!(got, vec![(10 * NS_PER_MS + extra_ns, 0), (25 * NS_PER_MS + extra_ns, 1)], "{transmitter:?}");
+    }
+}

@@ -28,7 +28,12 @@ impl<P> Link<P> {
         }
         let mut free_ns =
             if first == 0 { now_ns } else { self.backlog_get(first - 1).expect("first is in the backlog").end_ns };
-        let rate_limit_bps = if self.plain { None } else { self.impairment.rate_limit_bps };
+        let first_start_ns = self.backlog_get(first).expect("first is in the backlog").start_ns;
+        if let Some(b) = self.bucket.as_mut().filter(|b| b.pays_after()) {
+            b.rewind(now_ns, first_start_ns);
+        }
+        // An htb class shapes at the rate in force (its bucket's: `set_impairment`).
+        let rate_limit_bps = if self.plain || self.htb() { None } else { self.impairment.rate_limit_bps };
         // Shift of each re-timed packet that is in the pipe, in order.
         let mut shifts: Vec<i128> = Vec::new();
         for i in first..self.backlog_len() {
