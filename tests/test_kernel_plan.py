@@ -134,6 +134,7 @@ def test_links_without_delay_or_loss_skip_the_delayer():
     (lambda c: c["links"][2].update(burst_bytes=32768, capacity={"kind": "schedule", "steps": [
         {"at_ns": 5, "rate_bps": 1}]}), "links[2].burst_bytes", "constant rate"),
     (lambda c: c["links"][0].__setitem__("burst_bytes", 1500), "links[0].burst_bytes", "full frame"),
+    (lambda c: c["links"][0].__setitem__("transmitter", "serialise"), "links[0].transmitter", "htb"),
 ])
 def test_plan_refuses_what_the_kernel_cannot_do(mutate, field, words):
     cfg = copy.deepcopy(base_config())
@@ -299,6 +300,13 @@ def test_impairments_placement_is_noted_or_accepted():
     cfg = base_config()
     cfg["links"][2]["impairments"] = "after_queue"
     assert make_plan(cfg).links[2].delay_ns == 100 * MS
+
+
+def test_an_htb_transmitter_or_a_burst_with_any_transmitter_is_what_the_kernel_builds():
+    for extra in ({"transmitter": "htb"}, {"transmitter": "serialise", "burst_bytes": 32768}):
+        cfg = base_config()
+        cfg["links"][0].update(extra)
+        assert make_plan(cfg).links[0].burst_bytes == extra.get("burst_bytes")
 
 
 def test_the_server_listener_gets_the_flows_congestion_control(monkeypatch):

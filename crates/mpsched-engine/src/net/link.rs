@@ -298,12 +298,6 @@ impl<P> Link<P> {
         link
     }
 
-    /// The transmitter is htb's (its bucket shapes at any rate in force).
-    #[inline]
-    fn htb(&self) -> bool {
-        self.bucket.as_ref().is_some_and(|b| b.pays_after())
-    }
-
     /// Impairments in force.
     pub(crate) fn impairment(&self) -> &Impairment {
         &self.impairment

@@ -18,6 +18,7 @@ from mpsched.engines.kernel.errors import TestbedConfigError
 from mpsched.engines.kernel.gso import lossy, with_gso
 from mpsched.engines.kernel.path_events import collapse, delayer_event_keys, delayer_events, path_events, stale_loss_cnt
 from mpsched.engines.kernel import rcvbuf, sndbuf
+from mpsched.engines.kernel.shaping import link_shaping
 from mpsched.engines.kernel.rpc import MessagesPlan, RpcPlan, messages_plan, rpc_plan
 
 __all__ = ["TestbedConfigError", "LinkPlan", "FlowPlan", "CrossPlan", "Plan", "make_plan", "client_addr", "SERVER_ADDR", "MAX_PATHS"]
@@ -235,7 +236,7 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         raise TestbedConfigError(f"{where}.jitter.mode", "a trace-driven link takes smooth jitter, not reorder")
     if mode == "smooth" and jitter_ns > 0 and period_ns <= 0:
         raise TestbedConfigError(f"{where}.jitter.period_ns", "smooth jitter needs a positive period")
-    burst, overhead = _transmitter(lk, where, kind, loss=p > 0 or ge is not None, jitter=jitter_ns > 0)
+    burst, overhead = link_shaping(lk, where, kind, loss=p > 0 or ge is not None, jitter=jitter_ns > 0)
     rate = int(lk["rate_bps"]) if trace is None else TRACE_HTB_RATE_BPS
     if rate <= 0:
         raise TestbedConfigError(f"{where}.rate_bps", "must be positive on the kernel testbed")
@@ -247,32 +248,6 @@ def _link(cfg: dict[str, Any], idx: int, path: int, direction: str, qnum: int) -
         loss=p, gilbert_elliott=ge, jitter_mode=mode if jitter_ns > 0 else "none", jitter_ns=jitter_ns, period_ns=period_ns,
         distribution=jit.get("distribution", "uniform"), qnum=qnum, rate_steps=steps, trace=trace,
         burst_bytes=burst, overhead_bytes=overhead)
-
-
-#: Framing a qdisc on a veth counts per packet: skb->len at egress includes the Ethernet header
-#: (qdisc_pkt_len_init), so "overhead_bytes = 14" is what the kernel does natively.
-KERNEL_OVERHEAD_BYTES = 14
-
-
-def _transmitter(lk: dict[str, Any], where: str, kind: str, loss: bool, jitter: bool) -> tuple[int | None, int]:
-    """The link's token bucket and framing overhead as the kernel builds them (refuses the rest).
-    The delayer (NFQUEUE in FORWARD) acts before the egress qdisc; a constant delay commutes
-    with a FIFO, so only loss and jitter make "after_queue" impossible here."""
-    overhead = int(lk.get("overhead_bytes", 0))
-    if overhead not in (0, KERNEL_OVERHEAD_BYTES):
-        raise TestbedConfigError(f"{where}.overhead_bytes", f"a qdisc on a veth counts the {KERNEL_OVERHEAD_BYTES}-byte "
-                                 f"Ethernet header of every packet, nothing else: overhead 14 (or 0, the limit "
-                                 f"converted to frames) runs on the kernel engine, {overhead} only in the simulator")
-    if lk.get("impairments") == "after_queue" and (loss or jitter):
-        raise TestbedConfigError(f"{where}.impairments", "the kernel engine's delayer drops and delays packets before "
-                                 "the router's queue: use impairments = 'before_queue' (or the simulator)")
-    burst = lk.get("burst_bytes")
-    if burst is None:
-        return None, overhead
-    if kind != "constant" or int(burst) < 1500 + KERNEL_OVERHEAD_BYTES:
-        raise TestbedConfigError(f"{where}.burst_bytes", f"a tbf bucket needs a constant rate (no schedule or trace) "
-                                 f"and must hold a full frame ({1500 + KERNEL_OVERHEAD_BYTES} B on a veth), got {burst}")
-    return int(burst), overhead
 
 
 def make_plan(cfg: dict[str, Any]) -> Plan:

@@ -1,10 +1,17 @@
-//! A rate change re-times a link's waiting packets (`Link::retime_waiting`, snd15), kept apart
-//! from `link.rs` (a child module: it reads the link's private queue and pipe).
+//! A rate change re-times a link's waiting packets (`Link::retime_waiting`, snd15), and what the
+//! htb transmitter keeps across it; kept apart from `link.rs` (a child module: it reads the link's
+//! private queue and pipe).
 
 use super::Link;
 use crate::net::capacity::Service;
 
 impl<P> Link<P> {
+    /// The transmitter is htb's (its bucket shapes at any rate in force).
+    #[inline]
+    pub(super) fn htb(&self) -> bool {
+        self.bucket.as_ref().is_some_and(|b| b.pays_after())
+    }
+
     /// The transmitter's rate changed at `now_ns` (a rate collapse set or lifted): the packets
     /// still waiting in the queue are served at the new rate, from when the packet in service
     /// ends (which finishes as scheduled). Linux's qdiscs work that way: htb and tbf price each
