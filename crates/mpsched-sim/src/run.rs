@@ -9,7 +9,7 @@
 use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
-use crate::endpoint::{build_endpoints, build_request_endpoints, Endpoint};
+use crate::endpoint::{build_endpoints, build_request_endpoints, Endpoint, Ep};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use event::Event;
 use host::HostRx;
@@ -102,7 +102,7 @@ impl Payload {
 
 /// Side of a connection.
 struct Side {
-    ep: Box<dyn Endpoint>,
+    ep: Ep,
     timer_at_ns: Option<u64>,
     /// The endpoint timing model (None without `host_delay`).
     host: Option<Box<HostRx>>,
@@ -494,9 +494,9 @@ impl<'a> Simulation<'a> {
         let sender_is_client = fc.direction == Direction::Upload;
         let side = if client_side { &mut f.client } else { &mut f.server };
         if client_side == sender_is_client {
-            f.app.feed(now, side.ep.as_mut());
+            f.app.feed(now, &mut side.ep);
         } else {
-            f.app.on_receive(now, side.ep.as_ref());
+            f.app.on_receive(now, &side.ep);
             // The receiving application's messages go back up the flow's first path.
             while let Some((tag, bytes)) = f.app.poll_message() {
                 let (down, up) = self.path_routes[cfg.flow_paths(fi)[0]];
@@ -524,7 +524,7 @@ impl<'a> Simulation<'a> {
         }
         rearm_app(f, &mut self.queue, fi, now);
         let (sender, receiver) = f.roles(fc.direction);
-        if let Some(end_ns) = f.app.completion_ns(now, sender.ep.as_ref(), receiver.ep.as_ref()) {
+        if let Some(end_ns) = f.app.completion_ns(now, &sender.ep, &receiver.ep) {
             // Records are taken once the sender has also seen the (DATA_)ACK of everything
             // delivered, so its counters (subflow `bytes_acked`) are final; the completion
             // time stays the receiver's.

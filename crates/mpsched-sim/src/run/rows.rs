@@ -4,6 +4,7 @@ use super::{Flow, Simulation};
 use crate::app::App;
 use crate::config::Direction;
 use crate::config::Protocol;
+use crate::endpoint::Endpoint;
 use crate::records::{
     ActionRow, BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, SubflowRow, SubflowSample,
 };
@@ -64,7 +65,7 @@ impl Simulation<'_> {
         let row = FlowRow {
             end_ns,
             fct_ns: end_ns.map(|e| e.saturating_sub(fc.start_ns)),
-            completed: App::completed(&fc.app, fc.start_ns, receiver.ep.as_ref(), end_ns),
+            completed: App::completed(&fc.app, fc.start_ns, &receiver.ep, end_ns),
             bytes_delivered: receiver.ep.delivered_bytes(),
             bytes_sent: subflows.iter().map(|s| s.bytes_sent).sum(),
             bytes_retransmitted: subflows.iter().map(|s| s.bytes_retransmitted).sum(),

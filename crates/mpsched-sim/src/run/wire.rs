@@ -6,6 +6,7 @@ use super::inflight::{Destination, InFlight};
 use super::skb::OpenSkb;
 use super::{Carried, Flow, Payload, Side};
 use crate::config::SimConfig;
+use crate::endpoint::Endpoint;
 use crate::records::RunStats;
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{NetEvent, NetSink, Network, Packet, RouteId};
