@@ -332,9 +332,13 @@ impl DataReceiver {
     }
 
     /// Next segment to send (ACKs, handshake) and its subflow.
+    ///
+    /// Most calls find nothing to send (a delayed ACK waits, and the loop asks once more after
+    /// each segment): that test is inline in the caller, the rest a call. The window is
+    /// computed only for a segment that goes out, as Linux's `tcp_select_window` does at
+    /// transmission.
+    #[inline(always)]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        // Most calls find nothing to send (a delayed ACK waits): the window is computed only
-        // for a segment that goes out, as Linux's `tcp_select_window` does at transmission.
         // One subflow (plain TCP, most MPTCP flows' start): no iterator.
         let any_pending = match self.subflows.as_slice() {
             [s] => self.is_path_up(0) && s.ack_pending(),
@@ -346,6 +350,12 @@ impl DataReceiver {
         if !any_pending {
             return None;
         }
+        self.poll_transmit_pending(now_ns)
+    }
+
+    /// [`DataReceiver::poll_transmit`] once some subflow has an ACK or handshake segment due.
+    #[inline(never)]
+    fn poll_transmit_pending(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         for i in 0..self.subflows.len() {
             if !self.is_path_up(i) {
                 continue;
