@@ -116,14 +116,15 @@ fn build_scheduler(t: &TransportConfig, custom: Option<&dyn CustomSchedulers>) -
 /// transport passed [`check_transport`].
 /// `nagle`: the application leaves Nagle on (no `TCP_NODELAY`, [`crate::config::FlowConfig::nagle`]).
 pub(crate) fn build_endpoints(
-    t: &TransportConfig,
+    t: Transport<'_>,
     paths: &[usize],
     direction: Direction,
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
     nagle: bool,
+    conns: &mut ConnConfigs,
 ) -> (Ep, Ep) {
-    build_pair(t, paths, direction, now_ns, custom, nagle)
+    build_pair(t, paths, direction, now_ns, custom, nagle, conns)
 }
 
 /// Builds the (client, server) endpoints of a flow's client-to-server stream (an RPC's
@@ -134,29 +135,85 @@ pub(crate) fn build_endpoints(
 /// as on the kernel (docs/testbed.md, "Session 6: RPC latency"). The client's writer takes the
 /// flow's `nagle` (mpxfer sets `TCP_NODELAY` on both sockets or on neither).
 pub(crate) fn build_request_endpoints(
-    t: &TransportConfig,
+    t: Transport<'_>,
     paths: &[usize],
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
     nagle: bool,
+    conns: &mut ConnConfigs,
 ) -> (Ep, Ep) {
-    build_pair(t, paths, Direction::Upload, now_ns, custom, nagle)
+    build_pair(t, paths, Direction::Upload, now_ns, custom, nagle, conns)
+}
+
+/// A transport of the configuration and its index there (what [`ConnConfigs`] tells apart).
+#[derive(Clone, Copy)]
+pub(crate) struct Transport<'t> {
+    pub(crate) index: usize,
+    pub(crate) config: &'t TransportConfig,
+}
+
+/// The connection settings of the last flow built, (server, client), kept for the next flow
+/// with the same transport, paths and Nagle setting (the flows of a study mostly share them):
+/// building two `ConnConfig`s a flow cost four allocations and their frees (~1 000
+/// instructions a flow of 64 KB, ~10 a packet).
+#[derive(Default)]
+pub(crate) struct ConnConfigs {
+    key: Option<(usize, Vec<usize>, bool)>,
+    conns: Option<[ConnConfig; 2]>,
+}
+
+impl ConnConfigs {
+    /// The (server, client) settings of a connection of `t` over `paths`.
+    fn get(&mut self, t: Transport<'_>, paths: &[usize], nagle: bool) -> &[ConnConfig; 2] {
+        let hit = matches!(&self.key, Some((i, p, n)) if *i == t.index && p == paths && *n == nagle);
+        if !hit || self.conns.is_none() {
+            self.key = Some((t.index, paths.to_vec(), nagle));
+            self.conns = Some([false, true].map(|is_client| conn_config(t.config, paths, nagle, is_client)));
+        }
+        self.conns.as_ref().expect("just set")
+    }
 }
 
 fn build_pair(
-    t: &TransportConfig,
+    t: Transport<'_>,
     paths: &[usize],
     direction: Direction,
     now_ns: u64,
     custom: Option<&dyn CustomSchedulers>,
     nagle: bool,
+    conns: &mut ConnConfigs,
 ) -> (Ep, Ep) {
+    let sender_is_client = direction == Direction::Upload;
+    let scheduler = match t.config.protocol {
+        Protocol::Mptcp => Some(build_scheduler(t.config, custom).expect("checked by check_transport")),
+        Protocol::Tcp => None,
+    };
+    let [server_conn, client_conn] = conns.get(t, paths, nagle);
+    let (sender_conn, receiver_conn) =
+        if sender_is_client { (client_conn, server_conn) } else { (server_conn, client_conn) };
+    let mut sender = DataSender::with_config(sender_conn, scheduler).expect("checked by check_transport");
+    let mut receiver = DataReceiver::with_config(receiver_conn);
+    if sender_is_client {
+        sender.connect(now_ns);
+    } else {
+        receiver.connect(now_ns);
+    }
+    let sender = Ep::Sender(Box::new(SenderEp(sender)));
+    let receiver = Ep::Receiver(Box::new(ReceiverEp(receiver)));
+    if sender_is_client {
+        (sender, receiver)
+    } else {
+        (receiver, sender)
+    }
+}
+
+/// The settings of the `is_client` end of a connection of `t` over `paths`.
+fn conn_config(t: &TransportConfig, paths: &[usize], nagle: bool, is_client: bool) -> ConnConfig {
     let mode = match t.protocol {
         Protocol::Tcp => Mode::Tcp,
         Protocol::Mptcp => Mode::Mptcp,
     };
-    let sender_is_client = direction == Direction::Upload;
-    let conn = |is_client: bool| ConnConfig {
+    ConnConfig {
         backup: paths.iter().map(|p| t.backup_paths.contains(p)).collect(),
         tcp: TcpConfig {
             mss_bytes: t.mss_bytes,
@@ -181,24 +238,6 @@ fn build_pair(
         snd_buf_autotuning: t.rcv_buf_autotuning,
         stale_loss_cnt: t.stale_loss_cnt,
         ..ConnConfig::new(mode, is_client, paths.len())
-    };
-    let scheduler = match mode {
-        Mode::Mptcp => Some(build_scheduler(t, custom).expect("checked by check_transport")),
-        Mode::Tcp => None,
-    };
-    let mut sender = DataSender::new(conn(sender_is_client), scheduler).expect("checked by check_transport");
-    let mut receiver = DataReceiver::new(conn(!sender_is_client));
-    if sender_is_client {
-        sender.connect(now_ns);
-    } else {
-        receiver.connect(now_ns);
-    }
-    let sender = Ep::Sender(Box::new(SenderEp(sender)));
-    let receiver = Ep::Receiver(Box::new(ReceiverEp(receiver)));
-    if sender_is_client {
-        (sender, receiver)
-    } else {
-        (receiver, sender)
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
-use crate::endpoint::{build_endpoints, build_request_endpoints, Endpoint, Ep};
+use crate::endpoint::{build_endpoints, build_request_endpoints, ConnConfigs, Endpoint, Ep, Transport};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use event::Event;
 use host::HostRx;
@@ -177,6 +177,8 @@ pub struct Simulation<'a> {
     /// (down route, up route) of each path.
     path_routes: Vec<(RouteId, RouteId)>,
     cross_routes: Vec<RouteId>,
+    /// The connection settings the last flow was built with (reused while they fit).
+    conn_configs: ConnConfigs,
     flows: Vec<Option<Flow>>,
     /// Flows whose start time has come (a flow starting after the run's end never does).
     started: Vec<bool>,
@@ -278,6 +280,7 @@ impl<'a> Simulation<'a> {
             now_ns: 0,
             path_routes,
             cross_routes,
+            conn_configs: ConnConfigs::default(),
             flows: (0..cfg.flows.len()).map(|_| None).collect(),
             started: vec![false; cfg.flows.len()],
             start_order,
@@ -423,15 +426,15 @@ impl<'a> Simulation<'a> {
             self.queue.push_later(self.cfg.flows[next as usize].start_ns, Event::FlowStart(next));
         }
         let fc = &self.cfg.flows[fi];
-        let transport = &self.cfg.transports[fc.transport];
+        let transport = Transport { index: fc.transport, config: &self.cfg.transports[fc.transport] };
         let nagle = fc.nagle();
-        let (client, server) =
-            build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom, nagle);
+        let paths = self.cfg.flow_paths(fi);
+        let conns = &mut self.conn_configs;
+        let (client, server) = build_endpoints(transport, paths, fc.direction, self.now_ns, self.custom, nagle, conns);
         self.started[fi] = true;
         let side = |ep, client| Side { ep, timer_at_ns: None, host: HostRx::new(self.cfg, fi, client) };
         let request = App::carries_requests(&fc.app).then(|| {
-            let (client, server) =
-                build_request_endpoints(transport, self.cfg.flow_paths(fi), self.now_ns, self.custom, nagle);
+            let (client, server) = build_request_endpoints(transport, paths, self.now_ns, self.custom, nagle, conns);
             let side = |ep| Side { ep, timer_at_ns: None, host: None };
             Box::new(RequestHalf { client: side(client), server: side(server) })
         });

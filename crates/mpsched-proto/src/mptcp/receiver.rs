@@ -92,6 +92,11 @@ pub const RMEM_INITIAL_BYTES: u64 = 131_072;
 impl DataReceiver {
     /// A data receiver.
     pub fn new(cfg: ConnConfig) -> Self {
+        Self::with_config(&cfg)
+    }
+
+    /// [`DataReceiver::new`] from a borrowed configuration (see `DataSender::with_config`).
+    pub fn with_config(cfg: &ConnConfig) -> Self {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client

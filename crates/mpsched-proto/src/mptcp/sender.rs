@@ -70,6 +70,15 @@ impl DataSender {
     /// A data sender. `sched` drives MPTCP (with `None`, all data goes to subflow 0); it is
     /// ignored in TCP mode. Fails on an unknown congestion-control name.
     pub fn new(cfg: ConnConfig, sched: Option<Box<dyn Scheduler>>) -> Result<Self, UnknownCc> {
+        Self::with_config(&cfg, sched)
+    }
+
+    /// [`DataSender::new`] from a borrowed configuration (a caller building many connections
+    /// alike keeps one, instead of building and dropping one a connection).
+    pub fn with_config(
+        cfg: &ConnConfig,
+        sched: Option<Box<dyn Scheduler>>,
+    ) -> Result<Self, UnknownCc> {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
