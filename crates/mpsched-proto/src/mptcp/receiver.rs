@@ -367,10 +367,12 @@ impl DataReceiver {
             }
             let (data_ack, wnd) = self.advertise(i);
             self.subflows[i].set_conn_window(data_ack, wnd);
-            if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
+            // Built in place as the returned pair (`Receiver::poll_transmit_with`).
+            let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
+            if out.is_some() {
                 self.right_edge = self.right_edge.max(data_ack + wnd);
                 self.data_ack_untold = false;
-                return Some((i, seg));
+                return out;
             }
         }
         None
