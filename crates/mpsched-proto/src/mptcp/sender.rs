@@ -469,7 +469,8 @@ impl DataSender {
         None
     }
 
-    /// Earliest timer of any subflow, absolute ns.
+    /// Earliest timer of any subflow, absolute ns. (Inline: asked after every drain.)
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         let msk = self.stale.as_ref().and_then(|st| st.timer_ns);
         // Asked after every event; one subflow without the MPTCP retransmit timer (plain
