@@ -52,14 +52,16 @@ pub(super) struct Wire<'s> {
 impl Wire<'_> {
     /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
     /// with `request`) over the flow's paths, onto its subflows' routes and re-arms the
-    /// endpoint's timer.
+    /// endpoint's timer. Returns the subflows that carried data, bit `i` for subflow `i` (the
+    /// other half's ACKs on them ride along, [`super::Simulation::ack_rides_on_data`]).
+    ///
+    /// Every segment is its own packet until a data segment leaves on a path with `gso`: the
+    /// rest of the drain then builds TSO skbs, out of line ([`Wire::transmit_skbs`]), so the
+    /// loop every packet runs carries no skb state.
     #[inline(always)]
-    /// Returns the subflows that carried data, bit `i` for subflow `i` (the other half's ACKs
-    /// on them ride along, [`super::Simulation::ack_rides_on_data`]).
-    pub(super) fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool) -> u64 {
+    pub(super) fn transmit(mut self, side: &mut Side, fi: usize, client_side: bool, request: bool) -> u64 {
         let now = self.now_ns;
         let mut data_subflows = 0u64;
-        let mut skb: Option<OpenSkb> = None;
         // Looked up at the first segment: many drains (a receiver's between delayed ACKs)
         // send nothing.
         let mut paths: &[usize] = &[];
@@ -76,15 +78,55 @@ impl Wire<'_> {
             let path = paths[subflow];
             let (down, up) = self.path_routes[path];
             let route = if client_side { up } else { down };
-            let size = seg.wire_bytes();
             let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
             if data {
                 data_subflows |= 1u64 << subflow;
             }
             let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
             let idx = self.segments.insert(dest, seg);
+            if data && self.cfg.paths[path].gso {
+                let max_segs = side.ep.tso_segments(subflow);
+                let skb = OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, seg, max_segs);
+                return self.transmit_skbs(side, fi, client_side, request, skb, data_subflows);
+            }
+            let size = seg.wire_bytes();
+            let mut sink = Sink { queue: self.queue, segments: self.segments };
+            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
+            self.stats.packets_sent += 1;
+        }
+        self.rearm_timer(side, fi, client_side, request);
+        data_subflows
+    }
+
+    /// The rest of [`Wire::transmit`]'s drain once `skb` is open: a data segment that
+    /// continues it joins it, anything else sends it first (and opens the next skb on a path
+    /// with `gso`).
+    #[inline(never)]
+    fn transmit_skbs(
+        mut self,
+        side: &mut Side,
+        fi: usize,
+        client_side: bool,
+        request: bool,
+        skb: OpenSkb,
+        mut data_subflows: u64,
+    ) -> u64 {
+        let now = self.now_ns;
+        let mut skb = Some(skb);
+        let paths = self.cfg.flow_paths(fi);
+        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
+            let path = paths[subflow];
+            let (down, up) = self.path_routes[path];
+            let route = if client_side { up } else { down };
+            let size = seg.wire_bytes();
+            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+            if data {
+                data_subflows |= 1u64 << subflow;
+            }
+            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
+            let idx = self.segments.insert(dest, &seg);
             if let Some(o) = skb.as_mut() {
-                if data && o.extend(self.segments, subflow, idx, seg) {
+                if data && o.extend(self.segments, subflow, idx, &seg) {
                     continue;
                 }
             }
@@ -94,7 +136,7 @@ impl Wire<'_> {
             }
             if data && self.cfg.paths[path].gso {
                 let max_segs = side.ep.tso_segments(subflow);
-                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, seg, max_segs));
+                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, &seg, max_segs));
                 continue;
             }
             let mut sink = Sink { queue: self.queue, segments: self.segments };
@@ -105,14 +147,20 @@ impl Wire<'_> {
             let mut sink = Sink { queue: self.queue, segments: self.segments };
             o.send(self.net, &mut sink, self.stats, now);
         }
+        self.rearm_timer(side, fi, client_side, request);
+        data_subflows
+    }
+
+    /// Re-arms the endpoint's timer if it now wants an earlier one.
+    #[inline(always)]
+    fn rearm_timer(&mut self, side: &mut Side, fi: usize, client_side: bool, request: bool) {
         if let Some(want) = side.ep.poll_timeout() {
             if side.timer_at_ns.is_none_or(|t| want < t) {
-                let at = want.max(now);
+                let at = want.max(self.now_ns);
                 side.timer_at_ns = Some(at);
                 self.queue.push_later(at, Event::Timer { flow: fi as u32, client: client_side, request });
             }
         }
-        data_subflows
     }
 }
 
