@@ -500,15 +500,22 @@ impl<'a> Simulation<'a> {
             f.app.feed(now, &mut side.ep);
         } else {
             f.app.on_receive(now, &side.ep);
-            // The receiving application's messages go back up the flow's first path.
-            while let Some((tag, bytes)) = f.app.poll_message() {
-                let (down, up) = self.path_routes[cfg.flow_paths(fi)[0]];
-                let route = if client_side { up } else { down };
+            // The receiving application's messages go back up the flow's first path (out of
+            // line: only unit applications send any).
+            if let Some(first) = f.app.poll_message() {
+                let route = self.path_routes[cfg.flow_paths(fi)[0]];
                 let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                let size = bytes.min(u32::MAX as u64) as u32;
-                let slot = sink.segments.insert_app_msg(fi as u32, tag);
-                self.net.send(now, route, size, Payload::app_msg(slot), &mut sink);
-                self.stats.packets_sent += 1;
+                wire::send_app_messages(
+                    &mut f.app,
+                    first,
+                    fi,
+                    client_side,
+                    route,
+                    now,
+                    &mut self.net,
+                    &mut sink,
+                    &mut self.stats,
+                );
             }
             // An RPC client writes the requests this allows before this side's ACK leaves (in
             // a real connection that ACK rides on them).

@@ -5,6 +5,7 @@ use super::event::Event;
 use super::inflight::{Destination, InFlight};
 use super::skb::OpenSkb;
 use super::{Carried, Flow, Payload, Side};
+use crate::app::App;
 use crate::config::SimConfig;
 use crate::endpoint::Endpoint;
 use crate::records::RunStats;
@@ -161,6 +162,33 @@ impl Wire<'_> {
                 self.queue.push_later(at, Event::Timer { flow: fi as u32, client: client_side, request });
             }
         }
+    }
+}
+
+/// Sends the receiving application's messages of flow `fi`, `first` then the others `app`
+/// has, on the flow's first path (`routes`: its down and up routes) from the `client_side`
+/// endpoint.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn send_app_messages(
+    app: &mut App,
+    first: (u32, u64),
+    fi: usize,
+    client_side: bool,
+    routes: (RouteId, RouteId),
+    now_ns: u64,
+    net: &mut Network<Payload>,
+    sink: &mut Sink<'_>,
+    stats: &mut RunStats,
+) {
+    let route = if client_side { routes.1 } else { routes.0 };
+    let mut next = Some(first);
+    while let Some((tag, bytes)) = next {
+        let size = bytes.min(u32::MAX as u64) as u32;
+        let slot = sink.segments.insert_app_msg(fi as u32, tag);
+        net.send(now_ns, route, size, Payload::app_msg(slot), sink);
+        stats.packets_sent += 1;
+        next = app.poll_message();
     }
 }
 
