@@ -295,6 +295,15 @@ impl DataSender {
             let _ = self.send_new_inline(0, u64::MAX);
             return;
         };
+        self.run_scheduler_rounds(sched.as_mut(), now_ns);
+        self.sched = Some(sched);
+    }
+
+    /// The scheduler's rounds: it sees the connection and acts until it does nothing more. (Out
+    /// of line: inlined in `poll_transmit`, the views it builds took registers from plain
+    /// TCP's path, which never comes here.)
+    #[inline(never)]
+    fn run_scheduler_rounds(&mut self, sched: &mut dyn Scheduler, now_ns: u64) {
         for _ in 0..MAX_SCHEDULE_ROUNDS {
             self.refresh_views();
             self.actions.clear();
@@ -331,7 +340,6 @@ impl DataSender {
                 break;
             }
         }
-        self.sched = Some(sched);
     }
 
     /// [`Action::SendNew`]: up to `max_bytes` new bytes to `subflow`'s queue.

@@ -145,10 +145,17 @@ impl DataSender {
     /// After a scheduler run that was a push attempt (`push`), `mptcp_subflow_get_send` stores
     /// the period; `__mptcp_push_pending` then arms the timer if it is not pending and data is
     /// unacknowledged.
+    #[inline(always)]
     pub(super) fn arm_rtx_timer(&mut self, now_ns: u64, push: bool) {
-        if self.stale.is_none() {
-            return;
+        if self.stale.is_some() {
+            self.arm_upstream_rtx_timer(now_ns, push);
         }
+    }
+
+    /// [`DataSender::arm_rtx_timer`] on the upstream kernel's machinery (out of line: only
+    /// there is the MPTCP-level timer).
+    #[inline(never)]
+    fn arm_upstream_rtx_timer(&mut self, now_ns: u64, push: bool) {
         if push {
             let ival = self.subflow_timeout_ns(now_ns);
             if let Some(st) = self.stale.as_mut() {
