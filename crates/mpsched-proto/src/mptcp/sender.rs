@@ -233,6 +233,9 @@ impl DataSender {
         self.need_schedule = true;
     }
 
+    // Once a connection (out of line of the ACK path).
+    #[cold]
+    #[inline(never)]
     fn start_joins(&mut self, now_ns: u64) {
         if self.cfg.is_client && self.cfg.mode == Mode::Mptcp && !self.joins_started {
             self.joins_started = true;

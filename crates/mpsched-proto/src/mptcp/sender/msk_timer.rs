@@ -121,13 +121,21 @@ impl DataSender {
 
     /// `__mptcp_clean_una` after the DATA_ACK advanced: the timer restarts with the stored
     /// period, or stops once everything sent is acknowledged.
+    #[inline(always)]
     pub(super) fn restart_rtx_timer(&mut self, now_ns: u64) {
         if self.stale.is_some() {
-            if self.data_acked < self.next_dsn {
-                self.reset_rtx_timer(now_ns);
-            } else if let Some(st) = self.stale.as_mut() {
-                st.timer_ns = None;
-            }
+            self.restart_upstream_rtx_timer(now_ns);
+        }
+    }
+
+    /// [`DataSender::restart_rtx_timer`] with the MPTCP-level timer (out of line: the upstream
+    /// kernel's machinery only).
+    #[inline(never)]
+    fn restart_upstream_rtx_timer(&mut self, now_ns: u64) {
+        if self.data_acked < self.next_dsn {
+            self.reset_rtx_timer(now_ns);
+        } else if let Some(st) = self.stale.as_mut() {
+            st.timer_ns = None;
         }
     }
 
