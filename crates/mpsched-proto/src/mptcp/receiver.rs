@@ -261,10 +261,17 @@ impl DataReceiver {
     /// Linux `mptcp_rcv_space_adjust` (6.18): once per RTT (the highest receiver-side RTT
     /// estimate of the subflows), if the application read more than in the last measurement,
     /// grow the buffer.
+    #[inline(always)]
     fn rcv_space_adjust(&mut self, copied: u64, now_ns: u64) {
-        if !self.cfg.rcv_buf_autotuning || copied == 0 {
-            return;
+        if self.cfg.rcv_buf_autotuning && copied > 0 {
+            self.rcv_space_measure(copied, now_ns);
         }
+    }
+
+    /// [`DataReceiver::rcv_space_adjust`] with autotuning on (out of line: inlined in the
+    /// in-order path, it took registers from runs without it).
+    #[inline(never)]
+    fn rcv_space_measure(&mut self, copied: u64, now_ns: u64) {
         self.copied_bytes += copied;
         let start = *self.measure_start_ns.get_or_insert(now_ns);
         let rtt_ns = self

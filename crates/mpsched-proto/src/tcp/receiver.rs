@@ -434,10 +434,8 @@ impl Receiver {
         self.poll_transmit_with(now_ns, |seg| seg)
     }
 
-    /// Like [`Receiver::poll_transmit`], handing the segment to `wrap`, so the caller's value
-    /// (the connection's `(subflow, segment)`) is built where the segment is, not copied from
-    /// it (see `Sender::poll_transmit_with`). (Inline: the connection asks only when an ACK is
-    /// pending, and then it builds one.)
+    /// [`Receiver::poll_transmit`] building the caller's value in place (as
+    /// `Sender::poll_transmit_with`; inline: asked only when an ACK is pending).
     #[inline(always)]
     pub fn poll_transmit_with<R>(
         &mut self,
@@ -471,8 +469,7 @@ impl Receiver {
         self.quickacks_left = self.quickacks_left.saturating_sub(1);
         self.stats.acks_sent += 1;
         // SACK blocks, most recent first, still above rcv_nxt (none without out-of-order data:
-        // a block noted earlier is below rcv_nxt by now). Gathered before the segment is
-        // built, so it is built once, in place.
+        // a block noted earlier is below rcv_nxt by now), gathered first: one build, in place.
         let mut sack = [(0u64, 0u64); MAX_SACK_BLOCKS];
         let mut n = 0;
         let recent = if self.ofo_ranges.is_empty() {
