@@ -130,6 +130,49 @@ impl Simulation<'_> {
         }
     }
 
+    /// Samples every running flow's subflows and connection, and every link's queue.
+    #[inline(never)]
+    pub(super) fn sample(&mut self) {
+        let now = self.now_ns;
+        for (fi, f) in self.flows.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let fc = &self.cfg.flows[fi];
+            let paths = self.cfg.flow_paths(fi);
+            let (sender, receiver) = f.roles(fc.direction);
+            for v in sender.ep.subflow_views() {
+                self.subflow_samples.push(SubflowSample {
+                    time_ns: now,
+                    flow_id: fc.id,
+                    subflow: v.id as u64,
+                    path: paths[v.id] as u64,
+                    cwnd_bytes: v.cwnd_bytes,
+                    srtt_ns: v.srtt_ns,
+                    in_flight_bytes: v.in_flight_bytes,
+                    bytes_acked: v.bytes_acked,
+                });
+            }
+            let (ofo, used, rcv_wnd) = receiver.ep.receive_buffer();
+            self.conn_samples.push(ConnSample {
+                time_ns: now,
+                flow_id: fc.id,
+                delivered_bytes: receiver.ep.delivered_bytes(),
+                ofo_bytes: ofo,
+                rcv_buffer_bytes: used,
+                rcv_wnd_bytes: rcv_wnd,
+            });
+        }
+        for l in 0..self.net.link_count() as LinkId {
+            let (qb, qp) = self.net.queue_occupancy(l, now);
+            self.link_samples.push(LinkSample {
+                time_ns: now,
+                link: self.net.link_name(l).to_string(),
+                queue_bytes: qb,
+                queue_packets: qp,
+                dropped_packets: self.net.link_stats(l).packets_dropped_queue,
+            });
+        }
+    }
+
     pub(super) fn into_records(mut self) -> Records {
         // Flows still running at the end are recorded as incomplete.
         for fi in 0..self.flows.len() {
