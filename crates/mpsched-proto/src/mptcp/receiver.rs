@@ -67,6 +67,9 @@ pub struct DataReceiver {
     /// Autotuning: the connection's payload / truesize ratio, of 256 (Linux
     /// `msk->scaling_ratio`: the lowest of the subflows', refreshed by `rcv_space_adjust`).
     scaling_ratio: u8,
+    /// [`offer_cap_bytes`] of the settings, kept as its window scale (`65 535 << scale`;
+    /// [`NO_OFFER_CAP`]: none): each ACK reads it, and a byte fits the padding.
+    offer_cap_scale: u8,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
     space_bytes: u64,
     /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
@@ -84,6 +87,24 @@ fn offer_cap_bytes(cfg: &ConnParams) -> u64 {
     } else {
         crate::tcp::fixed_buffer_window_cap_bytes(cfg.rcv_buf_bytes)
     }
+}
+
+/// [`DataReceiver::offer_cap_scale`] of a receiver whose offers have no cap.
+const NO_OFFER_CAP: u8 = u8::MAX;
+
+/// [`offer_cap_bytes`] as its window scale, or [`NO_OFFER_CAP`].
+fn offer_cap_scale(cfg: &ConnParams) -> u8 {
+    let cap = offer_cap_bytes(cfg);
+    if cap == u64::MAX {
+        return NO_OFFER_CAP;
+    }
+    let scale = cap.trailing_zeros() as u8;
+    assert_eq!(
+        65_535 << scale,
+        cap,
+        "a window cap is 65 535 shifted by the scale"
+    );
+    scale
 }
 
 /// Linux `tcp_rmem[1]`: the initial receive buffer, bytes.
@@ -125,6 +146,7 @@ impl DataReceiver {
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer, as
             // far as the window scale lets it.
             right_edge: rcv_wnd_bytes.min(offer_cap_bytes(&cfg.params())),
+            offer_cap_scale: offer_cap_scale(&cfg.params()),
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
             scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
@@ -339,7 +361,10 @@ impl DataReceiver {
         let edge = self.right_edge.max(self.rcv_nxt + offer);
         (
             self.rcv_nxt,
-            (edge - self.rcv_nxt).min(offer_cap_bytes(&self.cfg)),
+            (edge - self.rcv_nxt).min(match self.offer_cap_scale {
+                NO_OFFER_CAP => u64::MAX,
+                scale => 65_535 << scale,
+            }),
         )
     }
 
