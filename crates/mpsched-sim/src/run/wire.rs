@@ -11,7 +11,7 @@ use crate::endpoint::Endpoint;
 use crate::records::RunStats;
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{NetEvent, NetSink, Network, Packet, RouteId};
-use mpsched_proto::tcp::flags;
+use mpsched_proto::tcp::{flags, Segment};
 
 // `transmit` reports the subflows that carried data as bits of a u64.
 const _: () = assert!(crate::validate::MAX_SUBFLOWS <= 64);
@@ -86,9 +86,8 @@ impl Wire<'_> {
             let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
             let idx = self.segments.insert(dest, seg);
             if data && self.cfg.paths[path].gso {
-                let max_segs = side.ep.tso_segments(subflow);
-                let skb = OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, seg, max_segs);
-                return self.transmit_skbs(side, fi, client_side, request, skb, data_subflows);
+                let first = FirstSkb { path, route, subflow, idx, seg };
+                return self.transmit_skbs(side, fi, client_side, request, first, data_subflows);
             }
             let size = seg.wire_bytes();
             let mut sink = Sink { queue: self.queue, segments: self.segments };
@@ -109,11 +108,13 @@ impl Wire<'_> {
         fi: usize,
         client_side: bool,
         request: bool,
-        skb: OpenSkb,
+        first: FirstSkb<'_>,
         mut data_subflows: u64,
     ) -> u64 {
         let now = self.now_ns;
-        let mut skb = Some(skb);
+        let max_segs = side.ep.tso_segments(first.subflow);
+        let (path, route, subflow, idx) = (first.path, first.route, first.subflow, first.idx);
+        let mut skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, first.seg, max_segs));
         let paths = self.cfg.flow_paths(fi);
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
             let path = paths[subflow];
@@ -163,6 +164,16 @@ impl Wire<'_> {
             }
         }
     }
+}
+
+/// The data segment that opens a drain's first TSO skb: already in the store at `idx`, going
+/// on `path`'s `route` from `subflow`.
+pub(super) struct FirstSkb<'s> {
+    path: usize,
+    route: RouteId,
+    subflow: usize,
+    idx: u32,
+    seg: &'s Segment,
 }
 
 /// Sends the receiving application's messages of flow `fi`, `first` then the others `app`
