@@ -452,3 +452,50 @@ impl Endpoint for ReceiverEp {
         (self.0.ofo_bytes(), self.0.buffer_in_use_bytes(), self.0.rcv_wnd_bytes())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transport(cc: &str, backup_paths: Vec<usize>) -> TransportConfig {
+        TransportConfig {
+            protocol: Protocol::Mptcp,
+            scheduler: "minrtt".into(),
+            scheduler_params: serde_json::json!({}),
+            cc: cc.into(),
+            paths: vec![0, 1],
+            backup_paths,
+            rcv_buf_bytes: 6 << 20,
+            snd_buf_bytes: 4 << 20,
+            mss_bytes: 1448,
+            init_cwnd_segments: 10,
+            rcv_buf_autotuning: false,
+            join_timing: JoinTimingConfig::Oot,
+            loss_recovery: LossRecoveryConfig::RackTlp,
+            stale_loss_cnt: 4,
+        }
+    }
+
+    /// Whatever came before, the kept settings are those built afresh for this flow: a change of
+    /// transport, paths or Nagle rebuilds them, the same ones are reused.
+    #[test]
+    fn kept_connection_settings_are_those_of_the_flow() {
+        let ts = [transport("cubic", vec![1]), transport("lia", vec![0])];
+        let mut conns = ConnConfigs::default();
+        let flows: [(usize, &[usize], bool); 7] = [
+            (0, &[0, 1], false),
+            (0, &[0, 1], false),
+            (0, &[1], false),
+            (0, &[1], true),
+            (1, &[1], true),
+            (1, &[0, 1], true),
+            (0, &[0, 1], false),
+        ];
+        for (index, paths, nagle) in flows {
+            let t = Transport { index, config: &ts[index] };
+            let kept = conns.get(t, paths, nagle).clone();
+            let fresh = [false, true].map(|is_client| conn_config(&ts[index], paths, nagle, is_client));
+            assert_eq!(kept, fresh, "transport {index}, paths {paths:?}, nagle {nagle}");
+        }
+    }
+}
