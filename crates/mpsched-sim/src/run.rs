@@ -9,7 +9,7 @@
 use crate::app::App;
 use crate::config::{ConfigError, Direction, SimConfig};
 pub use crate::endpoint::CustomSchedulers;
-use crate::endpoint::{build_endpoints, build_request_endpoints, Endpoint};
+use crate::endpoint::{build_endpoints, build_request_endpoints, ConnConfigs, Endpoint, Ep, Transport};
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use event::Event;
 use host::HostRx;
@@ -102,7 +102,7 @@ impl Payload {
 
 /// Side of a connection.
 struct Side {
-    ep: Box<dyn Endpoint>,
+    ep: Ep,
     timer_at_ns: Option<u64>,
     /// The endpoint timing model (None without `host_delay`).
     host: Option<Box<HostRx>>,
@@ -177,6 +177,8 @@ pub struct Simulation<'a> {
     /// (down route, up route) of each path.
     path_routes: Vec<(RouteId, RouteId)>,
     cross_routes: Vec<RouteId>,
+    /// The connection settings the last flow was built with (reused while they fit).
+    conn_configs: ConnConfigs,
     flows: Vec<Option<Flow>>,
     /// Flows whose start time has come (a flow starting after the run's end never does).
     started: Vec<bool>,
@@ -278,6 +280,7 @@ impl<'a> Simulation<'a> {
             now_ns: 0,
             path_routes,
             cross_routes,
+            conn_configs: ConnConfigs::default(),
             flows: (0..cfg.flows.len()).map(|_| None).collect(),
             started: vec![false; cfg.flows.len()],
             start_order,
@@ -317,6 +320,7 @@ impl<'a> Simulation<'a> {
                     p.simulated(at_ns, self.cfg.duration_ns);
                 }
             }
+            // Only `on_net` is inline here: the others' bodies took the hot loop's registers.
             match ev {
                 Event::Net(ne) => self.on_net(ne),
                 Event::FlowStart(f) => self.start_flow(f as usize),
@@ -417,21 +421,22 @@ impl<'a> Simulation<'a> {
         }
     }
 
+    #[inline(never)]
     fn start_flow(&mut self, fi: usize) {
         if let Some(&next) = self.start_order.get(self.next_start) {
             self.next_start += 1;
             self.queue.push_later(self.cfg.flows[next as usize].start_ns, Event::FlowStart(next));
         }
         let fc = &self.cfg.flows[fi];
-        let transport = &self.cfg.transports[fc.transport];
+        let transport = Transport { index: fc.transport, config: &self.cfg.transports[fc.transport] };
         let nagle = fc.nagle();
-        let (client, server) =
-            build_endpoints(transport, self.cfg.flow_paths(fi), fc.direction, self.now_ns, self.custom, nagle);
+        let paths = self.cfg.flow_paths(fi);
+        let conns = &mut self.conn_configs;
+        let (client, server) = build_endpoints(transport, paths, fc.direction, self.now_ns, self.custom, nagle, conns);
         self.started[fi] = true;
         let side = |ep, client| Side { ep, timer_at_ns: None, host: HostRx::new(self.cfg, fi, client) };
         let request = App::carries_requests(&fc.app).then(|| {
-            let (client, server) =
-                build_request_endpoints(transport, self.cfg.flow_paths(fi), self.now_ns, self.custom, nagle);
+            let (client, server) = build_request_endpoints(transport, paths, self.now_ns, self.custom, nagle, conns);
             let side = |ep| Side { ep, timer_at_ns: None, host: None };
             Box::new(RequestHalf { client: side(client), server: side(server) })
         });
@@ -449,6 +454,7 @@ impl<'a> Simulation<'a> {
         self.after_activity(fi, false);
     }
 
+    #[inline(never)]
     fn on_timer(&mut self, fi: usize, client: bool, request: bool) {
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else { return };
@@ -463,6 +469,7 @@ impl<'a> Simulation<'a> {
         self.activity(fi, client, request);
     }
 
+    #[inline(never)]
     fn on_app_wakeup(&mut self, fi: usize) {
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else { return };
@@ -494,18 +501,25 @@ impl<'a> Simulation<'a> {
         let sender_is_client = fc.direction == Direction::Upload;
         let side = if client_side { &mut f.client } else { &mut f.server };
         if client_side == sender_is_client {
-            f.app.feed(now, side.ep.as_mut());
+            f.app.feed(now, &mut side.ep);
         } else {
-            f.app.on_receive(now, side.ep.as_ref());
-            // The receiving application's messages go back up the flow's first path.
-            while let Some((tag, bytes)) = f.app.poll_message() {
-                let (down, up) = self.path_routes[cfg.flow_paths(fi)[0]];
-                let route = if client_side { up } else { down };
+            f.app.on_receive(now, &side.ep);
+            // The receiving application's messages go back up the flow's first path (out of
+            // line: only unit applications send any).
+            if let Some(first) = f.app.poll_message() {
+                let route = self.path_routes[cfg.flow_paths(fi)[0]];
                 let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                let size = bytes.min(u32::MAX as u64) as u32;
-                let slot = sink.segments.insert_app_msg(fi as u32, tag);
-                self.net.send(now, route, size, Payload::app_msg(slot), &mut sink);
-                self.stats.packets_sent += 1;
+                wire::send_app_messages(
+                    &mut f.app,
+                    first,
+                    fi,
+                    client_side,
+                    route,
+                    now,
+                    &mut self.net,
+                    &mut sink,
+                    &mut self.stats,
+                );
             }
             // An RPC client writes the requests this allows before this side's ACK leaves (in
             // a real connection that ACK rides on them).
@@ -524,7 +538,7 @@ impl<'a> Simulation<'a> {
         }
         rearm_app(f, &mut self.queue, fi, now);
         let (sender, receiver) = f.roles(fc.direction);
-        if let Some(end_ns) = f.app.completion_ns(now, sender.ep.as_ref(), receiver.ep.as_ref()) {
+        if let Some(end_ns) = f.app.completion_ns(now, &sender.ep, &receiver.ep) {
             // Records are taken once the sender has also seen the (DATA_)ACK of everything
             // delivered, so its counters (subflow `bytes_acked`) are final; the completion
             // time stays the receiver's.
@@ -547,47 +561,6 @@ impl<'a> Simulation<'a> {
         let next = now + gap_ns.max(1);
         if next < c.stop_ns {
             self.queue.push(next, Event::CrossSend(ci as u32));
-        }
-    }
-
-    fn sample(&mut self) {
-        let now = self.now_ns;
-        for (fi, f) in self.flows.iter().enumerate() {
-            let Some(f) = f else { continue };
-            let fc = &self.cfg.flows[fi];
-            let paths = self.cfg.flow_paths(fi);
-            let (sender, receiver) = f.roles(fc.direction);
-            for v in sender.ep.subflow_views() {
-                self.subflow_samples.push(SubflowSample {
-                    time_ns: now,
-                    flow_id: fc.id,
-                    subflow: v.id as u64,
-                    path: paths[v.id] as u64,
-                    cwnd_bytes: v.cwnd_bytes,
-                    srtt_ns: v.srtt_ns,
-                    in_flight_bytes: v.in_flight_bytes,
-                    bytes_acked: v.bytes_acked,
-                });
-            }
-            let (ofo, used, rcv_wnd) = receiver.ep.receive_buffer();
-            self.conn_samples.push(ConnSample {
-                time_ns: now,
-                flow_id: fc.id,
-                delivered_bytes: receiver.ep.delivered_bytes(),
-                ofo_bytes: ofo,
-                rcv_buffer_bytes: used,
-                rcv_wnd_bytes: rcv_wnd,
-            });
-        }
-        for l in 0..self.net.link_count() as LinkId {
-            let (qb, qp) = self.net.queue_occupancy(l, now);
-            self.link_samples.push(LinkSample {
-                time_ns: now,
-                link: self.net.link_name(l).to_string(),
-                queue_bytes: qb,
-                queue_packets: qp,
-                dropped_packets: self.net.link_stats(l).packets_dropped_queue,
-            });
         }
     }
 }

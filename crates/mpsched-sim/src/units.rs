@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use crate::endpoint::Endpoint;
+use crate::endpoint::{Endpoint, Ep};
 
 /// What makes the next unit start.
 #[derive(Debug)]
@@ -155,7 +155,7 @@ impl UnitApp {
     }
 
     /// Sending side: issue what is due and write what the send buffer takes.
-    pub(crate) fn feed(&mut self, now_ns: u64, sender: &mut dyn Endpoint) {
+    pub(crate) fn feed(&mut self, now_ns: u64, sender: &mut Ep) {
         if self.closed {
             return;
         }
@@ -191,7 +191,7 @@ impl UnitApp {
     }
 
     /// Receiving side: record completed units; a web client requests the next object.
-    pub(crate) fn on_receive(&mut self, now_ns: u64, receiver: &dyn Endpoint) {
+    pub(crate) fn on_receive(&mut self, now_ns: u64, receiver: &Ep) {
         let delivered = receiver.delivered_bytes();
         let at = receiver.last_delivery_ns().unwrap_or(now_ns);
         while self.delivered_ns.len() < self.issued && delivered >= self.ends[self.delivered_ns.len()] {
@@ -228,7 +228,7 @@ impl UnitApp {
     /// RPC client: once the connection is established (`connect()` has returned), issue the
     /// requests due and write them into the client-to-server stream (`sender`), closing it
     /// after the last.
-    pub(crate) fn feed_requests(&mut self, now_ns: u64, sender: &mut dyn Endpoint) {
+    pub(crate) fn feed_requests(&mut self, now_ns: u64, sender: &mut Ep) {
         let Trigger::Rpc { request_bytes, interval_ns, window, written_bytes } = self.trigger else { return };
         let total = self.units() as u64 * request_bytes;
         self.established |= sender.is_established();
@@ -255,7 +255,7 @@ impl UnitApp {
 
     /// RPC server: the client-to-server stream delivered more (`receiver`); every request now
     /// whole lets the server write its response (in order). True when there is more to write.
-    pub(crate) fn on_requests(&mut self, receiver: &dyn Endpoint) -> bool {
+    pub(crate) fn on_requests(&mut self, receiver: &Ep) -> bool {
         let Trigger::Rpc { request_bytes, .. } = self.trigger else { return false };
         let whole = (receiver.delivered_bytes() / request_bytes).min(self.issued as u64) as usize;
         if whole <= self.requests_arrived {

@@ -67,6 +67,9 @@ pub struct DataReceiver {
     /// Autotuning: the connection's payload / truesize ratio, of 256 (Linux
     /// `msk->scaling_ratio`: the lowest of the subflows', refreshed by `rcv_space_adjust`).
     scaling_ratio: u8,
+    /// [`offer_cap_bytes`] of the settings, kept as its window scale (`65 535 << scale`;
+    /// [`NO_OFFER_CAP`]: none): each ACK reads it, and a byte fits the padding.
+    offer_cap_scale: u8,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
     space_bytes: u64,
     /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
@@ -86,12 +89,35 @@ fn offer_cap_bytes(cfg: &ConnParams) -> u64 {
     }
 }
 
+/// [`DataReceiver::offer_cap_scale`] of a receiver whose offers have no cap.
+const NO_OFFER_CAP: u8 = u8::MAX;
+
+/// [`offer_cap_bytes`] as its window scale, or [`NO_OFFER_CAP`].
+fn offer_cap_scale(cfg: &ConnParams) -> u8 {
+    let cap = offer_cap_bytes(cfg);
+    if cap == u64::MAX {
+        return NO_OFFER_CAP;
+    }
+    let scale = cap.trailing_zeros() as u8;
+    assert_eq!(
+        65_535 << scale,
+        cap,
+        "a window cap is 65 535 shifted by the scale"
+    );
+    scale
+}
+
 /// Linux `tcp_rmem[1]`: the initial receive buffer, bytes.
 pub const RMEM_INITIAL_BYTES: u64 = 131_072;
 
 impl DataReceiver {
     /// A data receiver.
     pub fn new(cfg: ConnConfig) -> Self {
+        Self::with_config(&cfg)
+    }
+
+    /// [`DataReceiver::new`] from a borrowed configuration (see `DataSender::with_config`).
+    pub fn with_config(cfg: &ConnConfig) -> Self {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
@@ -120,6 +146,7 @@ impl DataReceiver {
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer, as
             // far as the window scale lets it.
             right_edge: rcv_wnd_bytes.min(offer_cap_bytes(&cfg.params())),
+            offer_cap_scale: offer_cap_scale(&cfg.params()),
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
             scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
@@ -256,10 +283,17 @@ impl DataReceiver {
     /// Linux `mptcp_rcv_space_adjust` (6.18): once per RTT (the highest receiver-side RTT
     /// estimate of the subflows), if the application read more than in the last measurement,
     /// grow the buffer.
+    #[inline(always)]
     fn rcv_space_adjust(&mut self, copied: u64, now_ns: u64) {
-        if !self.cfg.rcv_buf_autotuning || copied == 0 {
-            return;
+        if self.cfg.rcv_buf_autotuning && copied > 0 {
+            self.rcv_space_measure(copied, now_ns);
         }
+    }
+
+    /// [`DataReceiver::rcv_space_adjust`] with autotuning on (out of line: inlined in the
+    /// in-order path, it took registers from runs without it).
+    #[inline(never)]
+    fn rcv_space_measure(&mut self, copied: u64, now_ns: u64) {
         self.copied_bytes += copied;
         let start = *self.measure_start_ns.get_or_insert(now_ns);
         let rtt_ns = self
@@ -327,14 +361,21 @@ impl DataReceiver {
         let edge = self.right_edge.max(self.rcv_nxt + offer);
         (
             self.rcv_nxt,
-            (edge - self.rcv_nxt).min(offer_cap_bytes(&self.cfg)),
+            (edge - self.rcv_nxt).min(match self.offer_cap_scale {
+                NO_OFFER_CAP => u64::MAX,
+                scale => 65_535 << scale,
+            }),
         )
     }
 
     /// Next segment to send (ACKs, handshake) and its subflow.
+    ///
+    /// Most calls find nothing to send (a delayed ACK waits, and the loop asks once more after
+    /// each segment): that test is inline in the caller, the rest a call. The window is
+    /// computed only for a segment that goes out, as Linux's `tcp_select_window` does at
+    /// transmission.
+    #[inline(always)]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        // Most calls find nothing to send (a delayed ACK waits): the window is computed only
-        // for a segment that goes out, as Linux's `tcp_select_window` does at transmission.
         // One subflow (plain TCP, most MPTCP flows' start): no iterator.
         let any_pending = match self.subflows.as_slice() {
             [s] => self.is_path_up(0) && s.ack_pending(),
@@ -346,16 +387,24 @@ impl DataReceiver {
         if !any_pending {
             return None;
         }
+        self.poll_transmit_pending(now_ns)
+    }
+
+    /// [`DataReceiver::poll_transmit`] once some subflow has an ACK or handshake segment due.
+    #[inline(never)]
+    fn poll_transmit_pending(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         for i in 0..self.subflows.len() {
             if !self.is_path_up(i) {
                 continue;
             }
             let (data_ack, wnd) = self.advertise(i);
             self.subflows[i].set_conn_window(data_ack, wnd);
-            if let Some(seg) = self.subflows[i].poll_transmit(now_ns) {
+            // Built in place as the returned pair (`Receiver::poll_transmit_with`).
+            let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
+            if out.is_some() {
                 self.right_edge = self.right_edge.max(data_ack + wnd);
                 self.data_ack_untold = false;
-                return Some((i, seg));
+                return out;
             }
         }
         None

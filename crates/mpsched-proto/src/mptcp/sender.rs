@@ -70,6 +70,15 @@ impl DataSender {
     /// A data sender. `sched` drives MPTCP (with `None`, all data goes to subflow 0); it is
     /// ignored in TCP mode. Fails on an unknown congestion-control name.
     pub fn new(cfg: ConnConfig, sched: Option<Box<dyn Scheduler>>) -> Result<Self, UnknownCc> {
+        Self::with_config(&cfg, sched)
+    }
+
+    /// [`DataSender::new`] from a borrowed configuration (a caller building many connections
+    /// alike keeps one, instead of building and dropping one a connection).
+    pub fn with_config(
+        cfg: &ConnConfig,
+        sched: Option<Box<dyn Scheduler>>,
+    ) -> Result<Self, UnknownCc> {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
@@ -224,6 +233,9 @@ impl DataSender {
         self.need_schedule = true;
     }
 
+    // Once a connection (out of line of the ACK path).
+    #[cold]
+    #[inline(never)]
     fn start_joins(&mut self, now_ns: u64) {
         if self.cfg.is_client && self.cfg.mode == Mode::Mptcp && !self.joins_started {
             self.joins_started = true;
@@ -286,6 +298,15 @@ impl DataSender {
             let _ = self.send_new_inline(0, u64::MAX);
             return;
         };
+        self.run_scheduler_rounds(sched.as_mut(), now_ns);
+        self.sched = Some(sched);
+    }
+
+    /// The scheduler's rounds: it sees the connection and acts until it does nothing more. (Out
+    /// of line: inlined in `poll_transmit`, the views it builds took registers from plain
+    /// TCP's path, which never comes here.)
+    #[inline(never)]
+    fn run_scheduler_rounds(&mut self, sched: &mut dyn Scheduler, now_ns: u64) {
         for _ in 0..MAX_SCHEDULE_ROUNDS {
             self.refresh_views();
             self.actions.clear();
@@ -322,7 +343,6 @@ impl DataSender {
                 break;
             }
         }
-        self.sched = Some(sched);
     }
 
     /// [`Action::SendNew`]: up to `max_bytes` new bytes to `subflow`'s queue.
@@ -460,7 +480,8 @@ impl DataSender {
         None
     }
 
-    /// Earliest timer of any subflow, absolute ns.
+    /// Earliest timer of any subflow, absolute ns. (Inline: asked after every drain.)
+    #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
         let msk = self.stale.as_ref().and_then(|st| st.timer_ns);
         // Asked after every event; one subflow without the MPTCP retransmit timer (plain

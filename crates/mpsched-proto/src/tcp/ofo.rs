@@ -98,6 +98,9 @@ impl OfoQueue {
     }
 
     /// Where a segment starting at `seq` goes (`Err`), or the queued one that starts there.
+    /// (Out of line, as `insert`: inlined, the out-of-order path took registers from the
+    /// receiver's in-order path.)
+    #[inline(never)]
     pub(super) fn search(&self, seq: u64) -> Result<usize, usize> {
         match &self.0 {
             None => Err(0),
@@ -116,6 +119,7 @@ impl OfoQueue {
 
     /// Puts `o` at `index` (from [`OfoQueue::search`]); `rcv_nxt`, the cumulative ACK point,
     /// is below every queued segment and becomes the base of a queue that was empty.
+    #[inline(never)]
     pub(super) fn insert(&mut self, index: usize, o: Ooo, rcv_nxt: u64) {
         let q = self.0.get_or_insert_with(|| {
             Box::new(Queue {

@@ -23,7 +23,7 @@ use super::handshake::{Handshake, HsOption, Role};
 use super::ofo::{OfoQueue, Ooo};
 use super::rangeset::RangeSet;
 use super::rtt::timer_wheel_fire_ns;
-use super::segment::{flags, Segment};
+use super::segment::{flags, Segment, MAX_SACK_BLOCKS};
 use super::{TcpConfig, DELAYED_ACK_NS};
 
 mod grow;
@@ -428,10 +428,20 @@ impl Receiver {
         self.released = buf;
     }
 
-    /// Next segment to send (handshake or ACK). (Inline: the connection asks only when an
-    /// ACK is pending, and then it builds one.)
-    #[inline(always)]
+    /// Next segment to send (handshake or ACK).
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
+        self.poll_transmit_with(now_ns, |seg| seg)
+    }
+
+    /// [`Receiver::poll_transmit`] building the caller's value in place (as
+    /// `Sender::poll_transmit_with`; inline: asked only when an ACK is pending).
+    #[inline(always)]
+    pub fn poll_transmit_with<R>(
+        &mut self,
+        now_ns: u64,
+        wrap: impl FnOnce(Segment) -> R,
+    ) -> Option<R> {
         if !self.path_up {
             return None;
         }
@@ -444,7 +454,7 @@ impl Receiver {
                 window
             };
             s.data_ack = data_ack;
-            return Some(s);
+            return Some(wrap(s));
         }
         if !self.ack_now || !self.hs.is_established() {
             return None;
@@ -458,18 +468,9 @@ impl Receiver {
         }
         self.quickacks_left = self.quickacks_left.saturating_sub(1);
         self.stats.acks_sent += 1;
-        let mut seg = Segment {
-            flags: flags::ACK | if self.cfg.mptcp { flags::DATA_ACK } else { 0 },
-            seq: 1,
-            ack: self.rcv_nxt,
-            window,
-            ts_val: now_ns.max(1),
-            ts_ecr: self.ts_recent,
-            data_ack,
-            ..Default::default()
-        };
         // SACK blocks, most recent first, still above rcv_nxt (none without out-of-order data:
-        // a block noted earlier is below rcv_nxt by now).
+        // a block noted earlier is below rcv_nxt by now), gathered first: one build, in place.
+        let mut sack = [(0u64, 0u64); MAX_SACK_BLOCKS];
         let mut n = 0;
         let recent = if self.ofo_ranges.is_empty() {
             0
@@ -477,18 +478,28 @@ impl Receiver {
             usize::from(self.n_recent)
         };
         for &r in &self.recent_sack[..recent] {
-            if n >= self.cfg.max_sack_blocks.min(seg.sack.len()) {
+            if n >= self.cfg.max_sack_blocks.min(MAX_SACK_BLOCKS) {
                 break;
             }
             if let Some(b) = self.ofo_ranges.containing(r) {
-                if !seg.sack[..n].contains(&b) {
-                    seg.sack[n] = b;
+                if !sack[..n].contains(&b) {
+                    sack[n] = b;
                     n += 1;
                 }
             }
         }
-        seg.sack_len = n as u8;
-        Some(seg)
+        Some(wrap(Segment {
+            flags: flags::ACK | if self.cfg.mptcp { flags::DATA_ACK } else { 0 },
+            seq: 1,
+            ack: self.rcv_nxt,
+            window,
+            ts_val: now_ns.max(1),
+            ts_ecr: self.ts_recent,
+            data_ack,
+            sack,
+            sack_len: n as u8,
+            ..Default::default()
+        }))
     }
 
     /// The (ACK point, window) to announce. Plain TCP (Linux `__tcp_select_window`): the free

@@ -4,6 +4,7 @@
 use super::wire::Sink;
 use super::Simulation;
 use crate::config::{LinkDirection, PathEvent};
+use crate::endpoint::Endpoint;
 use crate::path_events::PathAction;
 use mpsched_engine::net::{LinkId, LinkState};
 

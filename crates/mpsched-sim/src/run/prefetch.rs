@@ -10,6 +10,7 @@
 //! the records cannot change.
 
 use super::{Carried, Simulation};
+use crate::endpoint::Endpoint;
 use mpsched_engine::net::LinkId;
 use mpsched_engine::prefetch;
 

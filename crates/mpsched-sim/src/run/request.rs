@@ -14,6 +14,7 @@
 
 use super::wire::{rearm_app, Wire};
 use super::Simulation;
+use crate::endpoint::Endpoint;
 
 impl Simulation<'_> {
     /// After something happened to endpoint `client_side` of flow `fi`'s request half: the
@@ -24,8 +25,8 @@ impl Simulation<'_> {
         let Some(f) = self.flows[fi].as_mut() else { return };
         let Some(r) = f.request.as_deref_mut() else { return };
         if client_side {
-            f.app.feed_requests(now, r.client.ep.as_mut());
-        } else if f.app.on_requests(r.server.ep.as_ref()) {
+            f.app.feed_requests(now, &mut r.client.ep);
+        } else if f.app.on_requests(&r.server.ep) {
             // The responses go out before the requests' ACK (which would ride on them).
             self.after_activity(fi, false);
         }

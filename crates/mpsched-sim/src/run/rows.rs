@@ -4,6 +4,7 @@ use super::{Flow, Simulation};
 use crate::app::App;
 use crate::config::Direction;
 use crate::config::Protocol;
+use crate::endpoint::Endpoint;
 use crate::records::{
     ActionRow, BlockRow, ConnSample, FlowRow, LinkRow, LinkSample, Records, SubflowRow, SubflowSample,
 };
@@ -64,7 +65,7 @@ impl Simulation<'_> {
         let row = FlowRow {
             end_ns,
             fct_ns: end_ns.map(|e| e.saturating_sub(fc.start_ns)),
-            completed: App::completed(&fc.app, fc.start_ns, receiver.ep.as_ref(), end_ns),
+            completed: App::completed(&fc.app, fc.start_ns, &receiver.ep, end_ns),
             bytes_delivered: receiver.ep.delivered_bytes(),
             bytes_sent: subflows.iter().map(|s| s.bytes_sent).sum(),
             bytes_retransmitted: subflows.iter().map(|s| s.bytes_retransmitted).sum(),
@@ -126,6 +127,49 @@ impl Simulation<'_> {
             bytes_sent: 0,
             bytes_retransmitted: 0,
             bytes_redundant: 0,
+        }
+    }
+
+    /// Samples every running flow's subflows and connection, and every link's queue.
+    #[inline(never)]
+    pub(super) fn sample(&mut self) {
+        let now = self.now_ns;
+        for (fi, f) in self.flows.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let fc = &self.cfg.flows[fi];
+            let paths = self.cfg.flow_paths(fi);
+            let (sender, receiver) = f.roles(fc.direction);
+            for v in sender.ep.subflow_views() {
+                self.subflow_samples.push(SubflowSample {
+                    time_ns: now,
+                    flow_id: fc.id,
+                    subflow: v.id as u64,
+                    path: paths[v.id] as u64,
+                    cwnd_bytes: v.cwnd_bytes,
+                    srtt_ns: v.srtt_ns,
+                    in_flight_bytes: v.in_flight_bytes,
+                    bytes_acked: v.bytes_acked,
+                });
+            }
+            let (ofo, used, rcv_wnd) = receiver.ep.receive_buffer();
+            self.conn_samples.push(ConnSample {
+                time_ns: now,
+                flow_id: fc.id,
+                delivered_bytes: receiver.ep.delivered_bytes(),
+                ofo_bytes: ofo,
+                rcv_buffer_bytes: used,
+                rcv_wnd_bytes: rcv_wnd,
+            });
+        }
+        for l in 0..self.net.link_count() as LinkId {
+            let (qb, qp) = self.net.queue_occupancy(l, now);
+            self.link_samples.push(LinkSample {
+                time_ns: now,
+                link: self.net.link_name(l).to_string(),
+                queue_bytes: qb,
+                queue_packets: qp,
+                dropped_packets: self.net.link_stats(l).packets_dropped_queue,
+            });
         }
     }
 

@@ -5,11 +5,13 @@ use super::event::Event;
 use super::inflight::{Destination, InFlight};
 use super::skb::OpenSkb;
 use super::{Carried, Flow, Payload, Side};
+use crate::app::App;
 use crate::config::SimConfig;
+use crate::endpoint::Endpoint;
 use crate::records::RunStats;
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{NetEvent, NetSink, Network, Packet, RouteId};
-use mpsched_proto::tcp::flags;
+use mpsched_proto::tcp::{flags, Segment};
 
 // `transmit` reports the subflows that carried data as bits of a u64.
 const _: () = assert!(crate::validate::MAX_SUBFLOWS <= 64);
@@ -51,21 +53,70 @@ pub(super) struct Wire<'s> {
 impl Wire<'_> {
     /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
     /// with `request`) over the flow's paths, onto its subflows' routes and re-arms the
-    /// endpoint's timer.
+    /// endpoint's timer. Returns the subflows that carried data, bit `i` for subflow `i` (the
+    /// other half's ACKs on them ride along, [`super::Simulation::ack_rides_on_data`]).
+    ///
+    /// Every segment is its own packet until a data segment leaves on a path with `gso`: the
+    /// rest of the drain then builds TSO skbs, out of line ([`Wire::transmit_skbs`]), so the
+    /// loop every packet runs carries no skb state.
     #[inline(always)]
-    /// Returns the subflows that carried data, bit `i` for subflow `i` (the other half's ACKs
-    /// on them ride along, [`super::Simulation::ack_rides_on_data`]).
-    pub(super) fn transmit(self, side: &mut Side, fi: usize, client_side: bool, request: bool) -> u64 {
+    pub(super) fn transmit(mut self, side: &mut Side, fi: usize, client_side: bool, request: bool) -> u64 {
         let now = self.now_ns;
         let mut data_subflows = 0u64;
-        let mut skb: Option<OpenSkb> = None;
         // Looked up at the first segment: many drains (a receiver's between delayed ACKs)
         // send nothing.
         let mut paths: &[usize] = &[];
-        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
+        loop {
+            // The segment is read by reference where the endpoint wrote it: moved out of the
+            // Option, its 128 bytes were first copied to other stack slots (callgrind: ~4
+            // instructions a packet).
+            let out = side.ep.poll_transmit(now);
+            let Some((subflow, seg)) = &out else { break };
+            let subflow = *subflow;
             if paths.is_empty() {
                 paths = self.cfg.flow_paths(fi);
             }
+            let path = paths[subflow];
+            let (down, up) = self.path_routes[path];
+            let route = if client_side { up } else { down };
+            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+            if data {
+                data_subflows |= 1u64 << subflow;
+            }
+            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
+            let idx = self.segments.insert(dest, seg);
+            if data && self.cfg.paths[path].gso {
+                let first = FirstSkb { path, route, subflow, idx, seg };
+                return self.transmit_skbs(side, fi, client_side, request, first, data_subflows);
+            }
+            let size = seg.wire_bytes();
+            let mut sink = Sink { queue: self.queue, segments: self.segments };
+            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
+            self.stats.packets_sent += 1;
+        }
+        self.rearm_timer(side, fi, client_side, request);
+        data_subflows
+    }
+
+    /// The rest of [`Wire::transmit`]'s drain once `skb` is open: a data segment that
+    /// continues it joins it, anything else sends it first (and opens the next skb on a path
+    /// with `gso`).
+    #[inline(never)]
+    fn transmit_skbs(
+        mut self,
+        side: &mut Side,
+        fi: usize,
+        client_side: bool,
+        request: bool,
+        first: FirstSkb<'_>,
+        mut data_subflows: u64,
+    ) -> u64 {
+        let now = self.now_ns;
+        let max_segs = side.ep.tso_segments(first.subflow);
+        let (path, route, subflow, idx) = (first.path, first.route, first.subflow, first.idx);
+        let mut skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, first.seg, max_segs));
+        let paths = self.cfg.flow_paths(fi);
+        while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
             let path = paths[subflow];
             let (down, up) = self.path_routes[path];
             let route = if client_side { up } else { down };
@@ -98,14 +149,57 @@ impl Wire<'_> {
             let mut sink = Sink { queue: self.queue, segments: self.segments };
             o.send(self.net, &mut sink, self.stats, now);
         }
+        self.rearm_timer(side, fi, client_side, request);
+        data_subflows
+    }
+
+    /// Re-arms the endpoint's timer if it now wants an earlier one.
+    #[inline(always)]
+    fn rearm_timer(&mut self, side: &mut Side, fi: usize, client_side: bool, request: bool) {
         if let Some(want) = side.ep.poll_timeout() {
             if side.timer_at_ns.is_none_or(|t| want < t) {
-                let at = want.max(now);
+                let at = want.max(self.now_ns);
                 side.timer_at_ns = Some(at);
-                self.queue.push_later(at, Event::Timer { flow: fi as u32, client: client_side, request });
+                push_later(self.queue, at, Event::Timer { flow: fi as u32, client: client_side, request });
             }
         }
-        data_subflows
+    }
+}
+
+/// The data segment that opens a drain's first TSO skb: already in the store at `idx`, going
+/// on `path`'s `route` from `subflow`.
+pub(super) struct FirstSkb<'s> {
+    path: usize,
+    route: RouteId,
+    subflow: usize,
+    idx: u32,
+    seg: &'s Segment,
+}
+
+/// Sends the receiving application's messages of flow `fi`, `first` then the others `app`
+/// has, on the flow's first path (`routes`: its down and up routes) from the `client_side`
+/// endpoint.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn send_app_messages(
+    app: &mut App,
+    first: (u32, u64),
+    fi: usize,
+    client_side: bool,
+    routes: (RouteId, RouteId),
+    now_ns: u64,
+    net: &mut Network<Payload>,
+    sink: &mut Sink<'_>,
+    stats: &mut RunStats,
+) {
+    let route = if client_side { routes.1 } else { routes.0 };
+    let mut next = Some(first);
+    while let Some((tag, bytes)) = next {
+        let size = bytes.min(u32::MAX as u64) as u32;
+        let slot = sink.segments.insert_app_msg(fi as u32, tag);
+        net.send(now_ns, route, size, Payload::app_msg(slot), sink);
+        stats.packets_sent += 1;
+        next = app.poll_message();
     }
 }
 
@@ -116,7 +210,14 @@ pub(super) fn rearm_app(f: &mut Flow, queue: &mut EventQueue<Event>, fi: usize, 
         if f.app_wakeup_ns.is_none_or(|t| want < t) {
             let at = want.max(now_ns);
             f.app_wakeup_ns = Some(at);
-            queue.push_later(at, Event::AppWakeup(fi as u32));
+            push_later(queue, at, Event::AppWakeup(fi as u32));
         }
     }
+}
+
+/// Schedules a timer or a wake-up the drain re-armed. (Out of line: most drains leave the armed
+/// one as it is, and the heap's push inlined in the loop took its registers.)
+#[inline(never)]
+fn push_later(queue: &mut EventQueue<Event>, at_ns: u64, event: Event) {
+    queue.push_later(at_ns, event);
 }

@@ -121,13 +121,21 @@ impl DataSender {
 
     /// `__mptcp_clean_una` after the DATA_ACK advanced: the timer restarts with the stored
     /// period, or stops once everything sent is acknowledged.
+    #[inline(always)]
     pub(super) fn restart_rtx_timer(&mut self, now_ns: u64) {
         if self.stale.is_some() {
-            if self.data_acked < self.next_dsn {
-                self.reset_rtx_timer(now_ns);
-            } else if let Some(st) = self.stale.as_mut() {
-                st.timer_ns = None;
-            }
+            self.restart_upstream_rtx_timer(now_ns);
+        }
+    }
+
+    /// [`DataSender::restart_rtx_timer`] with the MPTCP-level timer (out of line: the upstream
+    /// kernel's machinery only).
+    #[inline(never)]
+    fn restart_upstream_rtx_timer(&mut self, now_ns: u64) {
+        if self.data_acked < self.next_dsn {
+            self.reset_rtx_timer(now_ns);
+        } else if let Some(st) = self.stale.as_mut() {
+            st.timer_ns = None;
         }
     }
 
@@ -145,10 +153,17 @@ impl DataSender {
     /// After a scheduler run that was a push attempt (`push`), `mptcp_subflow_get_send` stores
     /// the period; `__mptcp_push_pending` then arms the timer if it is not pending and data is
     /// unacknowledged.
+    #[inline(always)]
     pub(super) fn arm_rtx_timer(&mut self, now_ns: u64, push: bool) {
-        if self.stale.is_none() {
-            return;
+        if self.stale.is_some() {
+            self.arm_upstream_rtx_timer(now_ns, push);
         }
+    }
+
+    /// [`DataSender::arm_rtx_timer`] on the upstream kernel's machinery (out of line: only
+    /// there is the MPTCP-level timer).
+    #[inline(never)]
+    fn arm_upstream_rtx_timer(&mut self, now_ns: u64, push: bool) {
         if push {
             let ival = self.subflow_timeout_ns(now_ns);
             if let Some(st) = self.stale.as_mut() {
