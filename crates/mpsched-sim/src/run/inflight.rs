@@ -373,7 +373,7 @@ mod tests {
             (data, false),
             (ack, false),
             (Segment { seq: 1, ..data }, false),
-            // Neither is 1 (a SYN-ACK, a data segment acknowledging data): whole.
+            // Neither is 1 (the SYN at (0, 0); a segment acknowledging data and carrying some): whole.
             (Segment { ack: 2, ..data }, true),
             (Segment { seq: 0, ack: 0, ..data }, true),
             (Segment { seq: 2, ..ack }, true),
