@@ -578,7 +578,8 @@ mod tests {
     fn an_skb_chain_is_walked_and_freed_whole() {
         let mut f = InFlight::default();
         let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
-        let segs: Vec<Segment> = (0..3).map(|i| Segment { seq: 1448 * i, len: 1448, ..Default::default() }).collect();
+        let segs: Vec<Segment> =
+            (0..3).map(|i| Segment { seq: 1448 * i, ack: 1, len: 1448, ..Default::default() }).collect();
         let ids: Vec<u32> = segs.iter().map(|s| f.insert(d, s)).collect();
         assert_eq!(f.take_next(ids[0]), NO_SEGMENT);
         f.set_next(ids[0], ids[1]);
