@@ -4,12 +4,17 @@
 //! it is delivered or dropped, so at scale (many flows with full windows) this store is the
 //! largest part of the simulator's memory and of its cache footprint. A [`Segment`] is 128
 //! bytes, 64 of them for four SACK blocks that only ACKs in a loss episode carry. A record is
-//! 48 bytes: `ts_val` in full; `ts_ecr` as its distance back from `ts_val` in 32 bits (the
-//! echoed clock is one the sender received, so earlier than its own send time, and within
-//! 4.29 s of it while the peers keep talking); sequence numbers, acknowledgements and the
-//! window in 32 bits; the length in 16. A segment whose values do not fit (a flow past 4 GiB,
-//! a window of 4 GiB or more, an echo older than 4.29 s or none yet, a SACK edge past 4 GiB)
-//! is kept whole in a side pool instead, and SACK blocks, when there are any, go to another
+//! 40 bytes: `ts_val` in 48 bits (78 h of simulated ns); `ts_ecr` as its distance back from
+//! `ts_val` in 32 bits (the echoed clock is one the sender received, so earlier than its own
+//! send time, and within 4.29 s of it while the peers keep talking); of `seq` and `ack` only
+//! the one that is not 1 (a data segment acknowledges 1, the peer's SYN, and a pure ACK
+//! starts at sequence number 1: `tcp::sender` `build`, `tcp::receiver`'s ACK); the DSN,
+//! DATA_ACK and the window in 32 bits; the length in 16; `sack_len` in 3 bits beside the
+//! record's own. A segment whose values do not fit (a flow past 4 GiB, a window of 4 GiB or
+//! more, an echo older than 4.29 s or none yet, neither `seq` nor `ack` 1 as in a handshake,
+//! a send time past 2^48 ns, a SACK edge past 4 GiB, a `sack_len` past 7) is kept whole in a
+//! side pool instead,
+//! and SACK blocks, when there are any, go to another
 //! with their edges in 32 bits: the first three blocks, as many as a receiver sends beside
 //! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
 //! with a non-zero fourth block is kept whole in the wide pool. Records are
@@ -64,18 +69,25 @@ const WIDE: u8 = 4;
 /// Bit of [`Record::meta`]: a segment of the flow's request half-connection (an RPC's
 /// client-to-server stream), not of its data connection.
 const REQUEST: u8 = 8;
+/// Bit of [`Record::meta`]: `ack` is 1 and `Record::seq_or_ack` is `seq`; without it `seq` is 1
+/// and `seq_or_ack` is `ack`.
+const ACK_ONE: u8 = 16;
+/// [`Record::meta`] keeps `sack_len` above its five bits (at most 7: `MAX_SACK_BLOCKS` is 4).
+const SACK_LEN_SHIFT: u32 = 5;
 
 /// End of a chain of records (no next segment in the skb).
 pub(crate) const NO_SEGMENT: u32 = u32::MAX;
 
-/// One segment in flight with where it is going: 48 bytes.
+/// One segment in flight with where it is going: 40 bytes, no field wider than 4 (so no
+/// padding; a 64-bit `ts_val` would round it up to 48).
 #[derive(Debug, Clone, Copy)]
 struct Record {
-    ts_val: u64,
+    /// Bits 0-31 of `ts_val`.
+    ts_lo: u32,
     /// `ts_val - ts_ecr`.
     ts_ecr_back: u32,
-    seq: u32,
-    ack: u32,
+    /// `seq` with `ACK_ONE` (then `ack` is 1), else `ack` (then `seq` is 1).
+    seq_or_ack: u32,
     dsn: u32,
     data_ack: u32,
     window: u32,
@@ -86,8 +98,10 @@ struct Record {
     link: u32,
     len: u16,
     flags: u16,
+    /// Bits 32-47 of `ts_val`.
+    ts_hi: u16,
     subflow: u8,
-    sack_len: u8,
+    /// The bits above (`TO_CLIENT` ... `ACK_ONE`) and `sack_len << SACK_LEN_SHIFT`.
     meta: u8,
 }
 
@@ -150,25 +164,33 @@ impl InFlight {
     #[inline(always)]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
         // Branch-free tests (this runs for every packet sent), one branch for both: any bit
-        // above 32 in the six narrowed fields or above 16 in the length (an echo later than
-        // the send time wraps to a value past 32 bits); any non-zero byte in the SACK array
-        // (valid blocks or not).
+        // above 32 in the five narrowed fields, above 48 in the send time or above 16 in the
+        // length (an echo later than the send time wraps to a value past 32 bits), or the one
+        // of `seq` and `ack` not kept other than 1; any non-zero byte in the SACK array (valid
+        // blocks or not) or in `sack_len` (the side entry refuses a `sack_len` past 3 bits).
         let ts_ecr_back = seg.ts_val.wrapping_sub(seg.ts_ecr);
-        let high =
-            (seg.seq | seg.ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32 | (seg.len >> 16) as u64;
-        let sack = seg.sack.iter().fold(0, |acc, &(s, e)| acc | s | e);
+        let ack_one = seg.ack == 1;
+        let (seq_or_ack, other) = if ack_one { (seg.seq, seg.ack) } else { (seg.ack, seg.seq) };
+        let high = (seq_or_ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32
+            | seg.ts_val >> 48
+            | (seg.len >> 16) as u64
+            | (other ^ 1);
+        let sack = seg.sack.iter().fold(seg.sack_len as u64, |acc, &(s, e)| acc | s | e);
         // SACK edges past 32 bits are one more value that does not fit.
         let high = high | sack >> 32;
-        let mut meta = if dest.to_client { TO_CLIENT } else { 0 } | if dest.request { REQUEST } else { 0 };
+        let meta = if dest.to_client { TO_CLIENT } else { 0 }
+            | if dest.request { REQUEST } else { 0 }
+            | if ack_one { ACK_ONE } else { 0 };
+        let mut meta = meta | seg.sack_len << SACK_LEN_SHIFT;
         let mut link = NO_SEGMENT;
         if high | sack != 0 {
             (meta, link) = self.insert_side(meta, high != 0, seg);
         }
         let record = Record {
-            ts_val: seg.ts_val,
+            ts_lo: seg.ts_val as u32,
+            ts_hi: (seg.ts_val >> 32) as u16,
             ts_ecr_back: ts_ecr_back as u32,
-            seq: seg.seq as u32,
-            ack: seg.ack as u32,
+            seq_or_ack: seq_or_ack as u32,
             dsn: seg.dsn as u32,
             data_ack: seg.data_ack as u32,
             window: seg.window as u32,
@@ -177,7 +199,6 @@ impl InFlight {
             link,
             flags: seg.flags,
             subflow: dest.subflow,
-            sack_len: seg.sack_len,
             meta,
         };
         // Written into its slot directly (no copy through the stack).
@@ -209,12 +230,15 @@ impl InFlight {
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit the record (`wide`) or a SACK block past the kept ones is set, else its SACK array. Returns the record's `meta` and `link`.
+    /// fit the record (`wide`), a SACK block past the kept ones is set or `sack_len` is past
+    /// 7, else its SACK array. Returns the record's `meta` and `link`.
     #[cold]
     #[inline(never)]
     fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
-        // Blocks past the kept ones are tested here, off the per-packet path.
-        if wide || seg.sack[SACKS_KEPT..].iter().any(|&b| b != (0, 0)) {
+        // Blocks past the kept ones and a `sack_len` past `meta`'s 3 bits are tested here,
+        // off the per-packet path.
+        let sack_len_fits = seg.sack_len >> (8 - SACK_LEN_SHIFT) == 0;
+        if wide || !sack_len_fits || seg.sack[SACKS_KEPT..].iter().any(|&b| b != (0, 0)) {
             (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT }))
         } else {
             (meta | HAS_SACK, self.sacks.insert(Side { value: narrow(&seg.sack), next: NO_SEGMENT }))
@@ -255,23 +279,26 @@ impl InFlight {
         }
     }
 
-    /// The segment `idx`, as it was stored.
-    #[inline]
+    /// The segment `idx`, as it was stored. Inlined always: every delivered segment is read
+    /// here, and a call would return the 128-byte `Segment` through memory.
+    #[inline(always)]
     pub(crate) fn segment(&self, idx: u32) -> Segment {
         let r = &self.records.slots[idx as usize];
         if r.meta & WIDE != 0 {
             return self.wide.slots[r.link as usize].value;
         }
+        let (ack_one, seq_or_ack) = (r.meta & ACK_ONE != 0, r.seq_or_ack as u64);
+        let ts_val = (r.ts_hi as u64) << 32 | r.ts_lo as u64;
         Segment {
             flags: r.flags,
-            seq: r.seq as u64,
+            seq: if ack_one { seq_or_ack } else { 1 },
             len: r.len as u32,
-            ack: r.ack as u64,
+            ack: if ack_one { 1 } else { seq_or_ack },
             window: r.window as u64,
-            sack_len: r.sack_len,
+            sack_len: r.meta >> SACK_LEN_SHIFT,
             sack: if r.meta & HAS_SACK != 0 { widen(&self.sacks.slots[r.link as usize].value) } else { NO_SACK },
-            ts_val: r.ts_val,
-            ts_ecr: r.ts_val.wrapping_sub(r.ts_ecr_back as u64),
+            ts_val,
+            ts_ecr: ts_val.wrapping_sub(r.ts_ecr_back as u64),
             dsn: r.dsn as u64,
             data_ack: r.data_ack as u64,
         }
@@ -329,8 +356,45 @@ mod tests {
     use mpsched_proto::tcp::flags;
 
     #[test]
-    fn a_record_is_48_bytes() {
-        assert_eq!(std::mem::size_of::<Record>(), 48);
+    fn a_record_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<Record>(), 40);
+    }
+
+    #[test]
+    fn seq_or_ack_of_1_send_times_past_48_bits_and_sack_lens_past_7() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 6, subflow: 3, to_client: false, request: true };
+        let data = Segment { flags: flags::ACK, seq: 7, len: 1448, ack: 1, ts_val: 5, ts_ecr: 4, ..Default::default() };
+        let ack =
+            Segment { flags: flags::ACK, seq: 1, ack: 9, window: 100, ts_val: 5, ts_ecr: 4, ..Default::default() };
+        let (t48, t47) = (1u64 << 48, (1u64 << 48) - 1);
+        let cases = [
+            // A data segment (ack 1), a pure ACK (seq 1), both 1: the record.
+            (data, false),
+            (ack, false),
+            (Segment { seq: 1, ..data }, false),
+            // Neither is 1 (the SYN at (0, 0); a segment acknowledging data and carrying some): whole.
+            (Segment { ack: 2, ..data }, true),
+            (Segment { seq: 0, ack: 0, ..data }, true),
+            (Segment { seq: 2, ..ack }, true),
+            // Send times: the last that fits 48 bits, and the first that does not.
+            (Segment { ts_val: t47, ts_ecr: t47 - 3, ..data }, false),
+            (Segment { ts_val: t48, ts_ecr: t48 - 3, ..data }, true),
+            (Segment { ts_val: u64::MAX, ts_ecr: u64::MAX, ..ack }, true),
+            // `sack_len` with zero blocks (a value as stored, not as valid): 7 fits (in the SACK
+            // pool), 8 does not.
+            (Segment { sack_len: 7, ..ack }, false),
+            (Segment { sack_len: 8, ..ack }, true),
+            (Segment { sack_len: u8::MAX, ..data }, true),
+        ];
+        for (seg, wide) in cases {
+            let i = f.insert(d, &seg);
+            assert_eq!(f.segment(i), seg);
+            let dest = f.destination(i);
+            assert_eq!((dest.flow, dest.subflow, dest.to_client, dest.request), (6, 3, false, true));
+            assert_eq!(f.wide.slots.len() - f.wide.free.len(), wide as usize, "{seg:?}");
+            assert_eq!(f.remove(i), NO_SEGMENT);
+        }
     }
 
     #[test]
@@ -350,7 +414,7 @@ mod tests {
             (now, now, u16::MAX as u32, false),
         ];
         for (ts_val, ts_ecr, len, wide) in cases {
-            let s = Segment { flags: flags::ACK, seq: 5, len, ts_val, ts_ecr, ..Default::default() };
+            let s = Segment { flags: flags::ACK, seq: 5, ack: 1, len, ts_val, ts_ecr, ..Default::default() };
             let i = f.insert(d, &s);
             assert_eq!(f.segment(i), s);
             assert_eq!(f.wide.slots.len() - f.wide.free.len(), wide as usize, "{ts_val} {ts_ecr} {len}");
@@ -362,11 +426,11 @@ mod tests {
     fn records_with_side_entries_keep_their_skb_link() {
         let mut f = InFlight::default();
         let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
-        let plain = Segment { seq: 0, len: 1448, ts_val: 9, ts_ecr: 4, ..Default::default() };
-        let mut sacked = Segment { seq: 1448, len: 1448, ..Default::default() };
+        let plain = Segment { seq: 0, ack: 1, len: 1448, ts_val: 9, ts_ecr: 4, ..Default::default() };
+        let mut sacked = Segment { seq: 1448, ack: 1, len: 1448, ..Default::default() };
         sacked.sack_len = 1;
         sacked.sack[0] = (1, 2);
-        let wide = Segment { seq: 1 << 40, len: 1448, ..Default::default() };
+        let wide = Segment { seq: 1 << 40, ack: 1, len: 1448, ..Default::default() };
         let ids = [f.insert(d, &plain), f.insert(d, &sacked), f.insert(d, &wide), f.insert(d, &plain)];
         for w in ids.windows(2) {
             f.set_next(w[0], w[1]);
@@ -387,9 +451,17 @@ mod tests {
     #[test]
     fn segments_come_back_as_stored_and_slots_are_reused() {
         let mut f = InFlight::default();
-        let data =
-            Segment { flags: flags::ACK, seq: 1 << 20, len: 1448, dsn: 7, ts_val: 3 << 40, ..Default::default() };
-        let mut ack = Segment { flags: flags::ACK | flags::DATA_ACK, ack: 99, window: 1 << 30, ..Default::default() };
+        let data = Segment {
+            flags: flags::ACK,
+            seq: 1 << 20,
+            ack: 1,
+            len: 1448,
+            dsn: 7,
+            ts_val: 3 << 40,
+            ..Default::default()
+        };
+        let mut ack =
+            Segment { flags: flags::ACK | flags::DATA_ACK, seq: 1, ack: 99, window: 1 << 30, ..Default::default() };
         ack.sack_len = 2;
         ack.sack[0] = (200, 300);
         ack.sack[1] = (400, 500);
@@ -417,7 +489,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 28);
         let mut f = InFlight::default();
         let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
-        let mut ack = Segment { flags: flags::ACK, ack: 5, ..Default::default() };
+        let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 5, ..Default::default() };
         ack.sack_len = 2;
         ack.sack[0] = (u32::MAX as u64 - 9, u32::MAX as u64);
         ack.sack[1] = (10, 20);
@@ -461,7 +533,7 @@ mod tests {
     fn a_fourth_sack_block_keeps_the_segment_whole() {
         let mut f = InFlight::default();
         let d = Destination { flow: 4, subflow: 1, to_client: false, request: false };
-        let mut ack = Segment { flags: flags::ACK, ack: 100, ..Default::default() };
+        let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 100, ..Default::default() };
         ack.sack_len = 3;
         ack.sack[0] = (300, 400);
         ack.sack[1] = (500, 600);
@@ -506,7 +578,8 @@ mod tests {
     fn an_skb_chain_is_walked_and_freed_whole() {
         let mut f = InFlight::default();
         let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
-        let segs: Vec<Segment> = (0..3).map(|i| Segment { seq: 1448 * i, len: 1448, ..Default::default() }).collect();
+        let segs: Vec<Segment> =
+            (0..3).map(|i| Segment { seq: 1448 * i, ack: 1, len: 1448, ..Default::default() }).collect();
         let ids: Vec<u32> = segs.iter().map(|s| f.insert(d, s)).collect();
         assert_eq!(f.take_next(ids[0]), NO_SEGMENT);
         f.set_next(ids[0], ids[1]);
