@@ -52,7 +52,7 @@ if (GRID / CSV_NAME).exists():
 #: "Session 6: retransmissions on tbf and cross-traffic cells (tcp11n)").
 #: Where the misses were traced (docs/testbed.md sections) and miss11's re-measurement of the miss
 #: cells on another testbed host (kernel build 6.18.44-fc-v657, load 1.5-4, 21 flows a cell; the
-#: stored kernel.csv is v782's): benches/data/grid_misses_v657-20261129.csv, not part of the grid.
+#: stored kernel.csv is v782's): benches/data/grid_v657-20261129.csv, not part of the grid.
 _FS11C = "docs/testbed.md 'Session 11: the fast_slow/htb/4MiB clusters'"
 _RD11 = "docs/testbed.md 'Session 11: the unread window on ofo11's receiver'"
 _V657 = "miss11, docs/testbed.md 'Every remaining miss: mechanism and evidence'"
