@@ -20,6 +20,9 @@ hrtimer and the NET_TX softirq); tokens carry over, so this only moves the knife
 router's captures (`probe_hystart.py CELL --pcap --router`: CELL_rp<i>.pcap next to the server's)
 and lists the skbs the tbf really dropped (sent on srv0, never dequeued onto rp<i>) and the
 transit srv0 -> rp<i> of each round's first skb (the delayer's delay plus any wait for tokens).
+`--htb` replays an htb cell instead (short11): 6.18 htb's class at rate = ceil with its bfifo
+leaf (`htb_class_mode`, `htb_charge_class`: the head leaves while the class owes nothing and is
+charged after; tc's default 1 600-B burst), the simulator's `transmitter = "htb"`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from pathlib import Path
 from mpsched.engines.kernel.plan import client_addr
 from mpsched.study.grid import cells
 
+#: tc's default htb burst on this host (`rate / get_hz() + mtu`, get_hz() 10^9; fail15h).
+HTB_BURST_BYTES = 1600
 GRID = Path(__file__).resolve().parent.parent / "scenarios" / "validation" / "grid"
 #: ip header line (time, IP total length) then the TCP line of `tcpdump -tt -n -S -v`.
 IP_LINE = re.compile(r"^(\d+\.\d+) IP \(.*length (\d+)\)")
@@ -90,6 +95,27 @@ class Tbf:
         return True
 
 
+class Htb(Tbf):
+    """6.18 htb, one class at rate = ceil with its bfifo leaf (short11): the head leaves while the
+    class owes nothing (`htb_class_mode`: tokens >= 0 with `htb_hysteresis` off) and is charged
+    after (`htb_charge_class`: tokens capped at the buffer, less the skb's time, possibly below
+    zero); tc's default burst is `rate / get_hz() + mtu` = 1 600 B here (fail15h)."""
+
+    def run_until(self, t_ns: float) -> None:
+        while self.queue:
+            length, arrived, tag = self.queue[0]
+            head = max(arrived, self.t_c)
+            have = min(self.buffer_ns, self.tokens_ns + head - self.t_c)
+            dep = head if have >= 0 else head - have + self.lag_ns
+            if dep > t_ns:
+                return
+            self.tokens_ns = min(self.buffer_ns, self.tokens_ns + dep - self.t_c) - length * self.ns_per_byte
+            self.t_c = dep
+            self.backlog -= length
+            self.queue.popleft()
+            self.departures.append((dep, tag))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cell")
@@ -98,6 +124,8 @@ def main() -> None:
     ap.add_argument("--lag-us", type=float, default=0.0)
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--router", action="store_true", help="also read the router's CELL_rp<i>.pcap captures")
+    ap.add_argument("--htb", action="store_true",
+                    help="an htb cell: replay htb's class (1 600-B burst, charged after sending) instead of tbf")
     a = ap.parse_args()
     cell = next((c for c in cells(GRID) if c.id == a.cell), None)
     if cell is None:
@@ -107,10 +135,11 @@ def main() -> None:
     skbs = data_skbs(a.pcap)
     for i, path in enumerate(cell.config["paths"]):
         link = cell.config["links"][path["down"][0]]
-        if link.get("burst_bytes") is None:
-            raise SystemExit(f"error: {a.cell} has no token bucket on path {path['name']} (a tbf cell is needed)")
+        if (link.get("burst_bytes") is None) != a.htb:
+            raise SystemExit(f"error: {a.cell} path {path['name']}: a tbf cell needs a bucket, --htb a cell without")
         addr = client_addr(i)
-        tbf = Tbf(link["rate_bps"], link["burst_bytes"], link["queue_bytes"], a.lag_us * 1e3)
+        tbf = (Htb(link["rate_bps"], HTB_BURST_BYTES, link["queue_bytes"], a.lag_us * 1e3) if a.htb
+               else Tbf(link["rate_bps"], link["burst_bytes"], link["queue_bytes"], a.lag_us * 1e3))
         frame = link["overhead_bytes"]
         arrivals = []
         for (cli, port), pk in skbs.items():
@@ -144,7 +173,8 @@ def main() -> None:
             if not tbf.arrive(t * 1e9, length, tag):
                 predicted.append((port, s0 // mss, nseg, round(ms, 2), tbf.backlog))
         tbf.run_until(float("inf"))
-        print(f"path {path['name']} ({addr}, {link['rate_bps'] / 1e6:g} Mbit/s, bucket {link['burst_bytes']} B, "
+        print(f"path {path['name']} ({addr}, {link['rate_bps'] / 1e6:g} Mbit/s, "
+              f"{'htb' if a.htb else 'tbf'} bucket {HTB_BURST_BYTES if a.htb else link['burst_bytes']} B, "
               f"limit {link['queue_bytes']} B, mss {mss})")
         listing("predicted drops (port, segment, segments, ms after the connection's first data, backlog B)", predicted)
         listing("resent skbs (port, segment, segments, ms)", resent)
