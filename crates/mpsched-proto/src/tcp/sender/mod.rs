@@ -345,22 +345,17 @@ impl Sender {
         self.board.set_min_rtt(self.rtt.min_rtt_ns);
         let (segs_before, sacked_before) = (self.board.segs_out() as u64, self.board.sacked_segs());
         let mut ca_src = CaRttSources::default();
+        let mut ts_rtt = None;
         if una_advanced {
             // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
             if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
-                let r = now_ns - seg.ts_ecr;
-                self.rtt.on_sample(r);
-                out.rtt_sample_ns = Some(r);
+                ts_rtt = Some(now_ns - seg.ts_ecr);
             }
             out.acked_bytes = self.board.advance_una_noting(ack, now_ns, &mut ca_src);
             self.snd_una = ack;
             self.stats.bytes_acked += out.acked_bytes;
             self.l2_bytes += out.acked_bytes;
-            self.backoff = 0;
             self.potentially_failed = false;
-            // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
-            self.rto_deadline =
-                (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
         }
         // No SACK blocks (most ACKs): nothing newly SACKed, and the scoreboard need not look.
         out.sacked_bytes = if seg.sack_len > 0 {
@@ -369,6 +364,19 @@ impl Sender {
         } else {
             0
         };
+        // Linux `tcp_ack_update_rtt`: the estimator's sample is the first transmission's age of
+        // the earliest newly acknowledged (or else newly SACKed) segment, the echo only when
+        // neither gives one; any sample, a SACK's too, ends the RTO backoff.
+        if let Some(r) = ca_src.seq_rtt(now_ns).or(ts_rtt) {
+            self.rtt.on_sample_at(r, self.snd_una, self.snd_nxt);
+            out.rtt_sample_ns = Some(r);
+            self.backoff = 0;
+        }
+        if una_advanced {
+            // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
+            self.rto_deadline = (!self.board.is_empty())
+                .then(|| timer_wheel_fire_ns(now_ns, self.rtt.backed_off_rto_ns(self.backoff)));
+        }
         // Segments that left the board plus the change in SACKed ones (a SACKed segment that
         // is then cumulatively acknowledged leaves both counts: it is not counted twice).
         out.delivered_segs = (segs_before - self.board.segs_out() as u64
@@ -378,7 +386,7 @@ impl Sender {
         // time of the latest segment it newly acknowledged or SACKed, else the timestamp echo
         // of an ACK of new data) in every state, before loss detection.
         // One sample per ACK serves both hooks (`on_rtt_sample` here, `on_ack` in `grow`).
-        let ca_rtt = ca_src.ca_rtt(now_ns).or(out.rtt_sample_ns);
+        let ca_rtt = ca_src.ca_rtt(now_ns).or(ts_rtt);
         let mut sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
         if ca_rtt.is_some() {
             self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
