@@ -62,8 +62,6 @@ fn jiffies_ceil(delay_ns: u64) -> u64 {
 pub struct RttEstimator {
     /// Smoothed RTT, ns (0 before the first sample).
     pub srtt_ns: u64,
-    /// RTT variation, ns: Linux `mdev_us >> 2`, what `tcpi_rttvar` reports.
-    pub rttvar_ns: u64,
     /// Minimum sample seen, ns (0 before the first sample).
     pub min_rtt_ns: u64,
     /// Latest raw sample, ns.
@@ -86,6 +84,25 @@ impl RttEstimator {
     /// Feeds one RTT sample that ends the estimator's window (a handshake's, a test's).
     pub fn on_sample(&mut self, rtt_ns: u64) {
         self.on_sample_at(rtt_ns, u64::MAX, u64::MAX);
+        self.note_min_rtt(rtt_ns);
+    }
+
+    /// RTT variation, ns: Linux `mdev_us >> 2`, what `tcpi_rttvar` reports.
+    #[inline]
+    pub fn rttvar_ns(&self) -> u64 {
+        self.mdev4_ns / 4
+    }
+
+    /// Lowers the minimum RTT to `rtt_ns`. Linux feeds its min-RTT filter the congestion
+    /// control's sample (`tcp_update_rtt_min(sk, ca_rtt_us, ..)`: the latest-sent segment an ACK
+    /// delivers), not the estimator's, which is measured from the earliest one.
+    pub fn note_min_rtt(&mut self, rtt_ns: u64) {
+        let rtt_ns = rtt_ns.max(1);
+        self.min_rtt_ns = if self.min_rtt_ns == 0 {
+            rtt_ns
+        } else {
+            self.min_rtt_ns.min(rtt_ns)
+        };
     }
 
     /// Feeds one RTT sample, Linux `tcp_rtt_estimator` (net/ipv4/tcp_input.c): srtt with gain
@@ -100,15 +117,12 @@ impl RttEstimator {
         if !self.has_sample {
             self.has_sample = true;
             self.srtt_ns = rtt_ns;
-            self.min_rtt_ns = rtt_ns;
             self.mdev4_ns = 2 * rtt_ns; // "make sure rto = 3*rtt"
             self.rto_var_ns = self.mdev4_ns.max(MIN_RTO_NS);
             self.mdev_max_ns = self.rto_var_ns;
             self.rtt_seq = snd_nxt;
-            self.rttvar_ns = self.mdev4_ns / 4;
             return;
         }
-        self.min_rtt_ns = self.min_rtt_ns.min(rtt_ns);
         let err = rtt_ns as i128 - self.srtt_ns as i128;
         let quarter = (self.mdev4_ns / 4) as i128;
         let d = if err < 0 {
@@ -134,7 +148,6 @@ impl RttEstimator {
             self.mdev_max_ns = MIN_RTO_NS;
         }
         self.srtt_ns = (7 * self.srtt_ns + rtt_ns) / 8;
-        self.rttvar_ns = self.mdev4_ns / 4;
     }
 
     /// Base RTO (no backoff), ns: Linux `__tcp_set_rto`, srtt + `rttvar_us`.
@@ -166,14 +179,14 @@ mod tests {
         assert_eq!(r.rto_ns(), INITIAL_RTO_NS);
         r.on_sample(100_000_000);
         assert_eq!(r.srtt_ns, 100_000_000);
-        assert_eq!(r.rttvar_ns, 50_000_000);
+        assert_eq!(r.rttvar_ns(), 50_000_000);
         // RTO = 100 ms + max(200 ms, 200 ms)
         assert_eq!(r.rto_ns(), 300_000_000);
         r.on_sample(20_000_000);
         assert_eq!(r.srtt_ns, 90_000_000);
         // Below srtt: the deviation grows by an eighth of (80 - 50) ms only (Linux's gain).
         assert_eq!(
-            r.rttvar_ns,
+            r.rttvar_ns(),
             (200_000_000 + (80_000_000 - 50_000_000) / 8) / 4
         );
         assert_eq!(r.min_rtt_ns, 20_000_000);
