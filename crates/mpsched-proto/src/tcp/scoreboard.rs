@@ -295,7 +295,6 @@ impl Scoreboard {
             } else {
                 if !s.ever_retx {
                     src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
-                    src.first_ackt_ns = src.first_ackt_ns.or(Some(s.xmit_ns));
                 }
                 if s.flags & LOST != 0 {
                     self.lost_bytes -= len;
@@ -426,9 +425,6 @@ impl Scoreboard {
                     // The highest newly SACKed one, as Linux walks them in sequence order
                     // (first transmissions: the latest sent).
                     src.last_sackt_ns = src.last_sackt_ns.max(Some(s.xmit_ns));
-                    // `first_sackt`: the lowest in sequence, the earliest sent of them.
-                    src.first_sackt_ns =
-                        Some(src.first_sackt_ns.map_or(s.xmit_ns, |t| t.min(s.xmit_ns)));
                 }
                 s.flags = SACKED;
                 self.put(i, &s);

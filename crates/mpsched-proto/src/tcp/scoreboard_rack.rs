@@ -104,10 +104,6 @@ pub struct CaRttSources {
     pub(super) last_ackt_ns: Option<u64>,
     pub(super) last_sackt_ns: Option<u64>,
     pub(super) retx_acked: bool,
-    /// The earliest send time of those cumulatively acknowledged (`first_ackt`).
-    pub(super) first_ackt_ns: Option<u64>,
-    /// The earliest send time of those newly SACKed (`first_sackt`).
-    pub(super) first_sackt_ns: Option<u64>,
 }
 
 impl CaRttSources {
@@ -119,21 +115,6 @@ impl CaRttSources {
         let sent = self
             .last_sackt_ns
             .or(self.last_ackt_ns.filter(|_| !self.retx_acked))?;
-        Some(now_ns.saturating_sub(sent))
-    }
-
-    /// Linux `seq_rtt_us` as `tcp_ack_update_rtt` takes it for the RTO estimator: from the
-    /// earliest-sent newly acknowledged segment unless retransmitted data was acknowledged
-    /// (Karn), else from the earliest-sent newly SACKed never-retransmitted one (`sack_rtt_us`);
-    /// `None` otherwise (the caller falls back to the timestamp echo of an ACK of new data).
-    /// Both measure from the first transmission, so an ACK that follows lost ones (or a SACK of
-    /// a segment whose earlier SACKs were lost) gives a sample as long as the wait: the kernel's
-    /// srtt and RTO grow under ACK loss where an echo-only estimate would not.
-    pub fn seq_rtt(&self, now_ns: u64) -> Option<u64> {
-        let sent = self
-            .first_ackt_ns
-            .filter(|_| !self.retx_acked)
-            .or(self.first_sackt_ns)?;
         Some(now_ns.saturating_sub(sent))
     }
 }

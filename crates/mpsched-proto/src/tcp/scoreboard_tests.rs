@@ -300,33 +300,3 @@ fn a_send_time_past_56_bits_is_refused() {
     let mut b = Scoreboard::default();
     b.push(0, 100, 0, false, XMIT_LIMIT);
 }
-
-#[test]
-fn the_rto_estimators_rtt_comes_from_the_earliest_first_transmission_an_ack_delivers() {
-    // Linux `tcp_ack_update_rtt`'s `seq_rtt_us`: the earliest-sent newly acknowledged segment
-    // (Karn: none when retransmitted data is acknowledged), else the earliest-sent newly SACKed
-    // one never retransmitted. Segment i is sent at t = i.
-    let mut b = board(10);
-    let mut src = CaRttSources::default();
-    b.apply_sack_noting(&[(301, 601)], 50, &mut src);
-    assert_eq!(
-        src.seq_rtt(50),
-        Some(50 - 3),
-        "SACK of 3..5: the earliest is 3"
-    );
-    let mut src = CaRttSources::default();
-    b.advance_una_noting(201, 70, &mut src);
-    assert_eq!(
-        src.seq_rtt(70),
-        Some(70),
-        "ACK of 0..1 (an ACK after a lost one): from 0"
-    );
-    b.update_lost(MSS);
-    b.next_lost().unwrap();
-    b.mark_retransmitted(80);
-    // The retransmitted segment 2 and the SACKed 3..5 and then 6: Karn, and nothing newly
-    // SACKed, so no sample from the scoreboard (the caller falls back to the echo).
-    let mut src = CaRttSources::default();
-    b.advance_una_noting(701, 90, &mut src);
-    assert_eq!(src.seq_rtt(90), None);
-}

@@ -381,9 +381,12 @@ impl Sender {
         // Linux `pkts_acked`: the congestion control's sample is the send time of the latest
         // segment this ACK newly acknowledged or SACKed, else the echo of an ACK of new data.
         let ca_rtt = ca_src.ca_rtt(now_ns).or(ts_rtt);
-        // Linux `tcp_ack_update_rtt` (`CaRttSources::seq_rtt`, else the echo); the min-RTT
-        // filter takes `ca_rtt`; any sample, a SACK's too, ends the RTO backoff.
-        out.rtt_sample_ns = ca_src.seq_rtt(now_ns).or(ts_rtt);
+        // The estimator's sample: the echo of an ACK of new data. (Linux `tcp_ack_update_rtt`
+        // takes the first transmission's age of the earliest segment newly acknowledged, else
+        // SACKed, before the echo; measured on this branch, it flips two bimodal grid cells out,
+        // docs/testbed.md Session 12 (lr15).) The min-RTT filter takes `ca_rtt`, as Linux's
+        // `tcp_update_rtt_min`; a sample ends the RTO backoff.
+        out.rtt_sample_ns = ts_rtt;
         if let Some(r) = out.rtt_sample_ns {
             self.rtt.on_sample_at(r, self.snd_una, self.snd_nxt);
             self.rtt.note_min_rtt(ca_rtt.unwrap_or(r));
