@@ -596,16 +596,4 @@ impl Sender {
         }
         self.path_up = up;
     }
-
-    /// Halves cwnd, and ssthresh outside slow start (RP penalisation,
-    /// `reference/schedulers.md` §2.2). How often is the scheduler's rule (OOT: once per sRTT
-    /// of the retransmitting subflow), not the subflow's.
-    pub fn penalize(&mut self) {
-        let mss = self.tcb.mss_bytes;
-        let prior = self.tcb.cwnd_bytes;
-        self.tcb.cwnd_bytes = (prior / 2).max(mss);
-        if prior >= self.tcb.ssthresh_bytes {
-            self.tcb.ssthresh_bytes = (self.tcb.ssthresh_bytes / 2).max(2 * mss);
-        }
-    }
 }

@@ -85,6 +85,18 @@ impl Sender {
         }
     }
 
+    /// Halves cwnd, and ssthresh outside slow start (RP penalisation,
+    /// `reference/schedulers.md` §2.2). How often is the scheduler's rule (OOT: once per sRTT
+    /// of the retransmitting subflow), not the subflow's.
+    pub fn penalize(&mut self) {
+        let mss = self.tcb.mss_bytes;
+        let prior = self.tcb.cwnd_bytes;
+        self.tcb.cwnd_bytes = (prior / 2).max(mss);
+        if prior >= self.tcb.ssthresh_bytes {
+            self.tcb.ssthresh_bytes = (self.tcb.ssthresh_bytes / 2).max(2 * mss);
+        }
+    }
+
     /// The due tail-loss probe (rare: kept out of the per-segment path). Without new data it
     /// resends the highest outstanding segment (returned); with new data the probe is the
     /// next new segment, sent whatever the window (Linux `push_one == 2`).
