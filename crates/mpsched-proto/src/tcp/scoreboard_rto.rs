@@ -1,9 +1,15 @@
 //! The RTO's marks on the scoreboard and their undo: every outstanding segment lost at a
 //! timeout, and none any more when the episode turns out spurious.
 
-use super::{Scoreboard, LOST, SACKED};
+use super::{Scoreboard, EVER_RETX, LOST, SACKED};
 
 impl Scoreboard {
+    /// Linux `tcp_any_retrans_done`: a retransmission is in flight, or the oldest outstanding
+    /// segment was retransmitted at some point.
+    pub fn any_retrans_done(&self) -> bool {
+        self.retx_segs > 0 || self.segs.front().is_some_and(|s| s.bits() & EVER_RETX != 0)
+    }
+
     /// RTO: every outstanding segment not SACKed is lost, retransmissions included
     /// (Linux `tcp_enter_loss()` / `tcp_timeout_mark_lost()`).
     pub fn mark_all_lost(&mut self) {

@@ -171,9 +171,10 @@ impl Sender {
             .inner_mut()
             .ssthresh_on_loss(&self.tcb, now_ns, view);
         // Linux `tcp_enter_recovery`: `prior_ssthresh` from `tcp_current_ssthresh`,
-        // `tcp_init_undo`; the ACK that got here (in Open) cleared `retrans_stamp`.
+        // `tcp_init_undo`; `retrans_stamp` cleared in Open unless retransmitted data is still
+        // out (`tcp_try_to_open`; here Open can hold retransmissions Linux would recover in).
         self.init_undo();
-        self.retrans_stamp_ms = 0;
+        self.clear_retrans_stamp_if_done();
         self.tcb.ssthresh_bytes = ss;
         self.prior_cwnd = self.cwnd_segs();
         self.prr_delivered = 0;
@@ -363,7 +364,7 @@ impl Sender {
         if self.state == CaState::Open || (self.state == CaState::Loss && self.backoff == 0) {
             // `prior_ssthresh` and `prior_cwnd` saved, `tcp_init_undo`.
             if self.state == CaState::Open {
-                self.retrans_stamp_ms = 0;
+                self.clear_retrans_stamp_if_done();
             }
             self.init_undo();
             self.prior_cwnd = self.cwnd_segs();

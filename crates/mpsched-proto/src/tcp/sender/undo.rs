@@ -34,6 +34,16 @@ impl Sender {
         self.undo_marker = true;
     }
 
+    /// Linux `tcp_try_to_open` / `tcp_try_keep_open`: the stamp is forgotten once no
+    /// retransmitted data is outstanding (`tcp_any_retrans_done`). Cleared with retransmissions
+    /// still out, a later ACK for one of them would pass `tcp_packet_delayed` as "nothing
+    /// retransmitted yet" and undo a real loss.
+    pub(super) fn clear_retrans_stamp_if_done(&mut self) {
+        if !self.board.any_retrans_done() {
+            self.retrans_stamp_ms = 0;
+        }
+    }
+
     /// Linux `tcp_retransmit_skb`: the first retransmission of an episode stamps it.
     #[inline]
     pub(super) fn note_retransmission(&mut self, now_ns: u64) {
@@ -97,5 +107,57 @@ impl Sender {
         }
         self.undo_cwnd_reduction(false);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CoupledView;
+    use crate::tcp::{flags, Segment, TcpConfig};
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn the_stamp_outlives_a_new_episode_while_a_retransmission_is_out() {
+        // Linux clears `retrans_stamp` in Open only when `tcp_any_retrans_done` says no
+        // retransmitted data is out. Cleared with one out, the ACK for it would pass
+        // `tcp_packet_delayed` as "nothing retransmitted yet" and undo a real loss.
+        let mut s = Sender::established(TcpConfig::default(), crate::cc::build("reno").unwrap());
+        let mss = s.tcb.mss_bytes;
+        s.queue(0, 20 * mss, false);
+        for _ in 0..10 {
+            s.poll_transmit(MS).expect("within the initial window");
+        }
+        let mut sack = Segment {
+            flags: flags::ACK,
+            ack: 1,
+            ts_ecr: MS,
+            sack_len: 1,
+            ..Default::default()
+        };
+        sack.sack[0] = (1 + mss, 1 + 10 * mss);
+        s.handle_segment(21 * MS, &sack);
+        assert_eq!(s.state, CaState::Recovery);
+        assert_eq!(
+            s.poll_transmit(21 * MS)
+                .expect("the fast retransmission")
+                .seq,
+            1
+        );
+        assert_eq!(s.retrans_stamp_ms, 21);
+        s.state = CaState::Open;
+        s.enter_recovery(30 * MS, &CoupledView::SINGLE);
+        assert_eq!(s.retrans_stamp_ms, 21, "the retransmission is still out");
+        let all = Segment {
+            flags: flags::ACK,
+            ack: 1 + 10 * mss,
+            ts_ecr: 21 * MS,
+            ..Default::default()
+        };
+        s.handle_segment(41 * MS, &all);
+        s.state = CaState::Open;
+        s.enter_recovery(50 * MS, &CoupledView::SINGLE);
+        assert_eq!(s.retrans_stamp_ms, 0, "nothing retransmitted is out");
     }
 }
