@@ -280,8 +280,12 @@ impl Receiver {
         let len = seg.len as u64;
         self.stats.bytes_received += len;
         self.rcv_rtt_measure_ts(now_ns, seg.ts_ecr, len);
-        // RFC 7323 §4.3 TS.Recent update.
-        if seg.seq <= self.last_ack_sent {
+        // RFC 7323 §4.3 TS.Recent update (Linux `tcp_replace_ts_recent`, `rcv_wup` being the
+        // last ACK sent). A segment wholly below it is refused before (`tcp_sequence`: old
+        // sequence, answered with a dupack) and leaves TS.Recent alone, so the ACK to a
+        // retransmission whose original arrived echoes the original's time: after lost ACKs the
+        // sender's sample is the original's age.
+        if seg.seq <= self.last_ack_sent && seg.seq + seg.len as u64 >= self.last_ack_sent {
             self.ts_recent = self.ts_recent.max(seg.ts_val);
         }
         if !self.quickack_armed {
