@@ -26,6 +26,12 @@ from benchio import wait_for_namespaces, watching  # noqa: E402
 from failover_kernel_vs_sim import one_run  # noqa: E402
 
 WATCH = "while :; do echo \"@ $(date +%s%N)\"; ss -tiH state established; sleep 0.003; done"
+#: The server's undo and timeout counters (lr15), every 0.3 s in a second loop so `ss` keeps its
+#: rate: the last sample before the namespace goes is the run's total (within 0.3 s).
+UNDO_COUNTERS = ("TcpExtTCPLossUndo TcpExtTCPFullUndo TcpExtTCPPartialUndo TcpExtTCPDSACKUndo "
+                 "TcpExtTCPSpuriousRTOs TcpExtTCPDSACKRecv TcpExtTCPTimeouts TcpExtTCPLossProbes "
+                 "TcpExtTCPSackRecovery TcpExtTCPDSACKOldSent")
+WATCH_COUNTERS = f"while :; do echo @; nstat -asz {UNDO_COUNTERS} | tail -n +2; sleep 0.3; done"
 FIELDS = {k: re.compile(rf"\b{k}:([\d./]+)") for k in
           ("rto", "backoff", "rtt", "cwnd", "unacked", "retrans", "lastsnd", "lastack", "bytes_acked", "lost")}
 
@@ -36,9 +42,24 @@ def watch(stop: threading.Event, out: Path) -> None:
         return
     p = subprocess.Popen(["ip", "netns", "exec", found["s"], "sh", "-c", WATCH],
                          stdout=open(out / "ss_s.log", "w"), stderr=subprocess.DEVNULL)
+    c = subprocess.Popen(["ip", "netns", "exec", found["s"], "sh", "-c", WATCH_COUNTERS],
+                         stdout=open(out / "nstat_s.log", "w"), stderr=subprocess.DEVNULL)
     stop.wait()
-    p.terminate()
-    p.wait()
+    for q in (p, c):
+        q.terminate()
+        q.wait()
+
+
+def last_counters(log: Path) -> dict[str, int]:
+    """The last complete `nstat` sample of the counters log (the run's totals)."""
+    samples: list[dict[str, int]] = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        if line.startswith("@"):
+            samples.append({})
+        elif samples and len(parts := line.split()) >= 2:
+            samples[-1][parts[0]] = int(parts[1])
+    full = [x for x in samples if x]
+    return full[-1] if full else {}
 
 
 def subflow_rows(log: Path) -> dict[str, list[tuple[float, dict]]]:
@@ -63,6 +84,7 @@ def subflow_rows(log: Path) -> dict[str, list[tuple[float, dict]]]:
 
 
 def analyse(out: Path) -> None:
+    print("server counters:", last_counters(out / "nstat_s.log"))
     rows = subflow_rows(out / "ss_s.log")
     for peer, rs in rows.items():
         print(peer, len(rs), "samples, bytes_acked", rs[-1][1].get("bytes_acked"))

@@ -12,8 +12,9 @@
 //! marking, reordering timer, tail-loss probe); [`LossRecovery::Rfc6675`] selects RFC 6675
 //! DupThresh instead (plus RACK's rule for lost retransmissions), where a lost tail waits for
 //! the RTO. Reordering is detected from SACKs (Linux `reord_seen`: RACK then keeps its window in
-//! recovery). No F-RTO / undo of spurious timeouts, no D-SACK (so RACK's reordering window never
-//! grows past min RTT / 4).
+//! recovery). A loss episode whose ACK echoes a timestamp from before its first retransmission
+//! is undone (Linux's Eifel test, `sender/undo.rs`); no F-RTO, no D-SACK (so RACK's reordering
+//! window never grows past min RTT / 4, and only timestamps undo).
 //!
 //! * [`Sender`]: handshake, send queue of DSN mappings, SACK scoreboard, RFC 6675 / PRR fast
 //!   recovery, RTO with backoff, a pluggable [`crate::cc`] policy.

@@ -27,6 +27,7 @@ use super::segment::{flags, Segment, MAX_SACK_BLOCKS};
 use super::{TcpConfig, DELAYED_ACK_NS};
 
 mod grow;
+mod rcv_rtt;
 mod read_ack;
 
 pub use grow::{fixed_buffer_window_cap_bytes, SCALING_RATIO_DEFAULT};
@@ -214,41 +215,6 @@ impl Receiver {
         self.rcv_ssthresh
     }
 
-    /// Linux `tcp_rcv_rtt_measure_ts` (6.18): a full-sized segment echoing one of our
-    /// timestamps gives a receiver RTT sample, once per distinct echoed value
-    /// (`rcv_rtt_last_tsecr`), on the timestamp clock's 1 ms ticks (`TCP_TS_HZ` = 1000 without
-    /// the usec option; a zero difference counts as 1 ms, `tcp_rtt_tsopt_us`).
-    fn rcv_rtt_measure_ts(&mut self, now_ns: u64, ts_ecr_ns: u64, len: u64) {
-        const NS_PER_MS: u64 = 1_000_000;
-        if ts_ecr_ns == 0 {
-            return;
-        }
-        let tsecr_ms = ts_ecr_ns / NS_PER_MS;
-        if self.rcv_rtt_last_tsecr_ms == Some(tsecr_ms as u32) {
-            return;
-        }
-        self.rcv_rtt_last_tsecr_ms = Some(tsecr_ms as u32);
-        if len >= self.cfg.mss_bytes {
-            let delta_ms = (now_ns / NS_PER_MS).saturating_sub(tsecr_ms).max(1);
-            self.rcv_rtt_update(delta_ms * NS_PER_MS);
-        }
-    }
-
-    /// Linux `tcp_rcv_rtt_update` with timestamps (win_dep = 0) since 6.16 ("tcp: always seek
-    /// for minimal rtt in tcp_rcv_rtt_update()"): a sample below the estimate replaces it at
-    /// once, a larger one is smoothed in by 1/8, so queueing in one round does not stretch the
-    /// autotuning's measurement period (`tcp_rcv_space_adjust`, `mptcp_rcv_space_adjust`).
-    /// (Linux also skips a larger sample while unread data waits; here the application reads
-    /// at once.)
-    fn rcv_rtt_update(&mut self, sample_ns: u64) {
-        let old = self.rcv_rtt_ns;
-        self.rcv_rtt_ns = if old == 0 || sample_ns < old {
-            sample_ns
-        } else {
-            old - old / 8 + sample_ns / 8
-        };
-    }
-
     /// Requests an immediate ACK (e.g. a window update).
     pub fn request_ack(&mut self) {
         if self.hs.is_established() {
@@ -280,8 +246,12 @@ impl Receiver {
         let len = seg.len as u64;
         self.stats.bytes_received += len;
         self.rcv_rtt_measure_ts(now_ns, seg.ts_ecr, len);
-        // RFC 7323 §4.3 TS.Recent update.
-        if seg.seq <= self.last_ack_sent {
+        // RFC 7323 §4.3 TS.Recent update (Linux `tcp_replace_ts_recent`, `rcv_wup` being the
+        // last ACK sent). A segment wholly below it is refused before (`tcp_sequence`: old
+        // sequence, answered with a dupack) and leaves TS.Recent alone, so the ACK to a
+        // retransmission whose original arrived echoes the original's time: after lost ACKs the
+        // sender's sample is the original's age.
+        if seg.seq <= self.last_ack_sent && seg.seq + seg.len as u64 >= self.last_ack_sent {
             self.ts_recent = self.ts_recent.max(seg.ts_val);
         }
         if !self.quickack_armed {

@@ -62,41 +62,100 @@ fn jiffies_ceil(delay_ns: u64) -> u64 {
 pub struct RttEstimator {
     /// Smoothed RTT, ns (0 before the first sample).
     pub srtt_ns: u64,
-    /// RTT variation, ns.
-    pub rttvar_ns: u64,
     /// Minimum sample seen, ns (0 before the first sample).
     pub min_rtt_ns: u64,
     /// Latest raw sample, ns.
     pub last_rtt_ns: u64,
     /// True once a sample has been taken.
     pub has_sample: bool,
+    /// Linux `mdev_us`: four times the mean deviation, ns.
+    mdev4_ns: u64,
+    /// Linux `mdev_max_us`: the largest `mdev4_ns` in the current window of data, at least
+    /// `TCP_RTO_MIN`.
+    mdev_max_ns: u64,
+    /// Linux `rttvar_us`: the variance term of the RTO, at least `TCP_RTO_MIN`; it rises at once
+    /// to `mdev_max_ns` and falls by a quarter of the excess once a window.
+    rto_var_ns: u64,
+    /// Linux `rtt_seq`: `snd_nxt` when the current window began.
+    rtt_seq: u64,
 }
 
 impl RttEstimator {
-    /// Feeds one RTT sample (RFC 6298 (2.2) first sample, (2.3) later ones: alpha 1/8,
-    /// beta 1/4).
+    /// Feeds one RTT sample that ends the estimator's window (a handshake's, a test's).
     pub fn on_sample(&mut self, rtt_ns: u64) {
+        self.on_sample_at(rtt_ns, u64::MAX, u64::MAX);
+        self.note_min_rtt(rtt_ns);
+    }
+
+    /// RTT variation, ns: Linux `mdev_us >> 2`, what `tcpi_rttvar` reports.
+    #[inline]
+    pub fn rttvar_ns(&self) -> u64 {
+        self.mdev4_ns / 4
+    }
+
+    /// Lowers the minimum RTT to `rtt_ns`. Linux feeds its min-RTT filter the congestion
+    /// control's sample (`tcp_update_rtt_min(sk, ca_rtt_us, ..)`: the latest-sent segment an ACK
+    /// delivers), not the estimator's, which is measured from the earliest one.
+    pub fn note_min_rtt(&mut self, rtt_ns: u64) {
+        let rtt_ns = rtt_ns.max(1);
+        self.min_rtt_ns = if self.min_rtt_ns == 0 {
+            rtt_ns
+        } else {
+            self.min_rtt_ns.min(rtt_ns)
+        };
+    }
+
+    /// Feeds one RTT sample, Linux `tcp_rtt_estimator` (net/ipv4/tcp_input.c): srtt with gain
+    /// 1/8; the deviation with gain 1/4, but only 1/32 while samples fall below srtt (its
+    /// "Eifel" variant); the RTO's variance term is the largest deviation of the window, kept
+    /// until `snd_una` passes the `snd_nxt` of the window's start, then lowered by a quarter of
+    /// its excess. So one long sample (an ACK after lost ones) holds the RTO up for many RTTs,
+    /// where RFC 6298's estimate would decay it sample by sample.
+    pub fn on_sample_at(&mut self, rtt_ns: u64, snd_una: u64, snd_nxt: u64) {
         let rtt_ns = rtt_ns.max(1);
         self.last_rtt_ns = rtt_ns;
         if !self.has_sample {
             self.has_sample = true;
             self.srtt_ns = rtt_ns;
-            self.rttvar_ns = rtt_ns / 2;
-            self.min_rtt_ns = rtt_ns;
+            self.mdev4_ns = 2 * rtt_ns; // "make sure rto = 3*rtt"
+            self.rto_var_ns = self.mdev4_ns.max(MIN_RTO_NS);
+            self.mdev_max_ns = self.rto_var_ns;
+            self.rtt_seq = snd_nxt;
             return;
         }
-        self.min_rtt_ns = self.min_rtt_ns.min(rtt_ns);
-        let err = self.srtt_ns.abs_diff(rtt_ns);
-        self.rttvar_ns = (3 * self.rttvar_ns + err) / 4;
+        let err = rtt_ns as i128 - self.srtt_ns as i128;
+        let quarter = (self.mdev4_ns / 4) as i128;
+        let d = if err < 0 {
+            let m = -err - quarter;
+            if m > 0 {
+                m >> 3
+            } else {
+                m
+            }
+        } else {
+            err - quarter
+        };
+        self.mdev4_ns = (self.mdev4_ns as i128 + d).max(0) as u64;
+        if self.mdev4_ns > self.mdev_max_ns {
+            self.mdev_max_ns = self.mdev4_ns;
+            self.rto_var_ns = self.rto_var_ns.max(self.mdev_max_ns);
+        }
+        if snd_una > self.rtt_seq {
+            if self.mdev_max_ns < self.rto_var_ns {
+                self.rto_var_ns -= (self.rto_var_ns - self.mdev_max_ns) / 4;
+            }
+            self.rtt_seq = snd_nxt;
+            self.mdev_max_ns = MIN_RTO_NS;
+        }
         self.srtt_ns = (7 * self.srtt_ns + rtt_ns) / 8;
     }
 
-    /// Base RTO (no backoff), ns.
+    /// Base RTO (no backoff), ns: Linux `__tcp_set_rto`, srtt + `rttvar_us`.
     pub fn rto_ns(&self) -> u64 {
         if !self.has_sample {
             return INITIAL_RTO_NS;
         }
-        let rto_ns = self.srtt_ns + (4 * self.rttvar_ns).max(MIN_RTO_NS);
+        let rto_ns = self.srtt_ns + self.rto_var_ns.max(MIN_RTO_NS);
         (rto_ns.div_ceil(JIFFY_NS) * JIFFY_NS).min(MAX_RTO_NS)
     }
 
@@ -120,12 +179,16 @@ mod tests {
         assert_eq!(r.rto_ns(), INITIAL_RTO_NS);
         r.on_sample(100_000_000);
         assert_eq!(r.srtt_ns, 100_000_000);
-        assert_eq!(r.rttvar_ns, 50_000_000);
+        assert_eq!(r.rttvar_ns(), 50_000_000);
         // RTO = 100 ms + max(200 ms, 200 ms)
         assert_eq!(r.rto_ns(), 300_000_000);
         r.on_sample(20_000_000);
         assert_eq!(r.srtt_ns, 90_000_000);
-        assert_eq!(r.rttvar_ns, (3 * 50_000_000 + 80_000_000) / 4);
+        // Below srtt: the deviation grows by an eighth of (80 - 50) ms only (Linux's gain).
+        assert_eq!(
+            r.rttvar_ns(),
+            (200_000_000 + (80_000_000 - 50_000_000) / 8) / 4
+        );
         assert_eq!(r.min_rtt_ns, 20_000_000);
         // A short, stable RTT still gives at least 200 ms of margin (Linux TCP_RTO_MIN).
         let mut s = RttEstimator::default();
@@ -136,6 +199,40 @@ mod tests {
         assert_eq!(s.rto_ns() % JIFFY_NS, 0);
         assert_eq!(s.backed_off_rto_ns(1), 2 * s.rto_ns());
         assert_eq!(s.backed_off_rto_ns(30), MAX_RTO_NS);
+    }
+
+    #[test]
+    fn a_long_sample_holds_the_rto_up_until_the_window_passes() {
+        // 30 ms samples, then one of 330 ms (an ACK after lost ones): Linux's variance term
+        // rises at once to the window's largest deviation and stays there while the window's
+        // data is unacknowledged, however many short samples follow.
+        let mut r = RttEstimator::default();
+        let mut una = 0u64;
+        for _ in 0..100 {
+            una += 1000;
+            r.on_sample_at(30_000_000, una, una + 10_000);
+        }
+        let calm = r.rto_ns();
+        assert!((228_000_000..=236_000_000).contains(&calm), "{calm}");
+        una += 1000;
+        r.on_sample_at(330_000_000, una, una + 10_000);
+        let after_spike = r.rto_ns();
+        assert!(after_spike > 350_000_000, "{after_spike}");
+        // Short samples within the window (snd_una below its end): the term does not fall.
+        for _ in 0..5 {
+            r.on_sample_at(30_000_000, una, una + 10_000);
+        }
+        assert!(
+            r.rto_ns() + 60_000_000 > after_spike,
+            "{} {after_spike}",
+            r.rto_ns()
+        );
+        // Windows passing: it falls by a quarter of its excess each time.
+        for _ in 0..40 {
+            una += 20_000;
+            r.on_sample_at(30_000_000, una, una + 10_000);
+        }
+        assert!(r.rto_ns() <= calm + 8_000_000, "{}", r.rto_ns());
     }
 
     #[test]

@@ -518,30 +518,6 @@ impl Scoreboard {
         Some(self.with_dsn(s))
     }
 
-    /// RTO: every outstanding segment not SACKed is lost, retransmissions included
-    /// (Linux `tcp_enter_loss()` / `tcp_timeout_mark_lost()`).
-    pub fn mark_all_lost(&mut self) {
-        for i in 0..self.segs.len() {
-            let mut s = self.get(i);
-            if s.flags & SACKED != 0 {
-                continue;
-            }
-            if s.flags & LOST == 0 {
-                self.lost_bytes += s.len as u64;
-                self.lost_segs += 1;
-            }
-            s.flags = LOST;
-            self.put(i, &s);
-        }
-        self.retx_bytes = 0;
-        self.retx_segs = 0;
-        self.rtx_fifo.clear();
-        self.loss_ptr = self.front_abs + self.segs.len() as u64;
-        self.sacked_below_ptr_bytes = self.sacked_bytes;
-        self.sacked_below_ptr_segs = self.sacked_segs;
-        self.rtx_ptr = self.front_abs;
-    }
-
     /// RFC 6675 NextSeg rule 1: the lowest lost, un-SACKed segment not yet retransmitted.
     pub fn next_lost(&mut self) -> Option<SentSeg> {
         while self.rtx_ptr < self.loss_ptr {
@@ -585,6 +561,9 @@ mod upkeep;
 
 #[path = "scoreboard_rack.rs"]
 mod rack;
+
+#[path = "scoreboard_rto.rs"]
+mod rto;
 
 #[path = "scoreboard_skbs.rs"]
 mod skbs;

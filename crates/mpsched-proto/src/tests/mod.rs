@@ -10,5 +10,6 @@ mod rack;
 mod read_ack;
 mod reassembly;
 mod tcp;
+mod undo;
 pub(crate) mod util;
 mod window;

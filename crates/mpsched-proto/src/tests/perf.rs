@@ -56,7 +56,9 @@ fn bulk_transfer_speed() {
 /// window counted in segments, rpck15); 800 -> 816 B: Nagle's switch in its `TcpConfig` and
 /// Linux `snd_sml` (32 bits), one padding slot each (tcp11y; the switch costs the `Receiver`'s
 /// copy of the config 8 B too, 360 -> 368); Receiver 344 -> 360 B: the receiver-side RTT sample
-/// kept as Linux 6.16+ keeps it (tcp11j).
+/// kept as Linux 6.16+ keeps it (tcp11j); Sender 816 -> 848 B: the RTO estimator's window as
+/// Linux keeps it (`mdev_max_us`, `rttvar_us`, `rtt_seq`; the reported rttvar is now derived)
+/// and the undo's state (`prior_ssthresh`, `retrans_stamp` in 32 bits, `undo_marker`) (lr15).
 #[test]
 fn the_fixed_state_of_a_connection_stays_small() {
     use std::mem::size_of;
@@ -66,7 +68,7 @@ fn the_fixed_state_of_a_connection_stays_small() {
         size_of::<DataSender>()
     );
     assert!(
-        size_of::<crate::tcp::Sender>() <= 816,
+        size_of::<crate::tcp::Sender>() <= 848,
         "{}",
         size_of::<crate::tcp::Sender>()
     );

@@ -557,3 +557,32 @@ fn in_pingpong_mode_a_small_segment_waits_for_data_to_carry_its_ack() {
     rx.handle_segment(fire + 10 * MS, &req(901));
     assert!(rx.poll_transmit(fire + 10 * MS).is_some(), "quickack again");
 }
+
+#[test]
+fn a_duplicate_below_the_last_ack_is_answered_with_the_old_timestamp() {
+    // Linux: a segment wholly below `rcv_wup` (the last ACK sent) is refused by `tcp_sequence`
+    // before `tcp_replace_ts_recent`, and the dupack echoes TS.Recent of the last in-order
+    // segment; one at `rcv_wup` (a retransmission filling the hole) updates it.
+    let mut rx = Receiver::established(TcpConfig::default());
+    let seg = |seq: u64, ts_val: u64| Segment {
+        flags: flags::ACK,
+        seq,
+        len: 1000,
+        ack: 1,
+        ts_val,
+        ..Default::default()
+    };
+    rx.handle_segment(MS, &seg(1, 10));
+    assert_eq!(rx.poll_transmit(MS).expect("quickack").ts_ecr, 10);
+    rx.handle_segment(2 * MS, &seg(1001, 20));
+    assert_eq!(rx.poll_transmit(2 * MS).expect("quickack").ts_ecr, 20);
+    rx.handle_segment(3 * MS, &seg(1, 30));
+    let dup = rx.poll_transmit(3 * MS).expect("dupack");
+    assert_eq!((dup.ack, dup.ts_ecr), (2001, 20), "the original's time");
+    // A hole at 2001: 3001 arrives out of order, then 2001 (at the last ACK) fills it.
+    rx.handle_segment(4 * MS, &seg(3001, 40));
+    assert_eq!(rx.poll_transmit(4 * MS).expect("dupack").ts_ecr, 20);
+    rx.handle_segment(5 * MS, &seg(2001, 50));
+    let ack = rx.poll_transmit(5 * MS).expect("the hole filled");
+    assert_eq!((ack.ack, ack.ts_ecr), (4001, 50));
+}

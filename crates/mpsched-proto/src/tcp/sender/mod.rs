@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 
 mod nagle;
 mod recovery;
+mod undo;
 mod usage;
 mod view;
 
@@ -59,6 +60,9 @@ pub struct SenderStats {
     /// Probes that repaired a loss, with the window reduction that follows (Linux
     /// `TCPLossProbeRecovery`).
     pub tlp_recoveries: u64,
+    /// Loss episodes undone as spurious by the timestamp test (Linux `TCPLossUndo` and
+    /// `TCPFullUndo`).
+    pub undos: u64,
     /// Payload bytes of connection-level resends ([`ResendKind`]) transmitted for the first
     /// time on this subflow, per kind. Counted at transmission, so a copy still queued (or
     /// dropped from the queue because the data was acknowledged through another subflow) does
@@ -119,6 +123,15 @@ pub struct Sender {
     prr_delivered: u64,
     prr_out: u64,
     prior_cwnd: u64,
+    /// Linux `prior_ssthresh`, in segments as Linux keeps it (0: nothing to restore;
+    /// `u32::MAX`: slow start's unbounded ssthresh): what an undo brings back.
+    prior_ssthresh_segs: u32,
+    /// Linux `retrans_stamp`: the TCP timestamp (ms, 32 bits, as Linux's) of the episode's
+    /// first (attempted) retransmission; 0 when none was. The Eifel test compares the echoed
+    /// timestamp with it (`undo.rs`).
+    retrans_stamp_ms: u32,
+    /// Linux `undo_marker != 0`: the current loss episode may still be undone.
+    undo_marker: bool,
     rto_deadline: Option<u64>,
     backoff: u32,
     potentially_failed: bool,
@@ -203,6 +216,9 @@ impl Sender {
             prr_delivered: 0,
             prr_out: 0,
             prior_cwnd: 0,
+            prior_ssthresh_segs: 0,
+            retrans_stamp_ms: 0,
+            undo_marker: false,
             rto_deadline: None,
             backoff: 0,
             potentially_failed: false,
@@ -345,22 +361,15 @@ impl Sender {
         self.board.set_min_rtt(self.rtt.min_rtt_ns);
         let (segs_before, sacked_before) = (self.board.segs_out() as u64, self.board.sacked_segs());
         let mut ca_src = CaRttSources::default();
+        // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
+        let ts_rtt =
+            (una_advanced && seg.ts_ecr > 0 && now_ns >= seg.ts_ecr).then(|| now_ns - seg.ts_ecr);
         if una_advanced {
-            // RFC 7323 §4.1: TSecr of an ACK of new data gives an unambiguous sample.
-            if seg.ts_ecr > 0 && now_ns >= seg.ts_ecr {
-                let r = now_ns - seg.ts_ecr;
-                self.rtt.on_sample(r);
-                out.rtt_sample_ns = Some(r);
-            }
             out.acked_bytes = self.board.advance_una_noting(ack, now_ns, &mut ca_src);
             self.snd_una = ack;
             self.stats.bytes_acked += out.acked_bytes;
             self.l2_bytes += out.acked_bytes;
-            self.backoff = 0;
             self.potentially_failed = false;
-            // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
-            self.rto_deadline =
-                (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
         }
         // No SACK blocks (most ACKs): nothing newly SACKed, and the scoreboard need not look.
         out.sacked_bytes = if seg.sack_len > 0 {
@@ -369,16 +378,32 @@ impl Sender {
         } else {
             0
         };
+        // Linux `pkts_acked`: the congestion control's sample is the send time of the latest
+        // segment this ACK newly acknowledged or SACKed, else the echo of an ACK of new data.
+        let ca_rtt = ca_src.ca_rtt(now_ns).or(ts_rtt);
+        // The estimator's sample: the echo of an ACK of new data. (Linux `tcp_ack_update_rtt`
+        // takes the first transmission's age of the earliest segment newly acknowledged, else
+        // SACKed, before the echo; measured on this branch, it flips two bimodal grid cells out,
+        // docs/testbed.md Session 12 (lr15).) The min-RTT filter takes `ca_rtt`, as Linux's
+        // `tcp_update_rtt_min`; a sample ends the RTO backoff.
+        out.rtt_sample_ns = ts_rtt;
+        if let Some(r) = out.rtt_sample_ns {
+            self.rtt.on_sample_at(r, self.snd_una, self.snd_nxt);
+            self.rtt.note_min_rtt(ca_rtt.unwrap_or(r));
+            self.backoff = 0;
+        }
+        // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
+        if una_advanced {
+            let rto = self.rtt.backed_off_rto_ns(self.backoff);
+            self.rto_deadline = (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, rto));
+        }
         // Segments that left the board plus the change in SACKed ones (a SACKed segment that
         // is then cumulatively acknowledged leaves both counts: it is not counted twice).
         out.delivered_segs = (segs_before - self.board.segs_out() as u64
             + self.board.sacked_segs())
         .saturating_sub(sacked_before);
-        // Linux `pkts_acked`: the congestion control sees this ACK's RTT sample (the send
-        // time of the latest segment it newly acknowledged or SACKed, else the timestamp echo
-        // of an ACK of new data) in every state, before loss detection.
-        // One sample per ACK serves both hooks (`on_rtt_sample` here, `on_ack` in `grow`).
-        let ca_rtt = ca_src.ca_rtt(now_ns).or(out.rtt_sample_ns);
+        // The congestion control sees `ca_rtt` in every state, before loss detection; one
+        // sample per ACK serves both hooks (`on_rtt_sample` here, `on_ack` in `grow`).
         let mut sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
         if ca_rtt.is_some() {
             self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
@@ -398,6 +423,7 @@ impl Sender {
                 delivered,
                 una_advanced,
                 newly_lost,
+                seg.ts_ecr,
                 out,
                 &mut sample,
                 view,
@@ -569,17 +595,5 @@ impl Sender {
             }
         }
         self.path_up = up;
-    }
-
-    /// Halves cwnd, and ssthresh outside slow start (RP penalisation,
-    /// `reference/schedulers.md` §2.2). How often is the scheduler's rule (OOT: once per sRTT
-    /// of the retransmitting subflow), not the subflow's.
-    pub fn penalize(&mut self) {
-        let mss = self.tcb.mss_bytes;
-        let prior = self.tcb.cwnd_bytes;
-        self.tcb.cwnd_bytes = (prior / 2).max(mss);
-        if prior >= self.tcb.ssthresh_bytes {
-            self.tcb.ssthresh_bytes = (self.tcb.ssthresh_bytes / 2).max(2 * mss);
-        }
     }
 }

@@ -34,10 +34,22 @@ impl Sender {
         delivered: u64,
         una_advanced: bool,
         newly_lost: u64,
+        ts_ecr: u64,
         out: &mut AckOutcome,
         ack: &mut AckSample,
         view: &CoupledView<'_>,
     ) {
+        if self.state == CaState::Loss && self.try_undo_loss(una_advanced, ts_ecr) {
+            // Linux `tcp_fastretrans_alert` goes on to `tcp_identify_packet_loss` with the marks
+            // cleared: RACK judges the outstanding segments again, and a loss it finds starts a
+            // fast recovery at once.
+            if self.mark_lost(now_ns) > 0 || self.board.lost_bytes() > 0 {
+                self.enter_recovery(now_ns, view);
+                out.loss = Some(LossKind::FastRetransmit);
+                self.prr_update(out.delivered_segs, una_advanced, newly_lost);
+                return;
+            }
+        }
         match self.state {
             CaState::Open => {
                 if self.board.lost_bytes() > 0 {
@@ -50,7 +62,10 @@ impl Sender {
             }
             CaState::Recovery => {
                 if self.snd_una >= self.high_seq {
-                    self.tcb.cwnd_bytes = self.tcb.ssthresh_bytes.max(self.tcb.mss_bytes);
+                    // Linux `tcp_try_undo_recovery`, else `tcp_end_cwnd_reduction`.
+                    if !self.try_undo_recovery(ts_ecr) {
+                        self.tcb.cwnd_bytes = self.tcb.ssthresh_bytes.max(self.tcb.mss_bytes);
+                    }
                     self.state = CaState::Open;
                     self.cc.inner_mut().on_recovery_exit(&mut self.tcb, now_ns);
                 } else {
@@ -62,9 +77,23 @@ impl Sender {
                     self.grow(ack, view);
                 }
                 if self.snd_una >= self.high_seq {
+                    // Linux `tcp_process_loss`: recovered, `tcp_try_undo_recovery`.
+                    self.try_undo_recovery(ts_ecr);
                     self.state = CaState::Open;
                 }
             }
+        }
+    }
+
+    /// Halves cwnd, and ssthresh outside slow start (RP penalisation,
+    /// `reference/schedulers.md` §2.2). How often is the scheduler's rule (OOT: once per sRTT
+    /// of the retransmitting subflow), not the subflow's.
+    pub fn penalize(&mut self) {
+        let mss = self.tcb.mss_bytes;
+        let prior = self.tcb.cwnd_bytes;
+        self.tcb.cwnd_bytes = (prior / 2).max(mss);
+        if prior >= self.tcb.ssthresh_bytes {
+            self.tcb.ssthresh_bytes = (self.tcb.ssthresh_bytes / 2).max(2 * mss);
         }
     }
 
@@ -101,6 +130,7 @@ impl Sender {
             return Some(None);
         }
         self.board.mark_retransmitted(now_ns);
+        self.note_retransmission(now_ns);
         let len = s.len as u64;
         self.rare_stats().bytes_retransmitted += len;
         self.on_sent(now_ns, len);
@@ -140,6 +170,11 @@ impl Sender {
             .cc
             .inner_mut()
             .ssthresh_on_loss(&self.tcb, now_ns, view);
+        // Linux `tcp_enter_recovery`: `prior_ssthresh` from `tcp_current_ssthresh`,
+        // `tcp_init_undo`; `retrans_stamp` cleared in Open unless retransmitted data is still
+        // out (`tcp_try_to_open`; here Open can hold retransmissions Linux would recover in).
+        self.init_undo();
+        self.clear_retrans_stamp_if_done();
         self.tcb.ssthresh_bytes = ss;
         self.prior_cwnd = self.cwnd_segs();
         self.prr_delivered = 0;
@@ -327,6 +362,12 @@ impl Sender {
         self.potentially_failed = true;
         // Linux `tcp_enter_loss`: a new ssthresh only for the first timeout of an episode.
         if self.state == CaState::Open || (self.state == CaState::Loss && self.backoff == 0) {
+            // `prior_ssthresh` and `prior_cwnd` saved, `tcp_init_undo`.
+            if self.state == CaState::Open {
+                self.clear_retrans_stamp_if_done();
+            }
+            self.init_undo();
+            self.prior_cwnd = self.cwnd_segs();
             self.tcb.ssthresh_bytes = self.cc.inner_mut().on_rto(&self.tcb, now_ns, view);
             self.l1_bytes = self.l2_bytes;
             self.l2_bytes = 0;
@@ -339,6 +380,9 @@ impl Sender {
         self.probe_due = false;
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
+        // Linux `tcp_retransmit_skb` of the head: the stamp of the first attempt, sent or not
+        // (a path that is down sends nothing).
+        self.note_retransmission(now_ns);
         self.backoff += 1;
         self.rto_deadline = Some(timer_wheel_fire_ns(
             now_ns,

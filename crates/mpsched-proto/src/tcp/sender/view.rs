@@ -33,7 +33,7 @@ impl Sender {
         v.in_fast_recovery = self.state == CaState::Recovery;
         v.has_rtt_sample = self.rtt.has_sample;
         v.srtt_ns = self.rtt.srtt_ns;
-        v.rttvar_ns = self.rtt.rttvar_ns;
+        v.rttvar_ns = self.rtt.rttvar_ns();
         v.min_rtt_ns = self.rtt.min_rtt_ns;
         v.last_rtt_ns = self.rtt.last_rtt_ns;
         v.rto_ns = self.rtt.backed_off_rto_ns(self.backoff);
