@@ -26,13 +26,14 @@ seeds 1..reps with the endpoint timing model (`[host_delay]`, as the validation 
 the kernel's are repeated runs. For `down` and `blackhole` each line also has `silent_ms`: when
 the path last had data acknowledged, from the event's time. The kernel engine times each event
 from when its change took effect (each row's `played_at_ms`, `played_end_ms`; `at_ms` is the due
-time). benches/data/failover_kernel_6.18_quiet.jsonl: 10 kernel runs per kind on a quiet host,
-so timed (2026-11-29); failover_kernel_6.18.jsonl: the earlier runs, on a loaded host, timed from
+time). benches/data/failover_kernel_6.18_quiet.jsonl: 20 kernel runs per kind on a quiet host,
+so timed (2026-11-29: seeds 1-10 at 21:20Z, 11-20 at 23:52Z with the build in `kernel`); failover_kernel_6.18.jsonl: the earlier runs, on a loaded host, timed from
 the due times. docs/testbed.md ("Failover", "Session 11: the failover bench on a quiet machine")
 has the numbers.
 """
 
 import argparse
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -140,7 +141,10 @@ def one_run(kind: str, engine: str, seed: int, spread_ms: int = 0, per_segment: 
     ev = events.row(0, named=True)
     silent = silence_ms(sub, ev["path_index"], ev["at_ns"], ev["end_ns"]) if kind in SILENT else None
     played = {"played_at_ms": ev["at_ns"] / 1e6, "played_end_ms": None if ev["end_ns"] is None else ev["end_ns"] / 1e6}
-    return {"kind": kind, "engine": engine, "seed": seed, "at_ms": at_ms, **played, **{m: fo.get(m) for m in MEASURES[:4]},
+    # The kernel build the row was measured on (host timing differs between builds of one release).
+    host = {"kernel": platform.release()} if engine == "kernel" else {}
+    return {"kind": kind, "engine": engine, "seed": seed, "at_ms": at_ms, **host, **played,
+            **{m: fo.get(m) for m in MEASURES[:4]},
             "silent_ms": silent, "srtt_at_event_ms": srtt_at_ms(sub, ev["path_index"], ev["at_ns"]),
             "longest_stall_ms": metrics.longest_stall(stalls)["longest_stall_ms"][0],
             "rtos": sum(t["subflows"]["rto_count"]), "mb_delivered": flows["bytes_delivered"][0] / 1e6}
