@@ -257,20 +257,21 @@ pub(crate) struct Link<P> {
 
 impl<P> Link<P> {
     pub(crate) fn new(spec: LinkSpec, rng: Rng) -> Self {
+        let bucket = TokenBucket::for_link(spec.rate_bps, spec.burst_bytes, spec.transmitter);
         let mut link = Self {
             overhead_bytes: spec.overhead_bytes,
             delay_ns: spec.delay_ns,
             fixed_rate_bps: if spec.capacity == CapacityConfig::Constant { spec.rate_bps } else { 0 },
             after_queue: spec.impairments == Impairments::AfterQueue,
             plain: false,
-            has_bucket: spec.burst_bytes.is_some() || spec.transmitter == Transmitter::Htb,
+            has_bucket: bucket.is_some(),
             pipe_wide: false,
             pipe_base_ns: 0,
             pipe_times: Ring::new(),
             queue_bytes: spec.queue_bytes.unwrap_or(u64::MAX),
             queue_packets: spec.queue_packets.unwrap_or(u64::MAX),
             capacity: Capacity::new(&spec.capacity, spec.rate_bps),
-            bucket: TokenBucket::for_link(spec.rate_bps, spec.burst_bytes, spec.transmitter),
+            bucket,
             loss: LossState::new(spec.loss.clone()),
             jitter: JitterState::new(spec.jitter.clone()),
             spec,
