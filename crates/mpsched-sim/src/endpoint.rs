@@ -158,19 +158,22 @@ pub(crate) struct Transport<'t> {
 /// instructions a flow of 64 KB, ~10 a packet).
 #[derive(Default)]
 pub(crate) struct ConnConfigs {
-    key: Option<(usize, Vec<usize>, bool)>,
-    conns: Option<[ConnConfig; 2]>,
+    /// (transport index, paths, Nagle) of the last flow, and its settings.
+    last: Option<(ConnKey, [ConnConfig; 2])>,
 }
+
+/// What tells two flows' connection settings apart: transport index, paths, Nagle.
+type ConnKey = (usize, Vec<usize>, bool);
 
 impl ConnConfigs {
     /// The (server, client) settings of a connection of `t` over `paths`.
     fn get(&mut self, t: Transport<'_>, paths: &[usize], nagle: bool) -> &[ConnConfig; 2] {
-        let hit = matches!(&self.key, Some((i, p, n)) if *i == t.index && p == paths && *n == nagle);
-        if !hit || self.conns.is_none() {
-            self.key = Some((t.index, paths.to_vec(), nagle));
-            self.conns = Some([false, true].map(|is_client| conn_config(t.config, paths, nagle, is_client)));
+        let hit = matches!(&self.last, Some(((i, p, n), _)) if *i == t.index && p == paths && *n == nagle);
+        if !hit {
+            let conns = [false, true].map(|is_client| conn_config(t.config, paths, nagle, is_client));
+            self.last = Some(((t.index, paths.to_vec(), nagle), conns));
         }
-        self.conns.as_ref().expect("just set")
+        &self.last.as_ref().expect("just set").1
     }
 }
 
