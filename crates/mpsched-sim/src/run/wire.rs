@@ -76,15 +76,10 @@ impl Wire<'_> {
             if paths.is_empty() {
                 paths = self.cfg.flow_paths(fi);
             }
-            let path = paths[subflow];
-            let (down, up) = self.path_routes[path];
-            let route = if client_side { up } else { down };
-            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+            let Placed { path, route, data, idx } = self.place(paths, subflow, seg, fi, client_side, request);
             if data {
                 data_subflows |= 1u64 << subflow;
             }
-            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
-            let idx = self.segments.insert(dest, seg);
             if data && self.cfg.paths[path].gso {
                 let first = FirstSkb { path, route, subflow, idx, seg };
                 return self.transmit_skbs(side, fi, client_side, request, first, data_subflows);
@@ -117,16 +112,11 @@ impl Wire<'_> {
         let mut skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, first.seg, max_segs));
         let paths = self.cfg.flow_paths(fi);
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
-            let path = paths[subflow];
-            let (down, up) = self.path_routes[path];
-            let route = if client_side { up } else { down };
+            let Placed { path, route, data, idx } = self.place(paths, subflow, &seg, fi, client_side, request);
             let size = seg.wire_bytes();
-            let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
             if data {
                 data_subflows |= 1u64 << subflow;
             }
-            let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
-            let idx = self.segments.insert(dest, &seg);
             if let Some(o) = skb.as_mut() {
                 if data && o.extend(self.segments, subflow, idx, &seg) {
                     continue;
@@ -153,6 +143,27 @@ impl Wire<'_> {
         data_subflows
     }
 
+    /// Where `seg`, sent on `subflow` of flow `fi` (`paths`: the flow's), goes, and its handle
+    /// in the store (both drains, [`Wire::transmit`] and [`Wire::transmit_skbs`]).
+    #[inline(always)]
+    fn place(
+        &mut self,
+        paths: &[usize],
+        subflow: usize,
+        seg: &Segment,
+        fi: usize,
+        client_side: bool,
+        request: bool,
+    ) -> Placed {
+        let path = paths[subflow];
+        let (down, up) = self.path_routes[path];
+        let route = if client_side { up } else { down };
+        let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+        let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
+        let idx = self.segments.insert(dest, seg);
+        Placed { path, route, data, idx }
+    }
+
     /// Re-arms the endpoint's timer if it now wants an earlier one.
     #[inline(always)]
     fn rearm_timer(&mut self, side: &mut Side, fi: usize, client_side: bool, request: bool) {
@@ -164,6 +175,14 @@ impl Wire<'_> {
             }
         }
     }
+}
+
+/// A segment of a drain, stored: its path and route, whether it carries data, its handle.
+struct Placed {
+    path: usize,
+    route: RouteId,
+    data: bool,
+    idx: u32,
 }
 
 /// The data segment that opens a drain's first TSO skb: already in the store at `idx`, going
