@@ -92,9 +92,8 @@ fn offer_cap_bytes(cfg: &ConnParams) -> u64 {
 /// [`DataReceiver::offer_cap_scale`] of a receiver whose offers have no cap.
 const NO_OFFER_CAP: u8 = u8::MAX;
 
-/// [`offer_cap_bytes`] as its window scale, or [`NO_OFFER_CAP`].
-fn offer_cap_scale(cfg: &ConnParams) -> u8 {
-    let cap = offer_cap_bytes(cfg);
+/// A cap of [`offer_cap_bytes`] as its window scale, or [`NO_OFFER_CAP`].
+fn offer_cap_scale(cap: u64) -> u8 {
     if cap == u64::MAX {
         return NO_OFFER_CAP;
     }
@@ -141,12 +140,13 @@ impl DataReceiver {
                 s
             })
             .collect();
+        let offer_cap = offer_cap_bytes(&cfg.params());
         Self {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer, as
             // far as the window scale lets it.
-            right_edge: rcv_wnd_bytes.min(offer_cap_bytes(&cfg.params())),
-            offer_cap_scale: offer_cap_scale(&cfg.params()),
+            right_edge: rcv_wnd_bytes.min(offer_cap),
+            offer_cap_scale: offer_cap_scale(offer_cap),
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
             scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
