@@ -14,8 +14,8 @@ from pydantic import BeforeValidator, Field, ValidationInfo
 from pydantic import field_validator, model_validator
 
 from mpsched.scenario.fields import (
-    SWEEP_OTHER, Burst, FixedRate, FixedSize, FixedTime, ImpairmentPlace, Loss, TransmitterKind, Name, Overhead, PositiveTime, Queue,
-    Rate, Time, _checked, _FieldError, _Model, _sweepable,
+    SWEEP_OTHER, Burst, FixedRate, FixedSize, FixedTime, ImpairmentPlace, Loss, Name, Overhead, PositiveTime, Queue,
+    Rate, Time, TransmitterKind, _checked, _FieldError, _Model, _sweepable,
 )
 from mpsched.scenario.units import parse_fraction, parse_rate_bps, parse_time_ns
 
