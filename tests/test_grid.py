@@ -27,12 +27,14 @@ if (GRID / CSV_NAME).exists():
         MEASURED.setdefault(_r["cell"], []).append(_r)
 
 #: cell id -> why the simulator misses the kernel there (measured error; suspected mechanism).
-#: Kernel side: kernel.csv re-measured 2026-11-28 with the testbed's server sockets born cubic
-#: (before, born bbr: paced, with HyStart's ACK-train threshold doubled; docs/testbed.md "The
-#: kernel's HyStart"), at a 1-minute load of 0-3.9 (the settings column), GSO skbs kept whole;
-#: four heavy-tailed cells (fast_slow/*/4MiB, jitter/htb/1MiB, equal/htb/1MiB) have 21 flows, 14
-#: added 2026-11-29 (benches/grid_more_reps.py), and jitter/htb/4MiB too (14 added by tcp11t at
-#: load 7.7, for its bimodal retransmissions).
+#: Kernel side: since 2026-11-30 kernel.csv is ONE host's quiet measurement: kernel build
+#: 6.18.44-fc-v657 (the testbed machine's build today), a 1-minute load of 0.0-0.8 with nothing else
+#: running (the settings column), the server sockets born cubic (docs/testbed.md "The kernel's
+#: HyStart"), GSO skbs kept whole; 7 flows a cell and 21 in the 18 heavy-tailed cells (the cells that
+#: had 21 before, and every cell whose first 7 flows span p90/p10 > 1.15; benches/grid_more_reps.py).
+#: Until then it was the v782 host's (load 0-4) with 14 v657 rows in one cell, a mixed reference,
+#: kept as benches/data/grid_kernel-v782-20261128.csv: the kernel's own medians moved by up to 2x
+#: between the two builds (docs/testbed.md "Every remaining miss: mechanism and evidence").
 #: Simulator side: HyStart's rounds as Linux 6.18 tracks them, the endpoint timing model on
 #: ([host_delay], measured on the testbed), SIM_SEEDS seeds pooled (21 flows), the grid's paths
 #: with `gso = true` as the testbed carries them (the lossy path per segment, as the delayer
@@ -48,56 +50,37 @@ if (GRID / CSV_NAME).exists():
 #: TCP ACK delays (a 24 us body with 0.4 ms stalls in 4.9 % of packets, spells of 4), and since
 #: tcp11n (session 9) Nagle with Minshall's check for writers without TCP_NODELAY and MPTCP
 #: mappings cut at the window's edge in bytes (Linux `tcp_nagle_test`, `mptcp_check_allowed_size`, tcp11y).
-#: 61 of 64 cells agree since loss11 measured loss/htb/1MiB 21 times (its share is bimodal: kernel median 0.43 over 21 flows, 0.40 over the first 7); 60 of 64 (59 before ofo11's MPTCP buffer at the msk's scaling_ratio, which brought loss/tbf32k/4MiB's path-2 share in (0.37 against 0.40); 57 before session 9's Nagle and byte cut, also on main before tcp11z; 56 at tcp11n, 55 before tcp11n, 54 at 6147fda, 52 before tcp11h; docs/testbed.md
-#: "Session 6: retransmissions on tbf and cross-traffic cells (tcp11n)").
-#: Where the misses were traced (docs/testbed.md sections) and miss11's re-measurement of the miss
-#: cells on another testbed host (kernel build 6.18.44-fc-v657, load 1.5-4, 21 flows a cell; the
-#: stored kernel.csv is v782's): benches/data/grid_v657-20261129.csv, not part of the grid.
+#: Against the one-host reference 60 of 64 cells agree and 58 of 64 resend within 1.5x (the same
+#: simulator gave 61 / 58 against the v782 reference; its history of gains: docs/testbed.md "The
+#: agreement grid"). miss11's loaded v657 run of the old miss cells: benches/data/grid_v657-20261129.csv.
 _FS11C = "docs/testbed.md 'Session 11: the fast_slow/htb/4MiB clusters'"
 _RD11 = "docs/testbed.md 'Session 11: the unread window on ofo11's receiver'"
 _V657 = "miss11, docs/testbed.md 'Every remaining miss: mechanism and evidence'"
-_SEG = "the kernel's own per-segment run (gso = false, tcp11e, load 6-8)"
-_RWIN = "(tcp11h: with the window capped by rcv_ssthresh)"
 KNOWN_MISSES: dict[str, str] = {
-    "fast_slow/htb/4MiB": "sim 2867 ms vs kernel 2536 ms (+13%; 2891 at tcp11z), kernel p10-p90 2236-2568 ms over 21 flows, simulator p10-p90 2361-2911, share 0.08 vs 0.08: the simulator's 2 Mbit/s join ends slow start by HyStart's delay test (Linux `hystart_update`) at cwnd 56 in 1 of 21 transfers against the kernel's 7 of 14, its `delay_min` one skb's serialisation (11.8 ms) above the kernel's because htb releases an skb at the start of its slot (`htb_charge_class`, burst 1600b); htb's release with fs11b's whole-frag hand-overs, prototyped, gives 2456 ms (-3%) but 59 / 53 of 64 (" + _FS11C + "). Host-dependent: 21 flows on the v657 host have a median of 2010 ms (" + _V657 + ")",
-    "fast_slow/tbf32k/256KiB": "sim 75 ms vs kernel 86 ms (-12%), kernel p10-p90 84-88 ms, share 0.00 vs 0.00: the kernel's window narrows during a tbf burst by the unread bytes (`__mptcp_space` counts `sk_rmem_alloc`; the ACKs leave in the softirq before `mptcp_recvmsg` reads: 44 -> 35 segments in round 2) and opens at round 3 to the first subflow's `rcv_ssthresh`, grown to its own clamp (`tcp_grow_window`: 76 segments against 51); rd11's two models together give 78 ms but resend 34.1 kB, and the grid falls to 57 / 53 of 64 (" + _RD11 + "). The v657 host: 84 ms (84-89), 42.5 kB resent (" + _V657 + ")",
-    "loss/tbf32k/256KiB": "sim 158 ms vs kernel 168 ms (-6%), path-2 share 0.17 vs 0.22: the kernel's window jumps at the third round to 103 936 B, the first subflow's `rcv_ssthresh` grown to its own `window_clamp` (131 072 x 197 / 256) while the join holds the msk's ratio at 128, and the join takes the jump in one burst; the simulator clamps `rcv_ssthresh` at the connection's 64 KiB. loss11's model of it brings the share in (0.23), but as a threshold: at the kernel's own ceiling (98 038 B) the grid falls to 58 / 55 (docs/testbed.md 'Session 11: the lossy cells' path-2 share', " + _RD11 + "). The v657 host: share 0.2235 (" + _V657 + ")",
+    "fast_slow/htb/1MiB": "sim 214 ms vs kernel 412 ms (-48%), kernel p10-p90 221-412 ms over 21 flows (216 ms on the v782 host), share 0.00 vs 0.04: the v657 kernel is bimodal, 412 ms in most flows (also 19 of 28 of miss11's loaded transfers, " + _V657 + ") and 213-221 ms in the rest, where the simulator always is; the slow mode's mechanism is not traced yet",
+    "fast_slow/htb/4MiB": "sim 2867 ms vs kernel 2010 ms (+43%), kernel p10-p90 2009-2554 ms over 21 flows (2536 ms, 2236-2568 on the v782 host), simulator p10-p90 2361-2911, share 0.08 vs 0.07: the simulator's 2 Mbit/s join ends slow start by HyStart's delay test (Linux `hystart_update`) at cwnd 56 in 1 of 21 transfers against the kernel's 7 of 14, its `delay_min` one skb's serialisation (11.8 ms) above the kernel's because htb releases an skb at the start of its slot (`htb_charge_class`, burst 1600b); htb's release with fs11b's whole-frag hand-overs, prototyped, gives 2456 ms (-3%) but 59 / 53 of 64 (" + _FS11C + "). On the quiet v657 host 16 of 21 kernel flows take 2.01 s",
+    "fast_slow/tbf32k/256KiB": "sim 75 ms vs kernel 87 ms (-13%), kernel p10-p90 84-87 ms over 21 flows (86 ms on the v782 host), share 0.00 vs 0.00: the kernel's window narrows during a tbf burst by the unread bytes (`__mptcp_space` counts `sk_rmem_alloc`; the ACKs leave in the softirq before `mptcp_recvmsg` reads: 44 -> 35 segments in round 2) and opens at round 3 to the first subflow's `rcv_ssthresh`, grown to its own clamp (`tcp_grow_window`: 76 segments against 51); rd11's two models together give 78 ms but resend 34.1 kB, and the grid falls to 57 / 53 of 64 (" + _RD11 + ").",
+    "loss/htb/4MiB": "sim share 0.36 vs kernel 0.31 (1401 vs 1445 ms, -3%; kernel p10-p90 1311-1694 ms over 21 flows); against the v782 host's 7 flows (share 0.34) the cell agreed; not traced",
 }
 
 
 #: cell id -> the median retransmitted bytes per transfer, kernel and simulator, where they are
 #: not within RETRANS_FACTOR (1.5x) of each other (measured as KNOWN_MISSES). Not part of the
-#: cell's verdict yet: the retransmission goal of issue 11 is reported, and enforced only where
-#: the two agree today (58 of 64 cells with ofo11's MPTCP buffer at the msk's scaling_ratio, which brought jitter/htb/4MiB in (11.4 kB against 11.4); 57 with session 9's Nagle and byte cut; 56 with tcp11z's host timing; 55 also after tcp11p; 53 before tcp11n; 46 at 6147fda before tcp11j's receiver RTT, 47 before tcp11h's window
-#: cap, 45 per segment with the old ACK rule). With skbs the short flows resend as the kernel does;
-#: the misses left are four MPTCP cells where the simulator resends 1.8-2.9x the kernel (the two
-#: equal/htb cells, equal/tbf32k/1MiB, cross_udp/htb/4MiB) and plain TCP under tbf, where the kernel
-#: resends more. Counted alike on both engines (tcpi_bytes_retrans against the simulator's
-#: bytes_retransmitted, checked by miss11). Four of the six are within 1.5x against the v657 host's
-#: kernel (both tcp_single cells, cross_udp/htb/4MiB, equal/tbf32k/1MiB): see _V657.
-#: Why plain TCP under tbf resends more on the kernel (measured with benches/probe_hystart.py).
-_TSO_ACKS = ("the kernel's HyStart under tbf ends late in 15 of 21 stored transfers (1, 4 and 16 MiB: the same "
-             "slow start) and overshoots; its only usable ACK train (round 3, 3-segment skbs ACKed 1.82 ms apart, "
-             "0.18 ms inside hystart_ack_delta) breaks on one ACK late by 0.2-2.2 ms (host timing; at high load "
-             "also the writer refilling a starved send buffer late); the simulator's endpoint timing model breaks it "
-             "in 4 of 21 (5 of 21 before tcp11z fitted it to the testbed's ACK delays: its increases of more than "
-             "0.79 ms from one ACK to the next are 0.09 % against 0.6-1.5 % measured, and on the loaded testbed half the "
-             "breaks were the writer's late refills) (docs/testbed.md 'Session 7: what breaks the kernel's HyStart "
-             "train under tbf', 'Session 8: the ACKs' delay on the testbed')")
-#: What the v657 host does with the same slow start (miss11).
-_TSO_HOST = ("; on the v657 host at load 2-4 27 of 28 trains held (TCPHystartTrainDetect) and 34 of 35 1 MiB "
-             "transfers resent 11.6-15.9 kB (median 11.6), 16 MiB 13.0 kB (1 of 7 high): its ACK gaps grow by more "
-             "than 0.18 ms in 0.6 % of pairs against 4.5 % on v782, so the miss is the stored host's ACK-delay tail (" +
-             _V657 + ")")
+#: cell's verdict: the retransmission goal of issue 11 is reported, and enforced where the two agree
+#: (58 of 64 against the one-host reference, 58 against v782's, where the misses were four MPTCP
+#: cells resending 1.8-2.9x the kernel and plain TCP under tbf, whose v782 kernel resent 13x more
+#: after broken HyStart trains: docs/testbed.md "Session 7: what breaks the kernel's HyStart train
+#: under tbf"; the quiet v657 host's trains all held, 28 of 28). Counted alike on both engines
+#: (tcpi_bytes_retrans against the simulator's bytes_retransmitted, checked by miss11).
 #: Where Session 9 (tcp11h) traced the htb retransmission cells.
 _S9 = "docs/testbed.md 'Session 9: the equal/htb retransmission modes and htb's early release'"
 RETRANS_MISSES: dict[str, str] = {
-    "cross_udp/htb/4MiB": "kernel 96.6 kB, sim 183.4 kB per transfer (1.90x): the excess is the UDP path's (sim 166 kB median there; kernel 96.0 over 17 path-2 subflows, 92.3 with the testbed's CBR at real-time priority): the simulator's HyStart delay test fires on the ACK that enters recovery (15 of 21 subflows), so HyStart cannot lower ssthresh in recovery and each recovery's end jumps cwnd to ssthresh (`tcp_end_cwnd_reduction`): 4 recoveries per subflow; the kernel's subflows lose after 2-8 round-3 samples and end recovery at the PRR window (docs/testbed.md 'Session 7: where the simulator's extra retransmissions come from', 'Session 7: the UDP path's HyStart on the kernel'). Host-dependent: 127.6 kB (1.44x) on the v657 host, whose CBR bursts 1.5 times a second against 7-27 (" + _V657 + ")",
-    "equal/htb/1MiB": "kernel 19.8 kB, sim 36.9 kB per transfer (1.86x): both engines are bimodal (kernel: 9 of 21 transfers 40-223 kB, after a broken HyStart train; the simulator 13 of 21, its trains all holding: a 2-3-skb loss at the first subflow's train exit holds DATA_ACK and starves the second subflow on the MPTCP window, which the kernel keeps 1.3-1.4x larger, its autotuning measuring whole rounds, `mptcp_rcv_space_adjust`) (" + _S9 + ", 'Session 10: the MPTCP window while a subflow holds out-of-order data'). The v657 host: 11.4 kB, 5 of 21 in the high mode (" + _V657 + ")",
-    "equal/htb/4MiB": "kernel 12.8 kB, sim 36.9 kB per transfer (2.9x): its first MiB is equal/htb/1MiB's, with the same two modes (kernel: 2 of 7 transfers in the high mode, 40 and 108 kB); within 1.5x (9.9-11.4 kB) with htb's early release prototyped, which puts the 256 KiB htb cells out (" + _S9 + ", " + _FS11C + "). The v657 host: 12.8 kB (" + _V657 + ")",
-    "equal/tbf32k/1MiB": "kernel 130.9 kB, sim 230.0 kB per transfer (1.76x): the simulator's subflows overshoot further before the first loss (the join to cwnd 140-172, the kernel's ~131 in one `ss` sample) and recovery ends at HyStart's in-recovery ssthresh, so a second small recovery follows in 26 of 40 subflows (docs/testbed.md 'Session 7: where the simulator's extra retransmissions come from'); the 7 stored kernel flows span 124-206 kB: 21 flows on the v657 host resend 161.5 kB (98-283), within 1.5x (" + _V657 + ")",
-    "tcp_single/tbf32k/1MiB": "kernel 212.9 kB, sim 15.9 kB per transfer (0.07x): " + _TSO_ACKS + _TSO_HOST,
-    "tcp_single_16mib/tbf32k/16MiB": "kernel 215.8 kB, sim 17.4 kB per transfer (0.08x): " + _TSO_ACKS + _TSO_HOST,
+    "equal/htb/1MiB": "kernel 11.4 kB, sim 36.9 kB per transfer (3.2x; 19.8 kB on the v782 host): both engines are bimodal (kernel on v782: 9 of 21 transfers 40-223 kB, after a broken HyStart train; the simulator 13 of 21, its trains all holding: a 2-3-skb loss at the first subflow's train exit holds DATA_ACK and starves the second subflow on the MPTCP window, which the kernel keeps 1.3-1.4x larger, its autotuning measuring whole rounds, `mptcp_rcv_space_adjust`) (" + _S9 + ", 'Session 10: the MPTCP window while a subflow holds out-of-order data').",
+    "equal/htb/4MiB": "kernel 12.8 kB, sim 36.9 kB per transfer (2.9x, 21 kernel flows): its first MiB is equal/htb/1MiB's, with the same two modes (kernel on v782: 2 of 7 transfers in the high mode, 40 and 108 kB); within 1.5x (9.9-11.4 kB) with htb's early release prototyped, which puts the 256 KiB htb cells out (" + _S9 + ", " + _FS11C + ").",
+    "equal_16mib/htb/16MiB": "kernel 21.3 kB, sim 42.6 kB per transfer (2.0x, 7 kernel flows): its first MiB is equal/htb/1MiB's (above); within 1.5x against the v782 host",
+    "fast_slow/tbf32k/256KiB": "kernel 35.5 kB, sim 17.0 kB per transfer (0.48x, 21 kernel flows; 19.8 kB on the v782 host, 42.5 kB in miss11's loaded v657 run): the same rounds as its FCT miss (KNOWN_MISSES)",
+    "jitter/htb/4MiB": "kernel 34.1 kB, sim 11.4 kB per transfer (0.33x, 21 kernel flows; 11.4 kB on the v782 host): the quiet v657 kernel resends more here; not traced",
+    "jitter_16mib/htb/16MiB": "kernel 76.7 kB, sim 45.4 kB per transfer (0.59x, 7 kernel flows): not traced",
 }
 
 
