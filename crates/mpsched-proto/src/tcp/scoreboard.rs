@@ -76,7 +76,7 @@ impl Slot {
             data_fin: bits & DATA_FIN != 0,
             flags: bits & (SACKED | LOST | RETX),
             ever_retx: bits & EVER_RETX != 0,
-            xmit_ns: self.xmit_bits & (XMIT_LIMIT - 1),
+            xmit_ns: self.xmit_ns(),
         }
     }
     /// The send time and bits as stored (a send time past [`XMIT_LIMIT`] is refused).
@@ -88,6 +88,10 @@ impl Slot {
     #[inline(always)]
     fn seq(&self, base: u64) -> u64 {
         base + self.offset as u64
+    }
+    #[inline(always)]
+    fn xmit_ns(&self) -> u64 {
+        self.xmit_bits & (XMIT_LIMIT - 1)
     }
     #[inline(always)]
     fn bits(&self) -> u8 {

@@ -66,6 +66,21 @@ impl Scoreboard {
         }
     }
 
+    /// True when [`Scoreboard::rack_mark_lost`] would find nothing at once (most ACKs): no
+    /// segment at the loss pointer, or one not SACKed and not sent before the most recently
+    /// sent delivered segment. One slot is read, not the next one for the segment's end: a
+    /// segment starting at or above RACK's end sequence ends above it, so (send time, start)
+    /// at or above (RACK.xmit_ts, RACK.end_seq) settles RFC 8985's order (segments sent in
+    /// one burst share their send time); anything else is left to `rack_mark_lost`.
+    #[inline(always)]
+    pub fn rack_nothing_to_judge(&self) -> bool {
+        let idx = (self.loss_ptr - self.front_abs) as usize;
+        self.segs.get(idx).is_none_or(|s| {
+            s.bits() & SACKED == 0
+                && (s.xmit_ns(), s.seq(self.seq_base)) >= (self.rack_xmit_ns, self.rack_end_seq)
+        })
+    }
+
     /// Sets the minimum RTT used to judge retransmitted deliveries.
     pub fn set_min_rtt(&mut self, min_rtt_ns: u64) {
         self.min_rtt_ns = min_rtt_ns;

@@ -300,3 +300,80 @@ fn a_send_time_past_56_bits_is_refused() {
     let mut b = Scoreboard::default();
     b.push(0, 100, 0, false, XMIT_LIMIT);
 }
+
+#[test]
+fn nothing_to_judge_means_rack_marks_nothing_and_arms_no_timer() {
+    // Random flights sent in bursts (segments of one burst share their send time, so RACK's
+    // order often falls to the end sequence), with ACKs, SACKs (holes), RACK marking,
+    // retransmissions and probes. Wherever `rack_nothing_to_judge` says so, `rack_mark_lost`
+    // on a copy must mark nothing, arm no timer and leave its pointer, whatever the
+    // reordering window. (Fails with the SACKed test dropped, or with the send time alone
+    // compared.)
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let (mut said_nothing, mut judged_a_tie) = (0, 0);
+    for _flight in 0..40 {
+        let mut b = Scoreboard::default();
+        // A retransmission delivered within 2 ns of its sending does not move RACK.
+        b.set_min_rtt(2);
+        let (mut una, mut next, mut t) = (1u64, 1u64, 0u64);
+        for _step in 0..300 {
+            match rand(7) {
+                0 | 1 => {
+                    for _ in 0..1 + rand(4) {
+                        b.push(next, MSS as u32, next - 1, false, t);
+                        next += MSS;
+                    }
+                }
+                2 if next > una => {
+                    una += MSS * rand((next - una) / MSS + 1);
+                    b.advance_una(una, t);
+                }
+                3 if next > una + MSS => {
+                    let segs = (next - una) / MSS;
+                    let first = 1 + rand(segs - 1);
+                    let last = first + 1 + rand(segs - first);
+                    b.apply_sack(&[(una + first * MSS, una + last * MSS)], t);
+                }
+                4 => {
+                    b.rack_mark_lost(t, rand(3));
+                }
+                5 => {
+                    // A tail loss probe resends the last segment (above the pointer).
+                    b.probe_last(t);
+                }
+                _ => {
+                    if b.next_lost().is_some() {
+                        b.mark_retransmitted(t);
+                    }
+                }
+            }
+            t += rand(3);
+            let nothing = b.rack_nothing_to_judge();
+            for reo_wnd_ns in [0, 1, 2, 1000] {
+                let mut c = b.clone();
+                let found = c.rack_mark_lost(t, reo_wnd_ns);
+                if nothing {
+                    assert_eq!(found, (0, None), "told nothing to judge");
+                    // Nor does it move on (past SACKed segments).
+                    assert_eq!(c.loss_ptr, b.loss_ptr, "told nothing to judge");
+                }
+            }
+            said_nothing += u32::from(nothing);
+            // A segment at the pointer sent with the latest delivered one, below it: judged.
+            let idx = (b.loss_ptr - b.front_abs) as usize;
+            if let Some(s) = b.segs.get(idx) {
+                let tie = s.xmit_ns() == b.rack_xmit_ns && s.seq(b.seq_base) < b.rack_end_seq;
+                judged_a_tie += u32::from(tie && s.bits() & SACKED == 0 && !nothing);
+            }
+        }
+    }
+    // Both answers occur, and ties in send time (bursts) among them.
+    assert!(said_nothing > 1000, "{said_nothing}");
+    assert!(judged_a_tie > 10, "{judged_a_tie}");
+}

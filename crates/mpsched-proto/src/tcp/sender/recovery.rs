@@ -138,8 +138,23 @@ impl Sender {
     }
 
     /// Marks losses: RACK when RACK-TLP is on, RFC 6675 DupThresh otherwise; lost
-    /// retransmissions by RACK's rule in both cases.
+    /// retransmissions by RACK's rule in both cases. Most ACKs (Open, RACK with nothing
+    /// sent before the latest delivered segment outstanding) end at the inline test: the
+    /// reordering window and the marking loop's setup are then not needed.
+    #[inline(always)]
     pub(super) fn mark_lost(&mut self, now_ns: u64) -> u64 {
+        if self.state == CaState::Open && self.cfg.rack_tlp() && self.board.rack_nothing_to_judge()
+        {
+            // What `mark_lost_judging` does then: nothing marked, no reordering timer.
+            self.rack_timer_ns = None;
+            return 0;
+        }
+        self.mark_lost_judging(now_ns)
+    }
+
+    /// [`Sender::mark_lost`] past its inline test.
+    #[inline(never)]
+    fn mark_lost_judging(&mut self, now_ns: u64) -> u64 {
         let mut newly = if self.cfg.rack_tlp() {
             // Linux `tcp_rack_reo_wnd`: min RTT / 4 (at most SRTT); until reordering has been
             // seen, none in recovery or once DupThresh segments are SACKed. (No D-SACK, so
