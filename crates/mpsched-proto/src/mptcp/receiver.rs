@@ -200,13 +200,15 @@ impl DataReceiver {
                 self.subflows[i].connect(now_ns);
             }
         }
-        let buf = self.subflows[subflow].take_released();
         let ofo_before = self.ofo.total_bytes();
         let read_before = self.rcv_nxt;
-        for &r in &buf {
+        // `deliver` leaves the subflows alone: their released data is read in place.
+        let mut i = 0;
+        while let Some(r) = self.subflows[subflow].released(i) {
             self.deliver(r, now_ns);
+            i += 1;
         }
-        self.subflows[subflow].restore_released(buf);
+        self.subflows[subflow].clear_released();
         // The application reads what became in order (Linux `mptcp_recvmsg` ->
         // `mptcp_cleanup_rbuf`, every subflow): a small frame's delayed ACK leaves now if the
         // read emptied the receive memory, so a frame that waited in the out-of-order queue
