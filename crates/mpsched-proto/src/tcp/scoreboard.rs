@@ -288,29 +288,15 @@ impl Scoreboard {
             self.out_bytes -= len;
             // saturating: an MSS changed since the push would make the count approximate.
             self.short_segs = self.short_segs.saturating_sub(self.is_short(s.len));
-            src.retx_acked |= s.ever_retx;
-            if s.flags & SACKED != 0 {
-                self.sacked_bytes -= len;
-                self.sacked_segs -= 1;
-                if abs < self.loss_ptr {
-                    self.sacked_below_ptr_bytes -= len;
-                    self.sacked_below_ptr_segs -= 1;
-                }
-            } else {
-                if !s.ever_retx {
-                    src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
-                }
-                if s.flags & LOST != 0 {
-                    self.lost_bytes -= len;
-                    self.lost_segs -= 1;
-                }
-                if s.flags & RETX != 0 {
-                    self.retx_bytes -= len;
-                    self.retx_segs -= 1;
-                }
-                self.note_reordering(&s, self.fack);
-                self.rack_advance(&s, now_ns);
+            if s.flags != 0 || s.ever_retx {
+                self.acked_marked(&s, abs, now_ns, src);
+                continue;
             }
+            // Sent once, neither SACKed, lost nor retransmitted (most segments): an RTT source,
+            // and RACK's and reordering's evidence.
+            src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
+            self.note_reordering(&s, self.fack);
+            self.rack_advance(&s, now_ns);
         }
         if self.dsn_runs.len() > 1 {
             let base = self.seq_base;
@@ -329,6 +315,37 @@ impl Scoreboard {
         }
         self.sacked_ranges.remove_below(ack);
         acked
+    }
+
+    /// [`Scoreboard::advance_una_noting`] for a segment SACKed, lost or ever retransmitted
+    /// (absolute index `abs`): out of line, so the loop over the others keeps few values live.
+    #[cold]
+    #[inline(never)]
+    fn acked_marked(&mut self, s: &SentSeg, abs: u64, now_ns: u64, src: &mut CaRttSources) {
+        let len = s.len as u64;
+        src.retx_acked |= s.ever_retx;
+        if s.flags & SACKED != 0 {
+            self.sacked_bytes -= len;
+            self.sacked_segs -= 1;
+            if abs < self.loss_ptr {
+                self.sacked_below_ptr_bytes -= len;
+                self.sacked_below_ptr_segs -= 1;
+            }
+            return;
+        }
+        if !s.ever_retx {
+            src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
+        }
+        if s.flags & LOST != 0 {
+            self.lost_bytes -= len;
+            self.lost_segs -= 1;
+        }
+        if s.flags & RETX != 0 {
+            self.retx_bytes -= len;
+            self.retx_segs -= 1;
+        }
+        self.note_reordering(s, self.fack);
+        self.rack_advance(s, now_ns);
     }
 
     /// Applies SACK blocks; returns newly SACKed bytes, noting the RTT sources of the newly
