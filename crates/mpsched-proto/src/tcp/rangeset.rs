@@ -16,6 +16,9 @@
 //! of the highest range only looks at that range. The tests check the fast paths against the
 //! general ones and against a model on random operations.
 
+/// Ranges an emptied set keeps room for (what a `Vec` of 16-byte entries first allocates).
+const KEPT_RANGES: usize = 4;
+
 /// Disjoint, non-adjacent `[start, end)` ranges in increasing order.
 #[derive(Debug, Clone, Default)]
 pub struct RangeSet {
@@ -171,12 +174,31 @@ impl RangeSet {
         let n = self.ranges.partition_point(|&(_, e)| e <= x);
         self.total_bytes -= self.ranges[..n].iter().map(|&(s, e)| e - s).sum::<u64>();
         self.ranges.drain(..n);
-        if let Some(first) = self.ranges.first_mut() {
-            if first.0 < x {
+        match self.ranges.first_mut() {
+            Some(first) if first.0 < x => {
                 self.total_bytes -= x - first.0;
                 first.0 = x;
             }
+            Some(_) => {}
+            None => self.give_back_room(),
         }
+    }
+
+    /// An emptied set keeps room for [`KEPT_RANGES`] only: an episode with many holes (a
+    /// slow start's burst of losses) would otherwise leave its room with the set for the rest
+    /// of the connection (a `BTreeMap` frees its nodes as it empties, so this keeps what it
+    /// gave).
+    #[inline]
+    fn give_back_room(&mut self) {
+        if self.ranges.capacity() > KEPT_RANGES {
+            self.shrink_room();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn shrink_room(&mut self) {
+        self.ranges.shrink_to(KEPT_RANGES);
     }
 
     /// Removes and returns the lowest range if it starts at or below `x`.
@@ -188,6 +210,9 @@ impl RangeSet {
         }
         self.ranges.remove(0);
         self.total_bytes -= e - s;
+        if self.ranges.is_empty() {
+            self.give_back_room();
+        }
         Some((s, e))
     }
 
@@ -222,6 +247,9 @@ impl RangeSet {
             j += 1;
         }
         self.ranges.drain(i..j);
+        if self.ranges.is_empty() {
+            self.give_back_room();
+        }
     }
 
     /// Iterates the ranges in increasing order.
@@ -371,5 +399,23 @@ mod tests {
         r.insert(100, 105);
         assert!(r.ranges.capacity() > 4);
         assert_eq!(std::mem::size_of::<RangeSet>(), 32);
+        // Emptied (by each way a set empties), the room goes back to 4 ranges.
+        for empty in [0, 1, 2] {
+            let mut r = RangeSet::new();
+            for i in 0..40 {
+                r.insert(10 * i, 10 * i + 5);
+            }
+            assert!(r.ranges.capacity() >= 40);
+            match empty {
+                0 => r.remove_below(1_000),
+                1 => r.remove(0, 1_000),
+                _ => {
+                    r.remove(10, 1_000);
+                    assert_eq!(r.pop_first_if_starts_by(0), Some((0, 5)));
+                }
+            }
+            assert!(r.is_empty());
+            assert_eq!(r.ranges.capacity(), KEPT_RANGES, "emptied by way {empty}");
+        }
     }
 }
