@@ -70,10 +70,25 @@ impl Simulation<'_> {
 mod tests {
     /// A delivered packet reads its flow's slot first (and the lookahead above fetches it
     /// whole): the slot keeps the two sides' endpoint pointers and timers, not a units
-    /// application's queues (boxed), so it is three cache lines at most, not seven.
+    /// application's queues (boxed), so it is three cache lines at most, not seven. Its
+    /// pending times are 8 bytes each (`PendingNs`, not `Option<u64>`): 112 bytes, was 144
+    /// (issue 17: every concurrent flow holds one).
     #[test]
     fn a_flow_slot_is_at_most_three_cache_lines() {
         let size = std::mem::size_of::<Option<super::super::Flow>>();
         assert!(size <= 3 * 64, "{size} bytes");
+        assert_eq!(size, 112);
+    }
+
+    /// A pending time reads back as stored, `NONE` as none; `u64::MAX`, which would read back
+    /// as none, is refused.
+    #[test]
+    fn a_pending_time_reads_back_and_u64_max_is_refused() {
+        use super::super::PendingNs;
+        assert_eq!(PendingNs::NONE.get(), None);
+        for t in [0, 1, 3_000_000_000, u64::MAX - 1] {
+            assert_eq!(PendingNs::at(t).get(), Some(t));
+        }
+        assert!(std::panic::catch_unwind(|| PendingNs::at(u64::MAX)).is_err());
     }
 }

@@ -177,7 +177,7 @@ impl Simulation<'_> {
         // Flows still running at the end are recorded as incomplete.
         for fi in 0..self.flows.len() {
             if let Some(f) = self.flows[fi].take() {
-                let row = self.flow_rows(fi, &f, f.completed_ns);
+                let row = self.flow_rows(fi, &f, f.completed_ns.get());
                 self.finished_rows.push(row);
             }
         }

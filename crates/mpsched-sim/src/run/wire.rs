@@ -4,7 +4,7 @@
 use super::event::Event;
 use super::inflight::{Destination, InFlight};
 use super::skb::OpenSkb;
-use super::{Carried, Flow, Payload, Side};
+use super::{Carried, Flow, Payload, PendingNs, Side};
 use crate::app::App;
 use crate::config::SimConfig;
 use crate::endpoint::Endpoint;
@@ -168,9 +168,9 @@ impl Wire<'_> {
     #[inline(always)]
     fn rearm_timer(&mut self, side: &mut Side, fi: usize, client_side: bool, request: bool) {
         if let Some(want) = side.ep.poll_timeout() {
-            if side.timer_at_ns.is_none_or(|t| want < t) {
+            if side.timer_at_ns.get().is_none_or(|t| want < t) {
                 let at = want.max(self.now_ns);
-                side.timer_at_ns = Some(at);
+                side.timer_at_ns = PendingNs::at(at);
                 push_later(self.queue, at, Event::Timer { flow: fi as u32, client: client_side, request });
             }
         }
@@ -226,9 +226,9 @@ pub(super) fn send_app_messages(
 #[inline(always)]
 pub(super) fn rearm_app(f: &mut Flow, queue: &mut EventQueue<Event>, fi: usize, now_ns: u64) {
     if let Some(want) = f.app.next_wakeup_ns() {
-        if f.app_wakeup_ns.is_none_or(|t| want < t) {
+        if f.app_wakeup_ns.get().is_none_or(|t| want < t) {
             let at = want.max(now_ns);
-            f.app_wakeup_ns = Some(at);
+            f.app_wakeup_ns = PendingNs::at(at);
             push_later(queue, at, Event::AppWakeup(fi as u32));
         }
     }
