@@ -287,8 +287,8 @@ fn rp_penalises_a_bloated_slow_path_once_per_fast_rtt_not_once_per_its_own() {
     // `rttvar_us`) keeps the fast subflow's RTO at 812 ms through a 539 ms window stall at
     // 3.18 s; RFC 6298's term gave 512 ms, so `tcp_cwnd_restart` halved its 1.78 MB window
     // there, and that single halving moved the per-own-sRTT run from 24.3 s to 30.5 s (the
-    // kernel's rule: 22.1 vs 22.4 s; records identical to Linux's term with the restart off:
-    // docs/testbed.md, Session 13 (rpm13)). So five fast-path rates, 45..=49 Mbit/s.
+    // kernel's rule: 22.1 vs 22.4 s; with the restart off, RFC 6298's term gives Linux's times
+    // to the ms: docs/testbed.md, Session 13 (rpm13)). So five fast-path rates, 45..=49 Mbit/s.
     // Measured (ms; kernel's rule / per own sRTT): times 23037/35421, 21865/33245, 22092/24272,
     // 21417/28367, 21086/21965 (sums 109497 / 143270, 76 %); the slow path's mean sRTT
     // 680/1171, 666/1114, 654/811, 641/893, 631/729; fast path stalled 6101 / 30206 ms in all.
