@@ -69,6 +69,8 @@ def run(
     from mpsched.study.execute import stored_count
     from mpsched.scenario import Scenario, ScenarioError
 
+    if engine not in engines.ENGINES:  # a typo is bad input (exit 2, as `check` says it), not a failure
+        _fail(f"unknown engine {_escape(engine)!r}; available: {', '.join(engines.ENGINES)}", EXIT_BAD_INPUT)
     s = _load(scenario)
     try:
         if sched:  # every connection sweeps the schedulers given on the command line
@@ -84,6 +86,13 @@ def run(
     except engines.EngineUnavailable as e:
         _fail(_escape(str(e)), EXIT_FAILED)
     target = out_dir or str(Path("results") / s.name)
+    if "://" not in target:  # before any work: a file in its place, no permission (one line)
+        from mpsched.study.safety import OutputUnusable, prepare_dir
+
+        try:
+            prepare_dir(target)
+        except OutputUnusable as e:
+            _fail(_escape(str(e)), EXIT_BAD_INPUT)
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     stored = stored_count(target, tasks.run_ids)
     resumed = f"; {stored} of {len(tasks)} already stored, {len(tasks) - stored} to run" if stored else ""
@@ -100,8 +109,10 @@ def run(
                             force=force)
     except RunFailed as e:
         _fail(_escape(str(e)), EXIT_FAILED)
-    except ValueError as e:  # e.g. a Python scheduler that cannot travel to the cluster
+    except ValueError as e:  # e.g. a Python scheduler that cannot travel to the cluster, an unusable -o
         _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    except OSError as e:  # e.g. the disk filled up while a batch was written: the batches before it are kept
+        _fail(_escape(f"cannot write the results to {target}: {e}; completed runs are kept"), EXIT_FAILED)
     except KeyboardInterrupt as e:
         exit_interrupted(e, ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
     _print_summary(res)
@@ -163,6 +174,18 @@ def _validate_grid(grid: Path, only: Optional[str]) -> None:
     from mpsched.scenario import ScenarioError
     from mpsched.study import grid as g
 
+    if not grid.is_dir():
+        _fail(f"no grid folder at {_escape(str(grid))} (a folder of scenarios, e.g. scenarios/validation/grid)",
+              EXIT_BAD_INPUT)
+    try:
+        ids = [c.id for c in g.cells(grid)]
+    except ScenarioError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    if not [i for i in ids if only is None or only in i]:  # else nothing is measured, and nothing said
+        if not ids:
+            _fail(_escape(f"{grid} holds no grid cell (no *.toml of sized flows over a shaper)"), EXIT_BAD_INPUT)
+        listed = ", ".join(ids[:8]) + (", ..." if len(ids) > 8 else "")
+        _fail(_escape(f"no cell of {grid} matches --cells {only!r}; cells: {listed}"), EXIT_BAD_INPUT)
     try:
         engines.check_engine("kernel")
         path = g.remeasure(grid, only, on_cell=lambda c, rows: _c.err.print(f"{c.id}: {len(rows)} flows", highlight=False))

@@ -169,14 +169,17 @@ def terminate_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def exit_interrupted(e: KeyboardInterrupt, argv: list) -> None:
-    """The command's end after an interruption: one line on stderr (how many runs are stored and
-    the command that resumes), exit status 130. A run still inside the core (a daemon thread) is
-    abandoned with the process (`os._exit`); otherwise the interpreter exits normally."""
+def exit_interrupted(e: KeyboardInterrupt, argv: list, where: bool = False) -> None:
+    """The command's end after an interruption: one line on stderr (how many runs are stored,
+    `where` also in which study directory, and the command that resumes), exit status 130. A run
+    still inside the core (a daemon thread) is abandoned with the process (`os._exit`); otherwise
+    the interpreter exits normally."""
     import shlex
     import sys
 
     stored = f"{e.stored} of {e.total} run(s) stored" if isinstance(e, Interrupted) else "completed runs are kept"
+    if where and isinstance(e, Interrupted) and e.out is not None:
+        stored += f" in {e.out}"
     cmd = " ".join(shlex.quote(str(a)) for a in ["mpsched", *argv])
     sys.stderr.write(f"interrupted: {stored}; resume with: {cmd}\n")
     sys.stderr.flush()

@@ -47,11 +47,11 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from mpsched.study.frames import TABLES, RunRecord, batch_frames, concat, to_frame
-from mpsched.study.safety import (LOCK, MARKER, DamagedRun, alive as _alive, clean_tmp_dir, damage, fsync_dir as _fsync_dir,
-                                  make_tmp, mark, study_lock)
+from mpsched.study.safety import (LOCK, MARKER, DamagedRun, OutputUnusable, alive as _alive, clean_tmp_dir, damage,
+                                  fsync_dir as _fsync_dir, make_tmp, mark, prepare_dir, study_lock)
 
-__all__ = ["LOCK", "MARKER", "SCHEMA_VERSION", "TABLES", "Batch", "DamagedRun", "RunRecord", "Store", "batch_dirs",
-           "batch_frames", "clean_stale_tmp", "concat", "config_hash", "damage", "run_id_for", "study_lock", "to_frame"]
+__all__ = ["LOCK", "MARKER", "SCHEMA_VERSION", "TABLES", "Batch", "DamagedRun", "OutputUnusable", "RunRecord", "Store",
+           "batch_dirs", "batch_frames", "clean_stale_tmp", "concat", "config_hash", "damage", "run_id_for", "study_lock", "to_frame"]
 
 #: Bumped whenever a table's columns change meaning (2: batches of runs).
 SCHEMA_VERSION = 2
@@ -145,8 +145,9 @@ class Store:
             self.fs.rm(path, recursive=True)
 
     def ensure(self) -> None:
+        """Make the study directory; `OutputUnusable` (one line) when it cannot be written."""
         if self.fs is None:
-            self.root.mkdir(parents=True, exist_ok=True)
+            prepare_dir(self.root)
         else:
             self.fs.makedirs(str(self.root), exist_ok=True)
 
@@ -262,6 +263,11 @@ class Store:
                 why = damage(self.root / b.name)
                 if why:
                     out[b.name] = why
+        if self.root.is_dir():  # a batch.json that does not parse: its batch is skipped by readers, not lost silently
+            for d in self.root.iterdir():
+                doc = d / BATCH_FILE
+                if not d.name.startswith(".") and d.name not in out and doc.is_file() and _read_json(doc) is None:
+                    out[d.name] = f"{doc}: not readable JSON (truncated?)"
         return out
 
     # --- reading --------------------------------------------------------------------------------
@@ -309,8 +315,11 @@ class Store:
         out = {}
         for line in text.splitlines():
             if line.strip():
-                doc = json.loads(line)
-                out[doc["run_id"]] = doc
+                try:
+                    doc = json.loads(line)
+                    out[doc["run_id"]] = doc
+                except (ValueError, KeyError, TypeError) as e:
+                    raise DamagedRun(self._join(batch, RUNS_FILE), f"a line that is not a run's JSON ({e})") from None
         return out
 
     def owners(self, version: str | None = None) -> dict[str, Batch]:
