@@ -168,3 +168,43 @@ def test_ctrl_c_during_reproduce_exits_130_without_an_abort(tmp_path):
     assert p.returncode == 130, err
     assert "Traceback" not in err and "FATAL" not in err
     assert len([ln for ln in err.splitlines() if ln.startswith("interrupted:")]) == 1, err
+
+
+def test_show_of_a_stopped_study_says_it_is_incomplete_and_how_to_resume(tmp_path, fake_engine):
+    """Before, `show` of an interrupted study summarised the runs that had finished as if they
+    were the whole study (a scheduler or a size could be missing without a word)."""
+    scenario = tmp_path / "quick.toml"
+    scenario.write_text(QUICK)
+    out = tmp_path / "study"
+    r = _cli(["run", scenario, "-o", out, "-j", "1"])
+    assert r.exit_code == 0, r.output
+    r = _cli(["show", out])
+    assert r.exit_code == 0 and "incomplete" not in r.output, r.output
+    n = len(store.Store(out).batches()[0].runs)
+    total = sum(len(b.runs) for b in store.Store(out).batches())
+    store.Store(out).remove_batch(store.Store(out).batches()[0].name)  # as if stopped before it was written
+    r = _cli(["show", out])
+    assert r.exit_code == 0
+    warning = [ln for ln in r.output.splitlines() if ln.startswith("warning:")]
+    assert len(warning) == 1 and f"{total - n} of {total} run(s)" in warning[0], r.output
+    assert f"resume with: mpsched run {scenario} -o {out}" in warning[0]
+    r = _cli(["run", scenario, "-o", out, "-j", "1"])  # resumed: complete again
+    assert r.exit_code == 0 and f"{total - n} of {total} already stored" in r.output
+    assert "incomplete" not in _cli(["show", out]).output
+
+
+def test_the_resume_command_keeps_the_schedulers_and_force_of_the_interrupted_one(tmp_path, monkeypatch):
+    """Before, `run -s ecf` interrupted said "resume with: mpsched run X -o OUT": that command
+    runs the file's schedulers, another study."""
+    import mpsched.study as study
+    from mpsched.study import Interrupted
+
+    def stopped(scenario, out, **kw):
+        raise Interrupted(0, 6, Path(out))
+
+    monkeypatch.setattr(study, "run", stopped)
+    scenario = tmp_path / "quick.toml"
+    scenario.write_text(QUICK)
+    r = _cli(["run", scenario, "-o", tmp_path / "o", "-s", "ecf", "-s", "blest", "--force", "-j", "1"])
+    assert r.exit_code == 130, r.output
+    assert f"resume with: mpsched run {scenario} -o {tmp_path / 'o'} -s ecf -s blest --force" in r.output

@@ -87,6 +87,12 @@ def _open(path: Path):
             _fail_damaged(path, damaged)
         with _damage_is_one_line(path):
             res = load(path)
+    from mpsched.study.manifest import incomplete
+
+    for command, stored, planned in incomplete(path):  # a stopped study is not shown as a whole one
+        _c.err.print(f"warning: {path} is incomplete: {stored} of {planned} run(s) of `{command}` are stored (it was "
+                     f"stopped, or runs failed); what follows covers only those; resume with: {command}",
+                     highlight=False, markup=False, soft_wrap=True)
     if res.runs.height == 0:
         _fail(f"{_escape(str(path))} holds no complete run", EXIT_BAD_INPUT)
     return res

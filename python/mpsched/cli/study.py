@@ -99,8 +99,16 @@ def run(
     where = f" on Dask ({cluster})" if cluster else ""
     _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}{resumed}", highlight=False,
                  markup=False)
-    from mpsched.study.interrupt import exit_interrupted, terminate_as_interrupt
+    from mpsched.study.interrupt import exit_interrupted, resume_command, terminate_as_interrupt
+    from mpsched.study.manifest import record_plan
 
+    # everything that changes the runs goes into the command that resumes them
+    argv = ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []) \
+        + [a for s_ in (sched or []) for a in ("-s", s_)] + (["--force"] if force else [])
+    try:
+        record_plan(target, tasks.run_ids, resume_command(argv))  # lets `show` tell a stopped study
+    except OSError as e:
+        _fail(_escape(f"cannot write the results to {target}: {e}"), EXIT_FAILED)
     try:
         with _cluster_client(cluster, jobs) as client, terminate_as_interrupt(), \
                 run_progress(len(tasks), _c.err) as update, warnings.catch_warnings():
@@ -114,7 +122,7 @@ def run(
     except OSError as e:  # e.g. the disk filled up while a batch was written: the batches before it are kept
         _fail(_escape(f"cannot write the results to {target}: {e}; completed runs are kept"), EXIT_FAILED)
     except KeyboardInterrupt as e:
-        exit_interrupted(e, ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
+        exit_interrupted(e, argv)
     _print_summary(res)
     for w in res.warnings():
         _c.err.print(f"warning: {w}", highlight=False, markup=False)

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["Interrupted", "call_interruptibly", "exit_interrupted", "kill_workers", "quiet_spawn", "set_pdeathsig", "start_in_thread",
-           "terminate_as_interrupt", "worker_init"]
+__all__ = ["Interrupted", "call_interruptibly", "exit_interrupted", "kill_workers", "quiet_spawn", "resume_command",
+           "set_pdeathsig", "start_in_thread", "terminate_as_interrupt", "worker_init"]
 
 PR_SET_PDEATHSIG = 1
 
@@ -169,18 +169,24 @@ def terminate_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
+def resume_command(argv: list) -> str:
+    """The shell command `mpsched <argv>`, quoted."""
+    import shlex
+
+    return " ".join(shlex.quote(str(a)) for a in ["mpsched", *argv])
+
+
 def exit_interrupted(e: KeyboardInterrupt, argv: list, where: bool = False) -> None:
     """The command's end after an interruption: one line on stderr (how many runs are stored,
     `where` also in which study directory, and the command that resumes), exit status 130. A run
     still inside the core (a daemon thread) is abandoned with the process (`os._exit`); otherwise
     the interpreter exits normally."""
-    import shlex
     import sys
 
     stored = f"{e.stored} of {e.total} run(s) stored" if isinstance(e, Interrupted) else "completed runs are kept"
     if where and isinstance(e, Interrupted) and e.out is not None:
         stored += f" in {e.out}"
-    cmd = " ".join(shlex.quote(str(a)) for a in ["mpsched", *argv])
+    cmd = resume_command(argv)
     sys.stderr.write(f"interrupted: {stored}; resume with: {cmd}\n")
     sys.stderr.flush()
     sys.stdout.flush()
