@@ -191,5 +191,18 @@ def exit_interrupted(e: KeyboardInterrupt, argv: list, where: bool = False) -> N
     sys.stderr.flush()
     sys.stdout.flush()
     if any(t.name == "mpsched-run" and t.is_alive() for t in threading.enumerate()):
+        _release_semaphores()
         os._exit(130)
     raise SystemExit(130)
+
+
+def _release_semaphores() -> None:
+    """Before `os._exit`: unlink the named semaphores of the worker pool (the lock of the
+    simulated clock's shared counter) as a normal exit does; otherwise the resource tracker
+    prints a "leaked semaphore" warning after the interrupted line."""
+    try:
+        from multiprocessing import util
+
+        util._run_finalizers(0)  # the finalizers a normal exit runs first (priority >= 0)
+    except Exception:  # noqa: BLE001 - only a warning is at stake
+        pass
