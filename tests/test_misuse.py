@@ -208,3 +208,28 @@ def test_the_resume_command_keeps_the_schedulers_and_force_of_the_interrupted_on
     r = _cli(["run", scenario, "-o", tmp_path / "o", "-s", "ecf", "-s", "blest", "--force", "-j", "1"])
     assert r.exit_code == 130, r.output
     assert f"resume with: mpsched run {scenario} -o {tmp_path / 'o'} -s ecf -s blest --force" in r.output
+
+
+def test_a_scenario_saved_with_a_byte_order_mark_loads(tmp_path):
+    """Editors on Windows save UTF-8 with a BOM; tomllib refused it as "Invalid statement (at line
+    1, column 1)", which names nothing the user can see."""
+    f = tmp_path / "bom.toml"
+    f.write_bytes(b"\xef\xbb\xbf" + QUICK.encode())
+    assert load_scenario(f).paths[0].name == "fast"
+
+
+def test_show_of_a_folder_of_studies_names_them(tmp_path, fake_engine):
+    mpsched.run(load_scenario(SCENARIOS / "quick.toml"), tmp_path / "a")
+    r = _cli(["show", tmp_path])
+    assert r.exit_code == 2
+    line = _one_line(r)
+    assert "holds no complete run" in line and f"mpsched show {tmp_path / 'a'}" in line
+
+
+def test_a_negative_jobs_count_is_refused_not_read_as_every_cpu(tmp_path):
+    scenario = tmp_path / "quick.toml"
+    scenario.write_text(QUICK)
+    for cmd in (["run", scenario, "-o", tmp_path / "o"], ["reproduce", "cfs_web", "-o", tmp_path / "r"]):
+        r = _cli(cmd + ["-j", "-1"])
+        assert r.exit_code == 2 and "--jobs" in r.output, r.output
+    assert not (tmp_path / "o").exists() and not (tmp_path / "r").exists()

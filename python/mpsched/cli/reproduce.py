@@ -22,7 +22,7 @@ def reproduce(
     all_: bool = typer.Option(False, "--all", help="Every study, into one report (runs in <out>/<study>/)."),
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Results and report directory (default: results/experiments/<study>[-quick], with --all results/report[-quick])."),
     quick: bool = typer.Option(False, "--quick", help="A reduced version (fewer seeds, repeats, sizes) that runs in seconds."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel runs (default, 0: number of CPUs)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
     sensitivity: bool = typer.Option(False, "--sensitivity", help="Instead: the study's sensitivity runs (experiments/<study>/sensitivity/: one unstated assumption changed per file), its headline numbers per value (runs in <out>/sensitivity/)."),
 ) -> None:

@@ -94,7 +94,11 @@ def _open(path: Path):
                      f"stopped, or runs failed); what follows covers only those; resume with: {command}",
                      highlight=False, markup=False, soft_wrap=True)
     if res.runs.height == 0:
-        _fail(f"{_escape(str(path))} holds no complete run", EXIT_BAD_INPUT)
+        # a folder of studies (reproduce's, or results/ itself): name the ones inside
+        inner = sorted(d.name for d in path.iterdir() if d.is_dir() and Store(d).batches())
+        hint = f"; studies in its subfolders: {', '.join(inner[:6])}{', ...' if len(inner) > 6 else ''}; " \
+               f"show one of them (mpsched show {path / inner[0]})" if inner else ""
+        _fail(_escape(f"{path} holds no complete run{hint}"), EXIT_BAD_INPUT)
     return res
 
 

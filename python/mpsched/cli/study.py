@@ -54,7 +54,7 @@ def run(
     out_dir: Optional[str] = typer.Option(None, "--out", "-o",
                                           help="Study directory or fsspec URL (default: results/<scenario name>)."),
     engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel runs (default, 0: number of CPUs)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
     sched: Optional[list[str]] = typer.Option(None, "--scheduler", "-s", help="Run these schedulers instead of the file's (repeatable; a name or package.module:Class)."),
     force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
