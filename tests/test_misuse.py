@@ -233,3 +233,17 @@ def test_a_negative_jobs_count_is_refused_not_read_as_every_cpu(tmp_path):
         r = _cli(cmd + ["-j", "-1"])
         assert r.exit_code == 2 and "--jobs" in r.output, r.output
     assert not (tmp_path / "o").exists() and not (tmp_path / "r").exists()
+
+
+def test_a_trace_that_is_a_folder_is_named_as_one(tmp_path):
+    text = QUICK.replace('queue = "1BDP"', f'queue = "1BDP"\ntrace = "{tmp_path}"', 1)
+    with pytest.raises(ScenarioError) as e:
+        loads_scenario(text)
+    assert e.value.field == "paths[0].trace" and "is a folder" in e.value.message
+
+
+def test_doctor_without_root_says_it_needs_root(monkeypatch):
+    """Before, it answered "no leftovers of kernel runs": it cannot see root's namespaces."""
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    r = CliRunner().invoke(app, ["doctor"])
+    assert r.exit_code == 1 and "as root" in r.output and "no leftovers" not in r.output, r.output
