@@ -247,3 +247,21 @@ def test_doctor_without_root_says_it_needs_root(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     r = CliRunner().invoke(app, ["doctor"])
     assert r.exit_code == 1 and "as root" in r.output and "no leftovers" not in r.output, r.output
+
+
+def test_a_rerun_says_it_replaces_runs_of_another_code_version(tmp_path, fake_engine):
+    """Runs stored by an older checkout are run again and replaced: before, without a word."""
+    import json
+
+    scenario = tmp_path / "quick.toml"
+    scenario.write_text(QUICK)
+    out = tmp_path / "o"
+    assert _cli(["run", scenario, "-o", out, "-j", "1"]).exit_code == 0
+    batch = store.Store(out).batches()[0]
+    doc = json.loads((out / batch.name / "batch.json").read_text())
+    (out / batch.name / "batch.json").write_text(json.dumps({**doc, "code_version": "0.1.0+git.old"}))
+    r = _cli(["run", scenario, "-o", out, "-j", "1"])
+    assert r.exit_code == 0
+    assert f"{len(batch.runs)} run(s) stored by another code version (0.1.0+git.old) are run again and replace them" \
+        in " ".join(r.output.split()), r.output
+    assert "another code version" not in _cli(["run", scenario, "-o", out, "-j", "1"]).output

@@ -66,7 +66,7 @@ def run(
     from mpsched.study.progress import run_progress
     from mpsched.study import RunFailed, check_topology_engine, plan_stream
     from mpsched.study import run as run_study
-    from mpsched.study.execute import stored_count
+    from mpsched.study.execute import outdated, stored_count
     from mpsched.scenario import Scenario, ScenarioError
 
     if engine not in engines.ENGINES:  # a typo is bad input (exit 2, as `check` says it), not a failure
@@ -96,6 +96,10 @@ def run(
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     stored = stored_count(target, tasks.run_ids)
     resumed = f"; {stored} of {len(tasks)} already stored, {len(tasks) - stored} to run" if stored else ""
+    n_old, old_versions = outdated(target, tasks.run_ids)
+    if n_old:  # never replaced without a word
+        resumed += (f"; {n_old} run(s) stored by another code version ({', '.join(old_versions[:2])}"
+                    f"{', ...' if len(old_versions) > 2 else ''}) are run again and replace them")
     where = f" on Dask ({cluster})" if cluster else ""
     _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}{resumed}", highlight=False,
                  markup=False)
