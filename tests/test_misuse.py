@@ -105,6 +105,9 @@ def test_show_compare_plot_on_a_damaged_study_are_one_line_naming_the_file(tmp_p
     _truncate(batch / victim)
     for cmd in (["show", tmp_path], ["show", tmp_path, "-f", "csv"], ["compare", tmp_path], ["plot", tmp_path]):
         r = _cli(cmd)
+        if victim == "runs.jsonl" and cmd[0] != "plot":  # the summaries do not read it: they are whole
+            assert r.exit_code == 0 and "Traceback" not in r.output, (cmd, r.output)
+            continue
         assert r.exit_code == 1, (cmd, r.output)
         line = _one_line(r)
         assert str(batch / victim) in line and "mpsched run" in line, line

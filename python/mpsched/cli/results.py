@@ -82,7 +82,7 @@ def _open(path: Path):
     if not path.is_dir():
         _fail(f"no results directory at {_escape(str(path))}", EXIT_BAD_INPUT)
     with _c.err.status(f"reading {path}"):
-        damaged = Store(path).damaged()
+        damaged = Store(path).damaged(docs=False)  # runs.jsonl: named when read (`_damage_is_one_line`)
         if damaged:
             _fail_damaged(path, damaged)
         with _damage_is_one_line(path):

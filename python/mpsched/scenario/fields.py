@@ -326,7 +326,8 @@ Rate = Annotated[Any, BeforeValidator(_sweepable(_rate_with_unit(_checked(parse_
 Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP_TIME]
 PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP_TIME]
 Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP_SIZE]
-Queue = Annotated[Any, BeforeValidator(_sweepable(_queue_with_unit(_checked(parse_queue)))), SWEEP_QUEUE]
+Queue = Annotated[Any, BeforeValidator(_sweepable(_queue_with_unit(_checked(parse_queue)))),
+                  SWEEP_QUEUE]
 Loss = Annotated[Any, BeforeValidator(_loss), SWEEP_FRACTION]
 Seed = Annotated[Any, BeforeValidator(_sweepable(_seed)), SWEEP_OTHER]
 SchedulerName = Annotated[Any, BeforeValidator(_sweepable(_scheduler)), SWEEP_OTHER]

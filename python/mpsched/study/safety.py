@@ -100,9 +100,9 @@ def clean_tmp_dir(root: Path, alive: Callable[[int], bool]) -> int:
     return removed
 
 
-def damage(batch_dir: Path, tables: tuple[str, ...] = TABLES) -> str | None:
+def damage(batch_dir: Path, tables: tuple[str, ...] = TABLES, docs: bool = True) -> str | None:
     """What is wrong with a complete batch's files (None: all readable). Reads each Parquet
-    file's footer only (cheap); batch.json and runs.jsonl must parse."""
+    file's footer only (cheap); batch.json and (`docs`) runs.jsonl must parse."""
     batch_dir = Path(batch_dir)
     doc = "batch.json" if not (batch_dir / "meta.json").is_file() else "meta.json"  # meta: a run before batches
     try:
@@ -110,7 +110,7 @@ def damage(batch_dir: Path, tables: tuple[str, ...] = TABLES) -> str | None:
     except (OSError, ValueError) as e:
         return f"{batch_dir / doc}: {e}"
     runs = batch_dir / "runs.jsonl"
-    if runs.is_file():
+    if docs and runs.is_file():
         try:
             for line in runs.read_text().splitlines():
                 if line.strip():

@@ -252,15 +252,16 @@ class Store:
         mark(aside)
         shutil.rmtree(aside, ignore_errors=True)
 
-    def damaged(self, version: str | None = None) -> dict[str, str]:
+    def damaged(self, version: str | None = None, docs: bool = True) -> dict[str, str]:
         """batch name -> what is wrong, for the complete batches with a file that cannot be read
-        (local stores; their runs are recomputed by the next `run`)."""
+        (local stores; their runs are recomputed by the next `run`); without `docs`, runs.jsonl
+        (the biggest, read only when a run's scenario is asked for) is not parsed."""
         if self.fs is not None:
             return {}
         out = {}
         for b in self.iter_batches():
             if version is None or b.code_version == version:
-                why = damage(self.root / b.name)
+                why = damage(self.root / b.name, docs=docs)
                 if why:
                     out[b.name] = why
         if self.root.is_dir():  # a batch.json that does not parse: its batch is skipped by readers, not lost silently
