@@ -268,3 +268,21 @@ def test_a_rerun_says_it_replaces_runs_of_another_code_version(tmp_path, fake_en
     assert f"{len(batch.runs)} run(s) stored by another code version (0.1.0+git.old) are run again and replace them" \
         in " ".join(r.output.split()), r.output
     assert "another code version" not in _cli(["run", scenario, "-o", out, "-j", "1"]).output
+
+
+def test_validate_refuses_an_unusable_output_before_any_kernel_run(tmp_path, monkeypatch):
+    from mpsched import engines
+    from mpsched.study import validate
+
+    monkeypatch.setattr(engines, "check_engine", lambda engine: None)  # as on a testbed host
+
+    def no_kernel(*a, **kw):
+        raise AssertionError("a kernel run started before the output folder was checked")
+
+    monkeypatch.setattr(validate, "run_validation", no_kernel)
+    scenario = tmp_path / "k.toml"  # one the kernel engine accepts (its scheduler: the kernel's)
+    scenario.write_text(QUICK.replace('scheduler = ["minrtt", "roundrobin"]', 'scheduler = "linux"'))
+    a_file = tmp_path / "out"
+    a_file.write_text("")
+    r = _cli(["validate", scenario, "-o", a_file])
+    assert r.exit_code == 2 and "is a file, not a directory" in _one_line(r)

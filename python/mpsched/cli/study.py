@@ -166,6 +166,12 @@ def validate(
     from mpsched.study.validate import run_validation
 
     target = out_dir or Path("results") / f"{s.name}-validation"
+    from mpsched.study.safety import OutputUnusable, prepare_dir
+
+    try:  # before the kernel runs, not after them
+        prepare_dir(target)
+    except OutputUnusable as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
     for task in tasks:
         where = ", ".join(f"{k}={v}" for k, v in task.params.items()) or "the scenario"
         run_dir = target / task.run_id
