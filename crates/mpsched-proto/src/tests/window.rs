@@ -520,3 +520,44 @@ fn a_fixed_buffer_never_offers_more_than_its_window_scale_allows() {
         assert_eq!(offered, largest, "largest window offered for rcv_buf {buf}");
     }
 }
+
+#[test]
+fn an_mptcp_window_moves_in_units_of_the_window_scale() {
+    // Linux `__tcp_select_window` rounds the offer up to `1 << rcv_wscale` (ALIGN) and
+    // `tcp_select_window` / `mptcp_set_rwin` put it in the header shifted right by the scale.
+    // An autotuned buffer takes its scale from `tcp_rmem[2]`, which the testbed sets to
+    // max(2 x the buffer, 1 MiB): 6 MiB -> 12 MiB, scale 8 (256 bytes, as captured, htb11);
+    // 256 KiB -> 1 MiB, scale 5 (32 bytes). The MSS (1420) is a multiple of neither.
+    let mss = crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500;
+    for (buf, unit) in [(6u64 << 20, 256u64), (256 << 10, 32)] {
+        let mut cfg = ConnConfig::new(Mode::Mptcp, false, 2);
+        cfg.rcv_buf_bytes = buf;
+        cfg.rcv_buf_autotuning = true;
+        let mut rx = DataReceiver::new(cfg);
+        super::util::establish_two_subflows(&mut rx);
+        let (mut edges, mut last_edge) = (Vec::new(), 0);
+        let mut t = 2;
+        for k in 0..200 {
+            t += 100_000;
+            rx.handle_segment(t, 0, &super::util::mapped_data(k, k * mss, mss, 0));
+            while let Some((_, ack)) = rx.poll_transmit(t) {
+                let edge = ack.data_ack + ack.window;
+                assert_eq!(
+                    ack.window % unit,
+                    0,
+                    "window {} for rcv_buf {buf}",
+                    ack.window
+                );
+                assert!(edge >= last_edge, "the right edge never moves left");
+                last_edge = edge;
+                edges.push(edge);
+            }
+        }
+        // rcv_ssthresh grows by twice the segment (2 840 B), not by whole units: on an
+        // unrounded window most of these edges would fail the test above.
+        assert!(
+            edges.windows(2).filter(|w| w[1] > w[0]).count() > 50,
+            "the window grew"
+        );
+    }
+}
