@@ -279,9 +279,7 @@ def test_an_htb_shaped_path_comes_back_from_a_rate_collapse_at_its_own_rtt(tmp_p
         return out
     htb, wire = flight_ms("htb"), flight_ms("serialise")
     assert all(20.0 <= t <= 21.5 for t in htb), htb
-    # The wire is slower in both windows (23.1 and 21.4 ms against htb's 20.5 and 20.3 since the
-    # MPTCP window moves in 256-byte units, htbwin11; 21.7-22.7 before).
-    assert all(w - h > 0.5 for h, w in zip(htb, wire)), (htb, wire)
+    assert all(t > 21.5 for t in wire), wire
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -293,16 +293,14 @@ fn rp_penalises_a_bloated_slow_path_once_per_fast_rtt_not_once_per_its_own() {
     // RTO's variance term of RFC 6298 instead of Linux's windowed one (`tcp_rtt_estimator`'s
     // `rttvar_us`), 22.4 s vs 30.5 s (22.9 vs 32.3 before lr15). Neither run has an RTO; where
     // the per-own-sRTT run gains was not traced (the RTO also bounds the tail-loss probe's
-    // timer). The queue is the mechanism; the transfer time keeps a smaller margin. Since the
-    // MPTCP window moves in units of its scale (htbwin11): 21.6 s vs 23.9 s, peaks 1.09 s vs
-    // 1.28 s (the per-own-sRTT run peaked at 1.63 s before; why the units lower it: not traced).
+    // timer). The queue is the mechanism; the transfer time keeps a smaller margin.
     assert!(
         oot.time_ns * 20 < per_own.time_ns * 19,
         "oot {} ms vs per-own-rtt {} ms",
         ms(oot.time_ns),
         ms(per_own.time_ns)
     );
-    assert!(peak(&oot) * 10 < peak(&per_own) * 9, "slow srtt peak {} ms vs {} ms", ms(peak(&oot)), ms(peak(&per_own)));
+    assert!(peak(&oot) * 4 < peak(&per_own) * 3, "slow srtt peak {} ms vs {} ms", ms(peak(&oot)), ms(peak(&per_own)));
 }
 
 #[test]

@@ -70,9 +70,6 @@ pub struct DataReceiver {
     /// [`offer_cap_bytes`] of the settings, kept as its window scale (`65 535 << scale`;
     /// [`NO_OFFER_CAP`]: none): each ACK reads it, and a byte fits the padding.
     offer_cap_scale: u8,
-    /// The subflows' receive window scale ([`rcv_wscale`]): every window announced is a
-    /// multiple of `1 << rcv_wscale` bytes.
-    rcv_wscale: u8,
     /// Autotuning: bytes read in the last measurement (`rcvq_space.space`).
     space_bytes: u64,
     /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
@@ -109,24 +106,6 @@ fn offer_cap_scale(cap: u64) -> u8 {
     scale
 }
 
-/// The window scale every subflow announces (Linux `rx_opt.rcv_wscale`, chosen at the
-/// handshake by `tcp_select_initial_window`: clamp(ilog2(space) - 15, 0, 14)). A fixed
-/// buffer's is its locked space's ([`offer_cap_bytes`]); an autotuned buffer's space is
-/// `tcp_rmem[2]`, which the testbed sets to max(2 x the buffer, 1 MiB) (kernel engine
-/// `network.py` `_sysctls`): 8 for the default 6 MiB, as captured (docs/testbed.md, htb11).
-/// The host's `net.core.rmem_max` also enters the kernel's max() and is not modelled: it is
-/// below `tcp_rmem[2]` for buffers from 2 MiB (4 MiB on the testbed host).
-fn rcv_wscale(cfg: &ConnParams, offer_cap_scale: u8) -> u8 {
-    if offer_cap_scale != NO_OFFER_CAP {
-        return offer_cap_scale;
-    }
-    let space = (2 * cfg.rcv_buf_bytes).max(TCP_RMEM_MAX_FLOOR_BYTES);
-    space.ilog2().saturating_sub(15).min(14) as u8
-}
-
-/// The least `tcp_rmem[2]` the kernel engine sets (`network.py` `_sysctls`), bytes.
-const TCP_RMEM_MAX_FLOOR_BYTES: u64 = 1 << 20;
-
 /// Linux `tcp_rmem[1]`: the initial receive buffer, bytes.
 pub const RMEM_INITIAL_BYTES: u64 = 131_072;
 
@@ -162,14 +141,12 @@ impl DataReceiver {
             })
             .collect();
         let offer_cap = offer_cap_bytes(&cfg.params());
-        let cap_scale = offer_cap_scale(offer_cap);
         Self {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer, as
             // far as the window scale lets it.
             right_edge: rcv_wnd_bytes.min(offer_cap),
-            offer_cap_scale: cap_scale,
-            rcv_wscale: rcv_wscale(&cfg.params(), cap_scale),
+            offer_cap_scale: offer_cap_scale(offer_cap),
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
             scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
@@ -378,24 +355,17 @@ impl DataReceiver {
     /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
     /// No offer is larger than the window scale allows (`tcp_select_window`, `mptcp_set_rwin`:
     /// `65535 << rcv_wscale`), even one that only keeps an earlier right edge.
-    /// The window moves in units of `1 << rcv_wscale` (256 bytes for the default 6 MiB):
-    /// `__tcp_select_window` rounds the offer up to the unit (`ALIGN`; `tcp_shrink_window` is
-    /// off by default), and the header carries the window shifted right by the scale
-    /// (`tcp_select_window`, `mptcp_set_rwin`), so a kept right edge reaches the sender
-    /// rounded down to the unit. The sender's mappings, cut at that edge in bytes
-    /// (`mptcp_check_allowed_size`), then end in short segments (htb11).
     fn advertise(&self, subflow: usize) -> (u64, u64) {
         let free = self.rcv_wnd_bytes().saturating_sub(self.ofo.total_bytes());
-        let unit = 1u64 << self.rcv_wscale;
-        let offer = free
-            .min(self.subflows[subflow].rcv_ssthresh())
-            .next_multiple_of(unit);
+        let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
-        let wnd = (edge - self.rcv_nxt).min(match self.offer_cap_scale {
-            NO_OFFER_CAP => u64::MAX,
-            scale => 65_535 << scale,
-        });
-        (self.rcv_nxt, wnd & !(unit - 1))
+        (
+            self.rcv_nxt,
+            (edge - self.rcv_nxt).min(match self.offer_cap_scale {
+                NO_OFFER_CAP => u64::MAX,
+                scale => 65_535 << scale,
+            }),
+        )
     }
 
     /// Next segment to send (ACKs, handshake) and its subflow.
