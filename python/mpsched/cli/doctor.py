@@ -15,9 +15,15 @@ from mpsched.cli.common import app
 @app.command()
 def doctor() -> None:
     """Remove leftovers of crashed kernel runs (namespaces, processes, temporary directories)."""
+    import os
+
     from mpsched.engines.base import EngineError
     from mpsched.engines.kernel.host import remove_leftovers
 
+    if os.geteuid() != 0:  # it would see none of root's namespaces and say "no leftovers"
+        sys.stderr.write("error: the kernel testbed's leftovers (network namespaces, their processes) belong to root; "
+                         "run `mpsched doctor` as root\n")
+        raise typer.Exit(1)
     try:
         removed = remove_leftovers()
     except EngineError as e:

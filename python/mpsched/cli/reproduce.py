@@ -22,19 +22,14 @@ def reproduce(
     all_: bool = typer.Option(False, "--all", help="Every study, into one report (runs in <out>/<study>/)."),
     out_dir: Optional[Path] = typer.Option(None, "--out", "-o", help="Results and report directory (default: results/experiments/<study>[-quick], with --all results/report[-quick])."),
     quick: bool = typer.Option(False, "--quick", help="A reduced version (fewer seeds, repeats, sizes) that runs in seconds."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel runs (default, 0: number of CPUs)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
     sensitivity: bool = typer.Option(False, "--sensitivity", help="Instead: the study's sensitivity runs (experiments/<study>/sensitivity/: one unstated assumption changed per file), its headline numbers per value (runs in <out>/sensitivity/)."),
 ) -> None:
     """Run reproduction studies of experiments/: the published figures beside ours, each claim of
     the papers judged on all repetitions (holds / magnitude off / tie / fails, with a 95 %
     interval), and a report, <out>/report.html and report.md."""
-    import mpsched
     from mpsched import experiments as ex
-    from mpsched.experiments.render import claims_text, write_report
-    from mpsched.experiments.report import reproduce as run_one
-    from mpsched.study import RunFailed
-    from mpsched.scenario import ScenarioError
 
     if list_ or (study is None and not all_):
         for name in ex.STUDIES:
@@ -46,9 +41,41 @@ def reproduce(
         _fail("give a study name or --all, not both", EXIT_BAD_INPUT)
     if study is not None and study not in ex.STUDIES:
         _fail(f"unknown study {_escape(study)!r}; `mpsched reproduce --list` lists them", EXIT_BAD_INPUT)
-    if sensitivity:
-        _sensitivity(list(ex.STUDIES) if all_ else [study], out_dir, jobs)
-        return
+    from mpsched.study.interrupt import exit_interrupted, terminate_as_interrupt
+    from mpsched.study.safety import OutputUnusable, prepare_dir
+
+    if out_dir is not None:
+        try:  # before any work: a file in its place, no permission (one line)
+            prepare_dir(out_dir)
+        except OutputUnusable as e:
+            _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    argv = ["reproduce", "--all" if all_ else study] + (["--quick"] if quick else []) \
+        + (["--sensitivity"] if sensitivity else []) + (["-o", out_dir] if out_dir else [])
+    try:
+        # Ctrl-C / SIGTERM: the runs stored so far are kept, one line says so (a run still in the
+        # core is abandoned with the process, never unwound by the interpreter's exit)
+        with terminate_as_interrupt():
+            if sensitivity:
+                _sensitivity(list(ex.STUDIES) if all_ else [study], out_dir, jobs)
+            else:
+                _reproduce(study, all_, out_dir, quick, jobs, cluster)
+    except KeyboardInterrupt as e:
+        exit_interrupted(e, argv, where=True)
+    except OutputUnusable as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    except OSError as e:  # e.g. the disk filled up: the batches written before are kept
+        _fail(_escape(f"cannot write the results: {e}; completed runs are kept"), EXIT_FAILED)
+
+
+def _reproduce(study: Optional[str], all_: bool, out_dir: Optional[Path], quick: bool, jobs: int,
+               cluster: Optional[str]) -> None:
+    import mpsched
+    from mpsched import experiments as ex
+    from mpsched.experiments.render import claims_text, write_report
+    from mpsched.experiments.report import reproduce as run_one
+    from mpsched.study import RunFailed
+    from mpsched.scenario import ScenarioError
+
     names = list(ex.STUDIES) if all_ else [study]
     for name in names:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -33,8 +34,12 @@ def _print_summary(res, baseline: str | None = None, by: list[str] | None = None
     if res.flows.is_empty():
         _c.out.print("no flows recorded")
         return
+    from mpsched.study.safety import DamagedRun
+
     try:
         cmp = compare(res, baseline=baseline, by=by)
+    except DamagedRun:
+        raise  # not a bad --baseline / --by: the caller says it in one line
     except ValueError as e:
         _fail(_escape(str(e)), EXIT_BAD_INPUT)
     print_comparison(cmp, _c.out)
@@ -68,15 +73,51 @@ def _with_intervals(df):
 
 
 def _open(path: Path):
+    """The study at `path`, refused in one line when it is missing, empty or damaged (a batch
+    file truncated by a crash or a full disk: shown without it, the summary would quietly lose
+    those runs)."""
     from mpsched.study.results import load
+    from mpsched.study.store import Store
 
     if not path.is_dir():
         _fail(f"no results directory at {_escape(str(path))}", EXIT_BAD_INPUT)
     with _c.err.status(f"reading {path}"):
-        res = load(path)
+        damaged = Store(path).damaged(docs=False)  # runs.jsonl: named when read (`_damage_is_one_line`)
+        if damaged:
+            _fail_damaged(path, damaged)
+        with _damage_is_one_line(path):
+            res = load(path)
+    from mpsched.study.manifest import incomplete
+
+    for command, stored, planned in incomplete(path):  # a stopped study is not shown as a whole one
+        _c.err.print(f"warning: {path} is incomplete: {stored} of {planned} run(s) of `{command}` are stored (it was "
+                     f"stopped, or runs failed); what follows covers only those; resume with: {command}",
+                     highlight=False, markup=False, soft_wrap=True)
     if res.runs.height == 0:
-        _fail(f"{_escape(str(path))} holds no complete run", EXIT_BAD_INPUT)
+        # a folder of studies (reproduce's, or results/ itself): name the ones inside
+        inner = sorted(d.name for d in path.iterdir() if d.is_dir() and Store(d).batches())
+        hint = f"; studies in its subfolders: {', '.join(inner[:6])}{', ...' if len(inner) > 6 else ''}; " \
+               f"show one of them (mpsched show {path / inner[0]})" if inner else ""
+        _fail(_escape(f"{path} holds no complete run{hint}"), EXIT_BAD_INPUT)
     return res
+
+
+def _fail_damaged(path: Path, damaged: dict[str, str]) -> None:
+    first = next(iter(damaged.values()))
+    more = f" (and {len(damaged) - 1} more batch(es))" if len(damaged) > 1 else ""
+    _fail(_escape(f"{path} holds damaged results: {first}{more}; run the study again (`mpsched run SCENARIO -o "
+                  f"{path}`) to recompute only those runs, or remove the damaged batch folder(s)"), EXIT_FAILED)
+
+
+@contextmanager
+def _damage_is_one_line(path: Path):
+    """A file found damaged only when read (its footer was fine) fails the command in one line."""
+    from mpsched.study.safety import DamagedRun
+
+    try:
+        yield
+    except DamagedRun as e:
+        _fail(_escape(str(e)), EXIT_FAILED)
 
 
 @app.command()
@@ -90,6 +131,11 @@ def show(
     if fmt not in ("table", "csv", "json"):
         _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
     res = _open(path)
+    with _damage_is_one_line(path):
+        _show(res, fmt)
+
+
+def _show(res, fmt: str) -> None:
     if fmt == "table":
         _print_summary(res)
         return
@@ -119,15 +165,19 @@ def compare(
     if fmt not in ("table", "csv", "json"):
         _fail(f"unknown format {_escape(fmt)!r}; use table, csv or json", EXIT_BAD_INPUT)
     res = _open(path)
-    if fmt == "table":
-        _print_summary(res, baseline, by)
-        return
-    from mpsched.analysis.compare import compare as compare_
+    with _damage_is_one_line(path):
+        if fmt == "table":
+            _print_summary(res, baseline, by)
+            return
+        from mpsched.analysis.compare import compare as compare_
+        from mpsched.study.safety import DamagedRun
 
-    try:
-        df = compare_(res, baseline=baseline, by=by).table
-    except ValueError as e:
-        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+        try:
+            df = compare_(res, baseline=baseline, by=by).table
+        except DamagedRun:
+            raise
+        except ValueError as e:
+            _fail(_escape(str(e)), EXIT_BAD_INPUT)
     sys.stdout.write(df.write_csv() if fmt == "csv" else df.write_json() + "\n")
 
 
@@ -141,12 +191,20 @@ def plot(
     intervals), box plots and CDFs, subflow and receive-buffer time series."""
     from mpsched.analysis.figures import save_all
 
+    from mpsched.study.safety import OutputUnusable, prepare_dir
+
     res = _open(path)
     target = fig_dir or path / "figures"
     if run_id is not None and run_id not in res.runs.get_column("run_id").to_list():
         _fail(f"no run {_escape(run_id)!r} in {_escape(str(path))}", EXIT_BAD_INPUT)
-    with _c.err.status("drawing figures"):
-        files = save_all(res, target, run_id)
+    try:
+        prepare_dir(target)
+        with _c.err.status("drawing figures"), _damage_is_one_line(path):
+            files = save_all(res, target, run_id)
+    except OutputUnusable as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    except OSError as e:  # e.g. the disk filled up
+        _fail(_escape(f"cannot write the figures to {target}: {e}"), EXIT_FAILED)
     _c.err.print(f"{len(files)} file(s) in {target}", highlight=False, markup=False)
 
 

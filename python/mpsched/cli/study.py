@@ -54,7 +54,7 @@ def run(
     out_dir: Optional[str] = typer.Option(None, "--out", "-o",
                                           help="Study directory or fsspec URL (default: results/<scenario name>)."),
     engine: str = typer.Option("sim", "--engine", "-e", help="sim (the simulator) or kernel (the Linux testbed)."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel runs (default: number of CPUs)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel runs (default, 0: number of CPUs)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help=_CLUSTER_HELP),
     sched: Optional[list[str]] = typer.Option(None, "--scheduler", "-s", help="Run these schedulers instead of the file's (repeatable; a name or package.module:Class)."),
     force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
@@ -66,9 +66,11 @@ def run(
     from mpsched.study.progress import run_progress
     from mpsched.study import RunFailed, check_topology_engine, plan_stream
     from mpsched.study import run as run_study
-    from mpsched.study.execute import stored_count
+    from mpsched.study.execute import outdated, stored_count
     from mpsched.scenario import Scenario, ScenarioError
 
+    if engine not in engines.ENGINES:  # a typo is bad input (exit 2, as `check` says it), not a failure
+        _fail(f"unknown engine {_escape(engine)!r}; available: {', '.join(engines.ENGINES)}", EXIT_BAD_INPUT)
     s = _load(scenario)
     try:
         if sched:  # every connection sweeps the schedulers given on the command line
@@ -84,14 +86,33 @@ def run(
     except engines.EngineUnavailable as e:
         _fail(_escape(str(e)), EXIT_FAILED)
     target = out_dir or str(Path("results") / s.name)
+    if "://" not in target:  # before any work: a file in its place, no permission (one line)
+        from mpsched.study.safety import OutputUnusable, prepare_dir
+
+        try:
+            prepare_dir(target)
+        except OutputUnusable as e:
+            _fail(_escape(str(e)), EXIT_BAD_INPUT)
     jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     stored = stored_count(target, tasks.run_ids)
     resumed = f"; {stored} of {len(tasks)} already stored, {len(tasks) - stored} to run" if stored else ""
+    n_old, old_versions = outdated(target, tasks.run_ids)
+    if n_old:  # never replaced without a word
+        resumed += (f"; {n_old} run(s) stored by another code version ({', '.join(old_versions[:2])}"
+                    f"{', ...' if len(old_versions) > 2 else ''}) are run again and replace them")
     where = f" on Dask ({cluster})" if cluster else ""
     _c.err.print(f"{len(tasks)} run(s) of {scenario} on the {engine} engine{where} -> {target}{resumed}", highlight=False,
                  markup=False)
-    from mpsched.study.interrupt import exit_interrupted, terminate_as_interrupt
+    from mpsched.study.interrupt import exit_interrupted, resume_command, terminate_as_interrupt
+    from mpsched.study.manifest import record_plan
 
+    # everything that changes the runs goes into the command that resumes them
+    argv = ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []) \
+        + [a for s_ in (sched or []) for a in ("-s", s_)] + (["--force"] if force else [])
+    try:
+        record_plan(target, tasks.run_ids, resume_command(argv))  # lets `show` tell a stopped study
+    except OSError as e:
+        _fail(_escape(f"cannot write the results to {target}: {e}"), EXIT_FAILED)
     try:
         with _cluster_client(cluster, jobs) as client, terminate_as_interrupt(), \
                 run_progress(len(tasks), _c.err) as update, warnings.catch_warnings():
@@ -100,10 +121,12 @@ def run(
                             force=force)
     except RunFailed as e:
         _fail(_escape(str(e)), EXIT_FAILED)
-    except ValueError as e:  # e.g. a Python scheduler that cannot travel to the cluster
+    except ValueError as e:  # e.g. a Python scheduler that cannot travel to the cluster, an unusable -o
         _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    except OSError as e:  # e.g. the disk filled up while a batch was written: the batches before it are kept
+        _fail(_escape(f"cannot write the results to {target}: {e}; completed runs are kept"), EXIT_FAILED)
     except KeyboardInterrupt as e:
-        exit_interrupted(e, ["run", scenario, "-o", target] + (["-e", engine] if engine != "sim" else []))
+        exit_interrupted(e, argv)
     _print_summary(res)
     for w in res.warnings():
         _c.err.print(f"warning: {w}", highlight=False, markup=False)
@@ -143,6 +166,12 @@ def validate(
     from mpsched.study.validate import run_validation
 
     target = out_dir or Path("results") / f"{s.name}-validation"
+    from mpsched.study.safety import OutputUnusable, prepare_dir
+
+    try:  # before the kernel runs, not after them
+        prepare_dir(target)
+    except OutputUnusable as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
     for task in tasks:
         where = ", ".join(f"{k}={v}" for k, v in task.params.items()) or "the scenario"
         run_dir = target / task.run_id
@@ -163,6 +192,18 @@ def _validate_grid(grid: Path, only: Optional[str]) -> None:
     from mpsched.scenario import ScenarioError
     from mpsched.study import grid as g
 
+    if not grid.is_dir():
+        _fail(f"no grid folder at {_escape(str(grid))} (a folder of scenarios, e.g. scenarios/validation/grid)",
+              EXIT_BAD_INPUT)
+    try:
+        ids = [c.id for c in g.cells(grid)]
+    except ScenarioError as e:
+        _fail(_escape(str(e)), EXIT_BAD_INPUT)
+    if not [i for i in ids if only is None or only in i]:  # else nothing is measured, and nothing said
+        if not ids:
+            _fail(_escape(f"{grid} holds no grid cell (no *.toml of sized flows over a shaper)"), EXIT_BAD_INPUT)
+        listed = ", ".join(ids[:8]) + (", ..." if len(ids) > 8 else "")
+        _fail(_escape(f"no cell of {grid} matches --cells {only!r}; cells: {listed}"), EXIT_BAD_INPUT)
     try:
         engines.check_engine("kernel")
         path = g.remeasure(grid, only, on_cell=lambda c, rows: _c.err.print(f"{c.id}: {len(rows)} flows", highlight=False))

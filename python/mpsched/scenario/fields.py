@@ -106,6 +106,30 @@ def _rate_with_unit(parser):
     return check
 
 
+def _queue_with_unit(parser):
+    """A path's queue must carry its unit: a bare ``100`` reads as bytes to the parser, but a
+    `[topology]`'s ``queue = 100`` counts packets (and ns-2 / netem limits are packets), so on a
+    path the number alone is refused with the spellings of both meanings."""
+
+    def check(v: Any) -> Any:
+        bare = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if isinstance(v, str) and v.strip() and re.fullmatch(r"\s*[+-]?[0-9.eE+-]+\s*", v):
+            bare = True
+        try:
+            positive = bare and float(v) > 0
+        except ValueError:  # "1.2.3": the parser names it
+            positive = False
+        if positive:  # 0 or below: the parser says why no unit helps
+            n = v.strip() if isinstance(v, str) else (int(v) if float(v).is_integer() else v)
+            packets = f"\"{n} packets\" for {n} packets (what a [topology]'s queue = {n} means) or " \
+                if float(v).is_integer() else ""
+            raise ValueError(f"{n} has no unit; write {packets}\"{n}B\" for {n} bytes (or a limit like \"1BDP\", "
+                             f"\"50ms\", \"unlimited\")")
+        return parser(v)
+
+    return check
+
+
 def _sweepable(check):
     """Accept a scalar, or a non-empty list of scalars each passing `check` (a sweep)."""
 
@@ -302,7 +326,8 @@ Rate = Annotated[Any, BeforeValidator(_sweepable(_rate_with_unit(_checked(parse_
 Time = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns))), SWEEP_TIME]
 PositiveTime = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_time_ns, positive=True))), SWEEP_TIME]
 Size = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_size_bytes, positive=True))), SWEEP_SIZE]
-Queue = Annotated[Any, BeforeValidator(_sweepable(_checked(parse_queue))), SWEEP_QUEUE]
+Queue = Annotated[Any, BeforeValidator(_sweepable(_queue_with_unit(_checked(parse_queue)))),
+                  SWEEP_QUEUE]
 Loss = Annotated[Any, BeforeValidator(_loss), SWEEP_FRACTION]
 Seed = Annotated[Any, BeforeValidator(_sweepable(_seed)), SWEEP_OTHER]
 SchedulerName = Annotated[Any, BeforeValidator(_sweepable(_scheduler)), SWEEP_OTHER]

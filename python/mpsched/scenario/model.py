@@ -224,7 +224,7 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read a TOML scenario file (relative trace paths resolve against its folder)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # an editor's byte-order mark is not TOML (tomllib refuses it)
     except FileNotFoundError:
         raise ScenarioError("", "scenario file not found", str(p)) from None
     except (OSError, UnicodeDecodeError) as e:

@@ -77,6 +77,9 @@ def _resolve_trace(v: str, info: ValidationInfo) -> str:
         p = Path(v).expanduser()
         if not p.is_absolute():
             p = base / p
+        if p.is_dir():
+            raise ValueError(f"trace {str(p.absolute())!r} is a folder; give the trace file in it (one line per "
+                             "packet delivery opportunity, in whole milliseconds)")
         if not p.is_file():
             raise ValueError(f"trace file not found: {str(p.absolute())!r} (a relative path is resolved against the "
                              "scenario file's folder)")

@@ -275,6 +275,22 @@ def code_version() -> str:
     return f"{version}+git.{rev.stdout.strip()}" if rev.returncode == 0 and rev.stdout.strip() else version
 
 
+def outdated(out: str | Path, run_ids) -> tuple[int, list[str]]:
+    """How many of `run_ids` the study at `out` holds only from other code versions (a study run
+    now computes them again and replaces them), and those versions."""
+    store = st.Store(out)
+    if not store.exists():
+        return 0, []
+    held = holdings(store)
+    version = code_version()
+    ids = ids_series(run_ids)
+    mine = held.filter(pl.col("code_version") == version).get_column("run_id")
+    other = held.filter((pl.col("code_version") != version) & pl.col("run_id").is_in(ids.implode())
+                        & ~pl.col("run_id").is_in(mine.implode()))
+    versions = sorted(str(v) for v in other.get_column("code_version").unique().to_list())
+    return other.get_column("run_id").n_unique(), versions
+
+
 def stored_count(out: str | Path, run_ids) -> int:
     """How many of `run_ids` the study at `out` already holds from this code version (what a
     resumed study reuses)."""

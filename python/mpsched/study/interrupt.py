@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["Interrupted", "call_interruptibly", "exit_interrupted", "kill_workers", "quiet_spawn", "set_pdeathsig", "start_in_thread",
-           "terminate_as_interrupt", "worker_init"]
+__all__ = ["Interrupted", "call_interruptibly", "exit_interrupted", "kill_workers", "quiet_spawn", "resume_command",
+           "set_pdeathsig", "start_in_thread", "terminate_as_interrupt", "worker_init"]
 
 PR_SET_PDEATHSIG = 1
 
@@ -169,18 +169,40 @@ def terminate_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def exit_interrupted(e: KeyboardInterrupt, argv: list) -> None:
-    """The command's end after an interruption: one line on stderr (how many runs are stored and
-    the command that resumes), exit status 130. A run still inside the core (a daemon thread) is
-    abandoned with the process (`os._exit`); otherwise the interpreter exits normally."""
+def resume_command(argv: list) -> str:
+    """The shell command `mpsched <argv>`, quoted."""
     import shlex
+
+    return " ".join(shlex.quote(str(a)) for a in ["mpsched", *argv])
+
+
+def exit_interrupted(e: KeyboardInterrupt, argv: list, where: bool = False) -> None:
+    """The command's end after an interruption: one line on stderr (how many runs are stored,
+    `where` also in which study directory, and the command that resumes), exit status 130. A run
+    still inside the core (a daemon thread) is abandoned with the process (`os._exit`); otherwise
+    the interpreter exits normally."""
     import sys
 
     stored = f"{e.stored} of {e.total} run(s) stored" if isinstance(e, Interrupted) else "completed runs are kept"
-    cmd = " ".join(shlex.quote(str(a)) for a in ["mpsched", *argv])
+    if where and isinstance(e, Interrupted) and e.out is not None:
+        stored += f" in {e.out}"
+    cmd = resume_command(argv)
     sys.stderr.write(f"interrupted: {stored}; resume with: {cmd}\n")
     sys.stderr.flush()
     sys.stdout.flush()
     if any(t.name == "mpsched-run" and t.is_alive() for t in threading.enumerate()):
+        _release_semaphores()
         os._exit(130)
     raise SystemExit(130)
+
+
+def _release_semaphores() -> None:
+    """Before `os._exit`: unlink the named semaphores of the worker pool (the lock of the
+    simulated clock's shared counter) as a normal exit does; otherwise the resource tracker
+    prints a "leaked semaphore" warning after the interrupted line."""
+    try:
+        from multiprocessing import util
+
+        util._run_finalizers(0)  # the finalizers a normal exit runs first (priority >= 0)
+    except Exception:  # noqa: BLE001 - only a warning is at stake
+        pass

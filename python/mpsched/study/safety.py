@@ -25,7 +25,8 @@ import polars as pl
 
 from mpsched.study.frames import TABLES
 
-__all__ = ["LOCK", "MARKER", "DamagedRun", "clean_tmp_dir", "damage", "make_tmp", "mark", "study_lock"]
+__all__ = ["LOCK", "MARKER", "DamagedRun", "OutputUnusable", "clean_tmp_dir", "damage", "make_tmp", "mark",
+           "prepare_dir", "study_lock"]
 
 #: The file that marks a directory under `.tmp` as one mpsched made (its content: the writer's pid).
 MARKER = ".mpsched-tmp"
@@ -39,6 +40,30 @@ class DamagedRun(ValueError):
         self.path = path
         super().__init__(f"damaged result file {path}: {reason}; run the study again to recompute it "
                          f"(`mpsched run` replaces damaged batches)")
+
+
+class OutputUnusable(ValueError):
+    """An output directory that cannot be made or written (a file in its place, no permission,
+    a read-only or full file system): one line saying which and why."""
+
+
+def prepare_dir(out: Path | str) -> Path:
+    """Make the output directory `out` (and its parents) or raise `OutputUnusable` saying why it
+    cannot be used, before any work is done."""
+    out = Path(out)
+    probe = out / f".write-probe.{os.getpid()}"  # access() is not the truth for root or ACLs
+    if out.exists() and not out.is_dir():
+        raise OutputUnusable(f"{out} is a file, not a directory; give another output directory (-o)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        why = e.strerror or str(e)
+        where = f" ({e.filename})" if e.filename and str(e.filename) != str(out) and str(e.filename) != str(probe) else ""
+        raise OutputUnusable(f"cannot write the output directory {out}: {why}{where}; give another "
+                             f"output directory (-o)") from None
+    return out
 
 
 def mark(d: Path) -> None:
@@ -75,9 +100,9 @@ def clean_tmp_dir(root: Path, alive: Callable[[int], bool]) -> int:
     return removed
 
 
-def damage(batch_dir: Path, tables: tuple[str, ...] = TABLES) -> str | None:
+def damage(batch_dir: Path, tables: tuple[str, ...] = TABLES, docs: bool = True) -> str | None:
     """What is wrong with a complete batch's files (None: all readable). Reads each Parquet
-    file's footer only (cheap); batch.json and runs.jsonl must parse."""
+    file's footer only (cheap); batch.json and (`docs`) runs.jsonl must parse."""
     batch_dir = Path(batch_dir)
     doc = "batch.json" if not (batch_dir / "meta.json").is_file() else "meta.json"  # meta: a run before batches
     try:
@@ -85,7 +110,7 @@ def damage(batch_dir: Path, tables: tuple[str, ...] = TABLES) -> str | None:
     except (OSError, ValueError) as e:
         return f"{batch_dir / doc}: {e}"
     runs = batch_dir / "runs.jsonl"
-    if runs.is_file():
+    if docs and runs.is_file():
         try:
             for line in runs.read_text().splitlines():
                 if line.strip():
@@ -110,9 +135,12 @@ def study_lock(out: Path, on_wait: Callable[[str], None] | None = None) -> Itera
     """Hold ``out/.lock`` (an exclusive flock) while running a study into `out`: a second `run`
     into the same directory waits for the first (then reuses what it stored) instead of computing
     every run twice. `on_wait(message)` is told when it has to wait."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    out = prepare_dir(out)
+    try:
+        fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise OutputUnusable(f"cannot write the output directory {out}: {e.strerror or e}; give another "
+                             f"output directory (-o)") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -47,11 +47,11 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from mpsched.study.frames import TABLES, RunRecord, batch_frames, concat, to_frame
-from mpsched.study.safety import (LOCK, MARKER, DamagedRun, alive as _alive, clean_tmp_dir, damage, fsync_dir as _fsync_dir,
-                                  make_tmp, mark, study_lock)
+from mpsched.study.safety import (LOCK, MARKER, DamagedRun, OutputUnusable, alive as _alive, clean_tmp_dir, damage,
+                                  fsync_dir as _fsync_dir, make_tmp, mark, prepare_dir, study_lock)
 
-__all__ = ["LOCK", "MARKER", "SCHEMA_VERSION", "TABLES", "Batch", "DamagedRun", "RunRecord", "Store", "batch_dirs",
-           "batch_frames", "clean_stale_tmp", "concat", "config_hash", "damage", "run_id_for", "study_lock", "to_frame"]
+__all__ = ["LOCK", "MARKER", "SCHEMA_VERSION", "TABLES", "Batch", "DamagedRun", "OutputUnusable", "RunRecord", "Store",
+           "batch_dirs", "batch_frames", "clean_stale_tmp", "concat", "config_hash", "damage", "run_id_for", "study_lock", "to_frame"]
 
 #: Bumped whenever a table's columns change meaning (2: batches of runs).
 SCHEMA_VERSION = 2
@@ -145,8 +145,9 @@ class Store:
             self.fs.rm(path, recursive=True)
 
     def ensure(self) -> None:
+        """Make the study directory; `OutputUnusable` (one line) when it cannot be written."""
         if self.fs is None:
-            self.root.mkdir(parents=True, exist_ok=True)
+            prepare_dir(self.root)
         else:
             self.fs.makedirs(str(self.root), exist_ok=True)
 
@@ -251,17 +252,23 @@ class Store:
         mark(aside)
         shutil.rmtree(aside, ignore_errors=True)
 
-    def damaged(self, version: str | None = None) -> dict[str, str]:
+    def damaged(self, version: str | None = None, docs: bool = True) -> dict[str, str]:
         """batch name -> what is wrong, for the complete batches with a file that cannot be read
-        (local stores; their runs are recomputed by the next `run`)."""
+        (local stores; their runs are recomputed by the next `run`); without `docs`, runs.jsonl
+        (the biggest, read only when a run's scenario is asked for) is not parsed."""
         if self.fs is not None:
             return {}
         out = {}
         for b in self.iter_batches():
             if version is None or b.code_version == version:
-                why = damage(self.root / b.name)
+                why = damage(self.root / b.name, docs=docs)
                 if why:
                     out[b.name] = why
+        if self.root.is_dir():  # a batch.json that does not parse: its batch is skipped by readers, not lost silently
+            for d in self.root.iterdir():
+                doc = d / BATCH_FILE
+                if not d.name.startswith(".") and d.name not in out and doc.is_file() and _read_json(doc) is None:
+                    out[d.name] = f"{doc}: not readable JSON (truncated?)"
         return out
 
     # --- reading --------------------------------------------------------------------------------
@@ -309,8 +316,11 @@ class Store:
         out = {}
         for line in text.splitlines():
             if line.strip():
-                doc = json.loads(line)
-                out[doc["run_id"]] = doc
+                try:
+                    doc = json.loads(line)
+                    out[doc["run_id"]] = doc
+                except (ValueError, KeyError, TypeError) as e:
+                    raise DamagedRun(self._join(batch, RUNS_FILE), f"a line that is not a run's JSON ({e})") from None
         return out
 
     def owners(self, version: str | None = None) -> dict[str, Batch]:
