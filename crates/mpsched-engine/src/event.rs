@@ -17,6 +17,12 @@
 //! sift up through every pending timer, and pops do not sift down through them. Both lanes share
 //! the sequence counter and [`EventQueue::pop`] takes the smaller of the two heads' keys, so
 //! events still come out by (time, push order) over both lanes.
+//!
+//! A popped packet event's root slot stays in the first heap, marked taken
+//! (`root_taken`), until the next [`EventQueue::push`] overwrites it (one sift down from the
+//! root) or the next pop removes it: a hop's arrival is most often followed by a push (the
+//! link's next head, the packet's next hop), and a pop then push costs two sifts, the pop's
+//! down to the bottom and back up, the push's up.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -52,6 +58,10 @@ pub struct EventQueue<E> {
     /// The head key of `later`, `u128::MAX` when it is empty: kept beside the first heap so
     /// choosing the lane to pop reads one heap, not two.
     later_head: u128,
+    /// The first heap's root is the event [`pop`](Self::pop) last returned: removed in
+    /// effect (not counted, not peeked), overwritten by the next push or removed by the next
+    /// pop.
+    root_taken: bool,
     /// Sequence number of the next push; below `seq_end`.
     next_seq: u64,
     /// When `next_seq` reaches this, the pending keys are renumbered (2^32; lower in tests).
@@ -76,6 +86,7 @@ impl<E: PackedEvent> EventQueue<E> {
             heap: BinaryHeap::new(),
             later: BinaryHeap::new(),
             later_head: u128::MAX,
+            root_taken: false,
             next_seq: 0,
             seq_end,
             _event: std::marker::PhantomData,
@@ -87,6 +98,13 @@ impl<E: PackedEvent> EventQueue<E> {
     #[inline(always)]
     pub fn push(&mut self, at_ns: u64, event: E) {
         let key = self.key(at_ns, event);
+        if std::mem::take(&mut self.root_taken) {
+            // `root_taken` holds only with a root: the new key takes its place and sifts down.
+            if let Some(mut root) = self.heap.peek_mut() {
+                *root = Reverse(key);
+                return;
+            }
+        }
         self.heap.push(Reverse(key));
     }
 
@@ -110,14 +128,28 @@ impl<E: PackedEvent> EventQueue<E> {
         (at_ns as u128) << 64 | (seq as u128) << 32 | event.pack() as u128
     }
 
+    /// The earliest key of the first heap not taken: its root, or with the root taken the
+    /// smaller of the root's children.
+    #[inline(always)]
+    fn heap_head(&self) -> Option<u128> {
+        let keys = self.heap.as_slice();
+        if !self.root_taken {
+            return keys.first().map(|k| k.0);
+        }
+        match (keys.get(1), keys.get(2)) {
+            (Some(a), Some(b)) => Some(a.0.min(b.0)),
+            (a, _) => a.map(|k| k.0),
+        }
+    }
+
     /// The earliest key of both lanes, and whether it is in the second lane.
     #[inline(always)]
     fn head(&self) -> Option<(u128, bool)> {
         // Keys are unique, so only an empty second lane (its sentinel) can tie a real key.
-        match self.heap.peek() {
-            Some(n) if n.0 < self.later_head => Some((n.0, false)),
+        match self.heap_head() {
+            Some(n) if n < self.later_head => Some((n, false)),
             _ if !self.later.is_empty() => Some((self.later_head, true)),
-            Some(n) => Some((n.0, false)),
+            Some(n) => Some((n, false)),
             None => None,
         }
     }
@@ -125,12 +157,15 @@ impl<E: PackedEvent> EventQueue<E> {
     /// Removes and returns the earliest event with its time; ties come out in push order.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
+        if std::mem::take(&mut self.root_taken) {
+            self.heap.pop();
+        }
         let (top, later) = self.head()?;
         if later {
             self.later.pop();
             self.later_head = self.later.peek().map_or(u128::MAX, |k| k.0);
         } else {
-            self.heap.pop();
+            self.root_taken = true;
         }
         Some(((top >> 64) as u64, E::unpack(top as u32)))
     }
@@ -149,12 +184,12 @@ impl<E: PackedEvent> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.later.len()
+        self.heap.len() - self.root_taken as usize + self.later.len()
     }
 
     /// True when no event is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.later.is_empty()
+        self.len() == 0
     }
 
     /// Gives the pending keys of both lanes the sequence numbers 0, 1, ... in their order, so
@@ -163,6 +198,9 @@ impl<E: PackedEvent> EventQueue<E> {
     /// deterministic. Each key stays in its lane.
     #[cold]
     fn renumber(&mut self) {
+        if std::mem::take(&mut self.root_taken) {
+            self.heap.pop();
+        }
         let lane = |heap: &mut BinaryHeap<Reverse<u128>>, later: bool| {
             std::mem::take(heap).into_iter().map(move |k| (k.0, later))
         };
@@ -251,6 +289,7 @@ mod tests {
                     model.insert((now + dt, n), n as u32);
                 }
                 prop_assert_eq!(q.len(), model.len());
+                prop_assert_eq!(q.is_empty(), model.is_empty());
                 prop_assert_eq!(q.peek_time_ns(), model.keys().next().map(|k| k.0));
                 prop_assert_eq!(q.peek(), model.values().next().copied());
             }

@@ -23,7 +23,9 @@ pub(super) struct Sink<'q> {
 }
 
 impl NetSink<Payload> for Sink<'_> {
-    #[inline]
+    /// Always inlined: with `#[inline]` the compiler may make it a call from the network's
+    /// hop scheduling (callgrind: ~4 instructions a packet, more once the push grew).
+    #[inline(always)]
     fn schedule(&mut self, at_ns: u64, event: NetEvent) {
         self.queue.push(at_ns, Event::Net(event));
     }
