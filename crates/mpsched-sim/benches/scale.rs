@@ -29,6 +29,12 @@
 
 mod common;
 
+// mimalloc (v2) rather than the system allocator: fewer bytes a flow at 100 000 flows and less CPU
+// a packet (benches/RESULTS.md, Session 13 perf17x). Set here, in the program, not in the
+// library crates, so their users keep their own choice.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use common::{base, e2e_dumbbells, e2e_fattrees, fattree_permutation, fattree_permutation_for, thread_cpu_secs};
 use mpsched_engine::time::NS_PER_MS;
 use mpsched_sim::config::*;
