@@ -336,14 +336,7 @@ impl Scoreboard {
         if !s.ever_retx {
             src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
         }
-        if s.flags & LOST != 0 {
-            self.lost_bytes -= len;
-            self.lost_segs -= 1;
-        }
-        if s.flags & RETX != 0 {
-            self.retx_bytes -= len;
-            self.retx_segs -= 1;
-        }
+        self.uncount_marks(s.flags, len);
         self.note_reordering(s, self.fack);
         self.rack_advance(s, now_ns);
     }
@@ -396,6 +389,19 @@ impl Scoreboard {
     /// Linux `tcp_sacktag_one` / `tcp_clean_rtx_queue` feeding `tcp_check_sack_reordering`: a
     /// segment sent once and delivered below the highest segment SACKed before this ACK
     /// arrived out of order.
+    /// A segment leaving the scoreboard's lost and retransmitted counts (acknowledged or SACKed).
+    #[inline(always)]
+    fn uncount_marks(&mut self, flags: u8, len: u64) {
+        if flags & LOST != 0 {
+            self.lost_bytes -= len;
+            self.lost_segs -= 1;
+        }
+        if flags & RETX != 0 {
+            self.retx_bytes -= len;
+            self.retx_segs -= 1;
+        }
+    }
+
     fn note_reordering(&mut self, s: &SentSeg, prior_fack: u64) {
         if !s.ever_retx && s.seq + (s.len as u64) <= prior_fack {
             self.reord_seen = true;
@@ -434,14 +440,7 @@ impl Scoreboard {
             // Only whole segments count (our receivers SACK whole segments).
             if s.seq >= start && s.seq + s.len as u64 <= end && s.flags & SACKED == 0 {
                 let len = s.len as u64;
-                if s.flags & LOST != 0 {
-                    self.lost_bytes -= len;
-                    self.lost_segs -= 1;
-                }
-                if s.flags & RETX != 0 {
-                    self.retx_bytes -= len;
-                    self.retx_segs -= 1;
-                }
+                self.uncount_marks(s.flags, len);
                 if !s.ever_retx {
                     // The highest newly SACKed one, as Linux walks them in sequence order
                     // (first transmissions: the latest sent).
