@@ -174,6 +174,35 @@ pub struct TransportConfig {
     pub stale_loss_cnt: u8,
 }
 
+impl TransportConfig {
+    /// A transport over `paths`, every optional field at serde's default for a scenario.
+    pub fn with_defaults(
+        protocol: Protocol,
+        scheduler: &str,
+        cc: &str,
+        paths: Vec<usize>,
+        rcv_buf_bytes: u64,
+        snd_buf_bytes: u64,
+    ) -> Self {
+        TransportConfig {
+            protocol,
+            scheduler: scheduler.into(),
+            scheduler_params: empty_object(),
+            cc: cc.into(),
+            paths,
+            backup_paths: Vec::new(),
+            rcv_buf_bytes,
+            snd_buf_bytes,
+            mss_bytes: default_mss(),
+            init_cwnd_segments: default_init_cwnd(),
+            rcv_buf_autotuning: false,
+            join_timing: JoinTimingConfig::default(),
+            loss_recovery: LossRecoveryConfig::default(),
+            stale_loss_cnt: default_stale_loss_cnt(),
+        }
+    }
+}
+
 fn default_stale_loss_cnt() -> u8 {
     mpsched_proto::mptcp::stale::DEFAULT_STALE_LOSS_CNT
 }

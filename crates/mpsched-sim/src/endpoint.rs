@@ -462,20 +462,8 @@ mod tests {
 
     fn transport(cc: &str, backup_paths: Vec<usize>) -> TransportConfig {
         TransportConfig {
-            protocol: Protocol::Mptcp,
-            scheduler: "minrtt".into(),
-            scheduler_params: serde_json::json!({}),
-            cc: cc.into(),
-            paths: vec![0, 1],
             backup_paths,
-            rcv_buf_bytes: 6 << 20,
-            snd_buf_bytes: 4 << 20,
-            mss_bytes: 1448,
-            init_cwnd_segments: 10,
-            rcv_buf_autotuning: false,
-            join_timing: JoinTimingConfig::Oot,
-            loss_recovery: LossRecoveryConfig::RackTlp,
-            stale_loss_cnt: 4,
+            ..TransportConfig::with_defaults(Protocol::Mptcp, "minrtt", cc, vec![0, 1], 6 << 20, 4 << 20)
         }
     }
 

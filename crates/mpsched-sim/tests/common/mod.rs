@@ -14,22 +14,7 @@ pub fn link(name: &str, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> Lin
 
 /// A transport over `paths`.
 pub fn transport(protocol: Protocol, scheduler: &str, cc: &str, paths: Vec<usize>) -> TransportConfig {
-    TransportConfig {
-        protocol,
-        scheduler: scheduler.into(),
-        scheduler_params: serde_json::json!({}),
-        cc: cc.into(),
-        paths,
-        backup_paths: vec![],
-        rcv_buf_bytes: 6 << 20,
-        snd_buf_bytes: 4 << 20,
-        mss_bytes: 1448,
-        init_cwnd_segments: 10,
-        rcv_buf_autotuning: false,
-        join_timing: JoinTimingConfig::Oot,
-        loss_recovery: LossRecoveryConfig::RackTlp,
-        stale_loss_cnt: 4,
-    }
+    TransportConfig::with_defaults(protocol, scheduler, cc, paths, 6 << 20, 4 << 20)
 }
 
 /// A sized download starting at `start_ns` on transport `transport`.
