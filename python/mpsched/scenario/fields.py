@@ -89,16 +89,22 @@ def _checked(parser, *, positive: bool = False):
     return check
 
 
+def _bare_number(v: Any) -> Any:
+    """`v` as a user wrote it if it is a number without a unit (``10``, ``"1e3"``), else None."""
+    if isinstance(v, str):
+        return v.strip() if v.strip() and re.fullmatch(r"\s*[+-]?[0-9.eE+-]+\s*", v) else None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return int(v) if float(v).is_integer() else v
+    return None
+
+
 def _rate_with_unit(parser):
     """A rate in a scenario must carry its unit: a bare ``10`` is more often a forgotten "Mbit"
     than a 10 bit/s link, so it is refused with the spellings that say what was meant."""
 
     def check(v: Any) -> Any:
-        bare = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if isinstance(v, str) and v.strip() and re.fullmatch(r"\s*[+-]?[0-9.eE+-]+\s*", v):
-            bare = True
-        if bare:
-            n = v.strip() if isinstance(v, str) else (int(v) if float(v).is_integer() else v)
+        n = _bare_number(v)
+        if n is not None:
             raise ValueError(f"{n} has no unit; write \"{n}bit\" for {n} bit/s, \"{n}Mbit\" for {n} Mbit/s "
                              f"(or kbit, Gbit; \"{n}MB/s\" in bytes per second)")
         return parser(v)
@@ -112,15 +118,12 @@ def _queue_with_unit(parser):
     path the number alone is refused with the spellings of both meanings."""
 
     def check(v: Any) -> Any:
-        bare = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if isinstance(v, str) and v.strip() and re.fullmatch(r"\s*[+-]?[0-9.eE+-]+\s*", v):
-            bare = True
+        n = _bare_number(v)
         try:
-            positive = bare and float(v) > 0
+            positive = n is not None and float(v) > 0
         except ValueError:  # "1.2.3": the parser names it
             positive = False
         if positive:  # 0 or below: the parser says why no unit helps
-            n = v.strip() if isinstance(v, str) else (int(v) if float(v).is_integer() else v)
             packets = f"\"{n} packets\" for {n} packets (what a [topology]'s queue = {n} means) or " \
                 if float(v).is_integer() else ""
             raise ValueError(f"{n} has no unit; write {packets}\"{n}B\" for {n} bytes (or a limit like \"1BDP\", "
