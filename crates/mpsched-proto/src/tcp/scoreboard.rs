@@ -280,23 +280,28 @@ impl Scoreboard {
                 break;
             }
             self.segs.pop_front();
-            let s = front.unpack(self.seq_base, end);
             let abs = self.front_abs;
             self.front_abs += 1;
-            let len = s.len as u64;
+            let len = end - front.seq(self.seq_base);
             acked += len;
             self.out_bytes -= len;
             // saturating: an MSS changed since the push would make the count approximate.
-            self.short_segs = self.short_segs.saturating_sub(self.is_short(s.len));
-            if s.flags != 0 || s.ever_retx {
-                self.acked_marked(&s, abs, now_ns, src);
+            self.short_segs = self.short_segs.saturating_sub(self.is_short(len as u32));
+            // The slot's bits tested as stored, and the segment unpacked only for a marked one:
+            // a `SentSeg` built for all was written out to the stack for the call (~12 stores).
+            if front.bits() & (SACKED | LOST | RETX | EVER_RETX) != 0 {
+                self.acked_marked(front, end, abs, now_ns, src);
                 continue;
             }
             // Sent once, neither SACKed, lost nor retransmitted (most segments): an RTT source,
-            // and RACK's and reordering's evidence.
-            src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
-            self.note_reordering(&s, self.fack);
-            self.rack_advance(&s, now_ns);
+            // and RACK's and reordering's evidence (`note_reordering`, `rack_advance` for a
+            // segment never retransmitted).
+            let xmit_ns = front.xmit_ns();
+            src.last_ackt_ns = src.last_ackt_ns.max(Some(xmit_ns));
+            if end <= self.fack {
+                self.reord_seen = true;
+            }
+            self.rack_advance_to(xmit_ns, end, now_ns);
         }
         if self.dsn_runs.len() > 1 {
             let base = self.seq_base;
@@ -321,7 +326,15 @@ impl Scoreboard {
     /// (absolute index `abs`): out of line, so the loop over the others keeps few values live.
     #[cold]
     #[inline(never)]
-    fn acked_marked(&mut self, s: &SentSeg, abs: u64, now_ns: u64, src: &mut CaRttSources) {
+    fn acked_marked(
+        &mut self,
+        slot: Slot,
+        end: u64,
+        abs: u64,
+        now_ns: u64,
+        src: &mut CaRttSources,
+    ) {
+        let s = &slot.unpack(self.seq_base, end);
         let len = s.len as u64;
         src.retx_acked |= s.ever_retx;
         if s.flags & SACKED != 0 {

@@ -94,11 +94,18 @@ impl Scoreboard {
         if s.ever_retx && rtt < self.min_rtt_ns {
             return;
         }
-        let end = s.seq + s.len as u64;
-        if (s.xmit_ns, end) > (self.rack_xmit_ns, self.rack_end_seq) {
-            self.rack_xmit_ns = s.xmit_ns;
+        self.rack_advance_to(s.xmit_ns, s.seq + s.len as u64, now_ns);
+    }
+
+    /// [`Scoreboard::rack_advance`] for a delivered segment sent at `xmit_ns` and ending at
+    /// `end`, that counts (never retransmitted, or delivered at least min RTT after its last
+    /// transmission).
+    #[inline(always)]
+    pub(super) fn rack_advance_to(&mut self, xmit_ns: u64, end: u64, now_ns: u64) {
+        if (xmit_ns, end) > (self.rack_xmit_ns, self.rack_end_seq) {
+            self.rack_xmit_ns = xmit_ns;
             self.rack_end_seq = end;
-            self.rack_rtt_ns = rtt;
+            self.rack_rtt_ns = now_ns.saturating_sub(xmit_ns);
         }
     }
 
