@@ -438,16 +438,35 @@ impl Receiver {
         }
         self.quickacks_left = self.quickacks_left.saturating_sub(1);
         self.stats.acks_sent += 1;
-        // SACK blocks, most recent first, still above rcv_nxt (none without out-of-order data:
-        // a block noted earlier is below rcv_nxt by now), gathered first: one build, in place.
+        // Without out-of-order data (most ACKs) the segment is written with no SACK blocks,
+        // in place: gathered into a local array first, the blocks were zeroed and copied
+        // (~13 instructions an ACK). A block noted earlier is below rcv_nxt by now.
+        let (sack, sack_len) = if self.ofo_ranges.is_empty() {
+            ([(0, 0); MAX_SACK_BLOCKS], 0)
+        } else {
+            self.sack_blocks()
+        };
+        Some(wrap(Segment {
+            flags: flags::ACK | if self.cfg.mptcp { flags::DATA_ACK } else { 0 },
+            seq: 1,
+            ack: self.rcv_nxt,
+            window,
+            ts_val: now_ns.max(1),
+            ts_ecr: self.ts_recent,
+            data_ack,
+            sack,
+            sack_len,
+            ..Default::default()
+        }))
+    }
+
+    /// The SACK blocks of an ACK, most recent first, still above rcv_nxt (out of line: only
+    /// while out-of-order data waits).
+    #[inline(never)]
+    fn sack_blocks(&self) -> ([(u64, u64); MAX_SACK_BLOCKS], u8) {
         let mut sack = [(0u64, 0u64); MAX_SACK_BLOCKS];
         let mut n = 0;
-        let recent = if self.ofo_ranges.is_empty() {
-            0
-        } else {
-            usize::from(self.n_recent)
-        };
-        for &r in &self.recent_sack[..recent] {
+        for &r in &self.recent_sack[..usize::from(self.n_recent)] {
             if n >= self.cfg.max_sack_blocks.min(MAX_SACK_BLOCKS) {
                 break;
             }
@@ -458,18 +477,7 @@ impl Receiver {
                 }
             }
         }
-        Some(wrap(Segment {
-            flags: flags::ACK | if self.cfg.mptcp { flags::DATA_ACK } else { 0 },
-            seq: 1,
-            ack: self.rcv_nxt,
-            window,
-            ts_val: now_ns.max(1),
-            ts_ecr: self.ts_recent,
-            data_ack,
-            sack,
-            sack_len: n as u8,
-            ..Default::default()
-        }))
+        (sack, n as u8)
     }
 
     /// The (ACK point, window) to announce. Plain TCP (Linux `__tcp_select_window`): the free
