@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 mod nagle;
 mod recovery;
 mod undo;
+mod unsent;
 mod usage;
 mod view;
 
@@ -285,28 +286,6 @@ impl Sender {
     /// DSN ranges `(dsn, len)` queued and not transmitted yet.
     pub fn unsent_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.queue.iter().map(|m| (m.dsn, m.len))
-    }
-
-    /// Drops queued (untransmitted) data below `dsn`: it was acknowledged at the connection
-    /// level through another subflow. Sequence numbers are assigned at transmission, so this
-    /// leaves no hole. Looks at the queue head only: O(1) when there is nothing to drop.
-    pub fn trim_unsent_below(&mut self, dsn: u64) {
-        let mss = self.tcb.mss_bytes;
-        while let Some(m) = self.queue.front_mut() {
-            if m.dsn >= dsn {
-                break;
-            }
-            let cut = (dsn - m.dsn).min(m.len);
-            self.queued_segs -= segs_of(m.len, mss);
-            m.dsn += cut;
-            m.len -= cut;
-            self.queued_segs += segs_of(m.len, mss);
-            self.queued_bytes -= cut;
-            if m.len > 0 {
-                break;
-            }
-            self.queue.pop_front();
-        }
     }
 
     /// DSN ranges of the outstanding, un-SACKed segments.
