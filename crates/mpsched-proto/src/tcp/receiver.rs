@@ -439,29 +439,14 @@ impl Receiver {
         self.quickacks_left = self.quickacks_left.saturating_sub(1);
         self.stats.acks_sent += 1;
         // Without out-of-order data (most ACKs) the segment is written with no SACK blocks,
-        // in place: gathered into a local array first, the blocks were zeroed there and copied
+        // in place: gathered into a local array first, the blocks were zeroed and copied
         // (~13 instructions an ACK). A block noted earlier is below rcv_nxt by now.
-        if self.ofo_ranges.is_empty() {
-            let none = [(0, 0); MAX_SACK_BLOCKS];
-            return Some(wrap(self.ack_segment(now_ns, window, data_ack, none, 0)));
-        }
-        let (sack, sack_len) = self.sack_blocks();
-        Some(wrap(
-            self.ack_segment(now_ns, window, data_ack, sack, sack_len),
-        ))
-    }
-
-    /// The ACK segment sent now.
-    #[inline(always)]
-    fn ack_segment(
-        &self,
-        now_ns: u64,
-        window: u64,
-        data_ack: u64,
-        sack: [(u64, u64); MAX_SACK_BLOCKS],
-        sack_len: u8,
-    ) -> Segment {
-        Segment {
+        let (sack, sack_len) = if self.ofo_ranges.is_empty() {
+            ([(0, 0); MAX_SACK_BLOCKS], 0)
+        } else {
+            self.sack_blocks()
+        };
+        Some(wrap(Segment {
             flags: flags::ACK | if self.cfg.mptcp { flags::DATA_ACK } else { 0 },
             seq: 1,
             ack: self.rcv_nxt,
@@ -472,7 +457,7 @@ impl Receiver {
             sack,
             sack_len,
             ..Default::default()
-        }
+        }))
     }
 
     /// The SACK blocks of an ACK, most recent first, still above rcv_nxt (out of line: only
