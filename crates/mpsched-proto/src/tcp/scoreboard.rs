@@ -322,38 +322,6 @@ impl Scoreboard {
         acked
     }
 
-    /// [`Scoreboard::advance_una_noting`] for a segment SACKed, lost or ever retransmitted
-    /// (absolute index `abs`): out of line, so the loop over the others keeps few values live.
-    #[cold]
-    #[inline(never)]
-    fn acked_marked(
-        &mut self,
-        slot: Slot,
-        end: u64,
-        abs: u64,
-        now_ns: u64,
-        src: &mut CaRttSources,
-    ) {
-        let s = &slot.unpack(self.seq_base, end);
-        let len = s.len as u64;
-        src.retx_acked |= s.ever_retx;
-        if s.flags & SACKED != 0 {
-            self.sacked_bytes -= len;
-            self.sacked_segs -= 1;
-            if abs < self.loss_ptr {
-                self.sacked_below_ptr_bytes -= len;
-                self.sacked_below_ptr_segs -= 1;
-            }
-            return;
-        }
-        if !s.ever_retx {
-            src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
-        }
-        self.uncount_marks(s.flags, len);
-        self.note_reordering(s, self.fack);
-        self.rack_advance(s, now_ns);
-    }
-
     /// Applies SACK blocks; returns newly SACKed bytes, noting the RTT sources of the newly
     /// SACKed segments.
     #[inline(never)]

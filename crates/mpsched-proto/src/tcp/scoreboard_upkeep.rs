@@ -1,10 +1,42 @@
-//! The scoreboard's storage upkeep: DSN runs (a segment's DSN is not stored per segment) and
-//! giving back room a past flight or recovery episode left (see the module doc of
-//! `scoreboard.rs`).
+//! The scoreboard's upkeep: the cumulative ACK of a marked segment (out of the ACK loop), DSN
+//! runs (a segment's DSN is not stored per segment) and giving back room a past flight or
+//! recovery episode left (see the module doc of `scoreboard.rs`).
 
-use super::{Scoreboard, SentSeg, KEEP_RETRANSMISSIONS, KEEP_SLOTS};
+use super::{CaRttSources, Scoreboard, SentSeg, Slot, KEEP_RETRANSMISSIONS, KEEP_SLOTS, SACKED};
 
 impl Scoreboard {
+    /// [`Scoreboard::advance_una_noting`] for a segment SACKed, lost or ever retransmitted
+    /// (absolute index `abs`): out of line, so the loop over the others keeps few values live.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn acked_marked(
+        &mut self,
+        slot: Slot,
+        end: u64,
+        abs: u64,
+        now_ns: u64,
+        src: &mut CaRttSources,
+    ) {
+        let s = &slot.unpack(self.seq_base, end);
+        let len = s.len as u64;
+        src.retx_acked |= s.ever_retx;
+        if s.flags & SACKED != 0 {
+            self.sacked_bytes -= len;
+            self.sacked_segs -= 1;
+            if abs < self.loss_ptr {
+                self.sacked_below_ptr_bytes -= len;
+                self.sacked_below_ptr_segs -= 1;
+            }
+            return;
+        }
+        if !s.ever_retx {
+            src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
+        }
+        self.uncount_marks(s.flags, len);
+        self.note_reordering(s, self.fack);
+        self.rack_advance(s, now_ns);
+    }
+
     /// Segment `seq` starts a DSN run (a jump in the data, or a flight from nothing
     /// outstanding, whose runs are all gone and whose offsets start from it).
     #[inline(never)]
