@@ -13,8 +13,11 @@
 
 pub mod cc;
 pub mod mptcp;
+mod pending;
 pub mod sched;
 pub mod tcp;
+
+pub use pending::PendingNs;
 
 #[cfg(test)]
 mod tests;

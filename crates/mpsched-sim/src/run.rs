@@ -17,6 +17,7 @@ use inflight::{InFlight, NO_SEGMENT};
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{LinkId, NetEvent, Network, RouteId};
 use mpsched_engine::rng::Rng;
+use mpsched_proto::PendingNs;
 use rows::FlowRecords;
 use wire::{rearm_app, Sink, Wire};
 
@@ -97,28 +98,6 @@ impl Payload {
             PAYLOAD_CROSS => Carried::Cross,
             v => Carried::AppMsg(v & !PAYLOAD_APP),
         }
-    }
-}
-
-/// The time of a pending event of a flow, or none, in 8 bytes where an `Option<u64>` takes 16
-/// (a flow slot keeps three: 144 -> 112 bytes, within two cache lines). `u64::MAX` means none;
-/// storing it as a time is refused rather than read back as none.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct PendingNs(u64);
-
-impl PendingNs {
-    const NONE: Self = Self(u64::MAX);
-
-    /// A pending event at `t_ns` (below `u64::MAX`).
-    #[inline(always)]
-    fn at(t_ns: u64) -> Self {
-        assert!(t_ns != u64::MAX, "a flow's event at u64::MAX ns");
-        Self(t_ns)
-    }
-
-    #[inline(always)]
-    fn get(self) -> Option<u64> {
-        (self.0 != u64::MAX).then_some(self.0)
     }
 }
 

@@ -17,6 +17,7 @@
 //! recovery ends with.
 
 use super::{AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS};
+use crate::PendingNs;
 
 /// Linux `beta` / `BICTCP_BETA_SCALE`: multiplicative decrease to 717/1024 of cwnd.
 pub const BETA_NUM: u64 = 717;
@@ -68,7 +69,8 @@ fn linux_slow_start(tcb: &mut CcState, ack: &AckSample) -> Option<u64> {
 pub struct Cubic {
     /// W_max before fast convergence, bytes (0 = no loss yet).
     last_max_bytes: u64,
-    epoch_start_ns: Option<u64>,
+    /// Start of the current epoch (none before the first ACK after a loss or the start).
+    epoch_start_ns: PendingNs,
     origin_bytes: u64,
     k_ns: u64,
     /// Bytes acked since the epoch start (Reno emulation).
@@ -147,10 +149,10 @@ impl Cubic {
         let cwnd = tcb.cwnd_bytes;
         let mss = tcb.mss_bytes;
         self.ack_cnt_bytes += ack.acked_bytes;
-        let epoch = match self.epoch_start_ns {
+        let epoch = match self.epoch_start_ns.get() {
             Some(e) => e,
             None => {
-                self.epoch_start_ns = Some(ack.now_ns);
+                self.epoch_start_ns = PendingNs::at(ack.now_ns);
                 self.ack_cnt_bytes = ack.acked_bytes;
                 self.tcp_cwnd_bytes = cwnd;
                 if self.last_max_bytes <= cwnd {
@@ -225,6 +227,7 @@ impl CongestionControl for Cubic {
         };
         let after_recovery = self
             .epoch_start_ns
+            .get()
             .is_some_and(|e| ack.now_ns - e < NS_PER_S as u64);
         if !after_recovery {
             let delay = rtt.max(1);
@@ -266,7 +269,7 @@ impl CongestionControl for Cubic {
 
     fn ssthresh_on_loss(&mut self, tcb: &CcState, _now_ns: u64, _view: &CoupledView<'_>) -> u64 {
         // Linux `cubictcp_recalc_ssthresh`: end the epoch, remember W_max with fast convergence.
-        self.epoch_start_ns = None;
+        self.epoch_start_ns = PendingNs::NONE;
         let cwnd = tcb.cwnd_bytes;
         self.last_max_bytes = if cwnd < self.last_max_bytes {
             cwnd * (BETA_DEN + BETA_NUM) / (2 * BETA_DEN)
@@ -290,8 +293,8 @@ impl CongestionControl for Cubic {
     fn on_tx_start(&mut self, now_ns: u64, idle_ns: u64) {
         // Linux `cubictcp_cwnd_event(CA_EVENT_TX_START)`: the idle time does not count as
         // growth time, so shift the epoch (not past now).
-        if let Some(e) = self.epoch_start_ns.as_mut() {
-            *e = (*e + idle_ns).min(now_ns);
+        if let Some(e) = self.epoch_start_ns.get() {
+            self.epoch_start_ns = PendingNs::at((e + idle_ns).min(now_ns));
         }
     }
 }

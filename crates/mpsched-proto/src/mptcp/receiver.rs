@@ -37,6 +37,7 @@ use super::{ConnConfig, ConnParams};
 use crate::tcp::{
     RangeSet, Receiver, ReceiverStats, Released, Role, Segment, SCALING_RATIO_DEFAULT,
 };
+use crate::PendingNs;
 
 /// The receiving endpoint of a connection.
 #[derive(Debug)]
@@ -49,18 +50,15 @@ pub struct DataReceiver {
     ofo: RangeSet,
     /// The furthest right edge (DSN) any subflow announced (Linux `msk->rcv_wnd_sent`).
     right_edge: u64,
-    last_delivery_ns: Option<u64>,
-    duplicate_bytes: u64,
+    last_delivery_ns: PendingNs,
     data_fin_seen: bool,
     joins_started: bool,
     /// `rcv_nxt` moved since the last ACK (each carries it as DATA_ACK): the peer does not
     /// know of every byte read yet.
     data_ack_untold: bool,
-    /// Subflows whose local interface has no route now (bit per subflow), see
-    /// [`DataReceiver::set_route_up`].
-    route_down: u64,
-    /// Joins whose `connect()` failed at the route lookup (never retried).
-    failed_joins: u64,
+    /// Duplicates and routes lost: allocated at the first (most connections have neither;
+    /// 24 bytes kept out of the receiver every concurrent flow holds, issue 17).
+    rare: Option<Box<RareState>>,
     /// Autotuning: the buffer's memory, bytes (Linux msk `sk_rcvbuf`); the window it allows
     /// is [`DataReceiver::rcv_wnd_bytes`].
     rcv_buf_mem_bytes: u64,
@@ -75,7 +73,19 @@ pub struct DataReceiver {
     /// Autotuning: bytes read in this measurement (`rcvq_space.copied`).
     copied_bytes: u64,
     /// Autotuning: start of this measurement (`rcvq_space.time`).
-    measure_start_ns: Option<u64>,
+    measure_start_ns: PendingNs,
+}
+
+/// See [`DataReceiver`]'s `rare`.
+#[derive(Debug, Default)]
+struct RareState {
+    /// Subflows whose local interface has no route now (bit per subflow), see
+    /// [`DataReceiver::set_route_up`].
+    route_down: u64,
+    /// Joins whose `connect()` failed at the route lookup (never retried).
+    failed_joins: u64,
+    /// Bytes received more than once (dropped by DSN).
+    duplicate_bytes: u64,
 }
 
 /// The largest window this receiver's subflows can announce: a fixed buffer's window scale
@@ -152,18 +162,16 @@ impl DataReceiver {
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
             space_bytes: rcv_wnd_bytes.min(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500 * 10),
             copied_bytes: 0,
-            measure_start_ns: None,
+            measure_start_ns: PendingNs::NONE,
             subflows,
             path_up: if n >= 64 { u64::MAX } else { (1u64 << n) - 1 },
             rcv_nxt: 0,
             ofo: RangeSet::new(),
-            last_delivery_ns: None,
-            duplicate_bytes: 0,
+            last_delivery_ns: PendingNs::NONE,
             data_fin_seen: false,
             joins_started: false,
             data_ack_untold: false,
-            route_down: 0,
-            failed_joins: 0,
+            rare: None,
             cfg: cfg.params(),
         }
     }
@@ -192,9 +200,10 @@ impl DataReceiver {
                 .triggers_joins(subflow, seg, established, became_established)
         {
             self.joins_started = true;
+            let route_down = self.rare.as_ref().map_or(0, |r| r.route_down);
             for i in 1..self.subflows.len() {
-                if self.route_down & (1u64 << i.min(63)) != 0 {
-                    self.failed_joins += 1;
+                if route_down & (1u64 << i.min(63)) != 0 {
+                    self.rare_mut().failed_joins += 1;
                     continue;
                 }
                 self.subflows[i].connect(now_ns);
@@ -260,11 +269,11 @@ impl DataReceiver {
         let end = r.dsn + r.len;
         self.data_fin_seen |= r.data_fin;
         if end <= self.rcv_nxt {
-            self.duplicate_bytes += r.len;
+            self.add_duplicate(r.len);
             return;
         }
         if r.dsn <= self.rcv_nxt {
-            self.duplicate_bytes += self.rcv_nxt - r.dsn;
+            self.add_duplicate(self.rcv_nxt - r.dsn);
             let before = self.rcv_nxt;
             self.rcv_nxt = end;
             self.data_ack_untold = true;
@@ -273,12 +282,12 @@ impl DataReceiver {
                     self.rcv_nxt = e;
                 }
             }
-            self.last_delivery_ns = Some(now_ns);
+            self.last_delivery_ns = PendingNs::at(now_ns);
             // The application reads at once.
             self.rcv_space_adjust(self.rcv_nxt - before, now_ns);
         } else {
             let added = self.ofo.insert(r.dsn, end);
-            self.duplicate_bytes += r.len - added;
+            self.add_duplicate(r.len - added);
         }
     }
 
@@ -297,7 +306,8 @@ impl DataReceiver {
     #[inline(never)]
     fn rcv_space_measure(&mut self, copied: u64, now_ns: u64) {
         self.copied_bytes += copied;
-        let start = *self.measure_start_ns.get_or_insert(now_ns);
+        let start = self.measure_start_ns.get().unwrap_or(now_ns);
+        self.measure_start_ns = PendingNs::at(start);
         let rtt_ns = self
             .subflows
             .iter()
@@ -317,7 +327,7 @@ impl DataReceiver {
             self.rcvbuf_grow(self.copied_bytes);
         }
         self.copied_bytes = 0;
-        self.measure_start_ns = Some(now_ns);
+        self.measure_start_ns = PendingNs::at(now_ns);
     }
 
     /// Linux `mptcp_rcvbuf_grow(sk, newval)` (6.18.y): "DRS is always one RTT late" (twice
@@ -448,12 +458,27 @@ impl DataReceiver {
     /// upstream kernel, which tells neither TCP nor the in-kernel path manager (see
     /// `super::join_route`): only a join created meanwhile notices, its `connect()` failing.
     pub fn set_route_up(&mut self, subflow: usize, up: bool) {
-        super::join_route::set(&mut self.route_down, subflow, up);
+        if up && self.rare.is_none() {
+            return; // no bit to clear
+        }
+        super::join_route::set(&mut self.rare_mut().route_down, subflow, up);
     }
 
     /// Joins that failed at `connect()` because their interface had no route.
     pub fn failed_joins(&self) -> u64 {
-        self.failed_joins
+        self.rare.as_ref().map_or(0, |r| r.failed_joins)
+    }
+
+    fn rare_mut(&mut self) -> &mut RareState {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Counts `bytes` received more than once (none: nothing allocated).
+    #[inline]
+    fn add_duplicate(&mut self, bytes: u64) {
+        if bytes > 0 {
+            self.rare_mut().duplicate_bytes += bytes;
+        }
     }
 
     fn is_path_up(&self, subflow: usize) -> bool {
@@ -472,7 +497,7 @@ impl DataReceiver {
     }
     /// Time the last in-order byte was delivered.
     pub fn last_delivery_ns(&self) -> Option<u64> {
-        self.last_delivery_ns
+        self.last_delivery_ns.get()
     }
     /// Out-of-order bytes held at the connection level.
     pub fn ofo_bytes(&self) -> u64 {
@@ -495,7 +520,7 @@ impl DataReceiver {
     }
     /// Bytes received more than once (dropped by DSN).
     pub fn duplicate_bytes(&self) -> u64 {
-        self.duplicate_bytes
+        self.rare.as_ref().map_or(0, |r| r.duplicate_bytes)
     }
     /// The DATA_FIN mapping was received.
     pub fn data_fin_seen(&self) -> bool {

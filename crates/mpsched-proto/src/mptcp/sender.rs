@@ -62,8 +62,9 @@ pub struct DataSender {
     /// Per subflow: the largest congestion window so far, segments (send-buffer autotuning).
     max_cwnd_segments: Vec<u64>,
     /// Upstream stale-subflow detection and its MPTCP-level timer, when the scheduler runs on
-    /// the upstream kernel's machinery.
-    stale: Option<StaleTracker>,
+    /// the upstream kernel's machinery. Boxed: ~120 bytes that most connections (every other
+    /// scheduler, plain TCP) never use, out of the sender every concurrent flow keeps.
+    stale: Option<Box<StaleTracker>>,
 }
 
 impl DataSender {
@@ -101,7 +102,7 @@ impl DataSender {
         let stale = sched
             .as_ref()
             .is_some_and(|s| s.upstream_stale_detection())
-            .then(|| StaleTracker::new(cfg.stale_loss_cnt, n));
+            .then(|| Box::new(StaleTracker::new(cfg.stale_loss_cnt, n)));
         let coupled_cc = subflows[0].cc().is_coupled();
         Ok(Self {
             subflows,

@@ -20,6 +20,7 @@
 
 use super::rtt::{INITIAL_RTO_NS, MAX_RTO_NS};
 use super::segment::{flags, Segment};
+use crate::PendingNs;
 
 /// `net.ipv4.tcp_syn_linear_timeouts` default: SYN_SENT timeouts before the RTO doubles.
 const SYN_LINEAR_TIMEOUTS: u64 = 4;
@@ -89,7 +90,7 @@ pub struct Handshake {
     opt: HsOption,
     state: State,
     pending: Option<Pending>,
-    timer_ns: Option<u64>,
+    timer_ns: PendingNs,
     backoff: u32,
     /// Last TSval received from the peer (echoed in TSecr).
     pub ts_recent: u64,
@@ -109,7 +110,7 @@ impl Handshake {
             opt,
             state,
             pending: None,
-            timer_ns: None,
+            timer_ns: PendingNs::NONE,
             backoff: 0,
             ts_recent: 0,
             retransmits: 0,
@@ -129,7 +130,7 @@ impl Handshake {
         if self.role == Role::Client && self.state == State::Idle {
             self.state = State::SynSent;
             self.pending = Some(Pending::Syn);
-            self.timer_ns = Some(now_ns + INITIAL_RTO_NS);
+            self.timer_ns = PendingNs::at(now_ns + INITIAL_RTO_NS);
         }
     }
 
@@ -161,14 +162,14 @@ impl Handshake {
         match (self.state, syn, ack) {
             (State::SynSent, true, true) => {
                 out.rtt_sample_ns = (seg.ts_ecr > 0).then(|| now_ns.saturating_sub(seg.ts_ecr));
-                self.timer_ns = None;
+                self.timer_ns = PendingNs::NONE;
                 self.pending = Some(Pending::Ack3);
                 out.consumed = true;
                 if matches!(self.opt, HsOption::Join { .. }) {
                     // RFC 8684 §3.2: the third ACK is repeated until the fourth arrives.
                     self.state = State::PreEstablished;
                     self.backoff = 0;
-                    self.timer_ns = Some(now_ns + INITIAL_RTO_NS);
+                    self.timer_ns = PendingNs::at(now_ns + INITIAL_RTO_NS);
                 } else {
                     self.state = State::Established;
                     out.became_established = true;
@@ -180,7 +181,7 @@ impl Handshake {
                 out.consumed = true;
             }
             (State::PreEstablished, false, true) => {
-                self.timer_ns = None;
+                self.timer_ns = PendingNs::NONE;
                 self.state = State::Established;
                 out.became_established = true;
                 // The fourth ACK carries nothing else.
@@ -189,7 +190,7 @@ impl Handshake {
             (State::Listen, true, false) | (State::SynRcvd, true, false) => {
                 // A repeated SYN is answered again without touching the timer.
                 if self.state == State::Listen {
-                    self.timer_ns = Some(now_ns + INITIAL_RTO_NS);
+                    self.timer_ns = PendingNs::at(now_ns + INITIAL_RTO_NS);
                 }
                 self.state = State::SynRcvd;
                 self.pending = Some(Pending::SynAck);
@@ -197,7 +198,7 @@ impl Handshake {
             }
             (State::SynRcvd, false, true) => {
                 out.rtt_sample_ns = (seg.ts_ecr > 0).then(|| now_ns.saturating_sub(seg.ts_ecr));
-                self.timer_ns = None;
+                self.timer_ns = PendingNs::NONE;
                 self.state = State::Established;
                 out.became_established = true;
                 if matches!(self.opt, HsOption::Join { .. }) {
@@ -261,20 +262,22 @@ impl Handshake {
         self.pending.is_some()
     }
 
-    /// SYN / SYN-ACK retransmission deadline.
-    pub fn poll_timeout(&self) -> Option<u64> {
+    /// SYN / SYN-ACK retransmission deadline (a [`PendingNs`]: the subflow's timers take the
+    /// earliest with plain `min`s).
+    #[inline]
+    pub fn pending_timeout(&self) -> PendingNs {
         self.timer_ns
     }
 
     /// Fires the SYN / SYN-ACK retransmission timer if due.
     pub fn handle_timeout(&mut self, now_ns: u64) {
-        let Some(t) = self.timer_ns else { return };
+        let Some(t) = self.timer_ns.get() else { return };
         if now_ns < t {
             return;
         }
         if self.state == State::SynSent && self.retransmits >= SYN_RETRIES + SYN_LINEAR_TIMEOUTS {
             self.state = State::GaveUp;
-            self.timer_ns = None;
+            self.timer_ns = PendingNs::NONE;
             self.pending = None;
             return;
         }
@@ -283,7 +286,7 @@ impl Handshake {
             State::SynRcvd => Pending::SynAck,
             State::PreEstablished => Pending::Ack3,
             _ => {
-                self.timer_ns = None;
+                self.timer_ns = PendingNs::NONE;
                 return;
             }
         });
@@ -292,6 +295,7 @@ impl Handshake {
         if self.state != State::SynSent || self.retransmits > SYN_LINEAR_TIMEOUTS {
             self.backoff += 1;
         }
-        self.timer_ns = Some(now_ns + (INITIAL_RTO_NS << self.backoff.min(7)).min(MAX_RTO_NS));
+        self.timer_ns =
+            PendingNs::at(now_ns + (INITIAL_RTO_NS << self.backoff.min(7)).min(MAX_RTO_NS));
     }
 }

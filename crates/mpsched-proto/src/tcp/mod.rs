@@ -29,6 +29,7 @@ mod rtt;
 mod scoreboard;
 mod segment;
 mod sender;
+mod settings;
 
 pub use handshake::{HsOption, Role};
 pub use rangeset::RangeSet;

@@ -24,7 +24,9 @@ use super::ofo::{OfoQueue, Ooo};
 use super::rangeset::RangeSet;
 use super::rtt::timer_wheel_fire_ns;
 use super::segment::{flags, Segment, MAX_SACK_BLOCKS};
+use super::settings::ReceiverSettings;
 use super::{TcpConfig, DELAYED_ACK_NS};
+use crate::PendingNs;
 
 mod grow;
 mod rcv_rtt;
@@ -80,7 +82,7 @@ const RELEASED_KEPT: usize = 4;
 /// Receiver state machine of one subflow.
 #[derive(Debug, Clone)]
 pub struct Receiver {
-    cfg: TcpConfig,
+    cfg: ReceiverSettings,
     hs: Handshake,
     rcv_nxt: u64,
     ofo: OfoQueue,
@@ -91,7 +93,7 @@ pub struct Receiver {
     ts_recent: u64,
     last_ack_sent: u64,
     ack_now: bool,
-    delack_deadline: Option<u64>,
+    delack_deadline: PendingNs,
     quickacks_left: u32,
     quickack_armed: bool,
     /// Linux pingpong (interactive) mode: data of the other direction left within the
@@ -145,7 +147,7 @@ impl Receiver {
         let window_clamp = cfg.rcv_buf_bytes;
         let rcv_mss = read_ack::initial_rcv_mss(cfg.mss_bytes);
         Self {
-            cfg,
+            cfg: ReceiverSettings::of(&cfg),
             hs,
             rcv_nxt: 1,
             ofo: OfoQueue::default(),
@@ -155,7 +157,7 @@ impl Receiver {
             ts_recent: 0,
             last_ack_sent: 1,
             ack_now: false,
-            delack_deadline: None,
+            delack_deadline: PendingNs::NONE,
             quickacks_left: 0,
             quickack_armed: false,
             pingpong: false,
@@ -296,7 +298,7 @@ impl Receiver {
                 self.ack_now = true;
             } else if self.delack_deadline.is_none() {
                 // Linux `tcp_send_delayed_ack`: `sk_reset_timer(jiffies + ato)` on the wheel.
-                self.delack_deadline = Some(timer_wheel_fire_ns(now_ns, DELAYED_ACK_NS));
+                self.delack_deadline = PendingNs::at(timer_wheel_fire_ns(now_ns, DELAYED_ACK_NS));
             }
         } else {
             // Since "tcp: call tcp_measure_rcv_mss() for ooo packets" (2025, in 6.18) an
@@ -430,7 +432,7 @@ impl Receiver {
             return None;
         }
         self.ack_now = false;
-        self.delack_deadline = None;
+        self.delack_deadline = PendingNs::NONE;
         self.pushed = 0;
         self.last_ack_sent = self.rcv_nxt;
         if self.conn_window.is_none() {
@@ -468,7 +470,7 @@ impl Receiver {
         let mut sack = [(0u64, 0u64); MAX_SACK_BLOCKS];
         let mut n = 0;
         for &r in &self.recent_sack[..usize::from(self.n_recent)] {
-            if n >= self.cfg.max_sack_blocks.min(MAX_SACK_BLOCKS) {
+            if n >= usize::from(self.cfg.sack_blocks) {
                 break;
             }
             if let Some(b) = self.ofo_ranges.containing(r) {
@@ -502,17 +504,17 @@ impl Receiver {
 
     /// Earliest timer (handshake retransmission or delayed ACK), absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
-        match (self.hs.poll_timeout(), self.delack_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.hs
+            .pending_timeout()
+            .earliest(self.delack_deadline)
+            .get()
     }
 
     /// Fires due timers.
     pub fn handle_timeout(&mut self, now_ns: u64) {
         self.hs.handle_timeout(now_ns);
-        if self.delack_deadline.is_some_and(|t| now_ns >= t) {
-            self.delack_deadline = None;
+        if self.delack_deadline.get().is_some_and(|t| now_ns >= t) {
+            self.delack_deadline = PendingNs::NONE;
             // Linux `tcp_delack_timer_handler`: a delayed ACK that no data carried ends
             // pingpong mode.
             self.pingpong = false;
@@ -538,7 +540,7 @@ impl Receiver {
         if self.delack_deadline.is_none() || !self.path_up || !self.hs.is_established() {
             return false;
         }
-        self.delack_deadline = None;
+        self.delack_deadline = PendingNs::NONE;
         self.ack_now = true;
         true
     }
@@ -551,7 +553,7 @@ impl Receiver {
     pub fn set_path_up(&mut self, up: bool) {
         if !up {
             self.ack_now = false;
-            self.delack_deadline = None;
+            self.delack_deadline = PendingNs::NONE;
         }
         self.path_up = up;
     }

@@ -18,6 +18,7 @@
 //! in-order segment shorter than `rcv_mss` is pushed.
 
 use super::Receiver;
+use crate::PendingNs;
 
 /// Linux `TCP_MSS_DEFAULT`: `tcp_initialize_rcv_mss` starts `rcv_mss` at most there.
 const RCV_MSS_INITIAL_BYTES: u64 = 536;
@@ -58,7 +59,7 @@ impl Receiver {
         if !(pushed && drained) && self.rcv_nxt - self.last_ack_sent <= u64::from(self.rcv_mss) {
             return false;
         }
-        self.delack_deadline = None;
+        self.delack_deadline = PendingNs::NONE;
         self.ack_now = true;
         true
     }

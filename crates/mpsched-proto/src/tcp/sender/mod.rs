@@ -16,9 +16,11 @@ use super::handshake::{Handshake, HsOption, Role};
 use super::rtt::{timer_wheel_fire_ns, RttEstimator};
 use super::scoreboard::{CaRttSources, Scoreboard};
 use super::segment::{flags, Segment};
+use super::settings::SenderSettings;
 use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
 use crate::sched::{LossKind, ResendCounters, ResendKind};
+use crate::PendingNs;
 use std::collections::VecDeque;
 
 mod nagle;
@@ -28,6 +30,7 @@ mod unsent;
 mod usage;
 mod view;
 
+use recovery::NO_PROBE;
 use view::{add_segs, segs_of};
 
 /// Congestion state (Linux `icsk_ca_state`, collapsed).
@@ -101,7 +104,7 @@ struct Mapping {
 /// Sender state machine of one subflow.
 #[derive(Debug, Clone)]
 pub struct Sender {
-    cfg: TcpConfig,
+    cfg: SenderSettings,
     hs: Handshake,
     snd_una: u64,
     snd_nxt: u64,
@@ -133,7 +136,7 @@ pub struct Sender {
     retrans_stamp_ms: u32,
     /// Linux `undo_marker != 0`: the current loss episode may still be undone.
     undo_marker: bool,
-    rto_deadline: Option<u64>,
+    rto_deadline: PendingNs,
     backoff: u32,
     potentially_failed: bool,
     path_up: bool,
@@ -146,13 +149,14 @@ pub struct Sender {
     l1_bytes: u64,
     l2_bytes: u64,
     /// Time of the last data transmission (Linux `lsndtime`).
-    last_send_ns: Option<u64>,
+    last_send_ns: PendingNs,
     /// RACK reordering timer (RACK-TLP only).
-    rack_timer_ns: Option<u64>,
+    rack_timer_ns: PendingNs,
     /// Tail-loss probe timer (RACK-TLP only).
-    tlp_deadline: Option<u64>,
-    /// `snd_nxt` when the outstanding probe went out (one probe at a time).
-    tlp_high_seq: Option<u64>,
+    tlp_deadline: PendingNs,
+    /// `snd_nxt` when the outstanding probe went out (one probe at a time); [`NO_PROBE`]
+    /// when none is out.
+    tlp_high_seq: u64,
     /// The outstanding probe resent the last segment (Linux `tlp_retrans`) rather than new data.
     tlp_retrans: bool,
     /// A probe is due at the next `poll_transmit`.
@@ -201,7 +205,7 @@ impl Sender {
         let mut board = Scoreboard::default();
         board.set_full_len(tcb.mss_bytes);
         Self {
-            cfg,
+            cfg: SenderSettings::of(&cfg),
             hs,
             snd_una: 1,
             snd_nxt: 1,
@@ -220,7 +224,7 @@ impl Sender {
             prior_ssthresh_segs: 0,
             retrans_stamp_ms: 0,
             undo_marker: false,
-            rto_deadline: None,
+            rto_deadline: PendingNs::NONE,
             backoff: 0,
             potentially_failed: false,
             path_up: true,
@@ -229,10 +233,10 @@ impl Sender {
             cwnd_usage_seq: 1,
             l1_bytes: 0,
             l2_bytes: 0,
-            last_send_ns: None,
-            rack_timer_ns: None,
-            tlp_deadline: None,
-            tlp_high_seq: None,
+            last_send_ns: PendingNs::NONE,
+            rack_timer_ns: PendingNs::NONE,
+            tlp_deadline: PendingNs::NONE,
+            tlp_high_seq: NO_PROBE,
             tlp_retrans: false,
             probe_due: false,
             sml_behind: u32::MAX,
@@ -374,7 +378,8 @@ impl Sender {
         // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
         if una_advanced {
             let rto = self.rtt.backed_off_rto_ns(self.backoff);
-            self.rto_deadline = (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, rto));
+            let at = (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, rto));
+            self.rto_deadline = PendingNs::from_option(at);
         }
         // Segments that left the board plus the change in SACKed ones (a SACKed segment that
         // is then cumulatively acknowledged leaves both counts: it is not counted twice).
@@ -387,7 +392,7 @@ impl Sender {
         if ca_rtt.is_some() {
             self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
         }
-        if self.tlp_high_seq.is_some() {
+        if self.tlp_high_seq != NO_PROBE {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
         }
         let newly_lost = self.mark_lost(now_ns);
@@ -515,7 +520,7 @@ impl Sender {
         self.minshall_update(len);
         self.on_sent(now_ns, len);
         if ignore_cwnd {
-            self.tlp_high_seq = Some(self.snd_nxt);
+            self.tlp_high_seq = self.snd_nxt;
             self.tlp_retrans = false;
         }
         if !ignore_cwnd {
@@ -526,7 +531,7 @@ impl Sender {
     }
 
     fn on_sent(&mut self, now_ns: u64, len: u64) {
-        self.last_send_ns = Some(now_ns);
+        self.last_send_ns = PendingNs::at(now_ns);
         self.stats.bytes_sent += len;
         self.stats.segments_sent += 1;
         if self.state == CaState::Recovery {
@@ -535,7 +540,7 @@ impl Sender {
         }
         // RFC 6298 (5.1): start the timer if it is not running.
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(timer_wheel_fire_ns(
+            self.rto_deadline = PendingNs::at(timer_wheel_fire_ns(
                 now_ns,
                 self.rtt.backed_off_rto_ns(self.backoff),
             ));
@@ -570,7 +575,7 @@ impl Sender {
         if up && !self.path_up {
             self.backoff = 0;
             if !self.board.is_empty() {
-                self.rto_deadline = Some(timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
+                self.rto_deadline = PendingNs::at(timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
             }
         }
         self.path_up = up;

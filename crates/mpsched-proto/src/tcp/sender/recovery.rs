@@ -14,11 +14,16 @@ use crate::cc::{AckSample, CoupledView};
 use crate::sched::LossKind;
 use crate::tcp::rtt::{timer_wheel_fire_ns, MIN_RTO_NS};
 use crate::tcp::scoreboard::{SentSeg, DUP_THRESH};
+use crate::PendingNs;
 
 /// Linux `TCP_TIMEOUT_MIN_US` (2 ms, whatever HZ), added to the probe and reordering timeouts
 /// before they are turned into jiffies (6.18 `tcp_schedule_loss_probe`, `tcp_rack_mark_lost`:
 /// `usecs_to_jiffies(timeout + TCP_TIMEOUT_MIN_US)`); the timer wheel then rounds them.
 const TIMEOUT_MIN_NS: u64 = 2_000_000;
+
+/// [`Sender`]'s `tlp_high_seq` when no probe is out: sequence numbers start at 1 (the SYN's
+/// is 0), so no probe's `snd_nxt` is 0. 8 bytes where an `Option<u64>` took 16.
+pub(super) const NO_PROBE: u64 = 0;
 
 impl Sender {
     /// The congestion-state work of an ACK outside the common case (open, nothing lost):
@@ -114,7 +119,7 @@ impl Sender {
         self.rare_stats().bytes_retransmitted += len;
         self.rare_stats().tail_loss_probes += 1;
         self.on_sent(now_ns, len);
-        self.tlp_high_seq = Some(self.snd_nxt);
+        self.tlp_high_seq = self.snd_nxt;
         self.tlp_retrans = true;
         Some(s)
     }
@@ -146,7 +151,7 @@ impl Sender {
         if self.state == CaState::Open && self.cfg.rack_tlp() && self.board.rack_nothing_to_judge()
         {
             // What `mark_lost_judging` does then: nothing marked, no reordering timer.
-            self.rack_timer_ns = None;
+            self.rack_timer_ns = PendingNs::NONE;
             return 0;
         }
         self.mark_lost_judging(now_ns)
@@ -168,8 +173,9 @@ impl Sender {
             let (n, timer) = self.board.rack_mark_lost(now_ns, reo_wnd_ns);
             // Linux `tcp_rack_mark_lost`: the reordering timer is armed TCP_TIMEOUT_MIN_US after
             // the deadline, in jiffies, on the timer wheel.
-            self.rack_timer_ns =
-                timer.map(|t| timer_wheel_fire_ns(now_ns, t - now_ns + TIMEOUT_MIN_NS));
+            self.rack_timer_ns = PendingNs::from_option(
+                timer.map(|t| timer_wheel_fire_ns(now_ns, t - now_ns + TIMEOUT_MIN_NS)),
+            );
             n
         } else {
             self.board.update_lost(self.tcb.mss_bytes)
@@ -197,9 +203,9 @@ impl Sender {
         self.high_seq = self.snd_nxt;
         self.state = CaState::Recovery;
         self.rare_stats().fast_retransmits += 1;
-        self.tlp_deadline = None;
+        self.tlp_deadline = PendingNs::NONE;
         // Linux `tcp_init_cwnd_reduction`: the recovery ends any probe episode.
-        self.tlp_high_seq = None;
+        self.tlp_high_seq = NO_PROBE;
         self.l1_bytes = self.l2_bytes;
         self.l2_bytes = 0;
     }
@@ -256,16 +262,17 @@ impl Sender {
         newly_sacked: u64,
         view: &CoupledView<'_>,
     ) {
-        let Some(high) = self.tlp_high_seq else {
+        let high = self.tlp_high_seq;
+        if high == NO_PROBE {
             return;
-        };
+        }
         if ack < high {
             return;
         }
         if !self.tlp_retrans {
-            self.tlp_high_seq = None;
+            self.tlp_high_seq = NO_PROBE;
         } else if ack > high {
-            self.tlp_high_seq = None;
+            self.tlp_high_seq = NO_PROBE;
             let ss = self
                 .cc
                 .inner_mut()
@@ -277,7 +284,7 @@ impl Sender {
             self.l1_bytes = self.l2_bytes;
             self.l2_bytes = 0;
         } else if !una_advanced && newly_sacked == 0 {
-            self.tlp_high_seq = None;
+            self.tlp_high_seq = NO_PROBE;
         }
     }
 
@@ -293,13 +300,13 @@ impl Sender {
         if self.state != CaState::Open
             || self.board.is_empty()
             || self.board.sacked_segs() > 0
-            || self.tlp_high_seq.is_some()
+            || self.tlp_high_seq != NO_PROBE
             || !self.rtt.has_sample
         {
             // With a probe outstanding Linux arms the timer anyway, but it then only re-arms
             // the RTO (`tcp_send_loss_probe`: at most one outstanding probe).
             if from_ack || self.state != CaState::Open || self.board.is_empty() {
-                self.tlp_deadline = None;
+                self.tlp_deadline = PendingNs::NONE;
             }
             return;
         }
@@ -310,24 +317,17 @@ impl Sender {
         };
         let at = timer_wheel_fire_ns(now_ns, 2 * self.rtt.srtt_ns + extra);
         // "If the RTO formula yields an earlier time, then use that time."
-        self.tlp_deadline = Some(self.rto_deadline.map_or(at, |r| at.min(r)));
+        self.tlp_deadline = PendingNs::at(at).earliest(self.rto_deadline);
     }
 
     /// Earliest timer deadline (handshake retransmission or RTO), absolute ns.
     pub fn poll_timeout(&self) -> Option<u64> {
         // Called after every event: plain comparisons, no iterator chain.
-        let mut t = self.rto_deadline;
-        for d in [
-            self.hs.poll_timeout(),
-            self.rack_timer_ns,
-            self.tlp_deadline,
-        ] {
-            t = match (t, d) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        t
+        self.rto_deadline
+            .earliest(self.hs.pending_timeout())
+            .earliest(self.rack_timer_ns)
+            .earliest(self.tlp_deadline)
+            .get()
     }
 
     /// Fires due timers (uncoupled).
@@ -343,34 +343,36 @@ impl Sender {
     ) -> Option<LossKind> {
         self.hs.handle_timeout(now_ns);
         let mut event = None;
-        if self.rack_timer_ns.is_some_and(|t| now_ns >= t) {
+        if self.rack_timer_ns.get().is_some_and(|t| now_ns >= t) {
             // RACK reordering timer (Linux `tcp_rack_reo_timeout`).
-            self.rack_timer_ns = None;
+            self.rack_timer_ns = PendingNs::NONE;
             if self.mark_lost(now_ns) > 0 && self.state == CaState::Open {
                 self.enter_recovery(now_ns, view);
                 event = Some(LossKind::FastRetransmit);
             }
         }
-        if self.tlp_deadline.is_some_and(|t| now_ns >= t) {
+        if self.tlp_deadline.get().is_some_and(|t| now_ns >= t) {
             // Linux `tcp_send_loss_probe`: one probe, then the RTO is re-armed from now.
-            self.tlp_deadline = None;
-            if self.state == CaState::Open && !self.board.is_empty() && self.tlp_high_seq.is_none()
+            self.tlp_deadline = PendingNs::NONE;
+            if self.state == CaState::Open
+                && !self.board.is_empty()
+                && self.tlp_high_seq == NO_PROBE
             {
                 self.probe_due = true;
-                self.rto_deadline = Some(timer_wheel_fire_ns(
+                self.rto_deadline = PendingNs::at(timer_wheel_fire_ns(
                     now_ns,
                     self.rtt.backed_off_rto_ns(self.backoff),
                 ));
             }
         }
-        let Some(t) = self.rto_deadline else {
+        let Some(t) = self.rto_deadline.get() else {
             return event;
         };
         if now_ns < t {
             return event;
         }
         if self.board.is_empty() {
-            self.rto_deadline = None;
+            self.rto_deadline = PendingNs::NONE;
             return None;
         }
         self.rare_stats().rto_count += 1;
@@ -389,9 +391,9 @@ impl Sender {
         }
         self.tcb.cwnd_bytes = self.tcb.mss_bytes;
         self.board.mark_all_lost();
-        self.rack_timer_ns = None;
-        self.tlp_deadline = None;
-        self.tlp_high_seq = None;
+        self.rack_timer_ns = PendingNs::NONE;
+        self.tlp_deadline = PendingNs::NONE;
+        self.tlp_high_seq = NO_PROBE;
         self.probe_due = false;
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
@@ -399,7 +401,7 @@ impl Sender {
         // (a path that is down sends nothing).
         self.note_retransmission(now_ns);
         self.backoff += 1;
-        self.rto_deadline = Some(timer_wheel_fire_ns(
+        self.rto_deadline = PendingNs::at(timer_wheel_fire_ns(
             now_ns,
             self.rtt.backed_off_rto_ns(self.backoff),
         ));

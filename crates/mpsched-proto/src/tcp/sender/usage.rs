@@ -27,7 +27,7 @@ impl Sender {
     /// `tcp_slow_start_after_idle` = 1): ssthresh keeps 3/4 of cwnd, cwnd is halved per RTO of
     /// idleness, not below min(initial window, cwnd).
     pub(super) fn on_tx_start(&mut self, now_ns: u64) {
-        let Some(last) = self.last_send_ns else {
+        let Some(last) = self.last_send_ns.get() else {
             return;
         };
         let idle_ns = now_ns.saturating_sub(last);
