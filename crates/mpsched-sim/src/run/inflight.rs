@@ -118,34 +118,97 @@ pub(crate) struct Destination {
     pub request: bool,
 }
 
-/// Index-addressed slots with a free list; freed slots are reused first.
+/// A slot's `u32` that, while the slot is free, holds the slot freed before it: the free list
+/// threads through the freed slots themselves, so it costs no memory of its own (a `Vec<u32>` of
+/// freed indices grew to the most slots free at once, ~4 bytes a record at the sawtooth's
+/// trough) and a free or a reuse touches only the slot's own line.
+trait FreeLink {
+    fn free_link(&mut self) -> &mut u32;
+}
+
+impl FreeLink for Record {
+    #[inline(always)]
+    fn free_link(&mut self) -> &mut u32 {
+        &mut self.link
+    }
+}
+
+impl<T> FreeLink for Side<T> {
+    #[inline(always)]
+    fn free_link(&mut self) -> &mut u32 {
+        &mut self.next
+    }
+}
+
+impl FreeLink for (u32, u32) {
+    #[inline(always)]
+    fn free_link(&mut self) -> &mut u32 {
+        &mut self.0
+    }
+}
+
+/// Index-addressed slots with a free list; freed slots are reused first, the last freed first.
 #[derive(Debug)]
 struct Pool<T> {
     slots: Vec<T>,
-    free: Vec<u32>,
+    /// The last slot freed ([`NO_SEGMENT`]: none); its [`FreeLink`] holds the one before.
+    free_head: u32,
 }
 
 impl<T> Default for Pool<T> {
     fn default() -> Self {
-        Self { slots: Vec::new(), free: Vec::new() }
+        Self { slots: Vec::new(), free_head: NO_SEGMENT }
     }
 }
 
-impl<T: Copy> Pool<T> {
-    #[inline]
-    fn insert(&mut self, v: T) -> u32 {
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = v;
+impl<T: Copy + FreeLink> Pool<T> {
+    /// Stores `v` in the last freed slot, or in a new one below `limit` (panics with `full`).
+    #[inline(always)]
+    fn insert_below(&mut self, v: T, limit: usize, full: &'static str) -> u32 {
+        let i = self.free_head;
+        // `NO_SEGMENT` (none free) is past every slot (they stay below 2^31), so the one
+        // bounds test is also the test for a free slot.
+        if let Some(slot) = self.slots.get_mut(i as usize) {
+            self.free_head = *slot.free_link();
+            *slot = v;
             return i;
         }
+        self.push_below(v, limit, full)
+    }
+
+    /// A new slot for `v` (the pool grows: rare once it has reached its peak).
+    #[cold]
+    #[inline(never)]
+    fn push_below(&mut self, v: T, limit: usize, full: &str) -> u32 {
+        assert!(self.slots.len() < limit, "{full}");
         self.slots.push(v);
         (self.slots.len() - 1) as u32
     }
 
     #[inline]
+    fn insert(&mut self, v: T) -> u32 {
+        // A side pool has at most one entry a record, so it never reaches this limit first.
+        self.insert_below(v, NO_SEGMENT as usize, "side pool full")
+    }
+
+    /// Frees slot `i`; what it held is lost (its free link is overwritten).
+    #[inline]
     fn remove(&mut self, i: u32) {
-        debug_assert!((i as usize) < self.slots.len() && !self.free.contains(&i));
-        self.free.push(i);
+        debug_assert!((i as usize) < self.slots.len() && !self.free_slots().contains(&i));
+        let head = self.free_head;
+        *self.slots[i as usize].free_link() = head;
+        self.free_head = i;
+    }
+
+    /// The free slots, the last freed first (a walk of the list: for checks, not the hot path).
+    fn free_slots(&self) -> Vec<u32> {
+        let (mut out, mut i) = (Vec::new(), self.free_head);
+        while i != NO_SEGMENT && out.len() <= self.slots.len() {
+            out.push(i);
+            let mut slot = self.slots[i as usize];
+            i = *slot.free_link();
+        }
+        out
     }
 }
 
@@ -201,32 +264,21 @@ impl InFlight {
             subflow: dest.subflow,
             meta,
         };
-        // Written into its slot directly (no copy through the stack).
-        match self.records.free.pop() {
-            Some(i) => {
-                self.records.slots[i as usize] = record;
-                i
-            }
-            None => {
-                // Indices stay below 2^31: a packet's payload marks messages with the top bit.
-                assert!(self.records.slots.len() < 1 << 31, "2^31 segments in flight");
-                self.records.slots.push(record);
-                (self.records.slots.len() - 1) as u32
-            }
-        }
+        // Indices stay below 2^31: a packet's payload marks messages with the top bit.
+        self.records.insert_below(record, 1 << 31, "2^31 segments in flight")
     }
 
     /// Stores an application message of `flow` with `tag`; returns its slot (below 2^31 - 1).
     pub(crate) fn insert_app_msg(&mut self, flow: u32, tag: u32) -> u32 {
-        let full = self.app_msgs.free.is_empty() && self.app_msgs.slots.len() >= (1 << 31) - 1;
-        assert!(!full, "2^31 messages in flight");
-        self.app_msgs.insert((flow, tag))
+        self.app_msgs.insert_below((flow, tag), (1 << 31) - 1, "2^31 messages in flight")
     }
 
     /// The (flow, tag) of the message in `slot`, which is freed.
     pub(crate) fn take_app_msg(&mut self, slot: u32) -> (u32, u32) {
+        // Read before the slot is freed: freeing overwrites `flow` with the free link.
+        let msg = self.app_msgs.slots[slot as usize];
         self.app_msgs.remove(slot);
-        self.app_msgs.slots[slot as usize]
+        msg
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
@@ -320,24 +372,34 @@ impl InFlight {
     /// ([`NO_SEGMENT`]: none), which stays stored.
     #[inline]
     pub(crate) fn remove(&mut self, idx: u32) -> u32 {
-        // Only the two fields that free it are read (not the whole record).
-        let r = &self.records.slots[idx as usize];
+        // Only the two fields that free it are read (not the whole record), and the slot is
+        // freed through the same reference (one bounds test).
+        debug_assert!(!self.records.free_slots().contains(&idx), "segment {idx} freed twice");
+        let head = self.records.free_head;
+        let r = &mut self.records.slots[idx as usize];
         let (meta, link) = (r.meta, r.link);
-        let next = if meta & (HAS_SACK | WIDE) != 0 { self.remove_side(meta, link) } else { link };
-        self.records.remove(idx);
-        next
+        r.link = head;
+        self.records.free_head = idx;
+        if meta & (HAS_SACK | WIDE) != 0 {
+            self.remove_side(meta, link)
+        } else {
+            link
+        }
     }
 
     /// Frees the side-pool entry of a record that has one; returns the record's skb link.
     #[cold]
     #[inline(never)]
     fn remove_side(&mut self, meta: u8, side: u32) -> u32 {
+        // The link is read before the entry is freed (freeing overwrites it).
         if meta & HAS_SACK != 0 {
+            let next = self.sacks.slots[side as usize].next;
             self.sacks.remove(side);
-            self.sacks.slots[side as usize].next
+            next
         } else {
+            let next = self.wide.slots[side as usize].next;
             self.wide.remove(side);
-            self.wide.slots[side as usize].next
+            next
         }
     }
 
@@ -392,7 +454,7 @@ mod tests {
             assert_eq!(f.segment(i), seg);
             let dest = f.destination(i);
             assert_eq!((dest.flow, dest.subflow, dest.to_client, dest.request), (6, 3, false, true));
-            assert_eq!(f.wide.slots.len() - f.wide.free.len(), wide as usize, "{seg:?}");
+            assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), wide as usize, "{seg:?}");
             assert_eq!(f.remove(i), NO_SEGMENT);
         }
     }
@@ -417,7 +479,7 @@ mod tests {
             let s = Segment { flags: flags::ACK, seq: 5, ack: 1, len, ts_val, ts_ecr, ..Default::default() };
             let i = f.insert(d, &s);
             assert_eq!(f.segment(i), s);
-            assert_eq!(f.wide.slots.len() - f.wide.free.len(), wide as usize, "{ts_val} {ts_ecr} {len}");
+            assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), wide as usize, "{ts_val} {ts_ecr} {len}");
             f.remove(i);
         }
     }
@@ -442,7 +504,7 @@ mod tests {
         assert_eq!(f.remove(ids[1]), ids[2]);
         assert_eq!(f.remove(ids[2]), ids[3]);
         assert_eq!(f.remove(ids[3]), NO_SEGMENT);
-        assert_eq!((f.sacks.free.len(), f.wide.free.len(), f.records.free.len()), (1, 1, 4));
+        assert_eq!((f.sacks.free_slots().len(), f.wide.free_slots().len(), f.records.free_slots().len()), (1, 1, 4));
         // Reused side slots start unlinked.
         let again = f.insert(d, &sacked);
         assert_eq!(f.take_next(again), NO_SEGMENT);
@@ -526,7 +588,7 @@ mod tests {
             f.remove(i);
         }
         assert_eq!(f.wide.slots.len(), 1);
-        assert_eq!(f.wide.free.len(), 1);
+        assert_eq!(f.wide.free_slots().len(), 1);
     }
 
     #[test]
@@ -549,7 +611,7 @@ mod tests {
             let i = f.insert(d, &four);
             assert_eq!(f.segment(i), four);
             assert_eq!(f.destination(i).flow, 4);
-            assert_eq!((f.sacks.slots.len(), f.wide.slots.len() - f.wide.free.len()), (1, 1), "{block:?}");
+            assert_eq!((f.sacks.slots.len(), f.wide.slots.len() - f.wide.free_slots().len()), (1, 1), "{block:?}");
             f.remove(i);
         }
         assert_eq!(f.segment(three), ack);
@@ -575,6 +637,39 @@ mod tests {
     }
 
     #[test]
+    fn freed_slots_are_reused_last_freed_first_through_their_own_links() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 1, subflow: 0, to_client: true, request: false };
+        let seg = |i: u64| Segment { seq: 1448 * i, ack: 1, len: 1448, ..Default::default() };
+        let mut sacked = seg(9);
+        sacked.sack_len = 1;
+        sacked.sack[0] = (5, 6);
+        let ids: Vec<u32> = (0..5).map(|i| f.insert(d, &seg(i))).collect();
+        let sides: Vec<u32> = (0..3).map(|_| f.insert(d, &sacked)).collect();
+        assert_eq!((ids.clone(), sides.clone()), (vec![0, 1, 2, 3, 4], vec![5, 6, 7]));
+        for &i in [1, 3, 0].iter().chain(&sides) {
+            f.remove(i);
+        }
+        assert_eq!(f.records.free_slots(), vec![7, 6, 5, 0, 3, 1]);
+        assert_eq!(f.sacks.free_slots(), vec![2, 1, 0]);
+        // Reused in reverse order of freeing, each coming back as stored; then new slots.
+        for (want, s) in
+            [(7, seg(10)), (6, sacked), (5, seg(11)), (0, sacked), (3, seg(12)), (1, seg(13)), (8, seg(14))]
+        {
+            let i = f.insert(d, &s);
+            assert_eq!((i, f.segment(i)), (want, s));
+            assert_eq!(f.take_next(i), NO_SEGMENT);
+        }
+        assert_eq!((f.records.free_slots(), f.sacks.free_slots()), (vec![], vec![0]));
+        assert_eq!((f.segment(2), f.segment(4)), (seg(2), seg(4)));
+        // Messages too: the freed slot's flow is read before it is overwritten by the link.
+        let m = [f.insert_app_msg(3, 4), f.insert_app_msg(5, 6)];
+        assert_eq!(f.take_app_msg(m[0]), (3, 4));
+        assert_eq!(f.insert_app_msg(7, 8), m[0]);
+        assert_eq!((f.take_app_msg(m[1]), f.take_app_msg(m[0])), ((5, 6), (7, 8)));
+    }
+
+    #[test]
     fn an_skb_chain_is_walked_and_freed_whole() {
         let mut f = InFlight::default();
         let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
@@ -587,7 +682,7 @@ mod tests {
         // Links do not change the segments read back.
         assert_eq!(f.segment(ids[1]), segs[1]);
         f.remove_chain(ids[0]);
-        assert_eq!(f.records.free.len(), 3);
+        assert_eq!(f.records.free_slots().len(), 3);
         // A reused slot starts unlinked.
         let again = f.insert(d, &segs[0]);
         assert_eq!(f.remove(again), NO_SEGMENT);
