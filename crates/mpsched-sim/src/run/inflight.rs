@@ -105,6 +105,26 @@ struct Record {
     meta: u8,
 }
 
+/// The segment a record without a wide-pool entry holds, with SACK array `sack`.
+#[inline(always)]
+fn unpack(r: &Record, sack: SackBlocks) -> Segment {
+    let (ack_one, seq_or_ack) = (r.meta & ACK_ONE != 0, r.seq_or_ack as u64);
+    let ts_val = (r.ts_hi as u64) << 32 | r.ts_lo as u64;
+    Segment {
+        flags: r.flags,
+        seq: if ack_one { seq_or_ack } else { 1 },
+        len: r.len as u32,
+        ack: if ack_one { 1 } else { seq_or_ack },
+        window: r.window as u64,
+        sack_len: r.meta >> SACK_LEN_SHIFT,
+        sack,
+        ts_val,
+        ts_ecr: ts_val.wrapping_sub(r.ts_ecr_back as u64),
+        dsn: r.dsn as u64,
+        data_ack: r.data_ack as u64,
+    }
+}
+
 /// Where a delivered segment goes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Destination {
@@ -331,29 +351,53 @@ impl InFlight {
         }
     }
 
-    /// The segment `idx`, as it was stored. Inlined always: every delivered segment is read
-    /// here, and a call would return the 128-byte `Segment` through memory.
-    #[inline(always)]
+    /// The segment `idx`, as it was stored (for a look that leaves it stored; a delivery reads
+    /// and frees it at once with [`InFlight::take`]).
+    #[inline]
     pub(crate) fn segment(&self, idx: u32) -> Segment {
         let r = &self.records.slots[idx as usize];
+        match r.meta & (HAS_SACK | WIDE) {
+            0 => unpack(r, NO_SACK),
+            HAS_SACK => unpack(r, widen(&self.sacks.slots[r.link as usize].value)),
+            _ => self.wide.slots[r.link as usize].value,
+        }
+    }
+
+    /// The segment `*at`, as it was stored; `*at` is freed and becomes the next segment of its
+    /// skb ([`NO_SEGMENT`]: none), which stays stored. Inlined always: every delivered segment
+    /// is read here, and a call would return the 128-byte `Segment` through memory (so would a
+    /// tuple with the link: it was copied once more, 24 instructions a packet). The record is
+    /// read and freed through one reference, and a side-pool entry (an ACK with SACK blocks, a
+    /// segment kept whole) is read and freed out of line, so the common record's read back has
+    /// no select for the SACK array.
+    #[inline(always)]
+    pub(crate) fn take(&mut self, at: &mut u32) -> Segment {
+        let (idx, head) = (*at, self.records.free_head);
+        let slot = &mut self.records.slots[idx as usize];
+        let r = *slot;
+        slot.link = head;
+        self.records.free_head = idx;
+        if r.meta & (HAS_SACK | WIDE) != 0 {
+            return self.take_side(&r, at);
+        }
+        *at = r.link;
+        unpack(&r, NO_SACK)
+    }
+
+    /// [`InFlight::take`] of a record `r` (already freed) with a side-pool entry, which is freed.
+    #[cold]
+    #[inline(never)]
+    fn take_side(&mut self, r: &Record, at: &mut u32) -> Segment {
         if r.meta & WIDE != 0 {
-            return self.wide.slots[r.link as usize].value;
+            let Side { value, next } = self.wide.slots[r.link as usize];
+            self.wide.remove(r.link);
+            *at = next;
+            return value;
         }
-        let (ack_one, seq_or_ack) = (r.meta & ACK_ONE != 0, r.seq_or_ack as u64);
-        let ts_val = (r.ts_hi as u64) << 32 | r.ts_lo as u64;
-        Segment {
-            flags: r.flags,
-            seq: if ack_one { seq_or_ack } else { 1 },
-            len: r.len as u32,
-            ack: if ack_one { 1 } else { seq_or_ack },
-            window: r.window as u64,
-            sack_len: r.meta >> SACK_LEN_SHIFT,
-            sack: if r.meta & HAS_SACK != 0 { widen(&self.sacks.slots[r.link as usize].value) } else { NO_SACK },
-            ts_val,
-            ts_ecr: ts_val.wrapping_sub(r.ts_ecr_back as u64),
-            dsn: r.dsn as u64,
-            data_ack: r.data_ack as u64,
-        }
+        let Side { value, next } = self.sacks.slots[r.link as usize];
+        self.sacks.remove(r.link);
+        *at = next;
+        unpack(r, widen(&value))
     }
 
     /// Links segment `next` after `idx` in one skb.
@@ -667,6 +711,44 @@ mod tests {
         assert_eq!(f.take_app_msg(m[0]), (3, 4));
         assert_eq!(f.insert_app_msg(7, 8), m[0]);
         assert_eq!((f.take_app_msg(m[1]), f.take_app_msg(m[0])), ((5, 6), (7, 8)));
+    }
+
+    #[test]
+    fn take_reads_and_frees_records_and_side_entries_alike() {
+        let mut f = InFlight::default();
+        let d = Destination { flow: 2, subflow: 1, to_client: false, request: true };
+        let plain = Segment {
+            flags: flags::ACK,
+            seq: 9,
+            ack: 1,
+            len: 1448,
+            ts_val: 9,
+            ts_ecr: 4,
+            dsn: 3,
+            ..Default::default()
+        };
+        let mut sacked = Segment { flags: flags::ACK, seq: 1, ack: 77, window: 5, ..Default::default() };
+        sacked.sack_len = 2;
+        sacked.sack[0] = (100, 200);
+        sacked.sack[1] = (300, 400);
+        let wide = Segment { seq: 1 << 40, ack: 1, len: 1448, ..Default::default() };
+        for round in 0..2 {
+            let ids = [f.insert(d, &plain), f.insert(d, &sacked), f.insert(d, &wide), f.insert(d, &plain)];
+            for w in ids.windows(2) {
+                f.set_next(w[0], w[1]);
+            }
+            let want = [plain, sacked, wide, plain];
+            for (k, &i) in ids.iter().enumerate() {
+                assert_eq!(f.segment(i), want[k]);
+                let next = ids.get(k + 1).copied().unwrap_or(NO_SEGMENT);
+                let mut at = i;
+                assert_eq!((f.take(&mut at), at), (want[k], next), "round {round}, segment {k}");
+            }
+            // All freed, side entries too, and reused in the next round.
+            assert_eq!(f.records.free_slots().len(), 4);
+            assert_eq!((f.sacks.free_slots().len(), f.wide.free_slots().len()), (1, 1));
+            assert_eq!((f.records.slots.len(), f.sacks.slots.len(), f.wide.slots.len()), (4, 1, 1));
+        }
     }
 
     #[test]
