@@ -19,7 +19,8 @@
 //! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
 //! with a non-zero fourth block is kept whole in the wide pool. Records are
 //! index-addressed and freed slots are reused last-in first-out, so the touched memory
-//! follows the number of segments in flight, not the number ever sent.
+//! follows the number of segments in flight, not the number ever sent; the list of free slots
+//! is threaded through the free slots themselves (a record's `link`, a side entry's `next`).
 //!
 //! A record also links to the next segment of the same TSO skb: on a path that carries the
 //! sender's skbs whole (`PathConfig::gso`) one network packet holds a chain of records;
