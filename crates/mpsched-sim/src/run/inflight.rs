@@ -374,6 +374,7 @@ impl InFlight {
     #[inline(always)]
     pub(crate) fn take(&mut self, at: &mut u32) -> Segment {
         let (idx, head) = (*at, self.records.free_head);
+        debug_assert!(!self.records.free_slots().contains(&idx), "segment {idx} freed twice");
         let slot = &mut self.records.slots[idx as usize];
         let r = *slot;
         slot.link = head;
