@@ -395,8 +395,7 @@ impl<'a> Simulation<'a> {
         // was read with its destination above).
         let (mut at, mut subflow) = (idx, dest.subflow);
         loop {
-            let seg = self.segments.segment(at);
-            at = self.segments.remove(at);
+            let seg = self.segments.take(&mut at);
             side.ep.handle_segment(now, subflow as usize, &seg);
             if at == NO_SEGMENT {
                 break;

@@ -19,7 +19,8 @@
 //! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
 //! with a non-zero fourth block is kept whole in the wide pool. Records are
 //! index-addressed and freed slots are reused last-in first-out, so the touched memory
-//! follows the number of segments in flight, not the number ever sent.
+//! follows the number of segments in flight, not the number ever sent; the list of free slots
+//! is threaded through the free slots themselves (a record's `link`, a side entry's `next`).
 //!
 //! A record also links to the next segment of the same TSO skb: on a path that carries the
 //! sender's skbs whole (`PathConfig::gso`) one network packet holds a chain of records;
@@ -105,6 +106,26 @@ struct Record {
     meta: u8,
 }
 
+/// The segment a record without a wide-pool entry holds, with SACK array `sack`.
+#[inline(always)]
+fn unpack(r: &Record, sack: SackBlocks) -> Segment {
+    let (ack_one, seq_or_ack) = (r.meta & ACK_ONE != 0, r.seq_or_ack as u64);
+    let ts_val = (r.ts_hi as u64) << 32 | r.ts_lo as u64;
+    Segment {
+        flags: r.flags,
+        seq: if ack_one { seq_or_ack } else { 1 },
+        len: r.len as u32,
+        ack: if ack_one { 1 } else { seq_or_ack },
+        window: r.window as u64,
+        sack_len: r.meta >> SACK_LEN_SHIFT,
+        sack,
+        ts_val,
+        ts_ecr: ts_val.wrapping_sub(r.ts_ecr_back as u64),
+        dsn: r.dsn as u64,
+        data_ack: r.data_ack as u64,
+    }
+}
+
 /// Where a delivered segment goes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Destination {
@@ -118,34 +139,97 @@ pub(crate) struct Destination {
     pub request: bool,
 }
 
-/// Index-addressed slots with a free list; freed slots are reused first.
+/// A slot's `u32` that, while the slot is free, holds the slot freed before it: the free list
+/// threads through the freed slots themselves, so it costs no memory of its own (a `Vec<u32>` of
+/// freed indices grew to the most slots free at once, ~4 bytes a record at the sawtooth's
+/// trough) and a free or a reuse touches only the slot's own line.
+trait FreeLink {
+    fn free_link(&mut self) -> &mut u32;
+}
+
+impl FreeLink for Record {
+    #[inline(always)]
+    fn free_link(&mut self) -> &mut u32 {
+        &mut self.link
+    }
+}
+
+impl<T> FreeLink for Side<T> {
+    #[inline(always)]
+    fn free_link(&mut self) -> &mut u32 {
+        &mut self.next
+    }
+}
+
+impl FreeLink for (u32, u32) {
+    #[inline(always)]
+    fn free_link(&mut self) -> &mut u32 {
+        &mut self.0
+    }
+}
+
+/// Index-addressed slots with a free list; freed slots are reused first, the last freed first.
 #[derive(Debug)]
 struct Pool<T> {
     slots: Vec<T>,
-    free: Vec<u32>,
+    /// The last slot freed ([`NO_SEGMENT`]: none); its [`FreeLink`] holds the one before.
+    free_head: u32,
 }
 
 impl<T> Default for Pool<T> {
     fn default() -> Self {
-        Self { slots: Vec::new(), free: Vec::new() }
+        Self { slots: Vec::new(), free_head: NO_SEGMENT }
     }
 }
 
-impl<T: Copy> Pool<T> {
-    #[inline]
-    fn insert(&mut self, v: T) -> u32 {
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = v;
+impl<T: Copy + FreeLink> Pool<T> {
+    /// Stores `v` in the last freed slot, or in a new one below `limit` (panics with `full`).
+    #[inline(always)]
+    fn insert_below(&mut self, v: T, limit: usize, full: &'static str) -> u32 {
+        let i = self.free_head;
+        // `NO_SEGMENT` (none free) is past every slot (they stay below 2^31), so the one
+        // bounds test is also the test for a free slot.
+        if let Some(slot) = self.slots.get_mut(i as usize) {
+            self.free_head = *slot.free_link();
+            *slot = v;
             return i;
         }
+        self.push_below(v, limit, full)
+    }
+
+    /// A new slot for `v` (the pool grows: rare once it has reached its peak).
+    #[cold]
+    #[inline(never)]
+    fn push_below(&mut self, v: T, limit: usize, full: &str) -> u32 {
+        assert!(self.slots.len() < limit, "{full}");
         self.slots.push(v);
         (self.slots.len() - 1) as u32
     }
 
     #[inline]
+    fn insert(&mut self, v: T) -> u32 {
+        // A side pool has at most one entry a record, so it never reaches this limit first.
+        self.insert_below(v, NO_SEGMENT as usize, "side pool full")
+    }
+
+    /// Frees slot `i`; what it held is lost (its free link is overwritten).
+    #[inline]
     fn remove(&mut self, i: u32) {
-        debug_assert!((i as usize) < self.slots.len() && !self.free.contains(&i));
-        self.free.push(i);
+        debug_assert!((i as usize) < self.slots.len() && !self.free_slots().contains(&i));
+        let head = self.free_head;
+        *self.slots[i as usize].free_link() = head;
+        self.free_head = i;
+    }
+
+    /// The free slots, the last freed first (a walk of the list: for checks, not the hot path).
+    fn free_slots(&self) -> Vec<u32> {
+        let (mut out, mut i) = (Vec::new(), self.free_head);
+        while i != NO_SEGMENT && out.len() <= self.slots.len() {
+            out.push(i);
+            let mut slot = self.slots[i as usize];
+            i = *slot.free_link();
+        }
+        out
     }
 }
 
@@ -201,32 +285,21 @@ impl InFlight {
             subflow: dest.subflow,
             meta,
         };
-        // Written into its slot directly (no copy through the stack).
-        match self.records.free.pop() {
-            Some(i) => {
-                self.records.slots[i as usize] = record;
-                i
-            }
-            None => {
-                // Indices stay below 2^31: a packet's payload marks messages with the top bit.
-                assert!(self.records.slots.len() < 1 << 31, "2^31 segments in flight");
-                self.records.slots.push(record);
-                (self.records.slots.len() - 1) as u32
-            }
-        }
+        // Indices stay below 2^31: a packet's payload marks messages with the top bit.
+        self.records.insert_below(record, 1 << 31, "2^31 segments in flight")
     }
 
     /// Stores an application message of `flow` with `tag`; returns its slot (below 2^31 - 1).
     pub(crate) fn insert_app_msg(&mut self, flow: u32, tag: u32) -> u32 {
-        let full = self.app_msgs.free.is_empty() && self.app_msgs.slots.len() >= (1 << 31) - 1;
-        assert!(!full, "2^31 messages in flight");
-        self.app_msgs.insert((flow, tag))
+        self.app_msgs.insert_below((flow, tag), (1 << 31) - 1, "2^31 messages in flight")
     }
 
     /// The (flow, tag) of the message in `slot`, which is freed.
     pub(crate) fn take_app_msg(&mut self, slot: u32) -> (u32, u32) {
+        // Read before the slot is freed: freeing overwrites `flow` with the free link.
+        let msg = self.app_msgs.slots[slot as usize];
         self.app_msgs.remove(slot);
-        self.app_msgs.slots[slot as usize]
+        msg
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
@@ -279,29 +352,54 @@ impl InFlight {
         }
     }
 
-    /// The segment `idx`, as it was stored. Inlined always: every delivered segment is read
-    /// here, and a call would return the 128-byte `Segment` through memory.
-    #[inline(always)]
+    /// The segment `idx`, as it was stored (for a look that leaves it stored; a delivery reads
+    /// and frees it at once with [`InFlight::take`]).
+    #[inline]
     pub(crate) fn segment(&self, idx: u32) -> Segment {
         let r = &self.records.slots[idx as usize];
+        match r.meta & (HAS_SACK | WIDE) {
+            0 => unpack(r, NO_SACK),
+            HAS_SACK => unpack(r, widen(&self.sacks.slots[r.link as usize].value)),
+            _ => self.wide.slots[r.link as usize].value,
+        }
+    }
+
+    /// The segment `*at`, as it was stored; `*at` is freed and becomes the next segment of its
+    /// skb ([`NO_SEGMENT`]: none), which stays stored. Inlined always: every delivered segment
+    /// is read here, and a call would return the 128-byte `Segment` through memory (so would a
+    /// tuple with the link: it was copied once more, 24 instructions a packet). The record is
+    /// read and freed through one reference, and a side-pool entry (an ACK with SACK blocks, a
+    /// segment kept whole) is read and freed out of line, so the common record's read back has
+    /// no select for the SACK array.
+    #[inline(always)]
+    pub(crate) fn take(&mut self, at: &mut u32) -> Segment {
+        let (idx, head) = (*at, self.records.free_head);
+        debug_assert!(!self.records.free_slots().contains(&idx), "segment {idx} freed twice");
+        let slot = &mut self.records.slots[idx as usize];
+        let r = *slot;
+        slot.link = head;
+        self.records.free_head = idx;
+        if r.meta & (HAS_SACK | WIDE) != 0 {
+            return self.take_side(&r, at);
+        }
+        *at = r.link;
+        unpack(&r, NO_SACK)
+    }
+
+    /// [`InFlight::take`] of a record `r` (already freed) with a side-pool entry, which is freed.
+    #[cold]
+    #[inline(never)]
+    fn take_side(&mut self, r: &Record, at: &mut u32) -> Segment {
         if r.meta & WIDE != 0 {
-            return self.wide.slots[r.link as usize].value;
+            let Side { value, next } = self.wide.slots[r.link as usize];
+            self.wide.remove(r.link);
+            *at = next;
+            return value;
         }
-        let (ack_one, seq_or_ack) = (r.meta & ACK_ONE != 0, r.seq_or_ack as u64);
-        let ts_val = (r.ts_hi as u64) << 32 | r.ts_lo as u64;
-        Segment {
-            flags: r.flags,
-            seq: if ack_one { seq_or_ack } else { 1 },
-            len: r.len as u32,
-            ack: if ack_one { 1 } else { seq_or_ack },
-            window: r.window as u64,
-            sack_len: r.meta >> SACK_LEN_SHIFT,
-            sack: if r.meta & HAS_SACK != 0 { widen(&self.sacks.slots[r.link as usize].value) } else { NO_SACK },
-            ts_val,
-            ts_ecr: ts_val.wrapping_sub(r.ts_ecr_back as u64),
-            dsn: r.dsn as u64,
-            data_ack: r.data_ack as u64,
-        }
+        let Side { value, next } = self.sacks.slots[r.link as usize];
+        self.sacks.remove(r.link);
+        *at = next;
+        unpack(r, widen(&value))
     }
 
     /// Links segment `next` after `idx` in one skb.
@@ -320,24 +418,34 @@ impl InFlight {
     /// ([`NO_SEGMENT`]: none), which stays stored.
     #[inline]
     pub(crate) fn remove(&mut self, idx: u32) -> u32 {
-        // Only the two fields that free it are read (not the whole record).
-        let r = &self.records.slots[idx as usize];
+        // Only the two fields that free it are read (not the whole record), and the slot is
+        // freed through the same reference (one bounds test).
+        debug_assert!(!self.records.free_slots().contains(&idx), "segment {idx} freed twice");
+        let head = self.records.free_head;
+        let r = &mut self.records.slots[idx as usize];
         let (meta, link) = (r.meta, r.link);
-        let next = if meta & (HAS_SACK | WIDE) != 0 { self.remove_side(meta, link) } else { link };
-        self.records.remove(idx);
-        next
+        r.link = head;
+        self.records.free_head = idx;
+        if meta & (HAS_SACK | WIDE) != 0 {
+            self.remove_side(meta, link)
+        } else {
+            link
+        }
     }
 
     /// Frees the side-pool entry of a record that has one; returns the record's skb link.
     #[cold]
     #[inline(never)]
     fn remove_side(&mut self, meta: u8, side: u32) -> u32 {
+        // The link is read before the entry is freed (freeing overwrites it).
         if meta & HAS_SACK != 0 {
+            let next = self.sacks.slots[side as usize].next;
             self.sacks.remove(side);
-            self.sacks.slots[side as usize].next
+            next
         } else {
+            let next = self.wide.slots[side as usize].next;
             self.wide.remove(side);
-            self.wide.slots[side as usize].next
+            next
         }
     }
 
@@ -351,245 +459,5 @@ impl InFlight {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use mpsched_proto::tcp::flags;
-
-    #[test]
-    fn a_record_is_40_bytes() {
-        assert_eq!(std::mem::size_of::<Record>(), 40);
-    }
-
-    #[test]
-    fn seq_or_ack_of_1_send_times_past_48_bits_and_sack_lens_past_7() {
-        let mut f = InFlight::default();
-        let d = Destination { flow: 6, subflow: 3, to_client: false, request: true };
-        let data = Segment { flags: flags::ACK, seq: 7, len: 1448, ack: 1, ts_val: 5, ts_ecr: 4, ..Default::default() };
-        let ack =
-            Segment { flags: flags::ACK, seq: 1, ack: 9, window: 100, ts_val: 5, ts_ecr: 4, ..Default::default() };
-        let (t48, t47) = (1u64 << 48, (1u64 << 48) - 1);
-        let cases = [
-            // A data segment (ack 1), a pure ACK (seq 1), both 1: the record.
-            (data, false),
-            (ack, false),
-            (Segment { seq: 1, ..data }, false),
-            // Neither is 1 (the SYN at (0, 0); a segment acknowledging data and carrying some): whole.
-            (Segment { ack: 2, ..data }, true),
-            (Segment { seq: 0, ack: 0, ..data }, true),
-            (Segment { seq: 2, ..ack }, true),
-            // Send times: the last that fits 48 bits, and the first that does not.
-            (Segment { ts_val: t47, ts_ecr: t47 - 3, ..data }, false),
-            (Segment { ts_val: t48, ts_ecr: t48 - 3, ..data }, true),
-            (Segment { ts_val: u64::MAX, ts_ecr: u64::MAX, ..ack }, true),
-            // `sack_len` with zero blocks (a value as stored, not as valid): 7 fits (in the SACK
-            // pool), 8 does not.
-            (Segment { sack_len: 7, ..ack }, false),
-            (Segment { sack_len: 8, ..ack }, true),
-            (Segment { sack_len: u8::MAX, ..data }, true),
-        ];
-        for (seg, wide) in cases {
-            let i = f.insert(d, &seg);
-            assert_eq!(f.segment(i), seg);
-            let dest = f.destination(i);
-            assert_eq!((dest.flow, dest.subflow, dest.to_client, dest.request), (6, 3, false, true));
-            assert_eq!(f.wide.slots.len() - f.wide.free.len(), wide as usize, "{seg:?}");
-            assert_eq!(f.remove(i), NO_SEGMENT);
-        }
-    }
-
-    #[test]
-    fn echoes_and_lengths_that_do_not_fit_are_kept_whole() {
-        let mut f = InFlight::default();
-        let d = Destination { flow: 3, subflow: 1, to_client: true, request: false };
-        let now = 10_000_000_000u64;
-        let cases = [
-            // An echo just under 4.29 s back fits the record; these do not.
-            (now, now - u32::MAX as u64, 1448, false),
-            (now, now - u32::MAX as u64 - 1, 1448, true),
-            // No echo yet (0) at a send time past 4.29 s.
-            (now, 0, 1448, true),
-            // An echo later than the send time.
-            (now, now + 1, 1448, true),
-            (now, now, 1 << 16, true),
-            (now, now, u16::MAX as u32, false),
-        ];
-        for (ts_val, ts_ecr, len, wide) in cases {
-            let s = Segment { flags: flags::ACK, seq: 5, ack: 1, len, ts_val, ts_ecr, ..Default::default() };
-            let i = f.insert(d, &s);
-            assert_eq!(f.segment(i), s);
-            assert_eq!(f.wide.slots.len() - f.wide.free.len(), wide as usize, "{ts_val} {ts_ecr} {len}");
-            f.remove(i);
-        }
-    }
-
-    #[test]
-    fn records_with_side_entries_keep_their_skb_link() {
-        let mut f = InFlight::default();
-        let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
-        let plain = Segment { seq: 0, ack: 1, len: 1448, ts_val: 9, ts_ecr: 4, ..Default::default() };
-        let mut sacked = Segment { seq: 1448, ack: 1, len: 1448, ..Default::default() };
-        sacked.sack_len = 1;
-        sacked.sack[0] = (1, 2);
-        let wide = Segment { seq: 1 << 40, ack: 1, len: 1448, ..Default::default() };
-        let ids = [f.insert(d, &plain), f.insert(d, &sacked), f.insert(d, &wide), f.insert(d, &plain)];
-        for w in ids.windows(2) {
-            f.set_next(w[0], w[1]);
-        }
-        assert_eq!((f.segment(ids[1]), f.segment(ids[2])), (sacked, wide));
-        assert_eq!(f.take_next(ids[2]), ids[3]);
-        f.set_next(ids[2], ids[3]);
-        assert_eq!(f.remove(ids[0]), ids[1]);
-        assert_eq!(f.remove(ids[1]), ids[2]);
-        assert_eq!(f.remove(ids[2]), ids[3]);
-        assert_eq!(f.remove(ids[3]), NO_SEGMENT);
-        assert_eq!((f.sacks.free.len(), f.wide.free.len(), f.records.free.len()), (1, 1, 4));
-        // Reused side slots start unlinked.
-        let again = f.insert(d, &sacked);
-        assert_eq!(f.take_next(again), NO_SEGMENT);
-    }
-
-    #[test]
-    fn segments_come_back_as_stored_and_slots_are_reused() {
-        let mut f = InFlight::default();
-        let data = Segment {
-            flags: flags::ACK,
-            seq: 1 << 20,
-            ack: 1,
-            len: 1448,
-            dsn: 7,
-            ts_val: 3 << 40,
-            ..Default::default()
-        };
-        let mut ack =
-            Segment { flags: flags::ACK | flags::DATA_ACK, seq: 1, ack: 99, window: 1 << 30, ..Default::default() };
-        ack.sack_len = 2;
-        ack.sack[0] = (200, 300);
-        ack.sack[1] = (400, 500);
-        // Bytes past the valid blocks are kept too (a fourth block: see
-        // `a_fourth_sack_block_keeps_the_segment_whole`).
-        ack.sack[2] = (1, 2);
-        let d = Destination { flow: 5, subflow: 2, to_client: true, request: false };
-        let a = f.insert(d, &data);
-        let b = f.insert(Destination { to_client: false, ..d }, &ack);
-        assert_eq!(f.segment(a), data);
-        assert_eq!(f.segment(b), ack);
-        assert!(f.destination(a).to_client && !f.destination(b).to_client);
-        assert_eq!((f.destination(b).flow, f.destination(b).subflow), (5, 2));
-        f.remove(b);
-        f.remove(a);
-        // Last freed, first reused; the SACK slot is freed with its record.
-        assert_eq!(f.insert(d, &data), a);
-        assert_eq!(f.insert(d, &ack), b);
-        assert_eq!(f.segment(b), ack);
-        assert_eq!(f.sacks.slots.len(), 1);
-    }
-
-    #[test]
-    fn sack_entries_are_28_bytes_and_edges_past_32_bits_go_whole() {
-        assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 28);
-        let mut f = InFlight::default();
-        let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
-        let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 5, ..Default::default() };
-        ack.sack_len = 2;
-        ack.sack[0] = (u32::MAX as u64 - 9, u32::MAX as u64);
-        ack.sack[1] = (10, 20);
-        let narrow = f.insert(d, &ack);
-        assert_eq!(f.segment(narrow), ack);
-        assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
-        // One edge one past 32 bits (in a block past sack_len too): the whole segment is kept.
-        ack.sack[3] = (0, u32::MAX as u64 + 1);
-        let wide = f.insert(d, &ack);
-        assert_eq!(f.segment(wide), ack);
-        assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 1));
-    }
-
-    #[test]
-    fn values_past_32_bits_are_kept_whole() {
-        let mut f = InFlight::default();
-        let d = Destination { flow: 1, subflow: 0, to_client: false, request: true };
-        let mut seg = Segment { flags: flags::ACK, len: 1000, ..Default::default() };
-        seg.sack_len = 1;
-        seg.sack[0] = (1 << 33, (1 << 33) + 1000);
-        for field in 0..5 {
-            let mut s = seg;
-            let big = u32::MAX as u64 + 1 + field;
-            match field {
-                0 => s.seq = big,
-                1 => s.ack = big,
-                2 => s.dsn = big,
-                3 => s.data_ack = big,
-                _ => s.window = big,
-            }
-            let i = f.insert(d, &s);
-            assert_eq!(f.segment(i), s);
-            assert_eq!((f.destination(i).flow, f.destination(i).request), (1, true));
-            f.remove(i);
-        }
-        assert_eq!(f.wide.slots.len(), 1);
-        assert_eq!(f.wide.free.len(), 1);
-    }
-
-    #[test]
-    fn a_fourth_sack_block_keeps_the_segment_whole() {
-        let mut f = InFlight::default();
-        let d = Destination { flow: 4, subflow: 1, to_client: false, request: false };
-        let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 100, ..Default::default() };
-        ack.sack_len = 3;
-        ack.sack[0] = (300, 400);
-        ack.sack[1] = (500, 600);
-        ack.sack[2] = (700, 800);
-        let three = f.insert(d, &ack);
-        assert_eq!(f.segment(three), ack);
-        assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
-        // A fourth block, valid or only a stale value past `sack_len`: kept whole, read back equal.
-        for (len, block) in [(4, (900, 1000)), (3, (0, 1)), (3, (1, 0))] {
-            let mut four = ack;
-            four.sack_len = len;
-            four.sack[3] = block;
-            let i = f.insert(d, &four);
-            assert_eq!(f.segment(i), four);
-            assert_eq!(f.destination(i).flow, 4);
-            assert_eq!((f.sacks.slots.len(), f.wide.slots.len() - f.wide.free.len()), (1, 1), "{block:?}");
-            f.remove(i);
-        }
-        assert_eq!(f.segment(three), ack);
-    }
-
-    #[test]
-    fn a_packet_carries_one_word_and_messages_are_kept_by_slot() {
-        use super::super::{Carried, Payload};
-        use mpsched_engine::net::Packet;
-        assert_eq!((std::mem::size_of::<Payload>(), std::mem::size_of::<Packet<Payload>>()), (4, 16));
-        assert!(matches!(Payload::segment(0).carried(), Carried::Segment(0)));
-        assert!(matches!(Payload::segment((1 << 31) - 1).carried(), Carried::Segment(i) if i == (1 << 31) - 1));
-        assert!(matches!(Payload::cross().carried(), Carried::Cross));
-        assert!(matches!(Payload::app_msg((1 << 31) - 2).carried(), Carried::AppMsg(s) if s == (1 << 31) - 2));
-        let mut f = InFlight::default();
-        let a = f.insert_app_msg(7, u32::MAX);
-        let b = f.insert_app_msg(u32::MAX - 1, 3);
-        let Carried::AppMsg(slot) = Payload::app_msg(b).carried() else { panic!("a message") };
-        assert_eq!(f.take_app_msg(slot), (u32::MAX - 1, 3));
-        // A freed slot is reused; the other message is kept.
-        assert_eq!(f.insert_app_msg(1, 2), b);
-        assert_eq!((f.take_app_msg(a), f.take_app_msg(b)), ((7, u32::MAX), (1, 2)));
-    }
-
-    #[test]
-    fn an_skb_chain_is_walked_and_freed_whole() {
-        let mut f = InFlight::default();
-        let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
-        let segs: Vec<Segment> =
-            (0..3).map(|i| Segment { seq: 1448 * i, ack: 1, len: 1448, ..Default::default() }).collect();
-        let ids: Vec<u32> = segs.iter().map(|s| f.insert(d, s)).collect();
-        assert_eq!(f.take_next(ids[0]), NO_SEGMENT);
-        f.set_next(ids[0], ids[1]);
-        f.set_next(ids[1], ids[2]);
-        // Links do not change the segments read back.
-        assert_eq!(f.segment(ids[1]), segs[1]);
-        f.remove_chain(ids[0]);
-        assert_eq!(f.records.free.len(), 3);
-        // A reused slot starts unlinked.
-        let again = f.insert(d, &segs[0]);
-        assert_eq!(f.remove(again), NO_SEGMENT);
-    }
-}
+#[path = "inflight_tests.rs"]
+mod tests;

@@ -1,0 +1,295 @@
+//! Tests of `run/inflight.rs`: every segment comes back as stored, whichever pool keeps it.
+
+use super::*;
+use mpsched_proto::tcp::flags;
+
+#[test]
+fn a_record_is_40_bytes() {
+    assert_eq!(std::mem::size_of::<Record>(), 40);
+}
+
+#[test]
+fn seq_or_ack_of_1_send_times_past_48_bits_and_sack_lens_past_7() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 6, subflow: 3, to_client: false, request: true };
+    let data = Segment { flags: flags::ACK, seq: 7, len: 1448, ack: 1, ts_val: 5, ts_ecr: 4, ..Default::default() };
+    let ack = Segment { flags: flags::ACK, seq: 1, ack: 9, window: 100, ts_val: 5, ts_ecr: 4, ..Default::default() };
+    let (t48, t47) = (1u64 << 48, (1u64 << 48) - 1);
+    let cases = [
+        // A data segment (ack 1), a pure ACK (seq 1), both 1: the record.
+        (data, false),
+        (ack, false),
+        (Segment { seq: 1, ..data }, false),
+        // Neither is 1 (the SYN at (0, 0); a segment acknowledging data and carrying some): whole.
+        (Segment { ack: 2, ..data }, true),
+        (Segment { seq: 0, ack: 0, ..data }, true),
+        (Segment { seq: 2, ..ack }, true),
+        // Send times: the last that fits 48 bits, and the first that does not.
+        (Segment { ts_val: t47, ts_ecr: t47 - 3, ..data }, false),
+        (Segment { ts_val: t48, ts_ecr: t48 - 3, ..data }, true),
+        (Segment { ts_val: u64::MAX, ts_ecr: u64::MAX, ..ack }, true),
+        // `sack_len` with zero blocks (a value as stored, not as valid): 7 fits (in the SACK
+        // pool), 8 does not.
+        (Segment { sack_len: 7, ..ack }, false),
+        (Segment { sack_len: 8, ..ack }, true),
+        (Segment { sack_len: u8::MAX, ..data }, true),
+    ];
+    for (seg, wide) in cases {
+        let i = f.insert(d, &seg);
+        assert_eq!(f.segment(i), seg);
+        let dest = f.destination(i);
+        assert_eq!((dest.flow, dest.subflow, dest.to_client, dest.request), (6, 3, false, true));
+        assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), wide as usize, "{seg:?}");
+        assert_eq!(f.remove(i), NO_SEGMENT);
+    }
+}
+
+#[test]
+fn echoes_and_lengths_that_do_not_fit_are_kept_whole() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 3, subflow: 1, to_client: true, request: false };
+    let now = 10_000_000_000u64;
+    let cases = [
+        // An echo just under 4.29 s back fits the record; these do not.
+        (now, now - u32::MAX as u64, 1448, false),
+        (now, now - u32::MAX as u64 - 1, 1448, true),
+        // No echo yet (0) at a send time past 4.29 s.
+        (now, 0, 1448, true),
+        // An echo later than the send time.
+        (now, now + 1, 1448, true),
+        (now, now, 1 << 16, true),
+        (now, now, u16::MAX as u32, false),
+    ];
+    for (ts_val, ts_ecr, len, wide) in cases {
+        let s = Segment { flags: flags::ACK, seq: 5, ack: 1, len, ts_val, ts_ecr, ..Default::default() };
+        let i = f.insert(d, &s);
+        assert_eq!(f.segment(i), s);
+        assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), wide as usize, "{ts_val} {ts_ecr} {len}");
+        f.remove(i);
+    }
+}
+
+#[test]
+fn records_with_side_entries_keep_their_skb_link() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
+    let plain = Segment { seq: 0, ack: 1, len: 1448, ts_val: 9, ts_ecr: 4, ..Default::default() };
+    let mut sacked = Segment { seq: 1448, ack: 1, len: 1448, ..Default::default() };
+    sacked.sack_len = 1;
+    sacked.sack[0] = (1, 2);
+    let wide = Segment { seq: 1 << 40, ack: 1, len: 1448, ..Default::default() };
+    let ids = [f.insert(d, &plain), f.insert(d, &sacked), f.insert(d, &wide), f.insert(d, &plain)];
+    for w in ids.windows(2) {
+        f.set_next(w[0], w[1]);
+    }
+    assert_eq!((f.segment(ids[1]), f.segment(ids[2])), (sacked, wide));
+    assert_eq!(f.take_next(ids[2]), ids[3]);
+    f.set_next(ids[2], ids[3]);
+    assert_eq!(f.remove(ids[0]), ids[1]);
+    assert_eq!(f.remove(ids[1]), ids[2]);
+    assert_eq!(f.remove(ids[2]), ids[3]);
+    assert_eq!(f.remove(ids[3]), NO_SEGMENT);
+    assert_eq!((f.sacks.free_slots().len(), f.wide.free_slots().len(), f.records.free_slots().len()), (1, 1, 4));
+    // Reused side slots start unlinked.
+    let again = f.insert(d, &sacked);
+    assert_eq!(f.take_next(again), NO_SEGMENT);
+}
+
+#[test]
+fn segments_come_back_as_stored_and_slots_are_reused() {
+    let mut f = InFlight::default();
+    let data =
+        Segment { flags: flags::ACK, seq: 1 << 20, ack: 1, len: 1448, dsn: 7, ts_val: 3 << 40, ..Default::default() };
+    let mut ack =
+        Segment { flags: flags::ACK | flags::DATA_ACK, seq: 1, ack: 99, window: 1 << 30, ..Default::default() };
+    ack.sack_len = 2;
+    ack.sack[0] = (200, 300);
+    ack.sack[1] = (400, 500);
+    // Bytes past the valid blocks are kept too (a fourth block: see
+    // `a_fourth_sack_block_keeps_the_segment_whole`).
+    ack.sack[2] = (1, 2);
+    let d = Destination { flow: 5, subflow: 2, to_client: true, request: false };
+    let a = f.insert(d, &data);
+    let b = f.insert(Destination { to_client: false, ..d }, &ack);
+    assert_eq!(f.segment(a), data);
+    assert_eq!(f.segment(b), ack);
+    assert!(f.destination(a).to_client && !f.destination(b).to_client);
+    assert_eq!((f.destination(b).flow, f.destination(b).subflow), (5, 2));
+    f.remove(b);
+    f.remove(a);
+    // Last freed, first reused; the SACK slot is freed with its record.
+    assert_eq!(f.insert(d, &data), a);
+    assert_eq!(f.insert(d, &ack), b);
+    assert_eq!(f.segment(b), ack);
+    assert_eq!(f.sacks.slots.len(), 1);
+}
+
+#[test]
+fn sack_entries_are_28_bytes_and_edges_past_32_bits_go_whole() {
+    assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 28);
+    let mut f = InFlight::default();
+    let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
+    let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 5, ..Default::default() };
+    ack.sack_len = 2;
+    ack.sack[0] = (u32::MAX as u64 - 9, u32::MAX as u64);
+    ack.sack[1] = (10, 20);
+    let narrow = f.insert(d, &ack);
+    assert_eq!(f.segment(narrow), ack);
+    assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
+    // One edge one past 32 bits (in a block past sack_len too): the whole segment is kept.
+    ack.sack[3] = (0, u32::MAX as u64 + 1);
+    let wide = f.insert(d, &ack);
+    assert_eq!(f.segment(wide), ack);
+    assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 1));
+}
+
+#[test]
+fn values_past_32_bits_are_kept_whole() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 1, subflow: 0, to_client: false, request: true };
+    let mut seg = Segment { flags: flags::ACK, len: 1000, ..Default::default() };
+    seg.sack_len = 1;
+    seg.sack[0] = (1 << 33, (1 << 33) + 1000);
+    for field in 0..5 {
+        let mut s = seg;
+        let big = u32::MAX as u64 + 1 + field;
+        match field {
+            0 => s.seq = big,
+            1 => s.ack = big,
+            2 => s.dsn = big,
+            3 => s.data_ack = big,
+            _ => s.window = big,
+        }
+        let i = f.insert(d, &s);
+        assert_eq!(f.segment(i), s);
+        assert_eq!((f.destination(i).flow, f.destination(i).request), (1, true));
+        f.remove(i);
+    }
+    assert_eq!(f.wide.slots.len(), 1);
+    assert_eq!(f.wide.free_slots().len(), 1);
+}
+
+#[test]
+fn a_fourth_sack_block_keeps_the_segment_whole() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 4, subflow: 1, to_client: false, request: false };
+    let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 100, ..Default::default() };
+    ack.sack_len = 3;
+    ack.sack[0] = (300, 400);
+    ack.sack[1] = (500, 600);
+    ack.sack[2] = (700, 800);
+    let three = f.insert(d, &ack);
+    assert_eq!(f.segment(three), ack);
+    assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
+    // A fourth block, valid or only a stale value past `sack_len`: kept whole, read back equal.
+    for (len, block) in [(4, (900, 1000)), (3, (0, 1)), (3, (1, 0))] {
+        let mut four = ack;
+        four.sack_len = len;
+        four.sack[3] = block;
+        let i = f.insert(d, &four);
+        assert_eq!(f.segment(i), four);
+        assert_eq!(f.destination(i).flow, 4);
+        assert_eq!((f.sacks.slots.len(), f.wide.slots.len() - f.wide.free_slots().len()), (1, 1), "{block:?}");
+        f.remove(i);
+    }
+    assert_eq!(f.segment(three), ack);
+}
+
+#[test]
+fn a_packet_carries_one_word_and_messages_are_kept_by_slot() {
+    use super::super::{Carried, Payload};
+    use mpsched_engine::net::Packet;
+    assert_eq!((std::mem::size_of::<Payload>(), std::mem::size_of::<Packet<Payload>>()), (4, 16));
+    assert!(matches!(Payload::segment(0).carried(), Carried::Segment(0)));
+    assert!(matches!(Payload::segment((1 << 31) - 1).carried(), Carried::Segment(i) if i == (1 << 31) - 1));
+    assert!(matches!(Payload::cross().carried(), Carried::Cross));
+    assert!(matches!(Payload::app_msg((1 << 31) - 2).carried(), Carried::AppMsg(s) if s == (1 << 31) - 2));
+    let mut f = InFlight::default();
+    let a = f.insert_app_msg(7, u32::MAX);
+    let b = f.insert_app_msg(u32::MAX - 1, 3);
+    let Carried::AppMsg(slot) = Payload::app_msg(b).carried() else { panic!("a message") };
+    assert_eq!(f.take_app_msg(slot), (u32::MAX - 1, 3));
+    // A freed slot is reused; the other message is kept.
+    assert_eq!(f.insert_app_msg(1, 2), b);
+    assert_eq!((f.take_app_msg(a), f.take_app_msg(b)), ((7, u32::MAX), (1, 2)));
+}
+
+#[test]
+fn freed_slots_are_reused_last_freed_first_through_their_own_links() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 1, subflow: 0, to_client: true, request: false };
+    let seg = |i: u64| Segment { seq: 1448 * i, ack: 1, len: 1448, ..Default::default() };
+    let mut sacked = seg(9);
+    sacked.sack_len = 1;
+    sacked.sack[0] = (5, 6);
+    let ids: Vec<u32> = (0..5).map(|i| f.insert(d, &seg(i))).collect();
+    let sides: Vec<u32> = (0..3).map(|_| f.insert(d, &sacked)).collect();
+    assert_eq!((ids.clone(), sides.clone()), (vec![0, 1, 2, 3, 4], vec![5, 6, 7]));
+    for &i in [1, 3, 0].iter().chain(&sides) {
+        f.remove(i);
+    }
+    assert_eq!(f.records.free_slots(), vec![7, 6, 5, 0, 3, 1]);
+    assert_eq!(f.sacks.free_slots(), vec![2, 1, 0]);
+    // Reused in reverse order of freeing, each coming back as stored; then new slots.
+    for (want, s) in [(7, seg(10)), (6, sacked), (5, seg(11)), (0, sacked), (3, seg(12)), (1, seg(13)), (8, seg(14))] {
+        let i = f.insert(d, &s);
+        assert_eq!((i, f.segment(i)), (want, s));
+        assert_eq!(f.take_next(i), NO_SEGMENT);
+    }
+    assert_eq!((f.records.free_slots(), f.sacks.free_slots()), (vec![], vec![0]));
+    assert_eq!((f.segment(2), f.segment(4)), (seg(2), seg(4)));
+    // Messages too: the freed slot's flow is read before it is overwritten by the link.
+    let m = [f.insert_app_msg(3, 4), f.insert_app_msg(5, 6)];
+    assert_eq!(f.take_app_msg(m[0]), (3, 4));
+    assert_eq!(f.insert_app_msg(7, 8), m[0]);
+    assert_eq!((f.take_app_msg(m[1]), f.take_app_msg(m[0])), ((5, 6), (7, 8)));
+}
+
+#[test]
+fn take_reads_and_frees_records_and_side_entries_alike() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 2, subflow: 1, to_client: false, request: true };
+    let plain =
+        Segment { flags: flags::ACK, seq: 9, ack: 1, len: 1448, ts_val: 9, ts_ecr: 4, dsn: 3, ..Default::default() };
+    let mut sacked = Segment { flags: flags::ACK, seq: 1, ack: 77, window: 5, ..Default::default() };
+    sacked.sack_len = 2;
+    sacked.sack[0] = (100, 200);
+    sacked.sack[1] = (300, 400);
+    let wide = Segment { seq: 1 << 40, ack: 1, len: 1448, ..Default::default() };
+    for round in 0..2 {
+        let ids = [f.insert(d, &plain), f.insert(d, &sacked), f.insert(d, &wide), f.insert(d, &plain)];
+        for w in ids.windows(2) {
+            f.set_next(w[0], w[1]);
+        }
+        let want = [plain, sacked, wide, plain];
+        for (k, &i) in ids.iter().enumerate() {
+            assert_eq!(f.segment(i), want[k]);
+            let next = ids.get(k + 1).copied().unwrap_or(NO_SEGMENT);
+            let mut at = i;
+            assert_eq!((f.take(&mut at), at), (want[k], next), "round {round}, segment {k}");
+        }
+        // All freed, side entries too, and reused in the next round.
+        assert_eq!(f.records.free_slots().len(), 4);
+        assert_eq!((f.sacks.free_slots().len(), f.wide.free_slots().len()), (1, 1));
+        assert_eq!((f.records.slots.len(), f.sacks.slots.len(), f.wide.slots.len()), (4, 1, 1));
+    }
+}
+
+#[test]
+fn an_skb_chain_is_walked_and_freed_whole() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 0, subflow: 0, to_client: true, request: false };
+    let segs: Vec<Segment> =
+        (0..3).map(|i| Segment { seq: 1448 * i, ack: 1, len: 1448, ..Default::default() }).collect();
+    let ids: Vec<u32> = segs.iter().map(|s| f.insert(d, s)).collect();
+    assert_eq!(f.take_next(ids[0]), NO_SEGMENT);
+    f.set_next(ids[0], ids[1]);
+    f.set_next(ids[1], ids[2]);
+    // Links do not change the segments read back.
+    assert_eq!(f.segment(ids[1]), segs[1]);
+    f.remove_chain(ids[0]);
+    assert_eq!(f.records.free_slots().len(), 3);
+    // A reused slot starts unlinked.
+    let again = f.insert(d, &segs[0]);
+    assert_eq!(f.remove(again), NO_SEGMENT);
+}
