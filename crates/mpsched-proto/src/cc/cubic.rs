@@ -171,12 +171,10 @@ impl Cubic {
                 ack.now_ns
             }
         };
-        let t_ns = (ack.now_ns - epoch + self.delay_min_ns) as u128;
-        let k = self.k_ns as u128;
-        let offs = t_ns.abs_diff(k).min(100 * NS_PER_S);
-        let delta =
-            C_NUM * mss as u128 * offs * offs * offs / (C_DEN * NS_PER_S * NS_PER_S * NS_PER_S);
-        let delta = delta.min(u64::MAX as u128 / 2) as u64;
+        let t_ns = ack.now_ns - epoch + self.delay_min_ns;
+        let k = self.k_ns;
+        let offs_ns = t_ns.abs_diff(k).min(OFFS_MAX_NS);
+        let delta = cubic_delta_bytes(mss, offs_ns);
         let target = if t_ns < k {
             self.origin_bytes.saturating_sub(delta)
         } else {
@@ -299,6 +297,43 @@ impl CongestionControl for Cubic {
     }
 }
 
+/// The offset |t - K| is clamped to 100 s (the curve is flat beyond any real epoch).
+const OFFS_MAX_NS: u64 = 100 * NS_PER_S as u64;
+/// Denominator of the cubic term: C_DEN * (1 s in ns)^3 = 10^28 = 2^28 * 5^28.
+const DELTA_DEN: u128 = C_DEN * NS_PER_S * NS_PER_S * NS_PER_S;
+/// floor(2^128 / 5^28) (< 2^63): with it, x / 10^28 ~ (x >> 64) * DELTA_RECIP >> 92.
+/// (5^28 is odd, so floor((2^128 - 1) / 5^28) = floor(2^128 / 5^28).)
+const DELTA_RECIP: u128 = u128::MAX / (DELTA_DEN >> 28);
+
+/// The cubic term C * mss * offs^3 (offs in seconds), in bytes: exactly
+/// floor(C_NUM * mss * offs_ns^3 / (C_DEN * 10^27)), capped at u64::MAX / 2, for
+/// mss <= 65535 and offs_ns <= 100 s (then the numerator x < 2^128).
+///
+/// Per ACK, so without the u128 division (`__udivti3`, ~40 instructions): the quotient is
+/// estimated by one 64x64 multiply with the reciprocal [`DELTA_RECIP`] and corrected once.
+/// Error bound: dropping the low 64 bits of x and the fraction of the reciprocal lower
+/// the estimate by less than 2^36 / 5^28 + x / 2^156 < 10^-8 of a unit, and it is never
+/// above x / 10^28, so it is the exact floor or one below it.
+fn cubic_delta_bytes(mss_bytes: u64, offs_ns: u64) -> u64 {
+    debug_assert!(mss_bytes <= 65_535 && offs_ns <= OFFS_MAX_NS);
+    // 4 * mss * offs < 2^18 * 2^37 fits u64; offs^2 < 2^74.
+    let x = (C_NUM as u64 * mss_bytes * offs_ns) as u128 * (offs_ns as u128 * offs_ns as u128);
+    let q = div_delta_den(x);
+    q.min(u64::MAX / 2)
+}
+
+/// floor(x / 10^28) for x <= 2^128 - 10^28 (the cubic term's x is < 2^127.7).
+fn div_delta_den(x: u128) -> u64 {
+    debug_assert!(x <= u128::MAX - DELTA_DEN + 1);
+    let mut q = (((x >> 64) * DELTA_RECIP) >> 92) as u64;
+    // (q + 1) * 10^28 <= x + 10^28 <= 2^128: no overflow, by the domain.
+    // (q < 2^36, so q + 1 fits u64 and the product is one 64x128 multiply.)
+    if (q + 1) as u128 * DELTA_DEN <= x {
+        q += 1;
+    }
+    q
+}
+
 /// Integer cube root (floor), by bisection: deterministic on every platform.
 pub fn cbrt_u128(x: u128) -> u128 {
     let cube_le = |m: u128| {
@@ -317,4 +352,99 @@ pub fn cbrt_u128(x: u128) -> u128 {
         }
     }
     lo
+}
+
+#[cfg(test)]
+mod delta_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The formula before the reciprocal (u128 division), as the reference.
+    fn delta_by_division(mss_bytes: u64, offs_ns: u64) -> u64 {
+        let offs = offs_ns as u128;
+        let delta = C_NUM * mss_bytes as u128 * offs * offs * offs / DELTA_DEN;
+        delta.min(u64::MAX as u128 / 2) as u64
+    }
+
+    #[test]
+    fn reciprocal_is_floor_of_two_to_128_over_five_to_28() {
+        let five_28 = 5u128.pow(28);
+        assert_eq!(DELTA_DEN, five_28 << 28);
+        // DELTA_RECIP * 5^28 <= 2^128 - 1 < (DELTA_RECIP + 1) * 5^28.
+        assert!(DELTA_RECIP.checked_mul(five_28).is_some());
+        assert!((DELTA_RECIP + 1).checked_mul(five_28).is_none());
+    }
+
+    #[test]
+    fn delta_matches_division_at_the_edges() {
+        let offs = [
+            0,
+            1,
+            999_999_999,
+            1_000_000_000,
+            2_154_434_690, // ~cbrt(10^28): the term crosses 1 for small mss
+            4_217_163_326, // K for W_max = 100 segments, 30 % back-off
+            OFFS_MAX_NS - 1,
+            OFFS_MAX_NS,
+        ];
+        for mss in [1, 2, 536, 1_000, 1_448, 1_460, 8_948, 65_534, 65_535] {
+            for o in offs {
+                assert_eq!(
+                    cubic_delta_bytes(mss, o),
+                    delta_by_division(mss, o),
+                    "{mss} {o}"
+                );
+            }
+        }
+        // The largest numerator of the domain: 4 * 65535 * 10^33.
+        assert_eq!(cubic_delta_bytes(65_535, OFFS_MAX_NS), 26_214_000_000);
+    }
+
+    #[test]
+    fn division_is_exact_around_every_kind_of_multiple() {
+        // Multiples of 10^28 and their neighbours, where an estimate one low would show.
+        let top = (u128::MAX - DELTA_DEN + 1) / DELTA_DEN;
+        for q in (0..2_000u128)
+            .chain(top - 2_000..=top)
+            .chain([1 << 20, 1 << 34, 26_214_000_000])
+        {
+            for x in [
+                q * DELTA_DEN,
+                (q * DELTA_DEN).wrapping_sub(1),
+                q * DELTA_DEN + 1,
+            ] {
+                if x > u128::MAX - DELTA_DEN + 1 {
+                    continue;
+                }
+                assert_eq!(div_delta_den(x) as u128, x / DELTA_DEN, "{x}");
+            }
+        }
+        let last = u128::MAX - DELTA_DEN + 1;
+        assert_eq!(div_delta_den(last) as u128, last / DELTA_DEN);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200_000))]
+
+        #[test]
+        fn delta_matches_division(mss in 1u64..=65_535, offs in 0u64..=OFFS_MAX_NS) {
+            prop_assert_eq!(cubic_delta_bytes(mss, offs), delta_by_division(mss, offs));
+        }
+
+        #[test]
+        fn delta_matches_division_for_short_offsets(mss in 1u64..=65_535, offs in 0u64..=5_000_000_000) {
+            prop_assert_eq!(cubic_delta_bytes(mss, offs), delta_by_division(mss, offs));
+        }
+
+        #[test]
+        fn division_matches_near_multiples(q in 0u128..=26_214_000_001, d in -1_000_000i128..=1_000_000) {
+            let x = (q * DELTA_DEN).saturating_add_signed(d);
+            prop_assert_eq!(div_delta_den(x) as u128, x / DELTA_DEN);
+        }
+
+        #[test]
+        fn division_matches_anywhere(x in 0u128..=u128::MAX - DELTA_DEN + 1) {
+            prop_assert_eq!(div_delta_den(x) as u128, x / DELTA_DEN);
+        }
+    }
 }
