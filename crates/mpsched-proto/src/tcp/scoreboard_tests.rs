@@ -197,6 +197,28 @@ fn the_queue_gives_back_room_when_the_flight_shrinks() {
 }
 
 #[test]
+fn room_given_back_moves_the_flight_to_a_fresh_buffer() {
+    // A shrink in place (`shrink_to`'s realloc) frees nothing under mimalloc when the block
+    // would shrink by less than half: the flight must leave the old buffer for a new one.
+    let mut b = Scoreboard::default();
+    for i in 0..1000u64 {
+        b.push(1 + 10 * i, 10, 1 + 10 * i, false, i);
+    }
+    let old_start = b.segs.as_slices().0.as_ptr() as usize;
+    let old_end = old_start + b.segs.capacity() * std::mem::size_of::<Slot>();
+    b.advance_una(1 + 10 * 550, 2000);
+    let (front, back) = b.segs.as_slices();
+    assert!(back.is_empty());
+    let new_start = front.as_ptr() as usize;
+    assert!(
+        new_start >= old_end || new_start + front.len() * std::mem::size_of::<Slot>() <= old_start,
+        "the flight stayed in the old buffer"
+    );
+    assert_eq!((b.segs_out(), b.segs.capacity()), (450, 675));
+    assert_eq!(b.unsacked_mappings().next(), Some((1 + 10 * 550, 10)));
+}
+
+#[test]
 fn a_flight_halved_by_a_loss_gives_back_room_and_one_that_dips_keeps_it() {
     // A congestion window of 1 000 segments halved (Reno's loss response): the room the full
     // window took is given back down to 1.5x the new flight; a dip to 70 % keeps its room (no

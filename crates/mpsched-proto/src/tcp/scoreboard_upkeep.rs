@@ -82,11 +82,12 @@ impl Scoreboard {
     /// peak of a slow start would otherwise stay reserved for the whole connection). Tighter
     /// bounds measured worse at 10 000 flows (room kept at 1.125x, given back under 2/3: the
     /// heap fragments more than the room saves); looser ones keep up to 4x a flight a loss
-    /// halved (benches/RESULTS.md, Session 9, perf17m).
+    /// halved (benches/RESULTS.md, Session 9, perf17m). A fresh buffer, not `shrink_to`, whose
+    /// realloc mimalloc ignores for a shrink by less than half (Session 14, perf17m2).
     #[inline(never)]
     pub(super) fn give_back_room(&mut self) {
-        self.segs
-            .shrink_to((self.segs.len() + self.segs.len() / 2).max(KEEP_SLOTS));
+        let keep = (self.segs.len() + self.segs.len() / 2).max(KEEP_SLOTS);
+        crate::tcp::give_back_room(&mut self.segs, keep);
     }
 
     /// Forgets retransmissions below the cumulative ACK (in recovery only, so out of line),
