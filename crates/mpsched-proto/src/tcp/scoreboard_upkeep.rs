@@ -102,7 +102,7 @@ impl Scoreboard {
             self.rtx_fifo.pop_front();
         }
         if self.rtx_fifo.is_empty() && self.rtx_fifo.capacity() > KEEP_RETRANSMISSIONS {
-            self.rtx_fifo.shrink_to(KEEP_RETRANSMISSIONS);
+            crate::tcp::give_back_room(&mut self.rtx_fifo, KEEP_RETRANSMISSIONS);
         }
     }
 }
