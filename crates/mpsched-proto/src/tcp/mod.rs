@@ -61,6 +61,19 @@ pub(crate) fn grow_by_a_quarter<T>(queue: &mut std::collections::VecDeque<T>) {
     queue.reserve_exact((queue.len() / 4).max(4));
 }
 
+/// Gives back a queue's room down to `keep` entries (at least its length) by moving its
+/// entries, in order, to a fresh buffer of exactly that room and freeing the old one. Not
+/// `shrink_to`: that reallocates, and mimalloc (the programs' global allocator) keeps the same
+/// block for a realloc that shrinks it by less than half (`_mi_heap_realloc_zero`: "not more
+/// than 50% waste"), so a queue shrunk to 3/4 of its room kept all of it.
+#[inline(never)]
+#[cold]
+pub(crate) fn give_back_room<T: Copy>(queue: &mut std::collections::VecDeque<T>, keep: usize) {
+    let mut fresh = std::collections::VecDeque::with_capacity(keep.max(queue.len()));
+    fresh.extend(queue.iter().copied());
+    *queue = fresh;
+}
+
 /// The largest skb TCP builds (`tcp_xmit_size_goal`: `GSO_LEGACY_MAX_SIZE`), bytes.
 pub const GSO_MAX_BYTES: u64 = 65_536;
 /// `tcp_min_tso_segs`: the fewest segments `tcp_tso_autosize` puts in an skb.

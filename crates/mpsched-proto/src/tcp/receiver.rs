@@ -396,7 +396,8 @@ impl Receiver {
     pub fn clear_released(&mut self) {
         self.released.clear();
         if self.released.capacity() > RELEASED_KEPT {
-            self.released.shrink_to(RELEASED_KEPT);
+            // A fresh buffer, not `shrink_to` (see `tcp::give_back_room`).
+            self.released = Vec::with_capacity(RELEASED_KEPT);
         }
     }
 

@@ -14,9 +14,9 @@
 //! mostly carry consecutive data (one mapping handed down is cut into many segments; plain TCP
 //! is one run for the whole connection), so the DSN comes from a short list of runs `(first
 //! seq, its DSN)` that starts a new run only where the DSN jumps. The queue gives back room
-//! once the flight is under half of it, keeping half the flight again (a slow-start overshoot
-//! would otherwise keep its peak for the whole connection, and a flight halved by a loss twice
-//! its room); newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only
+//! once the flight is under two thirds of it, keeping a quarter more than the flight (a
+//! slow-start overshoot would otherwise keep its peak for the whole connection, and a flight
+//! halved by a loss twice its room); newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only
 //! touches the segments whose state changes. Loss marking and the retransmission candidate are
 //! two forward pointers (absolute segment indices), so each segment is visited O(1) times per
 //! episode.
@@ -310,7 +310,8 @@ impl Scoreboard {
                 self.dsn_runs.pop_front();
             }
         }
-        if self.segs.capacity() > KEEP_SLOTS && self.segs.len() * 2 < self.segs.capacity() {
+        if self.segs.capacity() > KEEP_SLOTS && self.segs.len() * 3 < self.segs.capacity() * 2 {
+            // Out of line: see `give_back_room` for the bounds.
             self.give_back_room();
         }
         self.loss_ptr = self.loss_ptr.max(self.front_abs);

@@ -78,15 +78,17 @@ impl Scoreboard {
         s
     }
 
-    /// The flight is under half the queue's room: keep one and a half times the flight (the
-    /// peak of a slow start would otherwise stay reserved for the whole connection). Tighter
-    /// bounds measured worse at 10 000 flows (room kept at 1.125x, given back under 2/3: the
-    /// heap fragments more than the room saves); looser ones keep up to 4x a flight a loss
-    /// halved (benches/RESULTS.md, Session 9, perf17m).
+    /// The flight is under two thirds of the queue's room: keep a quarter more than the flight
+    /// (the peak of a slow start would otherwise stay reserved for the whole connection), in a
+    /// fresh buffer, not by `shrink_to`, whose realloc mimalloc ignores for a shrink by less
+    /// than half. Under glibc (half, 1.5x; benches/RESULTS.md Session 9, perf17m) tighter
+    /// bounds fragmented its heap more than they saved; under mimalloc with a real free, half /
+    /// 1.5x -> two thirds / 1.25x saves ~2 MB more at 10 000 flows and three quarters / 1.125x
+    /// nothing more (Session 14, perf17m2).
     #[inline(never)]
     pub(super) fn give_back_room(&mut self) {
-        self.segs
-            .shrink_to((self.segs.len() + self.segs.len() / 2).max(KEEP_SLOTS));
+        let keep = (self.segs.len() + self.segs.len() / 4).max(KEEP_SLOTS);
+        crate::tcp::give_back_room(&mut self.segs, keep);
     }
 
     /// Forgets retransmissions below the cumulative ACK (in recovery only, so out of line),
@@ -101,7 +103,7 @@ impl Scoreboard {
             self.rtx_fifo.pop_front();
         }
         if self.rtx_fifo.is_empty() && self.rtx_fifo.capacity() > KEEP_RETRANSMISSIONS {
-            self.rtx_fifo.shrink_to(KEEP_RETRANSMISSIONS);
+            crate::tcp::give_back_room(&mut self.rtx_fifo, KEEP_RETRANSMISSIONS);
         }
     }
 }
