@@ -211,7 +211,7 @@ fn room_given_back_moves_the_flight_to_a_fresh_buffer() {
     assert!(back.is_empty());
     let new_start = front.as_ptr() as usize;
     assert!(
-        new_start >= old_end || new_start + front.len() * std::mem::size_of::<Slot>() <= old_start,
+        new_start >= old_end || new_start + std::mem::size_of_val(front) <= old_start,
         "the flight stayed in the old buffer"
     );
     assert_eq!((b.segs_out(), b.segs.capacity()), (450, 562));
