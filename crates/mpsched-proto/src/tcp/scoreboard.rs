@@ -16,10 +16,10 @@
 //! seq, its DSN)` that starts a new run only where the DSN jumps. The queue gives back room
 //! once the flight is under two thirds of it, keeping a quarter more than the flight (a
 //! slow-start overshoot would otherwise keep its peak for the whole connection, and a flight
-//! halved by a loss twice its room); newly SACKed ranges are found against a merged [`RangeSet`], so an ACK only
-//! touches the segments whose state changes. Loss marking and the retransmission candidate are
-//! two forward pointers (absolute segment indices), so each segment is visited O(1) times per
-//! episode.
+//! halved by a loss twice its room); newly SACKed ranges are found against a merged
+//! [`RangeSet`], so an ACK only touches the segments whose state changes. Loss marking and
+//! the retransmission candidate are two forward pointers (absolute segment indices), so each
+//! segment is visited O(1) times per episode.
 //!
 //! Lost retransmissions: RFC 6675 alone finds them only by RTO. Linux (RACK, RFC 8985, on by
 //! default) marks a retransmission lost once a segment sent after it has been delivered; with
@@ -368,9 +368,6 @@ impl Scoreboard {
         newly
     }
 
-    /// Linux `tcp_sacktag_one` / `tcp_clean_rtx_queue` feeding `tcp_check_sack_reordering`: a
-    /// segment sent once and delivered below the highest segment SACKed before this ACK
-    /// arrived out of order.
     /// A segment leaving the scoreboard's lost and retransmitted counts (acknowledged or SACKed).
     #[inline(always)]
     fn uncount_marks(&mut self, flags: u8, len: u64) {
@@ -384,6 +381,9 @@ impl Scoreboard {
         }
     }
 
+    /// Linux `tcp_sacktag_one` / `tcp_clean_rtx_queue` feeding `tcp_check_sack_reordering`: a
+    /// segment sent once and delivered below the highest segment SACKed before this ACK
+    /// arrived out of order.
     fn note_reordering(&mut self, s: &SentSeg, prior_fack: u64) {
         if !s.ever_retx && s.seq + (s.len as u64) <= prior_fack {
             self.reord_seen = true;
