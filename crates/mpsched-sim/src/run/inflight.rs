@@ -212,13 +212,17 @@ impl<T: Copy + FreeLink> Pool<T> {
         self.insert_below(v, NO_SEGMENT as usize, "side pool full")
     }
 
-    /// Frees slot `i`; what it held is lost (its free link is overwritten).
-    #[inline]
-    fn remove(&mut self, i: u32) {
-        debug_assert!((i as usize) < self.slots.len() && !self.free_slots().contains(&i));
+    /// The value in slot `i`, which is freed: read and freed through one reference (one bounds
+    /// test; freeing overwrites the slot's free link, so the value is read first).
+    #[inline(always)]
+    fn take(&mut self, i: u32) -> T {
+        debug_assert!(!self.free_slots().contains(&i), "slot {i} freed twice");
         let head = self.free_head;
-        *self.slots[i as usize].free_link() = head;
+        let slot = &mut self.slots[i as usize];
+        let value = *slot;
+        *slot.free_link() = head;
         self.free_head = i;
+        value
     }
 
     /// The free slots, the last freed first (a walk of the list: for checks, not the hot path).
@@ -296,10 +300,7 @@ impl InFlight {
 
     /// The (flow, tag) of the message in `slot`, which is freed.
     pub(crate) fn take_app_msg(&mut self, slot: u32) -> (u32, u32) {
-        // Read before the slot is freed: freeing overwrites `flow` with the free link.
-        let msg = self.app_msgs.slots[slot as usize];
-        self.app_msgs.remove(slot);
-        msg
+        self.app_msgs.take(slot)
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
@@ -373,12 +374,7 @@ impl InFlight {
     /// no select for the SACK array.
     #[inline(always)]
     pub(crate) fn take(&mut self, at: &mut u32) -> Segment {
-        let (idx, head) = (*at, self.records.free_head);
-        debug_assert!(!self.records.free_slots().contains(&idx), "segment {idx} freed twice");
-        let slot = &mut self.records.slots[idx as usize];
-        let r = *slot;
-        slot.link = head;
-        self.records.free_head = idx;
+        let r = self.records.take(*at);
         if r.meta & (HAS_SACK | WIDE) != 0 {
             return self.take_side(&r, at);
         }
@@ -391,13 +387,11 @@ impl InFlight {
     #[inline(never)]
     fn take_side(&mut self, r: &Record, at: &mut u32) -> Segment {
         if r.meta & WIDE != 0 {
-            let Side { value, next } = self.wide.slots[r.link as usize];
-            self.wide.remove(r.link);
+            let Side { value, next } = self.wide.take(r.link);
             *at = next;
             return value;
         }
-        let Side { value, next } = self.sacks.slots[r.link as usize];
-        self.sacks.remove(r.link);
+        let Side { value, next } = self.sacks.take(r.link);
         *at = next;
         unpack(r, widen(&value))
     }
@@ -418,14 +412,7 @@ impl InFlight {
     /// ([`NO_SEGMENT`]: none), which stays stored.
     #[inline]
     pub(crate) fn remove(&mut self, idx: u32) -> u32 {
-        // Only the two fields that free it are read (not the whole record), and the slot is
-        // freed through the same reference (one bounds test).
-        debug_assert!(!self.records.free_slots().contains(&idx), "segment {idx} freed twice");
-        let head = self.records.free_head;
-        let r = &mut self.records.slots[idx as usize];
-        let (meta, link) = (r.meta, r.link);
-        r.link = head;
-        self.records.free_head = idx;
+        let Record { meta, link, .. } = self.records.take(idx);
         if meta & (HAS_SACK | WIDE) != 0 {
             self.remove_side(meta, link)
         } else {
@@ -437,15 +424,10 @@ impl InFlight {
     #[cold]
     #[inline(never)]
     fn remove_side(&mut self, meta: u8, side: u32) -> u32 {
-        // The link is read before the entry is freed (freeing overwrites it).
         if meta & HAS_SACK != 0 {
-            let next = self.sacks.slots[side as usize].next;
-            self.sacks.remove(side);
-            next
+            self.sacks.take(side).next
         } else {
-            let next = self.wide.slots[side as usize].next;
-            self.wide.remove(side);
-            next
+            self.wide.take(side).next
         }
     }
 
