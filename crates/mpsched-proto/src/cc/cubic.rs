@@ -307,7 +307,8 @@ const DELTA_RECIP: u128 = u128::MAX / (DELTA_DEN >> 28);
 
 /// The cubic term C * mss * offs^3 (offs in seconds), in bytes: exactly
 /// floor(C_NUM * mss * offs_ns^3 / (C_DEN * 10^27)), capped at u64::MAX / 2, for
-/// mss <= 65535 and offs_ns <= 100 s (then the numerator x < 2^128).
+/// mss <= 65535 and offs_ns <= 100 s (then the numerator x < 2^128). The caller clamps the
+/// offset; the simulator's config check refuses an MSS above 65 000 (`mss_bytes`).
 ///
 /// Per ACK, so without the u128 division (`__udivti3`, ~40 instructions): the quotient is
 /// estimated by one 64x64 multiply with the reciprocal [`DELTA_RECIP`] and corrected once.
