@@ -49,8 +49,12 @@ $(STAMPS)/venv: pyproject.toml | $(STAMPS)
 	$(PIP) install -q "duckdb-cli>=1.1"
 	touch $@
 
-$(STAMPS)/core: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml | $(STAMPS)
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --profile fast --quiet
+# The core with profile-guided optimisation: an instrumented build, a training run of common
+# scenarios, then the build laid out by that profile (tools/pgo_build.sh; 7-8 % less CPU a
+# packet through the module, records identical: benches/RESULTS.md, Session 15 pgo15).
+# `PGO=0 make setup` builds it plainly (quicker while editing the Rust code).
+$(STAMPS)/core: $(STAMPS)/venv $(RUST_SOURCES) pyproject.toml tools/pgo_build.sh tools/pgo_train.py | $(STAMPS)
+	tools/pgo_build.sh module
 	touch $@
 
 $(STAMPS)/native: $(STAMPS)/apt $(NATIVE_SOURCES) | $(STAMPS)

@@ -12,14 +12,27 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 step=0
-steps=$([ -n "${HTSIM_SIM:-}" ] && echo 5 || echo 4)
+steps=$([ -n "${HTSIM_SIM:-}" ] && echo 6 || echo 5)
 progress() { step=$((step + 1)); echo "[bench $step/$steps $(date -u +%H:%M:%S)] $*" >&2; }
 echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md'); several minutes" >&2
+# The simulator's benchmark programs are built as `make setup` builds the core: with
+# profile-guided optimisation, trained on rows no figure compares (tools/pgo_build.sh; PGO=0
+# for the plain build). They get their own target directory, so the plain build stays cached.
+progress "profile-guided build of the benchmark programs (tools/pgo_build.sh bench)"
+pgo_flags=$(tools/pgo_build.sh bench)
+sim_bench() {
+  if [ -n "$pgo_flags" ]; then
+    CARGO_TARGET_DIR=target/pgo-use RUSTFLAGS="$pgo_flags" cargo bench -q -p mpsched-sim "$@"
+  else
+    cargo bench -q -p mpsched-sim "$@"
+  fi
+}
+build=$([ -n "$pgo_flags" ] && echo "profile-guided (tools/pgo_build.sh bench)" || echo "plain (no profile)")
 {
   echo
   echo "## Simulator run of $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)')"
   echo
-  echo "Machine: $(nproc) cores, $(uname -r); load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Machine: $(nproc) cores, $(uname -r); load average before the run: $(cut -d' ' -f1-3 /proc/loadavg). Simulator build: $build."
   echo
   echo "### End to end: \`cargo bench -p mpsched-sim --bench e2e -- --reps=5\`"
   echo
@@ -28,7 +41,7 @@ echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md
   echo "of machine (issue 2): ns-3.44 28 k (bulk) / 46 k (short) packets/s; htsim 6.3 M / 1.8 M."
   echo
   progress "end to end (cargo bench -p mpsched-sim --bench e2e; builds first)"
-  cargo bench -q -p mpsched-sim --bench e2e -- --reps=5 2>/dev/null | grep -E '^(\||$)'
+  sim_bench --bench e2e -- --reps=5 2>/dev/null | grep -E '^(\||$)'
   echo
   if [ -n "${HTSIM_SIM:-}" ]; then
     # htsim side by side (benches/htsim/README.md): built from the given htsim `sim` folder,
@@ -42,7 +55,7 @@ echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md
       echo
       /tmp/htsim-e2e-build/htsim_e2e --reps=21 | grep '^|'
       echo
-      cargo bench -q -p mpsched-sim --bench e2e -- " 10" --reps=21 2>/dev/null | grep '^|'
+      sim_bench --bench e2e -- " 10" --reps=21 2>/dev/null | grep '^|'
       echo
     done
   fi
@@ -55,7 +68,7 @@ echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md
   [ -n "${SCALE_SKIP_100K:-}" ] && { echo; echo "SCALE_SKIP_100K is set: no 100 000-flow row."; }
   echo
   progress "core at scale (cargo bench -p mpsched-sim --bench scale; its rows below; 100 000 flows take minutes)"
-  cargo bench -q -p mpsched-sim --bench scale 2> >(grep --line-buffered '^\[scale' >&2) | grep -E '^(\||$)'
+  sim_bench --bench scale 2> >(grep --line-buffered '^\[scale' >&2) | grep -E '^(\||$)'
   echo
   echo "### One scheduling decision: \`cargo bench -p mpsched-proto --bench sched_decision\`"
   echo
