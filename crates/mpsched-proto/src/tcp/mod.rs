@@ -21,6 +21,7 @@
 //! * [`Receiver`]: in-order and out-of-order reassembly, SACK generation, delayed ACKs with
 //!   Linux's quickack start, the advertised window.
 
+mod fifo;
 mod handshake;
 mod ofo;
 mod rangeset;

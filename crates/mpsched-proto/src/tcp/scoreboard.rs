@@ -29,6 +29,7 @@
 //! unless the sender enables RACK-TLP, which uses [`Scoreboard::rack_mark_lost`] instead: first
 //! transmissions are in send order too, so the same left-to-right pointer serves.
 
+use super::fifo::InlineFifo;
 use super::rangeset::RangeSet;
 use std::collections::VecDeque;
 
@@ -128,8 +129,9 @@ pub struct Scoreboard {
     segs: VecDeque<Slot>,
     /// DSN runs `(seq, dsn)`: from `seq` on, segment DSNs follow sequence numbers (`dsn +
     /// (seq' - seq)`) until the next run. The first starts at or below `segs[0]`; empty when
-    /// `segs` is.
-    dsn_runs: VecDeque<(u64, u64)>,
+    /// `segs` is. Almost always one run (the data follows the sequence numbers), kept inline
+    /// (`tcp::fifo`).
+    dsn_runs: InlineFifo<(u64, u64)>,
     /// DSN the next segment has if it continues the last run (a push compares this, without
     /// reading `dsn_runs`' buffer).
     next_dsn: u64,
@@ -303,10 +305,10 @@ impl Scoreboard {
             }
             self.rack_advance_to(xmit_ns, end, now_ns);
         }
-        if self.dsn_runs.len() > 1 {
+        if self.dsn_runs.has_more_than_one() {
             let base = self.seq_base;
             let front = self.segs.front().map_or(u64::MAX, |s| s.seq(base));
-            while self.dsn_runs.len() > 1 && self.dsn_runs[1].0 <= front {
+            while self.dsn_runs.get(1).is_some_and(|r| r.0 <= front) {
                 self.dsn_runs.pop_front();
             }
         }

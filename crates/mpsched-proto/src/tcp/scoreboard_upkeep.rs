@@ -66,13 +66,21 @@ impl Scoreboard {
         );
     }
 
+    /// Entries of heap room the DSN runs hold (tests of `tcp::fifo`).
+    #[cfg(test)]
+    pub(crate) fn dsn_runs_heap_entries(&self) -> usize {
+        self.dsn_runs.heap_capacity()
+    }
+
     /// `s` with its DSN (from the run it falls in).
     pub(super) fn with_dsn(&self, mut s: SentSeg) -> SentSeg {
         let runs = &self.dsn_runs;
-        let (run_seq, run_dsn) = if runs.len() == 1 {
-            runs[0]
+        let (run_seq, run_dsn) = if !runs.has_more_than_one() {
+            *runs.front().expect("a segment lies in a run")
         } else {
-            runs[runs.partition_point(|r| r.0 <= s.seq) - 1]
+            *runs
+                .get(runs.partition_point(|r| r.0 <= s.seq) - 1)
+                .expect("a segment lies in a run")
         };
         s.dsn = run_dsn.wrapping_add(s.seq - run_seq);
         s

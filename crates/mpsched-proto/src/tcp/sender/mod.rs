@@ -12,6 +12,7 @@
 //! (RFC 6675 + PRR), RACK-TLP and the RTO live in `recovery.rs`; read-only views (scheduler
 //! view, pacing rate, getters) in `view.rs`.
 
+use super::fifo::InlineFifo;
 use super::handshake::{Handshake, HsOption, Role};
 use super::rtt::{timer_wheel_fire_ns, RttEstimator};
 use super::scoreboard::{CaRttSources, Scoreboard};
@@ -21,7 +22,6 @@ use super::TcpConfig;
 use crate::cc::{AckSample, AnyCc, CcState, CoupledView};
 use crate::sched::{LossKind, ResendCounters, ResendKind};
 use crate::PendingNs;
-use std::collections::VecDeque;
 
 mod nagle;
 mod recovery;
@@ -108,7 +108,9 @@ pub struct Sender {
     hs: Handshake,
     snd_una: u64,
     snd_nxt: u64,
-    queue: VecDeque<Mapping>,
+    /// The mappings not yet transmitted: almost always one (a writer's data merges into it),
+    /// kept inline; more spill to the heap until they are sent (`tcp::fifo`).
+    queue: InlineFifo<Mapping>,
     queued_bytes: u64,
     /// Segments the queue will leave as: the sum over its mappings of ceil(len / MSS), kept in
     /// step with every push, merge, trim and transmission (the scheduler's view reads it on
@@ -209,7 +211,7 @@ impl Sender {
             hs,
             snd_una: 1,
             snd_nxt: 1,
-            queue: VecDeque::new(),
+            queue: InlineFifo::new(),
             queued_bytes: 0,
             queued_segs: 0,
             board,

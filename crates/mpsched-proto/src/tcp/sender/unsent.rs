@@ -36,4 +36,16 @@ impl Sender {
             self.queue.pop_front();
         }
     }
+
+    /// Entries of heap room the send queue holds (tests of `tcp::fifo`).
+    #[cfg(test)]
+    pub(crate) fn queue_heap_entries(&self) -> usize {
+        self.queue.heap_capacity()
+    }
+
+    /// Entries of heap room the scoreboard's DSN runs hold (tests of `tcp::fifo`).
+    #[cfg(test)]
+    pub(crate) fn dsn_runs_heap_entries(&self) -> usize {
+        self.board.dsn_runs_heap_entries()
+    }
 }
