@@ -4,16 +4,18 @@
 //! it is delivered or dropped, so at scale (many flows with full windows) this store is the
 //! largest part of the simulator's memory and of its cache footprint. A [`Segment`] is 128
 //! bytes, 64 of them for four SACK blocks that only ACKs in a loss episode carry. A record is
-//! 40 bytes: `ts_val` in 48 bits (78 h of simulated ns); `ts_ecr` as its distance back from
+//! 36 bytes: `ts_val` in 48 bits (78 h of simulated ns); `ts_ecr` as its distance back from
 //! `ts_val` in 32 bits (the echoed clock is one the sender received, so earlier than its own
 //! send time, and within 4.29 s of it while the peers keep talking); of `seq` and `ack` only
 //! the one that is not 1 (a data segment acknowledges 1, the peer's SYN, and a pure ACK
-//! starts at sequence number 1: `tcp::sender` `build`, `tcp::receiver`'s ACK); the DSN,
-//! DATA_ACK and the window in 32 bits; the length in 16; `sack_len` in 3 bits beside the
-//! record's own. A segment whose values do not fit (a flow past 4 GiB, a window of 4 GiB or
-//! more, an echo older than 4.29 s or none yet, neither `seq` nor `ack` 1 as in a handshake,
-//! a send time past 2^48 ns, a SACK edge past 4 GiB, a `sack_len` past 7) is kept whole in a
-//! side pool instead,
+//! starts at sequence number 1: `tcp::sender` `build`, `tcp::receiver`'s ACK), and with the
+//! same bit of the DSN and DATA_ACK only the one of that kind (a data segment's DATA_ACK is 0
+//! in a one-way transfer, a pure ACK's DSN is 0); that one, the window in 32 bits; the length
+//! in 16; `sack_len` in 3 bits beside the record's own. A segment whose values do not fit (a
+//! flow past 4 GiB, a window of 4 GiB or more, an echo older than 4.29 s or none yet, neither
+//! `seq` nor `ack` 1 as in a handshake, a DATA_ACK on data or a DSN on an ACK, a send time
+//! past 2^48 ns, a SACK edge past 4 GiB, a `sack_len` past 7) is kept whole in a side pool
+//! instead,
 //! and SACK blocks, when there are any, go to another
 //! with their edges in 32 bits: the first three blocks, as many as a receiver sends beside
 //! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
@@ -70,8 +72,9 @@ const WIDE: u8 = 4;
 /// Bit of [`Record::meta`]: a segment of the flow's request half-connection (an RPC's
 /// client-to-server stream), not of its data connection.
 const REQUEST: u8 = 8;
-/// Bit of [`Record::meta`]: `ack` is 1 and `Record::seq_or_ack` is `seq`; without it `seq` is 1
-/// and `seq_or_ack` is `ack`.
+/// Bit of [`Record::meta`]: `ack` is 1, `data_ack` 0, and `Record::seq_or_ack` is `seq`,
+/// `Record::dsn_or_data_ack` the DSN; without it `seq` is 1, the DSN 0, and they are `ack` and
+/// `data_ack`.
 const ACK_ONE: u8 = 16;
 /// [`Record::meta`] keeps `sack_len` above its five bits (at most 7: `MAX_SACK_BLOCKS` is 4).
 const SACK_LEN_SHIFT: u32 = 5;
@@ -79,8 +82,8 @@ const SACK_LEN_SHIFT: u32 = 5;
 /// End of a chain of records (no next segment in the skb).
 pub(crate) const NO_SEGMENT: u32 = u32::MAX;
 
-/// One segment in flight with where it is going: 40 bytes, no field wider than 4 (so no
-/// padding; a 64-bit `ts_val` would round it up to 48).
+/// One segment in flight with where it is going: 36 bytes, no field wider than 4 (so no
+/// padding; a 64-bit `ts_val` would round it up to 40).
 #[derive(Debug, Clone, Copy)]
 struct Record {
     /// Bits 0-31 of `ts_val`.
@@ -89,8 +92,8 @@ struct Record {
     ts_ecr_back: u32,
     /// `seq` with `ACK_ONE` (then `ack` is 1), else `ack` (then `seq` is 1).
     seq_or_ack: u32,
-    dsn: u32,
-    data_ack: u32,
+    /// The DSN with `ACK_ONE` (then `data_ack` is 0), else `data_ack` (then the DSN is 0).
+    dsn_or_data_ack: u32,
     window: u32,
     /// Index of the flow in the config.
     flow: u32,
@@ -110,6 +113,7 @@ struct Record {
 #[inline(always)]
 fn unpack(r: &Record, sack: SackBlocks) -> Segment {
     let (ack_one, seq_or_ack) = (r.meta & ACK_ONE != 0, r.seq_or_ack as u64);
+    let dsn_or_data_ack = r.dsn_or_data_ack as u64;
     let ts_val = (r.ts_hi as u64) << 32 | r.ts_lo as u64;
     Segment {
         flags: r.flags,
@@ -121,8 +125,8 @@ fn unpack(r: &Record, sack: SackBlocks) -> Segment {
         sack,
         ts_val,
         ts_ecr: ts_val.wrapping_sub(r.ts_ecr_back as u64),
-        dsn: r.dsn as u64,
-        data_ack: r.data_ack as u64,
+        dsn: if ack_one { dsn_or_data_ack } else { 0 },
+        data_ack: if ack_one { 0 } else { dsn_or_data_ack },
     }
 }
 
@@ -259,10 +263,15 @@ impl InFlight {
         let ts_ecr_back = seg.ts_val.wrapping_sub(seg.ts_ecr);
         let ack_one = seg.ack == 1;
         let (seq_or_ack, other) = if ack_one { (seg.seq, seg.ack) } else { (seg.ack, seg.seq) };
-        let high = (seq_or_ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32
+        // The one of the DSN and DATA_ACK the kind keeps; the other must be 0 (a data segment's
+        // DATA_ACK: `tcp::sender` `build` sends `data_ack_out`, never set in a one-way
+        // transfer; a pure ACK's DSN: `tcp::receiver`'s ACK leaves it at its default).
+        let (dsn_or_data_ack, unkept) = if ack_one { (seg.dsn, seg.data_ack) } else { (seg.data_ack, seg.dsn) };
+        let high = (seq_or_ack | dsn_or_data_ack | seg.window | ts_ecr_back) >> 32
             | seg.ts_val >> 48
             | (seg.len >> 16) as u64
-            | (other ^ 1);
+            | (other ^ 1)
+            | unkept;
         let sack = seg.sack.iter().fold(seg.sack_len as u64, |acc, &(s, e)| acc | s | e);
         // SACK edges past 32 bits are one more value that does not fit.
         let high = high | sack >> 32;
@@ -279,8 +288,7 @@ impl InFlight {
             ts_hi: (seg.ts_val >> 32) as u16,
             ts_ecr_back: ts_ecr_back as u32,
             seq_or_ack: seq_or_ack as u32,
-            dsn: seg.dsn as u32,
-            data_ack: seg.data_ack as u32,
+            dsn_or_data_ack: dsn_or_data_ack as u32,
             window: seg.window as u32,
             len: seg.len as u16,
             flow: dest.flow,
