@@ -266,7 +266,9 @@ impl InFlight {
         // The one of the DSN and DATA_ACK the kind keeps; the other must be 0 (a data segment's
         // DATA_ACK: `tcp::sender` `build` sends `data_ack_out`, never set in a one-way
         // transfer; a pure ACK's DSN: `tcp::receiver`'s ACK leaves it at its default).
-        let (dsn_or_data_ack, unkept) = if ack_one { (seg.dsn, seg.data_ack) } else { (seg.data_ack, seg.dsn) };
+        // With that one 0, the OR of both is the other (one select, not two).
+        let unkept = if ack_one { seg.data_ack } else { seg.dsn };
+        let dsn_or_data_ack = seg.dsn | seg.data_ack;
         let high = (seq_or_ack | dsn_or_data_ack | seg.window | ts_ecr_back) >> 32
             | seg.ts_val >> 48
             | (seg.len >> 16) as u64
