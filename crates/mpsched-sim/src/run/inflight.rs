@@ -15,11 +15,11 @@
 //! flow past 4 GiB, a window of 4 GiB or more, an echo older than 4.29 s or none yet, neither
 //! `seq` nor `ack` 1 as in a handshake, a DATA_ACK on data or a DSN on an ACK, a send time
 //! past 2^48 ns, a SACK edge past 4 GiB, a `sack_len` past 7) is kept whole in a side pool
-//! instead,
-//! and SACK blocks, when there are any, go to another
-//! with their edges in 32 bits: the first three blocks, as many as a receiver sends beside
-//! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
-//! with a non-zero fourth block is kept whole in the wide pool. Records are
+//! instead, and SACK blocks, when there are any, go to another with each edge in 3 bytes, as
+//! its distance above the segment's `ack`: the first three blocks, as many as a receiver sends
+//! beside timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 22-byte entry; a
+//! segment with a non-zero fourth block, or an edge below its `ack` or 16 MiB or more above
+//! it, is kept whole in the wide pool. Records are
 //! index-addressed and freed slots are reused last-in first-out, so the touched memory
 //! follows the number of segments in flight, not the number ever sent; the list of free slots
 //! is threaded through the free slots themselves (a record's `link`, a side entry's `next`).
@@ -41,17 +41,47 @@ const NO_SACK: SackBlocks = [(0, 0); MAX_SACK_BLOCKS];
 /// (`TcpConfig::max_sack_blocks`; Linux `tcp_established_options` fits three in the option
 /// space the timestamp leaves), so a fourth is zero unless configured otherwise.
 const SACKS_KEPT: usize = 3;
-/// The first [`SACKS_KEPT`] blocks of a SACK array whose edges all fit 32 bits and whose other
-/// blocks are zero, as the SACK pool keeps it (24 bytes, not 64: an ACK in a loss episode
-/// carries one, so the pool holds ~16 entries a flow at the peak, 161 401 at 10 000 flows).
-type NarrowSacks = [(u32, u32); SACKS_KEPT];
+/// Bytes of a SACK edge's code in the SACK pool: 0 for an edge of 0 (an empty block), else
+/// the edge's distance above the segment's `ack` plus 1, below 2^24. A receiver's blocks lie
+/// above the point it acknowledges and within its window (`tcp::receiver` `sack_blocks`: the
+/// out-of-order ranges above `rcv_nxt`), so 16 MiB covers any window short of that.
+const EDGE_BYTES: usize = 3;
+/// The first [`SACKS_KEPT`] blocks' edges as codes of [`EDGE_BYTES`], then the record's skb link
+/// (22 bytes, not 64; 28 with 32-bit edges: an ACK in a loss episode carries one, so the pool
+/// holds ~16 entries a flow at the peak, 161 401 at 10 000 flows, most with three blocks).
+#[derive(Debug, Clone, Copy)]
+struct SackEntry([u8; SACK_CODES_BYTES + 4]);
+const SACK_CODES_BYTES: usize = 2 * SACKS_KEPT * EDGE_BYTES;
 
-fn narrow(sack: &SackBlocks) -> NarrowSacks {
-    std::array::from_fn(|i| (sack[i].0 as u32, sack[i].1 as u32))
-}
+impl SackEntry {
+    /// The entry of `sack` in a segment acknowledging `ack`, if its first [`SACKS_KEPT`] blocks'
+    /// edges have codes and the other blocks are empty.
+    fn narrow(sack: &SackBlocks, ack: u64) -> Option<Self> {
+        let mut bytes = [0u8; SACK_CODES_BYTES + 4];
+        let edges = sack[..SACKS_KEPT].iter().flat_map(|&(s, e)| [s, e]);
+        for (code_bytes, edge) in bytes.chunks_exact_mut(EDGE_BYTES).zip(edges) {
+            let code = if edge == 0 { 0 } else { edge.wrapping_sub(ack).wrapping_add(1) };
+            if code >> (8 * EDGE_BYTES) != 0 || (edge != 0 && code == 0) {
+                return None;
+            }
+            code_bytes.copy_from_slice(&code.to_le_bytes()[..EDGE_BYTES]);
+        }
+        let rest_empty = sack[SACKS_KEPT..].iter().all(|&b| b == (0, 0));
+        rest_empty.then_some(Self(bytes))
+    }
 
-fn widen(sack: &NarrowSacks) -> SackBlocks {
-    std::array::from_fn(|i| sack.get(i).map_or((0, 0), |&(s, e)| (s as u64, e as u64)))
+    /// The SACK array stored, of a segment acknowledging `ack`.
+    fn widen(&self, ack: u64) -> SackBlocks {
+        let edge = |k: usize| {
+            let mut code = [0u8; 8];
+            code[..EDGE_BYTES].copy_from_slice(&self.0[k * EDGE_BYTES..(k + 1) * EDGE_BYTES]);
+            match u64::from_le_bytes(code) {
+                0 => 0,
+                c => ack.wrapping_add(c - 1),
+            }
+        };
+        std::array::from_fn(|i| if i < SACKS_KEPT { (edge(2 * i), edge(2 * i + 1)) } else { (0, 0) })
+    }
 }
 
 /// A side-pool entry: what does not fit the record, and the record's skb link (which the
@@ -130,6 +160,13 @@ fn unpack(r: &Record, sack: SackBlocks) -> Segment {
     }
 }
 
+/// The segment a record with SACK pool entry `entry` holds (its edges are kept from `ack`).
+fn unpack_sacked(r: &Record, entry: &SackEntry) -> Segment {
+    let mut seg = unpack(r, NO_SACK);
+    seg.sack = entry.widen(seg.ack);
+    seg
+}
+
 /// Where a delivered segment goes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Destination {
@@ -148,27 +185,53 @@ pub(crate) struct Destination {
 /// freed indices grew to the most slots free at once, ~4 bytes a record at the sawtooth's
 /// trough) and a free or a reuse touches only the slot's own line.
 trait FreeLink {
-    fn free_link(&mut self) -> &mut u32;
+    fn free_link(&self) -> u32;
+    fn set_free_link(&mut self, link: u32);
 }
 
 impl FreeLink for Record {
     #[inline(always)]
-    fn free_link(&mut self) -> &mut u32 {
-        &mut self.link
+    fn free_link(&self) -> u32 {
+        self.link
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.link = link;
     }
 }
 
 impl<T> FreeLink for Side<T> {
     #[inline(always)]
-    fn free_link(&mut self) -> &mut u32 {
-        &mut self.next
+    fn free_link(&self) -> u32 {
+        self.next
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.next = link;
+    }
+}
+
+/// The SACK entry's link is its last 4 bytes (the skb link while used; unaligned, so kept as
+/// bytes).
+impl FreeLink for SackEntry {
+    #[inline(always)]
+    fn free_link(&self) -> u32 {
+        u32::from_le_bytes(self.0[SACK_CODES_BYTES..].try_into().expect("4 bytes"))
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.0[SACK_CODES_BYTES..].copy_from_slice(&link.to_le_bytes());
     }
 }
 
 impl FreeLink for (u32, u32) {
     #[inline(always)]
-    fn free_link(&mut self) -> &mut u32 {
-        &mut self.0
+    fn free_link(&self) -> u32 {
+        self.0
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.0 = link;
     }
 }
 
@@ -194,7 +257,7 @@ impl<T: Copy + FreeLink> Pool<T> {
         // `NO_SEGMENT` (none free) is past every slot (they stay below 2^31), so the one
         // bounds test is also the test for a free slot.
         if let Some(slot) = self.slots.get_mut(i as usize) {
-            self.free_head = *slot.free_link();
+            self.free_head = slot.free_link();
             *slot = v;
             return i;
         }
@@ -224,7 +287,7 @@ impl<T: Copy + FreeLink> Pool<T> {
         let head = self.free_head;
         let slot = &mut self.slots[i as usize];
         let value = *slot;
-        *slot.free_link() = head;
+        slot.set_free_link(head);
         self.free_head = i;
         value
     }
@@ -234,8 +297,7 @@ impl<T: Copy + FreeLink> Pool<T> {
         let (mut out, mut i) = (Vec::new(), self.free_head);
         while i != NO_SEGMENT && out.len() <= self.slots.len() {
             out.push(i);
-            let mut slot = self.slots[i as usize];
-            i = *slot.free_link();
+            i = self.slots[i as usize].free_link();
         }
         out
     }
@@ -245,7 +307,7 @@ impl<T: Copy + FreeLink> Pool<T> {
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     records: Pool<Record>,
-    sacks: Pool<Side<NarrowSacks>>,
+    sacks: Pool<SackEntry>,
     wide: Pool<Side<Segment>>,
     /// Application messages in flight (flow, tag): a packet carries only a slot here.
     app_msgs: Pool<(u32, u32)>,
@@ -322,23 +384,28 @@ impl InFlight {
         // Blocks past the kept ones and a `sack_len` past `meta`'s 3 bits are tested here,
         // off the per-packet path.
         let sack_len_fits = seg.sack_len >> (8 - SACK_LEN_SHIFT) == 0;
-        if wide || !sack_len_fits || seg.sack[SACKS_KEPT..].iter().any(|&b| b != (0, 0)) {
-            (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT }))
-        } else {
-            (meta | HAS_SACK, self.sacks.insert(Side { value: narrow(&seg.sack), next: NO_SEGMENT }))
+        match SackEntry::narrow(&seg.sack, seg.ack) {
+            Some(mut entry) if !wide && sack_len_fits => {
+                entry.set_free_link(NO_SEGMENT);
+                (meta | HAS_SACK, self.sacks.insert(entry))
+            }
+            _ => (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT })),
         }
     }
 
-    /// The skb link of record `idx`, wherever it is kept.
+    /// Replaces the skb link of record `idx`, wherever it is kept, with `next`; returns the old.
     #[inline]
-    fn next_mut(&mut self, idx: u32) -> &mut u32 {
+    fn replace_next(&mut self, idx: u32, next: u32) -> u32 {
         let r = &mut self.records.slots[idx as usize];
         if r.meta & HAS_SACK != 0 {
-            &mut self.sacks.slots[r.link as usize].next
+            let entry = &mut self.sacks.slots[r.link as usize];
+            let old = entry.free_link();
+            entry.set_free_link(next);
+            old
         } else if r.meta & WIDE != 0 {
-            &mut self.wide.slots[r.link as usize].next
+            std::mem::replace(&mut self.wide.slots[r.link as usize].next, next)
         } else {
-            &mut r.link
+            std::mem::replace(&mut r.link, next)
         }
     }
 
@@ -370,7 +437,7 @@ impl InFlight {
         let r = &self.records.slots[idx as usize];
         match r.meta & (HAS_SACK | WIDE) {
             0 => unpack(r, NO_SACK),
-            HAS_SACK => unpack(r, widen(&self.sacks.slots[r.link as usize].value)),
+            HAS_SACK => unpack_sacked(r, &self.sacks.slots[r.link as usize]),
             _ => self.wide.slots[r.link as usize].value,
         }
     }
@@ -401,21 +468,21 @@ impl InFlight {
             *at = next;
             return value;
         }
-        let Side { value, next } = self.sacks.take(r.link);
-        *at = next;
-        unpack(r, widen(&value))
+        let entry = self.sacks.take(r.link);
+        *at = entry.free_link();
+        unpack_sacked(r, &entry)
     }
 
     /// Links segment `next` after `idx` in one skb.
     #[inline]
     pub(crate) fn set_next(&mut self, idx: u32, next: u32) {
-        *self.next_mut(idx) = next;
+        self.replace_next(idx, next);
     }
 
     /// Unlinks segment `idx` from the rest of its skb; returns what followed it.
     #[inline]
     pub(crate) fn take_next(&mut self, idx: u32) -> u32 {
-        std::mem::replace(self.next_mut(idx), NO_SEGMENT)
+        self.replace_next(idx, NO_SEGMENT)
     }
 
     /// Frees segment `idx` (delivered or dropped); returns the next segment of its skb
@@ -435,7 +502,7 @@ impl InFlight {
     #[inline(never)]
     fn remove_side(&mut self, meta: u8, side: u32) -> u32 {
         if meta & HAS_SACK != 0 {
-            self.sacks.take(side).next
+            self.sacks.take(side).free_link()
         } else {
             self.wide.take(side).next
         }

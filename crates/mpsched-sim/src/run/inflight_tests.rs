@@ -196,7 +196,7 @@ fn segments_come_back_as_stored_and_slots_are_reused() {
     ack.sack[1] = (400, 500);
     // Bytes past the valid blocks are kept too (a fourth block: see
     // `a_fourth_sack_block_keeps_the_segment_whole`).
-    ack.sack[2] = (1, 2);
+    ack.sack[2] = (101, 102);
     let d = Destination { flow: 5, subflow: 2, to_client: true, request: false };
     let a = f.insert(d, &data);
     let b = f.insert(Destination { to_client: false, ..d }, &ack);
@@ -214,22 +214,53 @@ fn segments_come_back_as_stored_and_slots_are_reused() {
 }
 
 #[test]
-fn sack_entries_are_28_bytes_and_edges_past_32_bits_go_whole() {
-    assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 28);
+fn sack_entries_are_22_bytes_and_edges_out_of_reach_of_the_ack_go_whole() {
+    assert_eq!(std::mem::size_of::<SackEntry>(), 22);
     let mut f = InFlight::default();
     let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
-    let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 5, ..Default::default() };
+    // The highest `ack` whose whole reach (2^24 - 2 above it) stays below 2^32.
+    let a = u32::MAX as u64 - (1 << 24) + 2;
+    let mut ack = Segment { flags: flags::ACK, seq: 1, ack: a, ..Default::default() };
     ack.sack_len = 2;
-    ack.sack[0] = (u32::MAX as u64 - 9, u32::MAX as u64);
-    ack.sack[1] = (10, 20);
-    let narrow = f.insert(d, &ack);
-    assert_eq!(f.segment(narrow), ack);
-    assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
-    // One edge one past 32 bits (in a block past sack_len too): the whole segment is kept.
-    ack.sack[3] = (0, u32::MAX as u64 + 1);
-    let wide = f.insert(d, &ack);
-    assert_eq!(f.segment(wide), ack);
-    assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 1));
+    ack.sack[0] = (a, a + (1 << 24) - 2);
+    ack.sack[1] = (a + 10, a + 20);
+    let with = |k: usize, block: (u64, u64)| {
+        let mut s = ack;
+        s.sack[k] = block;
+        s
+    };
+    let cases = [
+        // Edges at the ack and at the top of the reach; an empty block; a start of 0 (the empty
+        // edge's code) with an end in reach: the SACK pool.
+        (ack, false),
+        (with(1, (0, 0)), false),
+        (with(1, (0, a + 5)), false),
+        (with(2, (a + 1, a + 2)), false),
+        // One past the reach; just below the ack (its code would be the empty edge's 0); further
+        // below (wraps); past 32 bits (the record's own test): whole.
+        (with(0, (a, a + (1 << 24) - 1)), true),
+        (with(1, (a - 1, a + 20)), true),
+        (with(1, (a + 10, a - 2)), true),
+        (with(2, (5, 6)), true),
+        (with(1, (a + 10, u32::MAX as u64 + 1)), true),
+    ];
+    for (seg, wide) in cases {
+        let i = f.insert(d, &seg);
+        assert_eq!(f.segment(i), seg);
+        let live = |f: &InFlight| {
+            (f.sacks.slots.len() - f.sacks.free_slots().len(), f.wide.slots.len() - f.wide.free_slots().len())
+        };
+        assert_eq!(live(&f), (!wide as usize, wide as usize), "{seg:?}");
+        let mut at = i;
+        assert_eq!((f.take(&mut at), at), (seg, NO_SEGMENT));
+        assert_eq!(live(&f), (0, 0));
+    }
+    // A data segment's blocks (a two-way transfer) are kept from its `ack` of 1.
+    let mut data = Segment { flags: flags::ACK, seq: 9, len: 100, ack: 1, ..Default::default() };
+    data.sack_len = 1;
+    data.sack[0] = (1, 1 << 23);
+    let i = f.insert(d, &data);
+    assert_eq!((f.segment(i), f.sacks.slots.len() - f.sacks.free_slots().len()), (data, 1));
 }
 
 #[test]
