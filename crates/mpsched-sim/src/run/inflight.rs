@@ -58,26 +58,27 @@ impl SackEntry {
     /// edges have codes and the other blocks are empty.
     fn narrow(sack: &SackBlocks, ack: u64) -> Option<Self> {
         let mut bytes = [0u8; SACK_CODES_BYTES + 4];
+        let mut out_of_reach = sack[SACKS_KEPT..].iter().fold(0, |acc, &(s, e)| acc | s | e);
         let edges = sack[..SACKS_KEPT].iter().flat_map(|&(s, e)| [s, e]);
-        for (code_bytes, edge) in bytes.chunks_exact_mut(EDGE_BYTES).zip(edges) {
+        for (k, edge) in edges.enumerate() {
             let code = if edge == 0 { 0 } else { edge.wrapping_sub(ack).wrapping_add(1) };
-            if code >> (8 * EDGE_BYTES) != 0 || (edge != 0 && code == 0) {
-                return None;
-            }
-            code_bytes.copy_from_slice(&code.to_le_bytes()[..EDGE_BYTES]);
+            // Past the bytes, or the empty edge's 0 for an edge that is not 0 (just below `ack`).
+            out_of_reach |= code >> (8 * EDGE_BYTES) | u64::from(edge != 0 && code == 0);
+            // Four bytes at a time, in order: each edge's fourth is the next one's first (the
+            // last edge's, the link's first, which the caller sets).
+            bytes[k * EDGE_BYTES..k * EDGE_BYTES + 4].copy_from_slice(&(code as u32).to_le_bytes());
         }
-        let rest_empty = sack[SACKS_KEPT..].iter().all(|&b| b == (0, 0));
-        rest_empty.then_some(Self(bytes))
+        (out_of_reach == 0).then_some(Self(bytes))
     }
 
     /// The SACK array stored, of a segment acknowledging `ack`.
     fn widen(&self, ack: u64) -> SackBlocks {
         let edge = |k: usize| {
-            let mut code = [0u8; 8];
-            code[..EDGE_BYTES].copy_from_slice(&self.0[k * EDGE_BYTES..(k + 1) * EDGE_BYTES]);
-            match u64::from_le_bytes(code) {
+            let at = k * EDGE_BYTES;
+            let four = u32::from_le_bytes(self.0[at..at + 4].try_into().expect("4 bytes"));
+            match four & ((1 << (8 * EDGE_BYTES)) - 1) {
                 0 => 0,
-                c => ack.wrapping_add(c - 1),
+                c => ack.wrapping_add(u64::from(c) - 1),
             }
         };
         std::array::from_fn(|i| if i < SACKS_KEPT { (edge(2 * i), edge(2 * i + 1)) } else { (0, 0) })
