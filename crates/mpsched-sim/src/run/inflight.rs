@@ -377,13 +377,14 @@ impl InFlight {
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit the record (`wide`), a SACK block past the kept ones is set or `sack_len` is past
-    /// 7, else its SACK array. Returns the record's `meta` and `link`.
+    /// fit the record (`wide`), a SACK block past the kept ones is set, an edge is out of the
+    /// SACK entry's reach of `ack` or `sack_len` is past 7, else its SACK array. Returns the
+    /// record's `meta` and `link`.
     #[cold]
     #[inline(never)]
     fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
-        // Blocks past the kept ones and a `sack_len` past `meta`'s 3 bits are tested here,
-        // off the per-packet path.
+        // Blocks past the kept ones, the edges' reach and a `sack_len` past `meta`'s 3 bits are
+        // tested here, off the per-packet path.
         let sack_len_fits = seg.sack_len >> (8 - SACK_LEN_SHIFT) == 0;
         match SackEntry::narrow(&seg.sack, seg.ack) {
             Some(mut entry) if !wide && sack_len_fits => {
