@@ -4,20 +4,22 @@
 //! it is delivered or dropped, so at scale (many flows with full windows) this store is the
 //! largest part of the simulator's memory and of its cache footprint. A [`Segment`] is 128
 //! bytes, 64 of them for four SACK blocks that only ACKs in a loss episode carry. A record is
-//! 40 bytes: `ts_val` in 48 bits (78 h of simulated ns); `ts_ecr` as its distance back from
+//! 36 bytes: `ts_val` in 48 bits (78 h of simulated ns); `ts_ecr` as its distance back from
 //! `ts_val` in 32 bits (the echoed clock is one the sender received, so earlier than its own
 //! send time, and within 4.29 s of it while the peers keep talking); of `seq` and `ack` only
 //! the one that is not 1 (a data segment acknowledges 1, the peer's SYN, and a pure ACK
-//! starts at sequence number 1: `tcp::sender` `build`, `tcp::receiver`'s ACK); the DSN,
-//! DATA_ACK and the window in 32 bits; the length in 16; `sack_len` in 3 bits beside the
-//! record's own. A segment whose values do not fit (a flow past 4 GiB, a window of 4 GiB or
-//! more, an echo older than 4.29 s or none yet, neither `seq` nor `ack` 1 as in a handshake,
-//! a send time past 2^48 ns, a SACK edge past 4 GiB, a `sack_len` past 7) is kept whole in a
-//! side pool instead,
-//! and SACK blocks, when there are any, go to another
-//! with their edges in 32 bits: the first three blocks, as many as a receiver sends beside
-//! timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 28-byte entry; a segment
-//! with a non-zero fourth block is kept whole in the wide pool. Records are
+//! starts at sequence number 1: `tcp::sender` `build`, `tcp::receiver`'s ACK), and with the
+//! same bit of the DSN and DATA_ACK only the one of that kind (a data segment's DATA_ACK is 0
+//! in a one-way transfer, a pure ACK's DSN is 0); that one, the window in 32 bits; the length
+//! in 16; `sack_len` in 3 bits beside the record's own. A segment whose values do not fit (a
+//! flow past 4 GiB, a window of 4 GiB or more, an echo older than 4.29 s or none yet, neither
+//! `seq` nor `ack` 1 as in a handshake, a DATA_ACK on data or a DSN on an ACK, a send time
+//! past 2^48 ns, a SACK edge past 4 GiB, a `sack_len` past 7) is kept whole in a side pool
+//! instead, and SACK blocks, when there are any, go to another with each edge in 3 bytes, as
+//! its distance above the segment's `ack`: the first three blocks, as many as a receiver sends
+//! beside timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 22-byte entry; a
+//! segment with a non-zero fourth block, or an edge below its `ack` or 16 MiB or more above
+//! it, is kept whole in the wide pool. Records are
 //! index-addressed and freed slots are reused last-in first-out, so the touched memory
 //! follows the number of segments in flight, not the number ever sent; the list of free slots
 //! is threaded through the free slots themselves (a record's `link`, a side entry's `next`).
@@ -39,17 +41,48 @@ const NO_SACK: SackBlocks = [(0, 0); MAX_SACK_BLOCKS];
 /// (`TcpConfig::max_sack_blocks`; Linux `tcp_established_options` fits three in the option
 /// space the timestamp leaves), so a fourth is zero unless configured otherwise.
 const SACKS_KEPT: usize = 3;
-/// The first [`SACKS_KEPT`] blocks of a SACK array whose edges all fit 32 bits and whose other
-/// blocks are zero, as the SACK pool keeps it (24 bytes, not 64: an ACK in a loss episode
-/// carries one, so the pool holds ~16 entries a flow at the peak, 161 401 at 10 000 flows).
-type NarrowSacks = [(u32, u32); SACKS_KEPT];
+/// Bytes of a SACK edge's code in the SACK pool: 0 for an edge of 0 (an empty block), else
+/// the edge's distance above the segment's `ack` plus 1, below 2^24. A receiver's blocks lie
+/// above the point it acknowledges and within its window (`tcp::receiver` `sack_blocks`: the
+/// out-of-order ranges above `rcv_nxt`), so 16 MiB covers any window short of that.
+const EDGE_BYTES: usize = 3;
+/// The first [`SACKS_KEPT`] blocks' edges as codes of [`EDGE_BYTES`], then the record's skb link
+/// (22 bytes, not 64; 28 with 32-bit edges: an ACK in a loss episode carries one, so the pool
+/// holds ~16 entries a flow at the peak, 161 401 at 10 000 flows, most with three blocks).
+#[derive(Debug, Clone, Copy)]
+struct SackEntry([u8; SACK_CODES_BYTES + 4]);
+const SACK_CODES_BYTES: usize = 2 * SACKS_KEPT * EDGE_BYTES;
 
-fn narrow(sack: &SackBlocks) -> NarrowSacks {
-    std::array::from_fn(|i| (sack[i].0 as u32, sack[i].1 as u32))
-}
+impl SackEntry {
+    /// The entry of `sack` in a segment acknowledging `ack`, if its first [`SACKS_KEPT`] blocks'
+    /// edges have codes and the other blocks are empty.
+    fn narrow(sack: &SackBlocks, ack: u64) -> Option<Self> {
+        let mut bytes = [0u8; SACK_CODES_BYTES + 4];
+        let mut out_of_reach = sack[SACKS_KEPT..].iter().fold(0, |acc, &(s, e)| acc | s | e);
+        let edges = sack[..SACKS_KEPT].iter().flat_map(|&(s, e)| [s, e]);
+        for (k, edge) in edges.enumerate() {
+            let code = if edge == 0 { 0 } else { edge.wrapping_sub(ack).wrapping_add(1) };
+            // Past the bytes, or the empty edge's 0 for an edge that is not 0 (just below `ack`).
+            out_of_reach |= code >> (8 * EDGE_BYTES) | u64::from(edge != 0 && code == 0);
+            // Four bytes at a time, in order: each edge's fourth is the next one's first (the
+            // last edge's, the link's first, which the caller sets).
+            bytes[k * EDGE_BYTES..k * EDGE_BYTES + 4].copy_from_slice(&(code as u32).to_le_bytes());
+        }
+        (out_of_reach == 0).then_some(Self(bytes))
+    }
 
-fn widen(sack: &NarrowSacks) -> SackBlocks {
-    std::array::from_fn(|i| sack.get(i).map_or((0, 0), |&(s, e)| (s as u64, e as u64)))
+    /// The SACK array stored, of a segment acknowledging `ack`.
+    fn widen(&self, ack: u64) -> SackBlocks {
+        let edge = |k: usize| {
+            let at = k * EDGE_BYTES;
+            let four = u32::from_le_bytes(self.0[at..at + 4].try_into().expect("4 bytes"));
+            match four & ((1 << (8 * EDGE_BYTES)) - 1) {
+                0 => 0,
+                c => ack.wrapping_add(u64::from(c) - 1),
+            }
+        };
+        std::array::from_fn(|i| if i < SACKS_KEPT { (edge(2 * i), edge(2 * i + 1)) } else { (0, 0) })
+    }
 }
 
 /// A side-pool entry: what does not fit the record, and the record's skb link (which the
@@ -70,8 +103,9 @@ const WIDE: u8 = 4;
 /// Bit of [`Record::meta`]: a segment of the flow's request half-connection (an RPC's
 /// client-to-server stream), not of its data connection.
 const REQUEST: u8 = 8;
-/// Bit of [`Record::meta`]: `ack` is 1 and `Record::seq_or_ack` is `seq`; without it `seq` is 1
-/// and `seq_or_ack` is `ack`.
+/// Bit of [`Record::meta`]: `ack` is 1, `data_ack` 0, and `Record::seq_or_ack` is `seq`,
+/// `Record::dsn_or_data_ack` the DSN; without it `seq` is 1, the DSN 0, and they are `ack` and
+/// `data_ack`.
 const ACK_ONE: u8 = 16;
 /// [`Record::meta`] keeps `sack_len` above its five bits (at most 7: `MAX_SACK_BLOCKS` is 4).
 const SACK_LEN_SHIFT: u32 = 5;
@@ -79,8 +113,8 @@ const SACK_LEN_SHIFT: u32 = 5;
 /// End of a chain of records (no next segment in the skb).
 pub(crate) const NO_SEGMENT: u32 = u32::MAX;
 
-/// One segment in flight with where it is going: 40 bytes, no field wider than 4 (so no
-/// padding; a 64-bit `ts_val` would round it up to 48).
+/// One segment in flight with where it is going: 36 bytes, no field wider than 4 (so no
+/// padding; a 64-bit `ts_val` would round it up to 40).
 #[derive(Debug, Clone, Copy)]
 struct Record {
     /// Bits 0-31 of `ts_val`.
@@ -89,8 +123,8 @@ struct Record {
     ts_ecr_back: u32,
     /// `seq` with `ACK_ONE` (then `ack` is 1), else `ack` (then `seq` is 1).
     seq_or_ack: u32,
-    dsn: u32,
-    data_ack: u32,
+    /// The DSN with `ACK_ONE` (then `data_ack` is 0), else `data_ack` (then the DSN is 0).
+    dsn_or_data_ack: u32,
     window: u32,
     /// Index of the flow in the config.
     flow: u32,
@@ -110,6 +144,7 @@ struct Record {
 #[inline(always)]
 fn unpack(r: &Record, sack: SackBlocks) -> Segment {
     let (ack_one, seq_or_ack) = (r.meta & ACK_ONE != 0, r.seq_or_ack as u64);
+    let dsn_or_data_ack = r.dsn_or_data_ack as u64;
     let ts_val = (r.ts_hi as u64) << 32 | r.ts_lo as u64;
     Segment {
         flags: r.flags,
@@ -121,9 +156,16 @@ fn unpack(r: &Record, sack: SackBlocks) -> Segment {
         sack,
         ts_val,
         ts_ecr: ts_val.wrapping_sub(r.ts_ecr_back as u64),
-        dsn: r.dsn as u64,
-        data_ack: r.data_ack as u64,
+        dsn: if ack_one { dsn_or_data_ack } else { 0 },
+        data_ack: if ack_one { 0 } else { dsn_or_data_ack },
     }
+}
+
+/// The segment a record with SACK pool entry `entry` holds (its edges are kept from `ack`).
+fn unpack_sacked(r: &Record, entry: &SackEntry) -> Segment {
+    let mut seg = unpack(r, NO_SACK);
+    seg.sack = entry.widen(seg.ack);
+    seg
 }
 
 /// Where a delivered segment goes.
@@ -144,27 +186,53 @@ pub(crate) struct Destination {
 /// freed indices grew to the most slots free at once, ~4 bytes a record at the sawtooth's
 /// trough) and a free or a reuse touches only the slot's own line.
 trait FreeLink {
-    fn free_link(&mut self) -> &mut u32;
+    fn free_link(&self) -> u32;
+    fn set_free_link(&mut self, link: u32);
 }
 
 impl FreeLink for Record {
     #[inline(always)]
-    fn free_link(&mut self) -> &mut u32 {
-        &mut self.link
+    fn free_link(&self) -> u32 {
+        self.link
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.link = link;
     }
 }
 
 impl<T> FreeLink for Side<T> {
     #[inline(always)]
-    fn free_link(&mut self) -> &mut u32 {
-        &mut self.next
+    fn free_link(&self) -> u32 {
+        self.next
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.next = link;
+    }
+}
+
+/// The SACK entry's link is its last 4 bytes (the skb link while used; unaligned, so kept as
+/// bytes).
+impl FreeLink for SackEntry {
+    #[inline(always)]
+    fn free_link(&self) -> u32 {
+        u32::from_le_bytes(self.0[SACK_CODES_BYTES..].try_into().expect("4 bytes"))
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.0[SACK_CODES_BYTES..].copy_from_slice(&link.to_le_bytes());
     }
 }
 
 impl FreeLink for (u32, u32) {
     #[inline(always)]
-    fn free_link(&mut self) -> &mut u32 {
-        &mut self.0
+    fn free_link(&self) -> u32 {
+        self.0
+    }
+    #[inline(always)]
+    fn set_free_link(&mut self, link: u32) {
+        self.0 = link;
     }
 }
 
@@ -190,7 +258,7 @@ impl<T: Copy + FreeLink> Pool<T> {
         // `NO_SEGMENT` (none free) is past every slot (they stay below 2^31), so the one
         // bounds test is also the test for a free slot.
         if let Some(slot) = self.slots.get_mut(i as usize) {
-            self.free_head = *slot.free_link();
+            self.free_head = slot.free_link();
             *slot = v;
             return i;
         }
@@ -220,7 +288,7 @@ impl<T: Copy + FreeLink> Pool<T> {
         let head = self.free_head;
         let slot = &mut self.slots[i as usize];
         let value = *slot;
-        *slot.free_link() = head;
+        slot.set_free_link(head);
         self.free_head = i;
         value
     }
@@ -230,8 +298,7 @@ impl<T: Copy + FreeLink> Pool<T> {
         let (mut out, mut i) = (Vec::new(), self.free_head);
         while i != NO_SEGMENT && out.len() <= self.slots.len() {
             out.push(i);
-            let mut slot = self.slots[i as usize];
-            i = *slot.free_link();
+            i = self.slots[i as usize].free_link();
         }
         out
     }
@@ -241,7 +308,7 @@ impl<T: Copy + FreeLink> Pool<T> {
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     records: Pool<Record>,
-    sacks: Pool<Side<NarrowSacks>>,
+    sacks: Pool<SackEntry>,
     wide: Pool<Side<Segment>>,
     /// Application messages in flight (flow, tag): a packet carries only a slot here.
     app_msgs: Pool<(u32, u32)>,
@@ -259,10 +326,17 @@ impl InFlight {
         let ts_ecr_back = seg.ts_val.wrapping_sub(seg.ts_ecr);
         let ack_one = seg.ack == 1;
         let (seq_or_ack, other) = if ack_one { (seg.seq, seg.ack) } else { (seg.ack, seg.seq) };
-        let high = (seq_or_ack | seg.dsn | seg.data_ack | seg.window | ts_ecr_back) >> 32
+        // The one of the DSN and DATA_ACK the kind keeps; the other must be 0 (a data segment's
+        // DATA_ACK: `tcp::sender` `build` sends `data_ack_out`, never set in a one-way
+        // transfer; a pure ACK's DSN: `tcp::receiver`'s ACK leaves it at its default).
+        // With that one 0, the OR of both is the other (one select, not two).
+        let unkept = if ack_one { seg.data_ack } else { seg.dsn };
+        let dsn_or_data_ack = seg.dsn | seg.data_ack;
+        let high = (seq_or_ack | dsn_or_data_ack | seg.window | ts_ecr_back) >> 32
             | seg.ts_val >> 48
             | (seg.len >> 16) as u64
-            | (other ^ 1);
+            | (other ^ 1)
+            | unkept;
         let sack = seg.sack.iter().fold(seg.sack_len as u64, |acc, &(s, e)| acc | s | e);
         // SACK edges past 32 bits are one more value that does not fit.
         let high = high | sack >> 32;
@@ -279,8 +353,7 @@ impl InFlight {
             ts_hi: (seg.ts_val >> 32) as u16,
             ts_ecr_back: ts_ecr_back as u32,
             seq_or_ack: seq_or_ack as u32,
-            dsn: seg.dsn as u32,
-            data_ack: seg.data_ack as u32,
+            dsn_or_data_ack: dsn_or_data_ack as u32,
             window: seg.window as u32,
             len: seg.len as u16,
             flow: dest.flow,
@@ -304,31 +377,37 @@ impl InFlight {
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit the record (`wide`), a SACK block past the kept ones is set or `sack_len` is past
-    /// 7, else its SACK array. Returns the record's `meta` and `link`.
+    /// fit the record (`wide`), a SACK block past the kept ones is set, an edge is out of the
+    /// SACK entry's reach of `ack` or `sack_len` is past 7, else its SACK array. Returns the
+    /// record's `meta` and `link`.
     #[cold]
     #[inline(never)]
     fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
-        // Blocks past the kept ones and a `sack_len` past `meta`'s 3 bits are tested here,
-        // off the per-packet path.
+        // Blocks past the kept ones, the edges' reach and a `sack_len` past `meta`'s 3 bits are
+        // tested here, off the per-packet path.
         let sack_len_fits = seg.sack_len >> (8 - SACK_LEN_SHIFT) == 0;
-        if wide || !sack_len_fits || seg.sack[SACKS_KEPT..].iter().any(|&b| b != (0, 0)) {
-            (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT }))
-        } else {
-            (meta | HAS_SACK, self.sacks.insert(Side { value: narrow(&seg.sack), next: NO_SEGMENT }))
+        match SackEntry::narrow(&seg.sack, seg.ack) {
+            Some(mut entry) if !wide && sack_len_fits => {
+                entry.set_free_link(NO_SEGMENT);
+                (meta | HAS_SACK, self.sacks.insert(entry))
+            }
+            _ => (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT })),
         }
     }
 
-    /// The skb link of record `idx`, wherever it is kept.
+    /// Replaces the skb link of record `idx`, wherever it is kept, with `next`; returns the old.
     #[inline]
-    fn next_mut(&mut self, idx: u32) -> &mut u32 {
+    fn replace_next(&mut self, idx: u32, next: u32) -> u32 {
         let r = &mut self.records.slots[idx as usize];
         if r.meta & HAS_SACK != 0 {
-            &mut self.sacks.slots[r.link as usize].next
+            let entry = &mut self.sacks.slots[r.link as usize];
+            let old = entry.free_link();
+            entry.set_free_link(next);
+            old
         } else if r.meta & WIDE != 0 {
-            &mut self.wide.slots[r.link as usize].next
+            std::mem::replace(&mut self.wide.slots[r.link as usize].next, next)
         } else {
-            &mut r.link
+            std::mem::replace(&mut r.link, next)
         }
     }
 
@@ -360,7 +439,7 @@ impl InFlight {
         let r = &self.records.slots[idx as usize];
         match r.meta & (HAS_SACK | WIDE) {
             0 => unpack(r, NO_SACK),
-            HAS_SACK => unpack(r, widen(&self.sacks.slots[r.link as usize].value)),
+            HAS_SACK => unpack_sacked(r, &self.sacks.slots[r.link as usize]),
             _ => self.wide.slots[r.link as usize].value,
         }
     }
@@ -391,21 +470,21 @@ impl InFlight {
             *at = next;
             return value;
         }
-        let Side { value, next } = self.sacks.take(r.link);
-        *at = next;
-        unpack(r, widen(&value))
+        let entry = self.sacks.take(r.link);
+        *at = entry.free_link();
+        unpack_sacked(r, &entry)
     }
 
     /// Links segment `next` after `idx` in one skb.
     #[inline]
     pub(crate) fn set_next(&mut self, idx: u32, next: u32) {
-        *self.next_mut(idx) = next;
+        self.replace_next(idx, next);
     }
 
     /// Unlinks segment `idx` from the rest of its skb; returns what followed it.
     #[inline]
     pub(crate) fn take_next(&mut self, idx: u32) -> u32 {
-        std::mem::replace(self.next_mut(idx), NO_SEGMENT)
+        self.replace_next(idx, NO_SEGMENT)
     }
 
     /// Frees segment `idx` (delivered or dropped); returns the next segment of its skb
@@ -425,7 +504,7 @@ impl InFlight {
     #[inline(never)]
     fn remove_side(&mut self, meta: u8, side: u32) -> u32 {
         if meta & HAS_SACK != 0 {
-            self.sacks.take(side).next
+            self.sacks.take(side).free_link()
         } else {
             self.wide.take(side).next
         }

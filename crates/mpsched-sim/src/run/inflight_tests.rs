@@ -4,8 +4,97 @@ use super::*;
 use mpsched_proto::tcp::flags;
 
 #[test]
-fn a_record_is_40_bytes() {
-    assert_eq!(std::mem::size_of::<Record>(), 40);
+fn a_record_is_36_bytes() {
+    assert_eq!(std::mem::size_of::<Record>(), 36);
+}
+
+#[test]
+fn the_dsn_or_the_data_ack_by_kind_and_the_other_whole_unless_0() {
+    let mut f = InFlight::default();
+    let d = Destination { flow: 9, subflow: 2, to_client: true, request: false };
+    let m32 = u32::MAX as u64;
+    let data =
+        Segment { flags: flags::ACK | flags::DSS_MAP, seq: 7, len: 1448, ack: 1, dsn: m32, ..Default::default() };
+    let ack =
+        Segment { flags: flags::ACK | flags::DATA_ACK, seq: 1, ack: 9, data_ack: m32, window: 5, ..Default::default() };
+    let cases = [
+        // The kept one up to 32 bits, the other 0: the record.
+        (data, false),
+        (ack, false),
+        // The handshake's third ACK (seq and ack 1) is kept as data: its DSN, DATA_ACK 0.
+        (Segment { seq: 1, ack: 1, len: 0, dsn: 5, ..data }, false),
+        // A DATA_ACK on data, a DSN on a pure ACK (a two-way transfer): whole.
+        (Segment { data_ack: 1, ..data }, true),
+        (Segment { data_ack: m32 + 1, dsn: 0, ..data }, true),
+        (Segment { dsn: 1, ..ack }, true),
+        (Segment { dsn: 1 << 40, data_ack: 0, ..ack }, true),
+        (Segment { seq: 1, ack: 1, dsn: 5, data_ack: 3, ..data }, true),
+        // The kept one one past 32 bits: whole.
+        (Segment { dsn: m32 + 1, ..data }, true),
+        (Segment { data_ack: m32 + 1, ..ack }, true),
+    ];
+    for (seg, wide) in cases {
+        let i = f.insert(d, &seg);
+        assert_eq!(f.segment(i), seg);
+        let dest = f.destination(i);
+        assert_eq!((dest.flow, dest.subflow, dest.to_client, dest.request), (9, 2, true, false));
+        assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), wide as usize, "{seg:?}");
+        let mut at = i;
+        assert_eq!((f.take(&mut at), at), (seg, NO_SEGMENT));
+    }
+    // With SACK blocks too (the SACK pool's read back goes through the same unpacking).
+    let mut sacked = Segment { data_ack: 12345, ..ack };
+    sacked.sack_len = 1;
+    sacked.sack[0] = (20, 30);
+    let i = f.insert(d, &sacked);
+    assert_eq!((f.segment(i), f.sacks.slots.len() - f.sacks.free_slots().len()), (sacked, 1));
+    assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), 0);
+    let mut at = i;
+    assert_eq!(f.take(&mut at), sacked);
+}
+
+proptest::proptest! {
+    /// Any segment comes back as stored, whichever pool keeps it: values drawn around the
+    /// edges every packing tests (0, 1, 2^16, 2^32, 2^48), the SACK blocks included.
+    #[test]
+    fn any_segment_reads_back_as_stored(
+        v in proptest::collection::vec(proptest::prop_oneof![
+            0u64..3, 1447u64..1449, 65_534u64..65_538, (1u64 << 32) - 2..(1u64 << 32) + 2,
+            (1u64 << 48) - 2..(1u64 << 48) + 2, proptest::prelude::any::<u64>()
+        ], 18),
+        flags in proptest::prelude::any::<u16>(), sack_len in 0u8..10,
+        flow in proptest::prelude::any::<u32>(), subflow in proptest::prelude::any::<u8>(),
+        to_client in proptest::prelude::any::<bool>(), request in proptest::prelude::any::<bool>(),
+    ) {
+        let mut sack = [(0, 0); MAX_SACK_BLOCKS];
+        for (k, b) in sack.iter_mut().enumerate() {
+            // Mostly empty blocks past `sack_len`, as a receiver sends them.
+            if k < usize::from(sack_len) || v[17] % 5 == 0 {
+                *b = (v[9 + 2 * k], v[10 + 2 * k]);
+            }
+        }
+        let (seq, ack) = match v[0] % 3 { 0 => (v[1], 1), 1 => (1, v[1]), _ => (v[1], v[2]) };
+        let (dsn, data_ack) = match v[3] % 3 { 0 => (v[4], 0), 1 => (0, v[4]), _ => (v[4], v[5]) };
+        let ts_val = v[6];
+        let seg = Segment {
+            flags, seq, len: v[7] as u32, ack, window: v[8], sack_len, sack, ts_val,
+            ts_ecr: if v[2] % 2 == 0 { ts_val.wrapping_sub(v[5] % (1 << 33)) } else { v[5] },
+            dsn, data_ack,
+        };
+        let d = Destination { flow, subflow, to_client, request };
+        let mut f = InFlight::default();
+        let other = f.insert(d, &Segment { seq: 3, ack: 1, ..Default::default() });
+        let i = f.insert(d, &seg);
+        f.set_next(other, i);
+        proptest::prop_assert_eq!(f.segment(i), seg);
+        let dest = f.destination(i);
+        proptest::prop_assert_eq!((dest.flow, dest.subflow, dest.to_client, dest.request), (flow, subflow, to_client, request));
+        let mut at = other;
+        f.take(&mut at);
+        proptest::prop_assert_eq!(at, i);
+        proptest::prop_assert_eq!(f.take(&mut at), seg);
+        proptest::prop_assert_eq!(at, NO_SEGMENT);
+    }
 }
 
 #[test]
@@ -107,7 +196,7 @@ fn segments_come_back_as_stored_and_slots_are_reused() {
     ack.sack[1] = (400, 500);
     // Bytes past the valid blocks are kept too (a fourth block: see
     // `a_fourth_sack_block_keeps_the_segment_whole`).
-    ack.sack[2] = (1, 2);
+    ack.sack[2] = (101, 102);
     let d = Destination { flow: 5, subflow: 2, to_client: true, request: false };
     let a = f.insert(d, &data);
     let b = f.insert(Destination { to_client: false, ..d }, &ack);
@@ -125,22 +214,53 @@ fn segments_come_back_as_stored_and_slots_are_reused() {
 }
 
 #[test]
-fn sack_entries_are_28_bytes_and_edges_past_32_bits_go_whole() {
-    assert_eq!(std::mem::size_of::<Side<NarrowSacks>>(), 28);
+fn sack_entries_are_22_bytes_and_edges_out_of_reach_of_the_ack_go_whole() {
+    assert_eq!(std::mem::size_of::<SackEntry>(), 22);
     let mut f = InFlight::default();
     let d = Destination { flow: 2, subflow: 0, to_client: false, request: false };
-    let mut ack = Segment { flags: flags::ACK, seq: 1, ack: 5, ..Default::default() };
+    // The highest `ack` whose whole reach (2^24 - 2 above it) stays below 2^32.
+    let a = u32::MAX as u64 - (1 << 24) + 2;
+    let mut ack = Segment { flags: flags::ACK, seq: 1, ack: a, ..Default::default() };
     ack.sack_len = 2;
-    ack.sack[0] = (u32::MAX as u64 - 9, u32::MAX as u64);
-    ack.sack[1] = (10, 20);
-    let narrow = f.insert(d, &ack);
-    assert_eq!(f.segment(narrow), ack);
-    assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 0));
-    // One edge one past 32 bits (in a block past sack_len too): the whole segment is kept.
-    ack.sack[3] = (0, u32::MAX as u64 + 1);
-    let wide = f.insert(d, &ack);
-    assert_eq!(f.segment(wide), ack);
-    assert_eq!((f.sacks.slots.len(), f.wide.slots.len()), (1, 1));
+    ack.sack[0] = (a, a + (1 << 24) - 2);
+    ack.sack[1] = (a + 10, a + 20);
+    let with = |k: usize, block: (u64, u64)| {
+        let mut s = ack;
+        s.sack[k] = block;
+        s
+    };
+    let cases = [
+        // Edges at the ack and at the top of the reach; an empty block; a start of 0 (the empty
+        // edge's code) with an end in reach: the SACK pool.
+        (ack, false),
+        (with(1, (0, 0)), false),
+        (with(1, (0, a + 5)), false),
+        (with(2, (a + 1, a + 2)), false),
+        // One past the reach; just below the ack (its code would be the empty edge's 0); further
+        // below (wraps); past 32 bits (the record's own test): whole.
+        (with(0, (a, a + (1 << 24) - 1)), true),
+        (with(1, (a - 1, a + 20)), true),
+        (with(1, (a + 10, a - 2)), true),
+        (with(2, (5, 6)), true),
+        (with(1, (a + 10, u32::MAX as u64 + 1)), true),
+    ];
+    for (seg, wide) in cases {
+        let i = f.insert(d, &seg);
+        assert_eq!(f.segment(i), seg);
+        let live = |f: &InFlight| {
+            (f.sacks.slots.len() - f.sacks.free_slots().len(), f.wide.slots.len() - f.wide.free_slots().len())
+        };
+        assert_eq!(live(&f), (!wide as usize, wide as usize), "{seg:?}");
+        let mut at = i;
+        assert_eq!((f.take(&mut at), at), (seg, NO_SEGMENT));
+        assert_eq!(live(&f), (0, 0));
+    }
+    // A data segment's blocks (a two-way transfer) are kept from its `ack` of 1.
+    let mut data = Segment { flags: flags::ACK, seq: 9, len: 100, ack: 1, ..Default::default() };
+    data.sack_len = 1;
+    data.sack[0] = (1, 1 << 23);
+    let i = f.insert(d, &data);
+    assert_eq!((f.segment(i), f.sacks.slots.len() - f.sacks.free_slots().len()), (data, 1));
 }
 
 #[test]
