@@ -50,6 +50,8 @@ enum Bases {
         time_base_1: NonZeroU64,
     },
     /// Every segment's sequence number, in order (the words hold the send times and bits).
+    /// Boxed: a pointer shares the bases' 16 bytes, a queue would not.
+    #[allow(clippy::box_collection)]
     Wide(Box<VecDeque<u64>>),
 }
 
@@ -322,7 +324,7 @@ impl Slots {
     }
 
     /// Every word rewritten narrow from these bases (each segment read before its word is).
-    fn to_narrow(&mut self, seq_base: u64, time_base: u64) {
+    fn narrow_all(&mut self, seq_base: u64, time_base: u64) {
         for i in 0..self.len() {
             let s = self.get(i);
             self.raw[i] = narrow(s.seq - seq_base, s.xmit_ns - time_base, s.bits);
@@ -337,7 +339,7 @@ impl Slots {
     /// [`Slots::fitting_bases`]).
     fn refit(&mut self, seq_hi: u64, xmit_ns: u64) {
         if let Some((seq_base, time_base)) = self.fitting_bases(seq_hi, xmit_ns) {
-            self.to_narrow(seq_base, time_base);
+            self.narrow_all(seq_base, time_base);
             return;
         }
         let mut seqs = VecDeque::with_capacity(self.len() + self.len() / 4 + 1);
@@ -353,7 +355,7 @@ impl Slots {
     /// and sent at `xmit_ns`, fits.
     fn try_narrow(&mut self, seq_hi: u64, xmit_ns: u64) {
         if let Some((seq_base, time_base)) = self.fitting_bases(seq_hi, xmit_ns) {
-            self.to_narrow(seq_base, time_base);
+            self.narrow_all(seq_base, time_base);
         }
     }
 
