@@ -6,11 +6,9 @@
 //! outstanding - (SACKed + lost) + retransmitted-in-flight.
 //!
 //! Cost: segments live in a `VecDeque` in sequence order (binary search by sequence number),
-//! 12 bytes each: a segment's length is where the next one starts (they are contiguous), its
-//! sequence number is kept as a 32-bit offset from a base (the first segment of a flight from
-//! nothing outstanding; moved up to the front segment, every offset shifted, when a segment
-//! lies 4 GiB above it), its state bits ride in the top byte of its send time (a run never
-//! reaches 2^56 ns, 2.28 years), and its DSN is not stored per segment: consecutive segments
+//! 8 bytes each (`scoreboard_slots.rs`: a sequence offset beside the state bits, a send time
+//! offset): a segment's length is where the next one starts (they are contiguous), and its
+//! DSN is not stored per segment: consecutive segments
 //! mostly carry consecutive data (one mapping handed down is cut into many segments; plain TCP
 //! is one run for the whole connection), so the DSN comes from a short list of runs `(first
 //! seq, its DSN)` that starts a new run only where the DSN jumps. The queue gives back room
@@ -31,6 +29,7 @@
 
 use super::fifo::InlineFifo;
 use super::rangeset::RangeSet;
+use slots::{Slot, Slots};
 use std::collections::VecDeque;
 
 /// RFC 6675 §2 DupThresh, also Linux's default `tp->reordering` (`TCP_FASTRETRANS_THRESH`).
@@ -40,11 +39,9 @@ const SACKED: u8 = 1;
 const LOST: u8 = 2;
 /// Retransmitted and the retransmission is presumed in flight.
 const RETX: u8 = 4;
-/// Bits of a [`Slot`]'s top byte beside the state: retransmitted at least once, DATA_FIN.
+/// A [`Slot`]'s bits beside the state: retransmitted at least once, DATA_FIN (five in all).
 const EVER_RETX: u8 = 8;
 const DATA_FIN: u8 = 16;
-/// Send times stay below this; the top byte of a [`Slot`]'s `xmit_bits` holds its bits.
-const XMIT_LIMIT: u64 = 1 << 56;
 
 /// Below this many slots the queue keeps whatever room it has (see [`Scoreboard::advance_una_noting`]).
 const KEEP_SLOTS: usize = 64;
@@ -52,24 +49,12 @@ const KEEP_SLOTS: usize = 64;
 /// Room kept for retransmissions in flight between recovery episodes.
 const KEEP_RETRANSMISSIONS: usize = 8;
 
-/// One transmitted segment as stored: 12 bytes, 4-byte aligned (its DSN is in
-/// [`Scoreboard`]'s runs, its sequence number an offset from [`Scoreboard`]'s `seq_base`).
-#[derive(Debug, Clone, Copy)]
-#[repr(C, packed(4))]
-struct Slot {
-    /// Sequence number less the scoreboard's `seq_base`.
-    offset: u32,
-    /// Time of the latest (re)transmission, ns (low 56 bits), state and [`EVER_RETX`] /
-    /// [`DATA_FIN`] (top byte).
-    xmit_bits: u64,
-}
-
 impl Slot {
-    /// The segment, which ends at `end`, its sequence number counted from `base`; its `dsn`
-    /// is left 0 (the caller fills it when needed: [`Scoreboard::with_dsn`]).
+    /// The segment, which ends at `end`; its `dsn` is left 0 (the caller fills it when
+    /// needed: [`Scoreboard::with_dsn`]).
     #[inline(always)]
-    fn unpack(self, base: u64, end: u64) -> SentSeg {
-        let (seq, bits) = (self.seq(base), self.bits());
+    fn unpack(self, end: u64) -> SentSeg {
+        let (seq, bits) = (self.seq, self.bits);
         SentSeg {
             seq,
             len: (end - seq) as u32,
@@ -77,30 +62,8 @@ impl Slot {
             data_fin: bits & DATA_FIN != 0,
             flags: bits & (SACKED | LOST | RETX),
             ever_retx: bits & EVER_RETX != 0,
-            xmit_ns: self.xmit_ns(),
+            xmit_ns: self.xmit_ns,
         }
-    }
-    /// The send time and bits as stored (a send time past [`XMIT_LIMIT`] is refused).
-    #[inline(always)]
-    fn xmit_bits(xmit_ns: u64, bits: u8) -> u64 {
-        assert!(xmit_ns < XMIT_LIMIT, "a run stays under 2^56 ns");
-        xmit_ns | (bits as u64) << 56
-    }
-    #[inline(always)]
-    fn seq(&self, base: u64) -> u64 {
-        base + self.offset as u64
-    }
-    #[inline(always)]
-    fn xmit_ns(&self) -> u64 {
-        self.xmit_bits & (XMIT_LIMIT - 1)
-    }
-    #[inline(always)]
-    fn bits(&self) -> u8 {
-        (self.xmit_bits >> 56) as u8
-    }
-    #[inline(always)]
-    fn state(&self) -> u8 {
-        self.bits() & (SACKED | LOST | RETX)
     }
 }
 
@@ -126,7 +89,8 @@ pub struct SentSeg {
 /// and ending at `end_seq`.
 #[derive(Debug, Clone, Default)]
 pub struct Scoreboard {
-    segs: VecDeque<Slot>,
+    /// The segments, with the bases their offsets count from.
+    segs: Slots,
     /// DSN runs `(seq, dsn)`: from `seq` on, segment DSNs follow sequence numbers (`dsn +
     /// (seq' - seq)`) until the next run. The first starts at or below `segs[0]`; empty when
     /// `segs` is. Almost always one run (the data follows the sequence numbers), kept inline
@@ -137,26 +101,25 @@ pub struct Scoreboard {
     next_dsn: u64,
     /// End of the last segment (the next one starts there).
     end_seq: u64,
-    /// What the slots' offsets count from: at or below the front segment's sequence number,
-    /// and every segment starts less than 4 GiB above it.
-    seq_base: u64,
     /// Absolute index of `segs[0]` (segments ever popped).
     front_abs: u64,
     sacked_ranges: RangeSet,
     out_bytes: u64,
     sacked_bytes: u64,
-    sacked_segs: u64,
+    /// SACKed segments, and those below the loss pointer: 32 bits, as the lost and
+    /// retransmitted counts below (the scoreboard's size budget: `Slots` holds a time base).
+    sacked_segs: u32,
     lost_bytes: u64,
     retx_bytes: u64,
     /// Segments deemed lost and not SACKed, and retransmitted ones outstanding (Linux
     /// `lost_out`, `retrans_out`: the window is counted in segments). 32 bits, as Linux's:
-    /// a flight stays under 4 GiB (see `rebase`), so under 2^32 segments.
+    /// 2^32 segments outstanding would take 32 GiB of slots.
     lost_segs: u32,
     retx_segs: u32,
     /// Segments below this absolute index have been judged by `IsLost` (lost or SACKed).
     loss_ptr: u64,
     sacked_below_ptr_bytes: u64,
-    sacked_below_ptr_segs: u64,
+    sacked_below_ptr_segs: u32,
     /// Next candidate for retransmission (absolute index).
     rtx_ptr: u64,
     /// Retransmissions in send order: (absolute index, send time).
@@ -185,15 +148,14 @@ pub struct Scoreboard {
 impl Scoreboard {
     /// Makes room for `segments` outstanding segments in all (no effect when there is).
     pub fn reserve(&mut self, segments: usize) {
-        self.segs
-            .reserve_exact(segments.saturating_sub(self.segs.len()));
+        self.segs.reserve(segments);
     }
     /// Linux `tcp_packets_in_flight()`: segments out, less SACKed and lost ones, plus
     /// retransmissions in flight (`pipe_bytes` counted in segments, whatever their size).
     #[inline]
     pub fn pipe_segs(&self) -> u64 {
         self.segs.len() as u64 + u64::from(self.retx_segs)
-            - self.sacked_segs
+            - u64::from(self.sacked_segs)
             - u64::from(self.lost_segs)
     }
 
@@ -230,19 +192,14 @@ impl Scoreboard {
         let end = seq + len as u64;
         let bits = if data_fin { DATA_FIN } else { 0 };
         if dsn != self.next_dsn || self.segs.is_empty() {
+            if self.segs.is_empty() {
+                // A flight from nothing outstanding: the offsets count from it.
+                self.segs.restart(seq, now_ns);
+            }
             self.new_run(seq, dsn);
         }
-        if seq - self.seq_base > u32::MAX as u64 {
-            self.rebase(seq);
-        }
         self.next_dsn = dsn.wrapping_add(len as u64);
-        if self.segs.len() == self.segs.capacity() {
-            super::grow_by_a_quarter(&mut self.segs);
-        }
-        self.segs.push_back(Slot {
-            offset: (seq - self.seq_base) as u32,
-            xmit_bits: Slot::xmit_bits(now_ns, bits),
-        });
+        self.segs.push(seq, now_ns, bits, self.front_abs);
         self.end_seq = end;
         self.out_bytes += len as u64;
         self.short_segs += self.is_short(len);
@@ -251,15 +208,13 @@ impl Scoreboard {
     /// End of segment `i`: where the next one starts.
     #[inline(always)]
     fn end_of(&self, i: usize) -> u64 {
-        self.segs
-            .get(i + 1)
-            .map_or(self.end_seq, |s| s.seq(self.seq_base))
+        self.segs.end_of(i, self.end_seq)
     }
 
     /// Segment `i` (index in `segs`), its `dsn` left 0 (most uses need only its state).
     #[inline(always)]
     fn get(&self, i: usize) -> SentSeg {
-        self.segs[i].unpack(self.seq_base, self.end_of(i))
+        self.segs.get(i).unpack(self.end_of(i))
     }
 
     /// Stores the state, `ever_retx` and send time of `s` back into segment `i`.
@@ -269,45 +224,26 @@ impl Scoreboard {
             | if s.ever_retx { EVER_RETX } else { 0 }
             | if s.data_fin { DATA_FIN } else { 0 };
         // The sequence number never changes: only the send time and bits are written.
-        self.segs[i].xmit_bits = Slot::xmit_bits(s.xmit_ns, bits);
+        self.segs.set(i, s.xmit_ns, bits);
     }
 
     /// Cumulative ACK up to `ack` (exclusive): drops covered segments, returns acked bytes,
     /// noting the RTT sources of the acknowledged segments.
     pub fn advance_una_noting(&mut self, ack: u64, now_ns: u64, src: &mut CaRttSources) -> u64 {
-        let mut acked = 0;
-        while let Some(&front) = self.segs.front() {
-            let end = self.end_of(0);
-            if end > ack {
-                break;
-            }
-            self.segs.pop_front();
-            let abs = self.front_abs;
-            self.front_abs += 1;
-            let len = end - front.seq(self.seq_base);
-            acked += len;
-            self.out_bytes -= len;
-            // saturating: an MSS changed since the push would make the count approximate.
-            self.short_segs = self.short_segs.saturating_sub(self.is_short(len as u32));
-            // The slot's bits tested as stored, and the segment unpacked only for a marked one:
-            // a `SentSeg` built for all was written out to the stack for the call (~12 stores).
-            if front.bits() & (SACKED | LOST | RETX | EVER_RETX) != 0 {
-                self.acked_marked(front, end, abs, now_ns, src);
-                continue;
-            }
-            // Sent once, neither SACKed, lost nor retransmitted (most segments): an RTT source,
-            // and RACK's and reordering's evidence (`note_reordering`, `rack_advance` for a
-            // segment never retransmitted).
-            let xmit_ns = front.xmit_ns();
-            src.last_ackt_ns = src.last_ackt_ns.max(Some(xmit_ns));
-            if end <= self.fack {
-                self.reord_seen = true;
-            }
-            self.rack_advance_to(xmit_ns, end, now_ns);
-        }
+        // The form tested once, not at every covered segment: narrow, the loop decodes the
+        // words with the bases in registers.
+        let acked = match self.segs.narrow_bases() {
+            Some(bases) => self.ack_covered(
+                ack,
+                now_ns,
+                src,
+                |slots, end_seq| slots.front_narrow(bases, end_seq),
+                Slots::pop_front_narrow,
+            ),
+            None => self.ack_covered_wide(ack, now_ns, src),
+        };
         if self.dsn_runs.has_more_than_one() {
-            let base = self.seq_base;
-            let front = self.segs.front().map_or(u64::MAX, |s| s.seq(base));
+            let front = self.segs.front().map_or(u64::MAX, |s| s.seq);
             while self.dsn_runs.get(1).is_some_and(|r| r.0 <= front) {
                 self.dsn_runs.pop_front();
             }
@@ -325,6 +261,51 @@ impl Scoreboard {
         acked
     }
 
+    /// [`Scoreboard::advance_una_noting`]'s loop over the covered segments, `front` reading the
+    /// front segment and its end, `pop_front` dropping it. Returns acked bytes.
+    #[inline(always)]
+    fn ack_covered(
+        &mut self,
+        ack: u64,
+        now_ns: u64,
+        src: &mut CaRttSources,
+        front: impl Fn(&Slots, u64) -> Option<(Slot, u64)>,
+        pop_front: impl Fn(&mut Slots),
+    ) -> u64 {
+        let mut acked = 0;
+        while let Some((front, end)) = front(&self.segs, self.end_seq) {
+            if end > ack {
+                break;
+            }
+            pop_front(&mut self.segs);
+            let abs = self.front_abs;
+            self.front_abs += 1;
+            let len = end - front.seq;
+            acked += len;
+            self.out_bytes -= len;
+            // saturating: an MSS changed since the push would make the count approximate.
+            self.short_segs = self.short_segs.saturating_sub(self.is_short(len as u32));
+            // The slot's bits tested as stored, and the segment unpacked only for a marked one:
+            // a `SentSeg` built for all was written out to the stack for the call (~12 stores).
+            if front.bits & (SACKED | LOST | RETX | EVER_RETX) != 0 {
+                // The slot in three registers, not a struct on the stack (stored on every pass).
+                let slot = (front.seq, front.xmit_ns, front.bits);
+                self.acked_marked(slot, end, abs, now_ns, src);
+                continue;
+            }
+            // Sent once, neither SACKed, lost nor retransmitted (most segments): an RTT source,
+            // and RACK's and reordering's evidence (`note_reordering`, `rack_advance` for a
+            // segment never retransmitted).
+            let xmit_ns = front.xmit_ns;
+            src.last_ackt_ns = src.last_ackt_ns.max(Some(xmit_ns));
+            if end <= self.fack {
+                self.reord_seen = true;
+            }
+            self.rack_advance_to(xmit_ns, end, now_ns);
+        }
+        acked
+    }
+
     /// Applies SACK blocks; returns newly SACKed bytes, noting the RTT sources of the newly
     /// SACKed segments.
     #[inline(never)]
@@ -334,7 +315,7 @@ impl Scoreboard {
         now_ns: u64,
         src: &mut CaRttSources,
     ) -> u64 {
-        let Some(lo) = self.segs.front().map(|s| s.seq(self.seq_base)) else {
+        let Some(lo) = self.segs.front().map(|s| s.seq) else {
             return 0;
         };
         let hi = self.end_seq;
@@ -408,8 +389,7 @@ impl Scoreboard {
     ) -> u64 {
         // First segment ending after `start`: the last one starting at or before it, unless
         // that one ends by `start` (only the last segment can: they are contiguous).
-        let base = self.seq_base;
-        let starting = self.segs.partition_point(|x| x.seq(base) <= start);
+        let starting = self.segs.count_at_or_below(start);
         let mut i = starting.saturating_sub(1);
         if starting == self.segs.len() && self.end_seq <= start {
             i = starting;
@@ -463,7 +443,7 @@ impl Scoreboard {
                 continue;
             }
             let above_bytes = self.sacked_bytes - self.sacked_below_ptr_bytes;
-            let above_segs = self.sacked_segs - self.sacked_below_ptr_segs;
+            let above_segs = u64::from(self.sacked_segs - self.sacked_below_ptr_segs);
             if above_bytes > (DUP_THRESH - 1) * mss_bytes || above_segs >= DUP_THRESH {
                 newly += self.judge_lost_at_ptr(idx, s);
             } else {
@@ -500,7 +480,7 @@ impl Scoreboard {
 
     /// Number of SACKed segments above the cumulative ACK.
     pub fn sacked_segs(&self) -> u64 {
-        self.sacked_segs
+        u64::from(self.sacked_segs)
     }
 
     /// Number of outstanding segments.
@@ -526,7 +506,7 @@ impl Scoreboard {
     pub fn next_lost(&mut self) -> Option<SentSeg> {
         while self.rtx_ptr < self.loss_ptr {
             let i = (self.rtx_ptr - self.front_abs) as usize;
-            if self.segs[i].state() == LOST {
+            if self.segs.bits(i) & (SACKED | LOST | RETX) == LOST {
                 return Some(self.with_dsn(self.get(i)));
             }
             self.rtx_ptr += 1;
@@ -552,13 +532,16 @@ impl Scoreboard {
     /// DSN ranges `(dsn, len)` of the outstanding, un-SACKed segments (for reinjection).
     pub fn unsacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         (0..self.segs.len())
-            .filter(|&i| self.segs[i].state() & SACKED == 0)
+            .filter(|&i| self.segs.bits(i) & SACKED == 0)
             .map(|i| {
                 let s = self.with_dsn(self.get(i));
                 (s.dsn, s.len as u64)
             })
     }
 }
+
+#[path = "scoreboard_slots.rs"]
+mod slots;
 
 #[path = "scoreboard_upkeep.rs"]
 mod upkeep;
@@ -576,3 +559,7 @@ pub use rack::CaRttSources;
 #[cfg(test)]
 #[path = "scoreboard_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "scoreboard_slots_tests.rs"]
+mod slots_tests;

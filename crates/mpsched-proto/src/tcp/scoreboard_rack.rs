@@ -75,10 +75,10 @@ impl Scoreboard {
     #[inline(always)]
     pub fn rack_nothing_to_judge(&self) -> bool {
         let idx = (self.loss_ptr - self.front_abs) as usize;
-        self.segs.get(idx).is_none_or(|s| {
-            s.bits() & SACKED == 0
-                && (s.xmit_ns(), s.seq(self.seq_base)) >= (self.rack_xmit_ns, self.rack_end_seq)
-        })
+        idx >= self.segs.len() || {
+            let s = self.segs.get(idx);
+            s.bits & SACKED == 0 && (s.xmit_ns, s.seq) >= (self.rack_xmit_ns, self.rack_end_seq)
+        }
     }
 
     /// Sets the minimum RTT used to judge retransmitted deliveries.

@@ -7,7 +7,7 @@ impl Scoreboard {
     /// Linux `tcp_any_retrans_done`: a retransmission is in flight, or the oldest outstanding
     /// segment was retransmitted at some point.
     pub fn any_retrans_done(&self) -> bool {
-        self.retx_segs > 0 || self.segs.front().is_some_and(|s| s.bits() & EVER_RETX != 0)
+        self.retx_segs > 0 || self.segs.front().is_some_and(|s| s.bits & EVER_RETX != 0)
     }
 
     /// RTO: every outstanding segment not SACKed is lost, retransmissions included

@@ -1,21 +1,22 @@
 //! Tests of the scoreboard (`scoreboard.rs`).
 
+use super::slots::XMIT_LIMIT;
 use super::*;
-const MSS: u64 = 100;
+pub(super) const MSS: u64 = 100;
 
 impl Scoreboard {
     /// [`Scoreboard::advance_una_noting`] without the RTT sources.
-    fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
+    pub(super) fn advance_una(&mut self, ack: u64, now_ns: u64) -> u64 {
         self.advance_una_noting(ack, now_ns, &mut CaRttSources::default())
     }
 
     /// [`Scoreboard::apply_sack_noting`] without the RTT sources.
-    fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
+    pub(super) fn apply_sack(&mut self, blocks: &[(u64, u64)], now_ns: u64) -> u64 {
         self.apply_sack_noting(blocks, now_ns, &mut CaRttSources::default())
     }
 }
 
-fn board(n: u64) -> Scoreboard {
+pub(super) fn board(n: u64) -> Scoreboard {
     let mut b = Scoreboard::default();
     for i in 0..n {
         b.push(1 + i * MSS, MSS as u32, i * MSS, false, i);
@@ -121,8 +122,7 @@ fn a_once_sent_segment_delivered_below_the_highest_sack_is_reordering() {
 }
 
 #[test]
-fn a_stored_segment_is_12_bytes_and_keeps_its_bits() {
-    assert_eq!(std::mem::size_of::<Slot>(), 12);
+fn a_stored_segment_is_8_bytes_and_keeps_its_bits() {
     let mut b = Scoreboard::default();
     let seq = u64::MAX - 2000;
     b.push(seq, 500, 7, false, 1);
@@ -145,6 +145,22 @@ fn a_stored_segment_is_12_bytes_and_keeps_its_bits() {
         (s.seq, s.len, s.dsn, s.data_fin, s.ever_retx),
         (seq, 500, 7, false, false)
     );
+    // One 8-byte word a segment (narrow), with every bit of state set and read back.
+    let mut b = board(3);
+    b.apply_sack(&[(101, 201)], 10);
+    b.mark_all_lost();
+    b.next_lost().unwrap();
+    b.mark_retransmitted(11);
+    assert!(!b.segs.is_wide());
+    assert_eq!(b.segs.words().len(), 3);
+    assert_eq!(std::mem::size_of_val(&b.segs.words()[0]), 8);
+    let flags = |i| {
+        let s = b.get(i);
+        (s.flags, s.ever_retx, s.xmit_ns)
+    };
+    assert_eq!(flags(0), (LOST | RETX, true, 11));
+    assert_eq!(flags(1), (SACKED, false, 1));
+    assert_eq!(flags(2), (LOST, false, 2));
 }
 
 #[test]
@@ -204,10 +220,10 @@ fn room_given_back_moves_the_flight_to_a_fresh_buffer() {
     for i in 0..1000u64 {
         b.push(1 + 10 * i, 10, 1 + 10 * i, false, i);
     }
-    let old_start = b.segs.as_slices().0.as_ptr() as usize;
-    let old_end = old_start + b.segs.capacity() * std::mem::size_of::<Slot>();
+    let old_start = b.segs.words().as_slices().0.as_ptr() as usize;
+    let old_end = old_start + b.segs.capacity() * std::mem::size_of::<u64>();
     b.advance_una(1 + 10 * 550, 2000);
-    let (front, back) = b.segs.as_slices();
+    let (front, back) = b.segs.words().as_slices();
     assert!(back.is_empty());
     let new_start = front.as_ptr() as usize;
     assert!(
@@ -264,56 +280,6 @@ fn the_congestion_controls_rtt_comes_from_the_latest_segment_an_ack_delivers() {
     let mut src = CaRttSources::default();
     b.advance_una_noting(601, 90, &mut src);
     assert_eq!(src.ca_rtt(90), Some(90 - 2));
-}
-
-#[test]
-fn offsets_move_up_past_4_gib_and_read_back_exact() {
-    // A flight of three segments crossing 2^32 (from the first segment's sequence number, the
-    // base) and going on to 3 * 2^32: each push past 4 GiB above the base moves the base to the
-    // front segment; every segment reads back with its own sequence number, length and DSN.
-    let mut b = Scoreboard::default();
-    let start = 1_000;
-    let len = 1 << 30;
-    let mut seq = start;
-    let mut sent = Vec::new();
-    for i in 0..12u64 {
-        b.push(seq, len as u32, 5 * seq, false, i);
-        sent.push((seq, i));
-        seq += len;
-        // Keep three segments outstanding.
-        if sent.len() > 3 {
-            let (acked, _) = sent.remove(0);
-            b.advance_una(acked + len, 100 + i);
-        }
-        let stored: Vec<_> = (0..b.segs_out())
-            .map(|j| {
-                let s = b.with_dsn(b.get(j));
-                (s.seq, s.len as u64, s.dsn, s.xmit_ns)
-            })
-            .collect();
-        let expected: Vec<_> = sent.iter().map(|&(q, t)| (q, len, 5 * q, t)).collect();
-        assert_eq!(stored, expected, "after push {i}");
-    }
-    assert!(b.seq_base > start + u32::MAX as u64, "the base moved up");
-    // SACKs find segments by sequence number through the moved base.
-    let (last, _) = sent[2];
-    assert_eq!(b.apply_sack(&[(last, last + len)], 200), len);
-    assert_eq!(b.sacked_segs(), 1);
-    // An empty scoreboard starts its offsets at the next flight.
-    b.advance_una(seq, 300);
-    b.push(seq, 100, 1, false, 301);
-    assert_eq!((b.seq_base, b.get(0).seq), (seq, seq));
-}
-
-#[test]
-#[should_panic(expected = "a subflow's flight stays under 4 GiB")]
-fn a_flight_of_4_gib_is_refused() {
-    let mut b = Scoreboard::default();
-    let len: u64 = 1 << 31;
-    b.push(0, len as u32, 0, false, 0);
-    b.push(len, len as u32, len, false, 1);
-    // Starts exactly 2^32 above the front segment (2^32 - 1 would fit): no base fits both.
-    b.push(2 * len, 1, 2 * len, false, 2);
 }
 
 #[test]
@@ -389,9 +355,10 @@ fn nothing_to_judge_means_rack_marks_nothing_and_arms_no_timer() {
             said_nothing += u32::from(nothing);
             // A segment at the pointer sent with the latest delivered one, below it: judged.
             let idx = (b.loss_ptr - b.front_abs) as usize;
-            if let Some(s) = b.segs.get(idx) {
-                let tie = s.xmit_ns() == b.rack_xmit_ns && s.seq(b.seq_base) < b.rack_end_seq;
-                judged_a_tie += u32::from(tie && s.bits() & SACKED == 0 && !nothing);
+            if idx < b.segs.len() {
+                let s = b.segs.get(idx);
+                let tie = s.xmit_ns == b.rack_xmit_ns && s.seq < b.rack_end_seq;
+                judged_a_tie += u32::from(tie && s.bits & SACKED == 0 && !nothing);
             }
         }
     }

@@ -2,22 +2,25 @@
 //! runs (a segment's DSN is not stored per segment) and giving back room a past flight or
 //! recovery episode left (see the module doc of `scoreboard.rs`).
 
-use super::{CaRttSources, Scoreboard, SentSeg, Slot, KEEP_RETRANSMISSIONS, KEEP_SLOTS, SACKED};
+use super::{
+    CaRttSources, Scoreboard, SentSeg, Slot, Slots, KEEP_RETRANSMISSIONS, KEEP_SLOTS, SACKED,
+};
 
 impl Scoreboard {
     /// [`Scoreboard::advance_una_noting`] for a segment SACKed, lost or ever retransmitted
     /// (absolute index `abs`): out of line, so the loop over the others keeps few values live.
     #[cold]
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn acked_marked(
         &mut self,
-        slot: Slot,
+        (seq, xmit_ns, bits): (u64, u64, u8),
         end: u64,
         abs: u64,
         now_ns: u64,
         src: &mut CaRttSources,
     ) {
-        let s = &slot.unpack(self.seq_base, end);
+        let s = &Slot { seq, xmit_ns, bits }.unpack(end);
         let len = s.len as u64;
         src.retx_acked |= s.ever_retx;
         if s.flags & SACKED != 0 {
@@ -37,33 +40,35 @@ impl Scoreboard {
         self.rack_advance(s, now_ns);
     }
 
+    /// [`Scoreboard::advance_una_noting`]'s loop on a wide queue (out of line: rare).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn ack_covered_wide(
+        &mut self,
+        ack: u64,
+        now_ns: u64,
+        src: &mut CaRttSources,
+    ) -> u64 {
+        self.ack_covered(
+            ack,
+            now_ns,
+            src,
+            |slots, end_seq| {
+                let front = slots.front()?;
+                Some((front, slots.end_of(0, end_seq)))
+            },
+            Slots::pop_front,
+        )
+    }
+
     /// Segment `seq` starts a DSN run (a jump in the data, or a flight from nothing
-    /// outstanding, whose runs are all gone and whose offsets start from it).
+    /// outstanding, whose runs are all gone).
     #[inline(never)]
     pub(super) fn new_run(&mut self, seq: u64, dsn: u64) {
         if self.segs.is_empty() {
             self.dsn_runs.clear();
-            self.seq_base = seq;
         }
         self.dsn_runs.push_back((seq, dsn));
-    }
-
-    /// Segment `seq` lies 4 GiB or more above the offsets' base: the base moves up to the
-    /// front segment (every offset shifted down by as much; once per ~4 GiB a subflow sends).
-    /// A flight of 4 GiB or more has no base that fits and is refused (Linux's window is at
-    /// most 2^30 bytes, RFC 7323 §2.3, so its flights stay far below).
-    #[cold]
-    #[inline(never)]
-    pub(super) fn rebase(&mut self, seq: u64) {
-        let shift = self.segs.front().map_or(0, |s| s.offset);
-        for s in self.segs.iter_mut() {
-            s.offset -= shift;
-        }
-        self.seq_base += shift as u64;
-        assert!(
-            seq - self.seq_base <= u32::MAX as u64,
-            "a subflow's flight stays under 4 GiB"
-        );
     }
 
     /// Entries of heap room the DSN runs hold (tests of `tcp::fifo`).
@@ -96,7 +101,7 @@ impl Scoreboard {
     #[inline(never)]
     pub(super) fn give_back_room(&mut self) {
         let keep = (self.segs.len() + self.segs.len() / 4).max(KEEP_SLOTS);
-        crate::tcp::give_back_room(&mut self.segs, keep);
+        self.segs.give_back_room(keep);
     }
 
     /// Forgets retransmissions below the cumulative ACK (in recovery only, so out of line),
