@@ -25,6 +25,8 @@ use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
 mod backlog;
+#[cfg(test)]
+mod backlog_tests;
 mod pipe;
 mod retime;
 mod state;
@@ -187,8 +189,13 @@ pub(crate) struct Link<P> {
     /// arrive before its predecessor).
     last_arrival_ns: u64,
     backlog_bytes: u64,
-    /// `spec.overhead_bytes` and `spec.delay_ns` (hot copies; the spec never changes).
-    overhead_bytes: u64,
+    /// `spec.overhead_bytes` (a hot copy; at most `MAX_OVERHEAD_BYTES`, `LinkSpec::validate`).
+    overhead_bytes: u32,
+    /// How many of the backlog's entries are read from the pipe's tail instead of being kept
+    /// in `backlog`, which is then empty (see `backlog`). (A pipe of 2^32 packets would not fit
+    /// memory.)
+    derived: u32,
+    /// `spec.delay_ns` (a hot copy; the spec never changes).
     delay_ns: u64,
     /// The serialisation rate of a constant capacity (`capacity` is a rate without steps),
     /// bit/s; 0 when the capacity varies or is zero (then `capacity` serves every packet).
@@ -259,7 +266,9 @@ impl<P> Link<P> {
     pub(crate) fn new(spec: LinkSpec, rng: Rng) -> Self {
         let bucket = TokenBucket::for_link(spec.rate_bps, spec.burst_bytes, spec.transmitter);
         let mut link = Self {
-            overhead_bytes: spec.overhead_bytes,
+            overhead_bytes: u32::try_from(spec.overhead_bytes)
+                .expect("overhead_bytes is checked by LinkSpec::validate"),
+            derived: 0,
             delay_ns: spec.delay_ns,
             fixed_rate_bps: if spec.capacity == CapacityConfig::Constant { spec.rate_bps } else { 0 },
             after_queue: spec.impairments == Impairments::AfterQueue,
@@ -451,10 +460,10 @@ impl<P> Link<P> {
         } else {
             // At the clock, only the packet in service (the first, if it started) is served.
             self.settle::<false>(now_ns);
-            let in_service = self.backlog_front().filter(|p| p.start_ns <= now_ns);
-            (in_service.map_or(0, |p| u64::from(p.bytes)), in_service.is_some() as usize)
+            let in_service = self.backlog_front_in_service(now_ns);
+            (in_service.map_or(0, u64::from), in_service.is_some() as usize)
         };
-        let size = pkt.size_bytes as u64 + self.overhead_bytes;
+        let size = pkt.size_bytes as u64 + u64::from(self.overhead_bytes);
         // Waiting = every pending packet but those served by `at_ns`.
         let waiting_bytes = self.backlog_bytes - served_bytes;
         let waiting_packets = (self.backlog_len() - served) as u64;
@@ -498,7 +507,7 @@ impl<P> Link<P> {
             (start_ns, end_ns)
         };
         self.free_at_ns = end_ns;
-        self.backlog_push(Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true });
+        let pending = Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true };
         if BEFORE {
             self.queued.push_back(at_ns);
         }
@@ -510,32 +519,27 @@ impl<P> Link<P> {
         } else if !BEFORE {
             if self.loss.lose(&mut self.rng) {
                 self.stats.packets_lost_random += 1;
-                self.unpipe_last();
+                self.backlog_push(Pending { piped: false, ..pending });
                 return Accepted::Dropped(pkt);
             }
             if !self.impairment.is_none() && self.impairment.loses(end_ns, &mut self.rng) {
                 self.stats.packets_lost_impairment += 1;
-                self.unpipe_last();
+                self.backlog_push(Pending { piped: false, ..pending });
                 return Accepted::Dropped(pkt);
             }
             arrive_ns +=
                 self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
             if self.reorders() {
-                self.unpipe_last();
+                self.backlog_push(Pending { piped: false, ..pending });
                 return Accepted::Arrives(arrive_ns, Some(pkt));
             }
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
+        // The entry is read back from the pipe when the pipe's entry gives it (`backlog`).
+        self.backlog_push_piped::<BEFORE>(pending, arrive_ns);
         self.pipe_push(arrive_ns, pkt);
         Accepted::Arrives(arrive_ns, None)
-    }
-
-    /// The packet just put in the backlog does not go into the pipe (lost after the
-    /// transmitter, or reordered).
-    #[inline(never)]
-    fn unpipe_last(&mut self) {
-        self.backlog_unpipe_last();
     }
 
     /// Departure of a packet of `size` framed bytes from the token bucket, or `None` when tbf

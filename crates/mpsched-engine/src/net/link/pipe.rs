@@ -124,6 +124,7 @@ impl<P> Link<P> {
         if self.pipe_wide {
             self.pipe_pop_time();
         }
+        self.backlog_forget_popped(entry.pkt.size_bytes);
         (self.head_next, self.head_at) = self.pipe.front().map_or((ROUTE_END, 0), |e| (e.pkt.next, e.pkt.at));
         let stale = self.stale > 0;
         self.stale -= stale as u32;

@@ -29,6 +29,8 @@ impl<P> Link<P> {
             return None;
         }
         self.settle::<false>(now_ns);
+        // The re-timed entries' pipe arrivals move: their records must not be read from them.
+        self.backlog_materialise();
         let first = self.backlog_iter().position(|p| p.start_ns > now_ns)?;
         if self.backlog_iter().skip(first).any(|p| p.end_ns == u64::MAX) {
             return None; // stuck behind a capacity that never resumes
