@@ -222,6 +222,11 @@ pub(crate) struct Link<P> {
     /// The pipe's arrival times are in `pipe_times`, not offsets from `pipe_base_ns` (some did
     /// not fit 32 bits; until the pipe empties). See [`Link::pipe_push`].
     pipe_wide: bool,
+    /// A piped entry's service is what `backlog` derives (none on a token bucket that shapes
+    /// at the rate in force, the serialisation time at `fixed_rate_bps` on a plain link
+    /// without one), and its impairments come after the queue: such an entry arriving at its
+    /// end plus `delay_ns` is read from the pipe. Kept in step by [`Link::set_impairment`].
+    derives: bool,
     /// Incremented each time the link goes down: packets of an older epoch are lost.
     epoch: u32,
     /// Leading packets of `pipe` that were on the link when it last went down (lost when they
@@ -275,6 +280,7 @@ impl<P> Link<P> {
             plain: false,
             has_bucket: bucket.is_some(),
             pipe_wide: false,
+            derives: false,
             pipe_base_ns: 0,
             pipe_times: Ring::new(),
             queue_bytes: spec.queue_bytes.unwrap_or(u64::MAX),
@@ -321,6 +327,14 @@ impl<P> Link<P> {
             b.set_rate(self.impairment.rate_limit_bps.unwrap_or(self.spec.rate_bps));
         }
         self.plain = self.loss.is_none() && !self.jitter.is_on() && self.impairment.is_none();
+        // `enqueue`'s branches: a bucket serves (start = end) unless a rate collapse is in force
+        // on a tbf; without one, a plain link serialises at its constant rate if it has one.
+        self.derives = self.after_queue
+            && if self.has_bucket {
+                self.impairment.rate_limit_bps.is_none() || self.htb()
+            } else {
+                self.plain && self.fixed_rate_bps > 0
+            };
     }
 
     /// Epoch of the link: a packet that entered in an older epoch was lost when the link went
@@ -355,9 +369,10 @@ impl<P> Link<P> {
     }
 
     /// Forgets packets whose service ended by `now_ns` (at most the queue's clock). `BEFORE`:
-    /// the impairments come before the queue (the queue times in `queued` go too).
+    /// the impairments come before the queue (the queue times in `queued` go too). Returns
+    /// the end of service and bytes of the first entry left, if any.
     #[inline(always)]
-    fn settle<const BEFORE: bool>(&mut self, now_ns: u64) {
+    fn settle<const BEFORE: bool>(&mut self, now_ns: u64) -> Option<(u64, u32)> {
         if !BEFORE && self.free_at_ns <= now_ns {
             // An idle transmitter: every entry ended by `free_at_ns` (the last one's end;
             // entries end in order), so all go, without reading the ring's buffer, which with
@@ -367,11 +382,14 @@ impl<P> Link<P> {
             debug_assert_eq!(self.backlog_iter().map(|p| u64::from(p.bytes)).sum::<u64>(), self.backlog_bytes);
             self.backlog_clear();
             self.backlog_bytes = 0;
-            return;
+            return None;
         }
-        while let Some((end_ns, bytes)) = self.backlog_front_end_bytes() {
+        if !BEFORE && self.derived > 0 {
+            return self.settle_derived(now_ns);
+        }
+        while let Some((end_ns, bytes)) = self.ring_front_end_bytes() {
             if end_ns > now_ns {
-                break;
+                return Some((end_ns, bytes));
             }
             self.backlog_bytes -= u64::from(bytes);
             if self.served > 0 {
@@ -379,11 +397,12 @@ impl<P> Link<P> {
                 self.served_bytes -= u64::from(bytes);
                 self.served -= 1;
             }
-            self.backlog_pop_front();
+            self.ring_pop_front();
             if BEFORE {
                 self.queued.pop_front();
             }
         }
+        None
     }
 
     /// (bytes, packets) waiting at `now_ns`: in the queue, service not started.
@@ -459,9 +478,9 @@ impl<P> Link<P> {
             (self.served_bytes, self.served)
         } else {
             // At the clock, only the packet in service (the first, if it started) is served.
-            self.settle::<false>(now_ns);
-            let in_service = self.backlog_front_in_service(now_ns);
-            (in_service.map_or(0, u64::from), in_service.is_some() as usize)
+            let front = self.settle::<false>(now_ns);
+            let in_service = front.filter(|&(end_ns, bytes)| self.backlog_front_started(now_ns, end_ns, bytes));
+            (in_service.map_or(0, |(_, bytes)| u64::from(bytes)), in_service.is_some() as usize)
         };
         let size = pkt.size_bytes as u64 + u64::from(self.overhead_bytes);
         // Waiting = every pending packet but those served by `at_ns`.

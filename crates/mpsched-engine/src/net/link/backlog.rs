@@ -92,13 +92,36 @@ impl<P> Link<P> {
         self.pipe.len() - self.derived as usize + index
     }
 
-    /// Derived entry `index`'s end of service and bytes (its pipe entry's arrival less the
-    /// link's delay, its size plus the framing; `framed_u32` of what `enqueue` counted).
+    /// Derived entry `index`'s end of service and bytes.
     #[inline(always)]
     fn derived_end_bytes(&self, index: usize) -> (u64, u32) {
-        let i = self.derived_pipe_index(index);
-        let end_ns = self.pipe_arrive_ns(i) - self.delay_ns;
-        (end_ns, self.pipe[i].pkt.size_bytes.wrapping_add(self.overhead_bytes))
+        self.piped_end_bytes(self.derived_pipe_index(index))
+    }
+
+    /// The end of service and bytes of the derived entry of pipe entry `i`: its arrival less
+    /// the link's delay, its size plus the framing (`framed_u32` of what `enqueue` counted).
+    #[inline(always)]
+    fn piped_end_bytes(&self, i: usize) -> (u64, u32) {
+        let e = &self.pipe[i];
+        let arrive_ns = if self.pipe_wide { self.pipe_times[i] } else { self.pipe_base_ns + u64::from(e.arrive_off) };
+        (arrive_ns - self.delay_ns, e.pkt.size_bytes.wrapping_add(self.overhead_bytes))
+    }
+
+    /// `settle` of a derived backlog (a link whose impairments come after the queue: no
+    /// served prefix, no queue times): forgets the entries ended by `now_ns`; returns the end
+    /// and bytes of the first one left.
+    #[inline(always)]
+    pub(super) fn settle_derived(&mut self, now_ns: u64) -> Option<(u64, u32)> {
+        let n = self.pipe.len();
+        for i in n - self.derived as usize..n {
+            let (end_ns, bytes) = self.piped_end_bytes(i);
+            if end_ns > now_ns {
+                return Some((end_ns, bytes));
+            }
+            self.backlog_bytes -= u64::from(bytes);
+            self.derived -= 1;
+        }
+        None
     }
 
     /// Derived entry `index`'s record.
@@ -110,39 +133,29 @@ impl<P> Link<P> {
         Pending { start_ns: end_ns - service_ns, end_ns, bytes, piped: true }
     }
 
-    /// Whether a piped entry of a link whose impairments come after the queue is what its pipe
-    /// entry gives back (`derived_get`), arriving at `arrive_ns`. A token bucket's entries
-    /// start and end together (its rate-collapse serialisation excepted, which the test
-    /// catches); a plain link without one is served at `fixed_rate_bps` when that is not 0
-    /// (`enqueue`: no rate collapse is in force on a plain link).
+    /// Whether a piped entry arriving at `arrive_ns` is what its pipe entry gives back
+    /// (`derived_get`): see `Link::derives`.
     #[inline(always)]
     fn derivable(&self, p: &Pending, arrive_ns: u64) -> bool {
-        let service_derived =
-            if self.has_bucket { p.start_ns == p.end_ns } else { self.plain && self.fixed_rate_bps > 0 };
-        service_derived && arrive_ns == p.end_ns + self.delay_ns
+        self.derives && arrive_ns == p.end_ns + self.delay_ns
     }
 
-    /// The first entry's end of service and bytes (what the packet path reads).
+    /// The ring's first entry's end of service and bytes (what the packet path reads).
     #[inline(always)]
-    pub(super) fn backlog_front_end_bytes(&self) -> Option<(u64, u32)> {
-        if self.derived > 0 {
-            return Some(self.derived_end_bytes(0));
-        }
+    pub(super) fn ring_front_end_bytes(&self) -> Option<(u64, u32)> {
         self.backlog.front().map(|q| (q.end_ns, q.bytes))
     }
 
-    /// The bytes of the first entry if its service started by `now_ns`, which its end is
-    /// after (`settle`d to `now_ns`).
+    /// Whether the first entry, which ends at `end_ns` (after `now_ns`) and counts `bytes`
+    /// (`settle`'s answer), started its service by `now_ns`.
     #[inline(always)]
-    pub(super) fn backlog_front_in_service(&self, now_ns: u64) -> Option<u32> {
+    pub(super) fn backlog_front_started(&self, now_ns: u64, end_ns: u64, bytes: u32) -> bool {
         if self.derived > 0 {
-            let (end_ns, bytes) = self.derived_end_bytes(0);
-            debug_assert!(end_ns > now_ns);
             let started = !self.has_bucket && serves_past(end_ns - now_ns, bytes, self.fixed_rate_bps);
             debug_assert_eq!(started, self.derived_get(0).start_ns <= now_ns);
-            return started.then_some(bytes);
+            return started;
         }
-        self.backlog_front().filter(|p| p.start_ns <= now_ns).map(|p| p.bytes)
+        self.backlog_front().is_some_and(|p| p.start_ns <= now_ns)
     }
 
     #[inline(always)]
@@ -193,12 +206,10 @@ impl<P> Link<P> {
         derived.into_iter().flatten().chain(plain.into_iter().flatten()).chain(paired.into_iter().flatten())
     }
 
+    /// Drops the ring's first entry (with no derived entries).
     #[inline(always)]
-    pub(super) fn backlog_pop_front(&mut self) {
-        if self.derived > 0 {
-            self.derived -= 1;
-            return;
-        }
+    pub(super) fn ring_pop_front(&mut self) {
+        debug_assert_eq!(self.derived, 0);
         if self.backlog.pop_front().is_some_and(|q| q.in_side()) {
             self.side.pop_front();
         }
@@ -209,7 +220,7 @@ impl<P> Link<P> {
     #[inline(always)]
     pub(super) fn backlog_push_piped<const BEFORE: bool>(&mut self, p: Pending, arrive_ns: u64) {
         debug_assert!(p.piped);
-        if !BEFORE && self.backlog.is_empty() && self.derivable(&p, arrive_ns) && !no_derive() {
+        if !BEFORE && self.derivable(&p, arrive_ns) && self.backlog.is_empty() && !no_derive() {
             self.derived += 1;
             return;
         }
@@ -309,12 +320,21 @@ const fn no_derive() -> bool {
 
 /// Whether a packet of `bytes` served at `rate_bps` (`serialization_ns`) and ending `left_ns`
 /// (at least 1) from now started by now: `serialization_ns(bytes, rate) >= left_ns`, i.e.
-/// ceil(bytes * 8e9 / rate) > left - 1, i.e. bytes * 8e9 > (left - 1) * rate, in 128 bits
-/// (no division on the packet path).
+/// ceil(bytes * 8e9 / rate) > left - 1, i.e. bytes * 8e9 > (left - 1) * rate (no division on
+/// the packet path; a product past 64 bits is past any 64-bit `bytes * 8e9`).
 #[inline(always)]
 pub(super) fn serves_past(left_ns: u64, bytes: u32, rate_bps: u64) -> bool {
-    let bits_ns = u128::from(bytes) * 8 * u128::from(crate::time::NS_PER_S);
-    bits_ns > u128::from(left_ns - 1) * u128::from(rate_bps)
+    if bytes >= 1 << 31 {
+        return serves_past_wide(left_ns, bytes, rate_bps);
+    }
+    let bits_ns = u64::from(bytes) * 8 * crate::time::NS_PER_S;
+    (left_ns - 1).checked_mul(rate_bps).is_some_and(|x| bits_ns > x)
+}
+
+/// `serves_past` of a packet of 2 GiB or more, in 128 bits.
+#[cold]
+fn serves_past_wide(left_ns: u64, bytes: u32, rate_bps: u64) -> bool {
+    u128::from(bytes) * 8 * u128::from(crate::time::NS_PER_S) > u128::from(left_ns - 1) * u128::from(rate_bps)
 }
 
 #[cfg(test)]
@@ -360,8 +380,8 @@ mod tests {
         }
         for p in &stored {
             assert_eq!(link.backlog_front(), Some(*p));
-            assert_eq!(link.backlog_front_end_bytes(), Some((p.end_ns, p.bytes)));
-            link.backlog_pop_front();
+            assert_eq!(link.ring_front_end_bytes(), Some((p.end_ns, p.bytes)));
+            link.ring_pop_front();
         }
         assert!(link.backlog_len() == 0 && link.side.is_empty());
         // Without side records the entries are read straight from the ring.
