@@ -241,7 +241,7 @@ impl<P> Link<P> {
     }
 
     /// Moves the derived entries to the ring, in order: an entry that follows them cannot be
-    /// derived, or the pipe entries they are read from are about to move (`retime_waiting`).
+    /// derived, or the pipe entries they are read from are about to move (`backlog_set_times`).
     #[cold]
     #[inline(never)]
     pub(super) fn backlog_materialise(&mut self) {
@@ -273,7 +273,8 @@ impl<P> Link<P> {
         }
     }
 
-    /// Entry `index` takes new times (`retime_waiting`).
+    /// Entry `index` takes new times (`retime_waiting`, which then moves the pipe's arrivals:
+    /// the derived entries go to the ring first).
     pub(super) fn backlog_set_times(&mut self, index: usize, start_ns: u64, end_ns: u64) {
         if self.derived > 0 {
             self.backlog_materialise();
