@@ -479,7 +479,7 @@ impl<P> Link<P> {
         } else {
             // At the clock, only the packet in service (the first, if it started) is served.
             let front = self.settle::<false>(now_ns);
-            let in_service = front.filter(|&(end_ns, bytes)| self.backlog_front_started(now_ns, end_ns, bytes));
+            let in_service = front.filter(|_| self.backlog_front_started(now_ns));
             (in_service.map_or(0, |(_, bytes)| u64::from(bytes)), in_service.is_some() as usize)
         };
         let size = pkt.size_bytes as u64 + u64::from(self.overhead_bytes);

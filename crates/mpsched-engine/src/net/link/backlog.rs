@@ -146,14 +146,17 @@ impl<P> Link<P> {
         self.backlog.front().map(|q| (q.end_ns, q.bytes))
     }
 
-    /// Whether the first entry, which ends at `end_ns` (after `now_ns`) and counts `bytes`
-    /// (`settle`'s answer), started its service by `now_ns`.
+    /// Whether the first entry (`settle`d to `now_ns`: it ends after `now_ns`) started its
+    /// service by `now_ns`. A derived one did unless a bucket holds it: a FIFO transmitter
+    /// starts a packet when the one before it ends or when the link accepted it, whichever is
+    /// later, and both are by `now_ns` (the one before has ended: settled, forgotten with its
+    /// arrival, or lost with the link going down, which frees the transmitter then); a
+    /// bucket's packet starts when it leaves, at its end.
     #[inline(always)]
-    pub(super) fn backlog_front_started(&self, now_ns: u64, end_ns: u64, bytes: u32) -> bool {
+    pub(super) fn backlog_front_started(&self, now_ns: u64) -> bool {
         if self.derived > 0 {
-            let started = !self.has_bucket && serves_past(end_ns - now_ns, bytes, self.fixed_rate_bps);
-            debug_assert_eq!(started, self.derived_get(0).start_ns <= now_ns);
-            return started;
+            debug_assert_eq!(!self.has_bucket, self.derived_get(0).start_ns <= now_ns);
+            return !self.has_bucket;
         }
         self.backlog_front().is_some_and(|p| p.start_ns <= now_ns)
     }
@@ -317,25 +320,6 @@ fn no_derive() -> bool {
 #[inline(always)]
 const fn no_derive() -> bool {
     false
-}
-
-/// Whether a packet of `bytes` served at `rate_bps` (`serialization_ns`) and ending `left_ns`
-/// (at least 1) from now started by now: `serialization_ns(bytes, rate) >= left_ns`, i.e.
-/// ceil(bytes * 8e9 / rate) > left - 1, i.e. bytes * 8e9 > (left - 1) * rate (no division on
-/// the packet path; a product past 64 bits is past any 64-bit `bytes * 8e9`).
-#[inline(always)]
-pub(super) fn serves_past(left_ns: u64, bytes: u32, rate_bps: u64) -> bool {
-    if bytes >= 1 << 31 {
-        return serves_past_wide(left_ns, bytes, rate_bps);
-    }
-    let bits_ns = u64::from(bytes) * 8 * crate::time::NS_PER_S;
-    (left_ns - 1).checked_mul(rate_bps).is_some_and(|x| bits_ns > x)
-}
-
-/// `serves_past` of a packet of 2 GiB or more, in 128 bits.
-#[cold]
-fn serves_past_wide(left_ns: u64, bytes: u32, rate_bps: u64) -> bool {
-    u128::from(bytes) * 8 * u128::from(crate::time::NS_PER_S) > u128::from(left_ns - 1) * u128::from(rate_bps)
 }
 
 #[cfg(test)]
