@@ -263,16 +263,18 @@ impl<P> Link<P> {
         self.derived = 0;
     }
 
-    /// The pipe's head, of `size_bytes`, reached the far end while the backlog still held it
-    /// (derived, so read from the pipe): its service ended by then, and it leaves the backlog as
-    /// `settle` would take it. (Only derived on links whose impairments come after the queue,
-    /// which keep no served prefix and no queue times.)
+    /// The pipe's head is about to leave (it reached the far end): if the backlog still holds
+    /// it as a derived entry (every pipe entry is one), its service ended by then, and it
+    /// leaves the backlog now, as `settle` would take it, while its record can still be read.
+    /// (Only links whose impairments come after the queue derive: no served prefix, no queue
+    /// times.)
     #[inline(always)]
-    pub(super) fn backlog_forget_popped(&mut self, size_bytes: u32) {
-        if self.derived as usize > self.pipe.len() {
+    pub(super) fn backlog_forget_popped(&mut self) {
+        if self.derived != 0 && self.derived as usize == self.pipe.len() {
             debug_assert!(self.after_queue && self.served == 0 && self.queued.is_empty());
+            let (_, bytes) = self.derived_end_bytes(0);
             self.derived -= 1;
-            self.backlog_bytes -= u64::from(size_bytes.wrapping_add(self.overhead_bytes));
+            self.backlog_bytes -= u64::from(bytes);
         }
     }
 

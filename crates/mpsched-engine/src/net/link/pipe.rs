@@ -120,11 +120,11 @@ impl<P> Link<P> {
     /// link went down since the packet entered (it is lost).
     #[inline]
     pub(crate) fn pipe_pop(&mut self) -> Option<(PipeEntry<P>, bool)> {
+        self.backlog_forget_popped();
         let entry = self.pipe.pop_front()?;
         if self.pipe_wide {
             self.pipe_pop_time();
         }
-        self.backlog_forget_popped(entry.pkt.size_bytes);
         (self.head_next, self.head_at) = self.pipe.front().map_or((ROUTE_END, 0), |e| (e.pkt.next, e.pkt.at));
         let stale = self.stale > 0;
         self.stale -= stale as u32;
