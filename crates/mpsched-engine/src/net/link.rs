@@ -191,9 +191,8 @@ pub(crate) struct Link<P> {
     backlog_bytes: u64,
     /// `spec.overhead_bytes` (a hot copy; at most `MAX_OVERHEAD_BYTES`, `LinkSpec::validate`).
     overhead_bytes: u32,
-    /// How many of the backlog's entries are read from the pipe's tail instead of being kept
-    /// in `backlog`, which is then empty (see `backlog`). (A pipe of 2^32 packets would not fit
-    /// memory.)
+    /// Backlog entries read from the pipe's tail, not kept in `backlog`, which is then empty
+    /// (see `backlog`; a pipe of 2^32 packets would not fit memory).
     derived: u32,
     /// `spec.delay_ns` (a hot copy; the spec never changes).
     delay_ns: u64,
@@ -327,14 +326,7 @@ impl<P> Link<P> {
             b.set_rate(self.impairment.rate_limit_bps.unwrap_or(self.spec.rate_bps));
         }
         self.plain = self.loss.is_none() && !self.jitter.is_on() && self.impairment.is_none();
-        // `enqueue`'s branches: a bucket serves (start = end) unless a rate collapse is in force
-        // on a tbf; without one, a plain link serialises at its constant rate if it has one.
-        self.derives = self.after_queue
-            && if self.has_bucket {
-                self.impairment.rate_limit_bps.is_none() || self.htb()
-            } else {
-                self.plain && self.fixed_rate_bps > 0
-            };
+        self.derives = self.derives_now();
     }
 
     /// Epoch of the link: a packet that entered in an older epoch was lost when the link went

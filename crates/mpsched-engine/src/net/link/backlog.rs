@@ -133,6 +133,18 @@ impl<P> Link<P> {
         Pending { start_ns: end_ns - service_ns, end_ns, bytes, piped: true }
     }
 
+    /// `Link::derives` under the impairments in force (`set_impairment`): as `enqueue`'s
+    /// branches go, a bucket serves (start = end) unless a rate collapse is in force on a tbf;
+    /// without one, a plain link serialises at its constant rate if it has one.
+    pub(super) fn derives_now(&self) -> bool {
+        self.after_queue
+            && if self.has_bucket {
+                self.impairment.rate_limit_bps.is_none() || self.htb()
+            } else {
+                self.plain && self.fixed_rate_bps > 0
+            }
+    }
+
     /// Whether a piped entry arriving at `arrive_ns` is what its pipe entry gives back
     /// (`derived_get`): see `Link::derives`.
     #[inline(always)]
