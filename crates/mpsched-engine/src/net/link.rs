@@ -25,6 +25,8 @@ use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
 mod backlog;
+#[cfg(test)]
+mod backlog_tests;
 mod pipe;
 mod retime;
 mod state;
@@ -187,8 +189,12 @@ pub(crate) struct Link<P> {
     /// arrive before its predecessor).
     last_arrival_ns: u64,
     backlog_bytes: u64,
-    /// `spec.overhead_bytes` and `spec.delay_ns` (hot copies; the spec never changes).
-    overhead_bytes: u64,
+    /// `spec.overhead_bytes` (a hot copy; at most `MAX_OVERHEAD_BYTES`, `LinkSpec::validate`).
+    overhead_bytes: u32,
+    /// Backlog entries read from the pipe's tail, not kept in `backlog`, which is then empty
+    /// (see `backlog`; a pipe of 2^32 packets would not fit memory).
+    derived: u32,
+    /// `spec.delay_ns` (a hot copy; the spec never changes).
     delay_ns: u64,
     /// The serialisation rate of a constant capacity (`capacity` is a rate without steps),
     /// bit/s; 0 when the capacity varies or is zero (then `capacity` serves every packet).
@@ -215,6 +221,11 @@ pub(crate) struct Link<P> {
     /// The pipe's arrival times are in `pipe_times`, not offsets from `pipe_base_ns` (some did
     /// not fit 32 bits; until the pipe empties). See [`Link::pipe_push`].
     pipe_wide: bool,
+    /// A piped entry's service is what `backlog` derives (none on a token bucket that shapes
+    /// at the rate in force, the serialisation time at `fixed_rate_bps` on a plain link
+    /// without one), and its impairments come after the queue: such an entry arriving at its
+    /// end plus `delay_ns` is read from the pipe. Kept in step by [`Link::set_impairment`].
+    derives: bool,
     /// Incremented each time the link goes down: packets of an older epoch are lost.
     epoch: u32,
     /// Leading packets of `pipe` that were on the link when it last went down (lost when they
@@ -259,13 +270,16 @@ impl<P> Link<P> {
     pub(crate) fn new(spec: LinkSpec, rng: Rng) -> Self {
         let bucket = TokenBucket::for_link(spec.rate_bps, spec.burst_bytes, spec.transmitter);
         let mut link = Self {
-            overhead_bytes: spec.overhead_bytes,
+            overhead_bytes: u32::try_from(spec.overhead_bytes)
+                .expect("overhead_bytes is checked by LinkSpec::validate"),
+            derived: 0,
             delay_ns: spec.delay_ns,
             fixed_rate_bps: if spec.capacity == CapacityConfig::Constant { spec.rate_bps } else { 0 },
             after_queue: spec.impairments == Impairments::AfterQueue,
             plain: false,
             has_bucket: bucket.is_some(),
             pipe_wide: false,
+            derives: false,
             pipe_base_ns: 0,
             pipe_times: Ring::new(),
             queue_bytes: spec.queue_bytes.unwrap_or(u64::MAX),
@@ -312,6 +326,7 @@ impl<P> Link<P> {
             b.set_rate(self.impairment.rate_limit_bps.unwrap_or(self.spec.rate_bps));
         }
         self.plain = self.loss.is_none() && !self.jitter.is_on() && self.impairment.is_none();
+        self.derives = self.derives_now();
     }
 
     /// Epoch of the link: a packet that entered in an older epoch was lost when the link went
@@ -346,9 +361,10 @@ impl<P> Link<P> {
     }
 
     /// Forgets packets whose service ended by `now_ns` (at most the queue's clock). `BEFORE`:
-    /// the impairments come before the queue (the queue times in `queued` go too).
+    /// the impairments come before the queue (the queue times in `queued` go too). Returns
+    /// the end of service and bytes of the first entry left, if any.
     #[inline(always)]
-    fn settle<const BEFORE: bool>(&mut self, now_ns: u64) {
+    fn settle<const BEFORE: bool>(&mut self, now_ns: u64) -> Option<(u64, u32)> {
         if !BEFORE && self.free_at_ns <= now_ns {
             // An idle transmitter: every entry ended by `free_at_ns` (the last one's end;
             // entries end in order), so all go, without reading the ring's buffer, which with
@@ -358,11 +374,14 @@ impl<P> Link<P> {
             debug_assert_eq!(self.backlog_iter().map(|p| u64::from(p.bytes)).sum::<u64>(), self.backlog_bytes);
             self.backlog_clear();
             self.backlog_bytes = 0;
-            return;
+            return None;
         }
-        while let Some((end_ns, bytes)) = self.backlog_front_end_bytes() {
+        if !BEFORE && self.derived > 0 {
+            return self.settle_derived(now_ns);
+        }
+        while let Some((end_ns, bytes)) = self.ring_front_end_bytes() {
             if end_ns > now_ns {
-                break;
+                return Some((end_ns, bytes));
             }
             self.backlog_bytes -= u64::from(bytes);
             if self.served > 0 {
@@ -370,11 +389,12 @@ impl<P> Link<P> {
                 self.served_bytes -= u64::from(bytes);
                 self.served -= 1;
             }
-            self.backlog_pop_front();
+            self.ring_pop_front();
             if BEFORE {
                 self.queued.pop_front();
             }
         }
+        None
     }
 
     /// (bytes, packets) waiting at `now_ns`: in the queue, service not started.
@@ -450,11 +470,11 @@ impl<P> Link<P> {
             (self.served_bytes, self.served)
         } else {
             // At the clock, only the packet in service (the first, if it started) is served.
-            self.settle::<false>(now_ns);
-            let in_service = self.backlog_front().filter(|p| p.start_ns <= now_ns);
-            (in_service.map_or(0, |p| u64::from(p.bytes)), in_service.is_some() as usize)
+            let front = self.settle::<false>(now_ns);
+            let in_service = front.filter(|_| self.backlog_front_started(now_ns));
+            (in_service.map_or(0, |(_, bytes)| u64::from(bytes)), in_service.is_some() as usize)
         };
-        let size = pkt.size_bytes as u64 + self.overhead_bytes;
+        let size = pkt.size_bytes as u64 + u64::from(self.overhead_bytes);
         // Waiting = every pending packet but those served by `at_ns`.
         let waiting_bytes = self.backlog_bytes - served_bytes;
         let waiting_packets = (self.backlog_len() - served) as u64;
@@ -498,7 +518,7 @@ impl<P> Link<P> {
             (start_ns, end_ns)
         };
         self.free_at_ns = end_ns;
-        self.backlog_push(Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true });
+        let pending = Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true };
         if BEFORE {
             self.queued.push_back(at_ns);
         }
@@ -510,32 +530,27 @@ impl<P> Link<P> {
         } else if !BEFORE {
             if self.loss.lose(&mut self.rng) {
                 self.stats.packets_lost_random += 1;
-                self.unpipe_last();
+                self.backlog_push(Pending { piped: false, ..pending });
                 return Accepted::Dropped(pkt);
             }
             if !self.impairment.is_none() && self.impairment.loses(end_ns, &mut self.rng) {
                 self.stats.packets_lost_impairment += 1;
-                self.unpipe_last();
+                self.backlog_push(Pending { piped: false, ..pending });
                 return Accepted::Dropped(pkt);
             }
             arrive_ns +=
                 self.jitter.delay_ns(end_ns, self.spec.delay_ns, &mut self.rng) + self.impairment.extra_delay_ns;
             if self.reorders() {
-                self.unpipe_last();
+                self.backlog_push(Pending { piped: false, ..pending });
                 return Accepted::Arrives(arrive_ns, Some(pkt));
             }
         }
         arrive_ns = arrive_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrive_ns;
+        // The entry is read back from the pipe when the pipe's entry gives it (`backlog`).
+        self.backlog_push_piped::<BEFORE>(pending, arrive_ns);
         self.pipe_push(arrive_ns, pkt);
         Accepted::Arrives(arrive_ns, None)
-    }
-
-    /// The packet just put in the backlog does not go into the pipe (lost after the
-    /// transmitter, or reordered).
-    #[inline(never)]
-    fn unpipe_last(&mut self) {
-        self.backlog_unpipe_last();
     }
 
     /// Departure of a packet of `size` framed bytes from the token bucket, or `None` when tbf

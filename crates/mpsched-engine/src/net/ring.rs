@@ -55,16 +55,6 @@ impl<T> Ring<T> {
     }
 
     #[inline(always)]
-    pub(crate) fn back(&self) -> Option<&T> {
-        self.0.back()
-    }
-
-    #[inline(always)]
-    pub(crate) fn back_mut(&mut self) -> Option<&mut T> {
-        self.0.back_mut()
-    }
-
-    #[inline(always)]
     pub(crate) fn get(&self, index: usize) -> Option<&T> {
         self.0.get(index)
     }

@@ -120,6 +120,7 @@ impl<P> Link<P> {
     /// link went down since the packet entered (it is lost).
     #[inline]
     pub(crate) fn pipe_pop(&mut self) -> Option<(PipeEntry<P>, bool)> {
+        self.backlog_forget_popped();
         let entry = self.pipe.pop_front()?;
         if self.pipe_wide {
             self.pipe_pop_time();

@@ -28,6 +28,8 @@ impl<P> Link<P> {
         if !self.after_queue || self.reorders() {
             return None;
         }
+        // (The re-timed entries' pipe arrivals move: `backlog_set_times` moves the derived
+        // entries to the ring first, so that their records are no longer read from the pipe.)
         self.settle::<false>(now_ns);
         let first = self.backlog_iter().position(|p| p.start_ns > now_ns)?;
         if self.backlog_iter().skip(first).any(|p| p.end_ns == u64::MAX) {
