@@ -249,12 +249,14 @@ fn runs_at_the_edges_of_the_offsets_read_back_exactly() {
 
 proptest! {
     /// Any offers and pops: the runs answer and hold exactly what a queue of one entry a
-    /// segment does. Segments on a grid of the MSS, sometimes off it (partial overlaps),
-    /// sometimes short, longer than the MSS, with DATA_FIN, or with a DSN jump.
+    /// segment does. Segments on a grid of the MSS or 700 bytes after a grid point, full or
+    /// 700 or 748 bytes long (so short segments meet contiguous ones), sometimes at any
+    /// offset and length (partial overlaps), longer than the MSS, with DATA_FIN, or with a
+    /// DSN jump.
     #[test]
     fn runs_behave_as_a_queue_of_segments(
         ops in proptest::collection::vec(
-            (0u64..40, 0u8..10, 0u32..1448, 0u8..40, 0u8..20, any::<u16>(), 0u8..8),
+            (0u64..40, 0u8..8, 0u32..1448, 0u8..40, 0u8..20, any::<u16>(), 0u8..8),
             1..200,
         ),
     ) {
@@ -262,17 +264,24 @@ proptest! {
         let (mut q, mut m) = (OfoQueue::default(), Model::default());
         for (slot, shift, off, kind, jump, dsn_jump, pop) in ops {
             if pop == 0 {
-                let upto = rcv_nxt + slot * MSS;
+                let upto = rcv_nxt + slot * MSS + u64::from(off);
                 prop_assert_eq!(q.pop_front_by(upto), m.pop_front_by(upto));
             } else {
-                let seq = rcv_nxt + 1 + slot * MSS + if shift == 0 { u64::from(off) } else { 0 };
+                let shift = match shift {
+                    0 => u64::from(off),
+                    1 | 2 => 700,
+                    _ => 0,
+                };
+                let seq = rcv_nxt + 1 + slot * MSS + shift;
                 let len = match kind {
-                    0..=2 => 1 + off,
-                    3 => MSS as u32 + 1 + off,
+                    0 => 1 + off,
+                    1 => MSS as u32 + 1 + off,
+                    2..=5 => 700,
+                    6..=9 => MSS as u32 - 700,
                     _ => MSS as u32,
                 };
                 let dsn = seq + 5_000 + if jump == 0 { u64::from(dsn_jump) * 1_000 } else { 0 };
-                let o = seg(seq, dsn, len, kind == 4 || (kind == 0 && jump < 5));
+                let o = seg(seq, dsn, len, kind == 10 || (kind == 0 && jump < 5));
                 prop_assert_eq!(q.offer(o, rcv_nxt, MSS), m.offer(o));
             }
             prop_assert_eq!(q.segments(), m.0.clone());
