@@ -142,7 +142,7 @@ impl Queue {
             let r = self.runs[at - 1];
             let into = p.offset - r.offset;
             if into <= self.last_start(r) {
-                if into % l == 0 {
+                if into.is_multiple_of(l) {
                     // A queued segment starts there.
                     return false;
                 }
@@ -158,7 +158,7 @@ impl Queue {
             // sequence number and DSN, the last segment is a full one, and no DATA_FIN ends it.
             let bytes = r.bytes();
             if into == bytes
-                && bytes % l == 0
+                && bytes.is_multiple_of(l)
                 && !r.data_fin()
                 && o.dsn == self.dsn(r).wrapping_add(u64::from(bytes))
                 && bytes < DATA_FIN - o.len
