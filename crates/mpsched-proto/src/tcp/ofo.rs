@@ -1,14 +1,24 @@
-//! The receiver's queue of out-of-order segments, sorted by `seq`, in 12 bytes a segment.
+//! The receiver's queue of out-of-order segments, sorted by `seq`, kept as runs of segments
+//! contiguous in sequence space and in DSN, 12 bytes a run.
 //!
 //! At a shared bottleneck most receivers hold a window behind a hole at some time, and the
-//! peak of the run is then when the queues are longest. A queued segment keeps its sequence
-//! number as a 32-bit offset from `base` (the cumulative ACK point when the queue last started
-//! from empty: every queued segment lies above it), its length in 31 bits beside the
-//! DATA_FIN bit, and its DSN as a signed 32-bit distance from `dsn_base` (the DSN the first
-//! queued segment's mapping gives the base; MPTCP's other subflows make a subflow's DSNs jump
-//! either way, so the distance is signed). A segment that does not fit (4 GiB or more above
-//! the base, a 2 GiB length, a DSN 2 GiB or more from `dsn_base`) moves the queue to plain
-//! 24-byte entries until it empties, so what is read back is always what was stored.
+//! peak of the run is then when the queues are longest. A window behind one hole is mostly one
+//! run: segments each starting where the one before ended, in sequence number and in DSN, all
+//! `seg_bytes` long (the MSS) but the last. A run stores its first segment's sequence number as
+//! a 32-bit offset from `base` (the cumulative ACK point when the queue last started from
+//! empty: every queued segment lies above it), its bytes in 31 bits beside the DATA_FIN bit
+//! (which belongs to its last segment), and its first DSN as a signed 32-bit distance from
+//! `dsn_base` (the DSN the first queued segment's mapping gives the base; MPTCP's other
+//! subflows make a subflow's DSNs jump either way, so the distance is signed). Its segments
+//! are read back from these: segment `k` starts `k * seg_bytes` after the first, in sequence
+//! number and in DSN. So the queue costs bytes per hole, not per segment, and every segment
+//! boundary is kept: the receiver counts a segment that starts where a queued one starts as a
+//! duplicate, and releases the queue one segment at a time (the MPTCP data receiver measures
+//! the bytes read per release, `rcv_space_adjust`).
+//!
+//! A segment that does not fit (4 GiB or more above the base, longer than `seg_bytes`, a DSN
+//! 2 GiB or more from `dsn_base`) moves the queue to plain 24-byte segments until it empties,
+//! so what is read back is always what was stored.
 
 use std::collections::VecDeque;
 
@@ -23,16 +33,28 @@ pub(super) struct Ooo {
 
 const DATA_FIN: u32 = 1 << 31;
 
-/// An [`Ooo`] as stored: `seq - base`, length and DATA_FIN bit, `dsn - dsn_base`.
+/// Segments contiguous in sequence number and DSN, all `seg_bytes` long but the last (1 to
+/// `seg_bytes`): the first's `seq - base`, the run's bytes and its last segment's DATA_FIN
+/// bit, the first's `dsn - dsn_base`.
 #[derive(Debug, Clone, Copy)]
-struct Packed {
+struct Run {
     offset: u32,
     len_fin: u32,
     dsn_offset: i32,
 }
 
-/// The queue (arrivals behind a hole come in order, so an insert is mostly a push at the
-/// back). Boxed while it holds segments and nothing otherwise: a flow is mostly in order, and
+impl Run {
+    fn bytes(self) -> u32 {
+        self.len_fin & !DATA_FIN
+    }
+
+    fn data_fin(self) -> bool {
+        self.len_fin & DATA_FIN != 0
+    }
+}
+
+/// The queue (arrivals behind a hole come in order, so an insert mostly lengthens the last
+/// run). Boxed while it holds segments and nothing otherwise: a flow is mostly in order, and
 /// the receiver stays within its size budget.
 #[derive(Debug, Clone, Default)]
 pub(super) struct OfoQueue(Option<Box<Queue>>);
@@ -41,40 +63,166 @@ pub(super) struct OfoQueue(Option<Box<Queue>>);
 struct Queue {
     base: u64,
     dsn_base: u64,
-    packed: VecDeque<Packed>,
-    /// The queue while a segment does not fit `Packed` (`packed` is then empty); empty
-    /// otherwise.
+    /// The length of every segment of a run but its last (the receiver's MSS).
+    seg_bytes: u32,
+    runs: VecDeque<Run>,
+    /// The queue, one entry a segment, while a segment does not fit a run (`runs` is then
+    /// empty); empty otherwise.
     wide: VecDeque<Ooo>,
 }
 
 impl Queue {
-    fn unpack(&self, p: Packed) -> Ooo {
-        let (len, data_fin) = (p.len_fin & !DATA_FIN, p.len_fin & DATA_FIN != 0);
+    fn seq(&self, r: Run) -> u64 {
+        self.base + u64::from(r.offset)
+    }
+
+    fn dsn(&self, r: Run) -> u64 {
+        self.dsn_base.wrapping_add(i64::from(r.dsn_offset) as u64)
+    }
+
+    /// Where the last segment of `r` starts, bytes after its first.
+    fn last_start(&self, r: Run) -> u32 {
+        (r.bytes() - 1) / self.seg_bytes * self.seg_bytes
+    }
+
+    /// The run's first segment.
+    fn first(&self, r: Run) -> Ooo {
+        let only = r.bytes() <= self.seg_bytes;
         Ooo {
-            seq: self.base + u64::from(p.offset),
-            dsn: self.dsn_base.wrapping_add(i64::from(p.dsn_offset) as u64),
-            len,
-            data_fin,
+            seq: self.seq(r),
+            dsn: self.dsn(r),
+            len: r.bytes().min(self.seg_bytes),
+            data_fin: only && r.data_fin(),
         }
     }
 
-    fn get(&self, index: usize) -> Option<Ooo> {
-        if self.wide.is_empty() {
-            self.packed.get(index).map(|&p| self.unpack(p))
-        } else {
-            self.wide.get(index).copied()
+    /// The run of `o` alone, if it fits.
+    fn pack(&self, o: Ooo) -> Option<Run> {
+        let offset = u32::try_from(o.seq.checked_sub(self.base)?).ok()?;
+        let dsn_offset = i32::try_from(o.dsn.wrapping_sub(self.dsn_base) as i64).ok()?;
+        (o.len <= self.seg_bytes).then_some(Run {
+            offset,
+            len_fin: o.len | if o.data_fin { DATA_FIN } else { 0 },
+            dsn_offset,
+        })
+    }
+
+    /// The part of `r` from `skip` bytes on (a multiple of `seg_bytes` below its bytes): its
+    /// first segment was stored as one that fits, so the part fits.
+    fn tail(r: Run, skip: u32) -> Run {
+        Run {
+            offset: r.offset + skip,
+            len_fin: r.len_fin - skip,
+            dsn_offset: r.dsn_offset.wrapping_add(skip as i32),
         }
     }
 
-    fn len(&self) -> usize {
-        self.packed.len() + self.wide.len()
+    /// True when `n` starts `l` bytes after `p`, in sequence number and in DSN.
+    fn starts_after(n: Run, p: Run, l: u32) -> bool {
+        u64::from(n.offset) == u64::from(p.offset) + u64::from(l)
+            && i64::from(n.dsn_offset) == i64::from(p.dsn_offset) + i64::from(l)
     }
 
-    /// Moves the packed entries to the plain queue.
+    fn insert_run(&mut self, at: usize, r: Run) {
+        if self.runs.len() == self.runs.capacity() {
+            super::grow_by_a_quarter(&mut self.runs);
+        }
+        self.runs.insert(at, r);
+    }
+
+    /// [`OfoQueue::offer`] on runs; `p` is `o`'s own run.
+    fn offer_run(&mut self, o: Ooo, p: Run) -> bool {
+        let l = self.seg_bytes;
+        // Runs starting at or below `o`: arrivals behind a hole come in order, so mostly all.
+        let at = match self.runs.back() {
+            Some(&r) if r.offset <= p.offset => self.runs.len(),
+            _ => self.runs.partition_point(|r| r.offset <= p.offset),
+        };
+        if at > 0 {
+            let r = self.runs[at - 1];
+            let into = p.offset - r.offset;
+            if into <= self.last_start(r) {
+                if into.is_multiple_of(l) {
+                    // A queued segment starts there.
+                    return false;
+                }
+                // Between two of the run's segments (overlapping the first): split the run
+                // there and put `o` between its parts.
+                let skip = (into / l + 1) * l;
+                self.runs[at - 1].len_fin = skip;
+                self.insert_run(at, p);
+                self.insert_run(at + 1, Self::tail(r, skip));
+                return true;
+            }
+            // After the run's last segment: `o` continues it if it starts at its end in
+            // sequence number and DSN, the last segment is a full one, and no DATA_FIN ends it.
+            let bytes = r.bytes();
+            if into == bytes
+                && bytes.is_multiple_of(l)
+                && !r.data_fin()
+                && o.dsn == self.dsn(r).wrapping_add(u64::from(bytes))
+                && bytes < DATA_FIN - o.len
+            {
+                let grown = bytes + p.len_fin;
+                self.runs[at - 1].len_fin = grown;
+                // `o` may fill the gap to the next run exactly: join the two.
+                if let Some(&n) = self.runs.get(at) {
+                    if o.len == l
+                        && !o.data_fin
+                        && Self::starts_after(n, p, l)
+                        && n.bytes() < DATA_FIN - grown
+                    {
+                        self.runs[at - 1].len_fin = grown + n.len_fin;
+                        self.runs.remove(at);
+                    }
+                }
+                return true;
+            }
+        }
+        // Before the next run: `o` starts it if it is a full segment that ends where the run
+        // starts, in sequence number and DSN.
+        if let Some(n) = self.runs.get_mut(at) {
+            if o.len == l && !o.data_fin && Self::starts_after(*n, p, l) && n.bytes() < DATA_FIN - l
+            {
+                n.offset = p.offset;
+                n.dsn_offset = p.dsn_offset;
+                n.len_fin += l;
+                return true;
+            }
+        }
+        self.insert_run(at, p);
+        true
+    }
+
+    /// [`OfoQueue::offer`] on plain segments.
+    fn offer_wide(&mut self, o: Ooo) -> bool {
+        match self.wide.binary_search_by_key(&o.seq, |w| w.seq) {
+            Ok(_) => false,
+            Err(at) => {
+                if self.wide.len() == self.wide.capacity() {
+                    super::grow_by_a_quarter(&mut self.wide);
+                }
+                self.wide.insert(at, o);
+                true
+            }
+        }
+    }
+
+    /// Moves the runs' segments to the plain queue.
     #[cold]
     fn widen(&mut self) {
-        let all: VecDeque<Ooo> = self.packed.iter().map(|&p| self.unpack(p)).collect();
-        self.packed = VecDeque::new();
+        let mut all = VecDeque::new();
+        for &r in &self.runs {
+            let mut r = r;
+            loop {
+                all.push_back(self.first(r));
+                if r.bytes() <= self.seg_bytes {
+                    break;
+                }
+                r = Self::tail(r, self.seg_bytes);
+            }
+        }
+        self.runs = VecDeque::new();
         self.wide = all;
     }
 }
@@ -84,98 +232,80 @@ impl OfoQueue {
         self.0.is_none()
     }
 
-    pub(super) fn front(&self) -> Option<Ooo> {
-        self.0.as_ref()?.get(0)
-    }
-
-    pub(super) fn back_seq(&self) -> Option<u64> {
-        let q = self.0.as_ref()?;
-        if q.wide.is_empty() {
-            q.packed.back().map(|p| q.base + u64::from(p.offset))
-        } else {
-            q.wide.back().map(|o| o.seq)
-        }
-    }
-
-    /// Where a segment starting at `seq` goes (`Err`), or the queued one that starts there.
-    /// (Out of line, as `insert`: inlined, the out-of-order path took registers from the
-    /// receiver's in-order path.)
+    /// Queues `o` in `seq` order unless a queued segment starts at `o.seq` (then false, and
+    /// nothing changes). `rcv_nxt`, the cumulative ACK point, is below every queued segment
+    /// and becomes the base of a queue that was empty; `mss_bytes` is then the length of the
+    /// segments its runs hold. (Out of line: inlined, the out-of-order path took registers
+    /// from the receiver's in-order path.)
     #[inline(never)]
-    pub(super) fn search(&self, seq: u64) -> Result<usize, usize> {
-        match &self.0 {
-            None => Err(0),
-            Some(q) if !q.wide.is_empty() => q.wide.binary_search_by_key(&seq, |o| o.seq),
-            // Every queued segment is at or above the base; one below it goes first.
-            Some(q) if seq < q.base => Err(0),
-            Some(q) => q
-                .packed
-                .binary_search_by_key(&(seq - q.base), |p| u64::from(p.offset)),
-        }
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |q| q.len())
-    }
-
-    /// Puts `o` at `index` (from [`OfoQueue::search`]); `rcv_nxt`, the cumulative ACK point,
-    /// is below every queued segment and becomes the base of a queue that was empty.
-    #[inline(never)]
-    pub(super) fn insert(&mut self, index: usize, o: Ooo, rcv_nxt: u64) {
+    pub(super) fn offer(&mut self, o: Ooo, rcv_nxt: u64, mss_bytes: u64) -> bool {
         let q = self.0.get_or_insert_with(|| {
             Box::new(Queue {
                 base: rcv_nxt,
                 // Where the first segment's mapping puts the base: segments of one mapping
                 // then keep their sequence offset as their DSN offset.
                 dsn_base: o.dsn.wrapping_sub(o.seq.wrapping_sub(rcv_nxt)),
+                seg_bytes: mss_bytes.clamp(1, u64::from(DATA_FIN - 1)) as u32,
                 ..Queue::default()
             })
         });
-        let offset = o
-            .seq
-            .checked_sub(q.base)
-            .and_then(|d| u32::try_from(d).ok());
-        let dsn_offset = i32::try_from(o.dsn.wrapping_sub(q.dsn_base) as i64).ok();
-        match (offset, dsn_offset) {
-            (Some(offset), Some(dsn_offset)) if q.wide.is_empty() && o.len < DATA_FIN => {
-                let p = Packed {
-                    offset,
-                    len_fin: o.len | if o.data_fin { DATA_FIN } else { 0 },
-                    dsn_offset,
-                };
-                if q.packed.len() == q.packed.capacity() {
-                    super::grow_by_a_quarter(&mut q.packed);
-                }
-                q.packed.insert(index, p);
+        if q.wide.is_empty() {
+            if let Some(p) = q.pack(o) {
+                return q.offer_run(o, p);
             }
-            _ => {
-                if q.wide.is_empty() {
-                    q.widen();
-                }
-                if q.wide.len() == q.wide.capacity() {
-                    super::grow_by_a_quarter(&mut q.wide);
-                }
-                q.wide.insert(index, o);
-            }
+            q.widen();
         }
+        q.offer_wide(o)
     }
 
-    pub(super) fn pop_front(&mut self) {
-        if let Some(q) = &mut self.0 {
-            if q.wide.is_empty() {
-                q.packed.pop_front();
+    /// Takes the first queued segment if it starts at or below `seq`.
+    #[inline]
+    pub(super) fn pop_front_by(&mut self, seq: u64) -> Option<Ooo> {
+        let q = self.0.as_mut()?;
+        let front = if let Some(&r) = q.runs.front() {
+            let o = q.first(r);
+            if o.seq > seq {
+                return None;
+            }
+            if r.bytes() <= q.seg_bytes {
+                q.runs.pop_front();
             } else {
-                q.wide.pop_front();
+                q.runs[0] = Queue::tail(r, q.seg_bytes);
             }
-            if q.len() == 0 {
-                // The episode is over: give its room back (a flow is mostly in order).
-                self.0 = None;
+            o
+        } else {
+            let o = *q.wide.front()?;
+            if o.seq > seq {
+                return None;
             }
+            q.wide.pop_front();
+            o
+        };
+        if q.runs.is_empty() && q.wide.is_empty() {
+            // The episode is over: give its room back (a flow is mostly in order).
+            self.0 = None;
         }
+        Some(front)
     }
 
+    /// The queued segments, in order.
     #[cfg(test)]
-    fn get(&self, index: usize) -> Option<Ooo> {
-        self.0.as_ref()?.get(index)
+    fn segments(&self) -> Vec<Ooo> {
+        let Some(q) = &self.0 else {
+            return Vec::new();
+        };
+        if !q.wide.is_empty() {
+            return q.wide.iter().copied().collect();
+        }
+        let mut c = q.clone();
+        c.widen();
+        c.wide.into_iter().collect()
+    }
+
+    /// Entries stored: runs, or segments while wide.
+    #[cfg(test)]
+    fn entries(&self) -> usize {
+        self.0.as_ref().map_or(0, |q| q.runs.len() + q.wide.len())
     }
 
     #[cfg(test)]
@@ -185,93 +315,5 @@ impl OfoQueue {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn segments_that_do_not_fit_12_bytes_widen_the_queue_until_it_empties() {
-        assert_eq!(std::mem::size_of::<Packed>(), 12);
-        let ooo = |seq: u64, len: u32| Ooo {
-            seq,
-            dsn: seq * 3,
-            len,
-            data_fin: seq.is_multiple_of(2),
-        };
-        let mut q = OfoQueue::default();
-        let mut expected = Vec::new();
-        let rcv_nxt = 1000;
-        // In order, then one that goes first, then one 4 GiB above the base, then a 2 GiB one.
-        for o in [
-            ooo(5000, 100),
-            ooo(9000, 100),
-            ooo(2000, 100),
-            ooo(rcv_nxt + (1 << 32), 10),
-        ] {
-            let at = q.search(o.seq).unwrap_err();
-            q.insert(at, o, rcv_nxt);
-            expected.insert(at, o);
-            assert_eq!(q.len(), expected.len());
-            assert_eq!(
-                (0..q.len()).map(|i| q.get(i).unwrap()).collect::<Vec<_>>(),
-                expected
-            );
-        }
-        assert!(q.is_wide());
-        assert_eq!(q.search(9000), Ok(2));
-        assert_eq!(q.back_seq(), Some(rcv_nxt + (1 << 32)));
-        for o in expected {
-            assert_eq!(q.front(), Some(o));
-            q.pop_front();
-        }
-        assert!(q.is_empty() && !q.is_wide());
-        let big = Ooo {
-            len: DATA_FIN,
-            ..ooo(1 << 40, 0)
-        };
-        q.insert(0, big, 1 << 40);
-        assert!(q.is_wide());
-        assert_eq!(q.front(), Some(big));
-        q.pop_front();
-        q.insert(0, ooo(1 << 41, 1448), 1 << 41);
-        assert!(!q.is_wide());
-        assert_eq!(q.front(), Some(ooo(1 << 41, 1448)));
-    }
-
-    #[test]
-    fn dsns_2_gib_either_side_of_the_mapping_fit_and_farther_ones_widen() {
-        // The first segment's mapping puts DSN 10_000 at the base (rcv_nxt 1000, seq 2000,
-        // DSN 11_000): DSNs within 2^31 - 1 above and 2^31 below it are packed, as MPTCP's
-        // jumps between mappings make them; one farther either way widens the queue, and every
-        // segment reads back as stored.
-        let rcv_nxt = 1000;
-        let dsn_base: u64 = 10_000;
-        let at = |seq: u64, dsn: u64| Ooo {
-            seq,
-            dsn,
-            len: 100,
-            data_fin: false,
-        };
-        for (dsn, wide) in [
-            (dsn_base + (1 << 31) - 1, false),
-            (dsn_base - 10_000, false),
-            (dsn_base.wrapping_sub(1 << 31), false),
-            (dsn_base + (1 << 31), true),
-            (dsn_base.wrapping_sub((1 << 31) + 1), true),
-        ] {
-            let mut q = OfoQueue::default();
-            let first = at(2000, 11_000);
-            q.insert(0, first, rcv_nxt);
-            let second = at(3000, dsn);
-            let i = q.search(second.seq).unwrap_err();
-            q.insert(i, second, rcv_nxt);
-            let third = at(1500, 10_500);
-            q.insert(0, third, rcv_nxt);
-            assert_eq!(q.is_wide(), wide, "{dsn}");
-            assert_eq!(
-                (0..3).map(|i| q.get(i).unwrap()).collect::<Vec<_>>(),
-                vec![third, first, second],
-                "{dsn}"
-            );
-        }
-    }
-}
+#[path = "ofo_tests.rs"]
+mod tests;

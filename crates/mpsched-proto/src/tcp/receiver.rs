@@ -304,18 +304,14 @@ impl Receiver {
             // Since "tcp: call tcp_measure_rcv_mss() for ooo packets" (2025, in 6.18) an
             // out-of-order skb measures rcv_mss and the scaling ratio too.
             self.measure_rcv_mss(len);
-            let at = match self.ofo.back_seq() {
-                Some(last) if last >= seg.seq => self.ofo.search(seg.seq),
-                _ => Err(self.ofo.len()),
+            let o = Ooo {
+                seq: seg.seq,
+                dsn: seg.dsn,
+                len: seg.len,
+                data_fin: seg.has(flags::DATA_FIN),
             };
-            if let Err(at) = at {
-                let o = Ooo {
-                    seq: seg.seq,
-                    dsn: seg.dsn,
-                    len: seg.len,
-                    data_fin: seg.has(flags::DATA_FIN),
-                };
-                self.ofo.insert(at, o, self.rcv_nxt);
+            // Refused where a queued segment starts: a duplicate, whatever its length.
+            if self.ofo.offer(o, self.rcv_nxt, self.cfg.mss_bytes) {
                 let added = self.ofo_ranges.insert(seg.seq, end);
                 self.stats.duplicate_bytes += len - added;
                 // Known difference: Linux's `tcp_data_queue_ofo` (with SACK) also calls
@@ -330,14 +326,12 @@ impl Receiver {
         established
     }
 
-    /// Releases the queued segments the in-order data now reaches.
+    /// Releases the queued segments the in-order data now reaches (out of line: only a filled
+    /// hole calls it, and inlined it took registers from the in-order path).
+    #[inline(never)]
     fn release_queued(&mut self) {
-        while let Some(o) = self.ofo.front() {
+        while let Some(o) = self.ofo.pop_front_by(self.rcv_nxt) {
             let s = o.seq;
-            if s > self.rcv_nxt {
-                break;
-            }
-            self.ofo.pop_front();
             let e = s + o.len as u64;
             if e > self.rcv_nxt {
                 let off = self.rcv_nxt - s;
