@@ -8,6 +8,7 @@ use crate::net::capacity::RateStep;
 use crate::net::impairment::Impairment;
 use crate::net::jitter::JitterConfig;
 use crate::net::loss::LossConfig;
+use crate::net::shaper::Transmitter;
 use crate::time::{NS_PER_MS, NS_PER_S};
 
 /// Runs `f` on the link that keeps every entry in its ring.
