@@ -22,6 +22,8 @@ def fake_repo(tmp_path):
     repo = tmp_path / "repo"
     (repo / "benches").mkdir(parents=True)
     shutil.copy(ROOT / "benches" / "run.sh", repo / "benches" / "run.sh")
+    (repo / "tools").mkdir()
+    shutil.copy(ROOT / "tools" / "pgo_build.sh", repo / "tools" / "pgo_build.sh")
     (repo / "benches" / "RESULTS.md").write_text("# recorded\n")
     (repo / ".venv" / "bin").mkdir(parents=True)
     bin_dir = tmp_path / "bin"
@@ -36,6 +38,7 @@ def fake_repo(tmp_path):
     subprocess.run([*git, "commit", "-qm", "init"], check=True)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     env.pop("HTSIM_SIM", None)
+    env["PGO"] = "0"  # the stand-in cargo builds nothing to train
     env.pop("RECORD", None)
     return repo, env
 
@@ -46,8 +49,9 @@ def test_bench_writes_where_asked_and_leaves_tracked_files_alone(fake_repo, tmp_
     p = subprocess.run(["bash", "benches/run.sh"], cwd=repo, env={**env, "BENCH_OUT": str(out)},
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert "[bench 1/4" in p.stderr and "[bench 4/4" in p.stderr and f"written to {out}" in p.stderr
+    assert "[bench 1/5" in p.stderr and "[bench 5/5" in p.stderr and f"written to {out}" in p.stderr
     assert "## Simulator run of" in out.read_text() and "| bench | 1 |" in out.read_text()
+    assert "Simulator build: plain (no profile)" in out.read_text()
     assert (repo / "benches" / "RESULTS.md").read_text() == "# recorded\n"
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
     assert status == ""

@@ -68,12 +68,12 @@ bench_pgo() {
   echo "-Cprofile-use=$pgo_dir/bench.profdata"
 }
 
-mkdir -p "$pgo_dir"
 if [ "${PGO:-1}" = 0 ]; then
   say "PGO=0: plain build"
   [ "$kind" = module ] && module_plain
   exit 0
 fi
+mkdir -p "$pgo_dir"
 if ! tool=$(profdata_tool); then
   say "llvm-profdata not found (rustup component add llvm-tools): plain build"
   [ "$kind" = module ] && module_plain
