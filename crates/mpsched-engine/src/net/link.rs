@@ -437,8 +437,14 @@ impl<P> Link<P> {
     /// packet is longer than the bucket.
     #[inline(never)]
     fn bucket_departure(&mut self, at_ns: u64, size: u64, waiting_bytes: u64, over: bool) -> Option<u64> {
+        // The packet reaches the bucket once its predecessor has left: the bucket's own last
+        // departure, or the end of a packet a rate collapse on a tbf serialised (`enqueue`'s
+        // other branch, which the bucket does not see), which may still be in service when
+        // the collapse lifts (with nothing waiting behind it, `retime_waiting` re-times
+        // nothing). Entries then keep ending in order and `free_at_ns` stays the last end.
+        let head_ns = at_ns.max(self.free_at_ns);
         let depart_ns = match &mut self.bucket {
-            Some(bucket) if !over => bucket.depart(at_ns, size),
+            Some(bucket) if !over => bucket.depart(head_ns, size),
             _ => None,
         };
         match depart_ns {
