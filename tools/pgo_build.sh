@@ -36,7 +36,8 @@ profdata_tool() {
   [ -x "$tool" ] && echo "$tool"
 }
 
-module_plain() {
+# The module's build into the venv (callers prefix RUSTFLAGS / CARGO_TARGET_DIR as needed).
+maturin_develop() {
   VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH "$venv/bin/maturin" develop --profile fast --quiet
 }
 
@@ -44,14 +45,12 @@ module_pgo() {
   local tool=$1 raw=$pgo_dir/raw-module
   rm -rf "$raw" && mkdir -p "$raw"
   say "1/3 instrumented build (target/pgo-gen)"
-  CARGO_TARGET_DIR=$root/target/pgo-gen RUSTFLAGS="-Cprofile-generate=$raw" \
-    VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH "$venv/bin/maturin" develop --profile fast --quiet || return 1
+  CARGO_TARGET_DIR=$root/target/pgo-gen RUSTFLAGS="-Cprofile-generate=$raw" maturin_develop || return 1
   say "2/3 training (tools/pgo_train.py)"
   LLVM_PROFILE_FILE="$raw/train-%p-%m.profraw" "$venv/bin/python" tools/pgo_train.py || return 1
   "$tool" merge -o "$pgo_dir/module.profdata" "$raw" || return 1
   say "3/3 optimised build"
-  RUSTFLAGS="-Cprofile-use=$pgo_dir/module.profdata" \
-    VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH "$venv/bin/maturin" develop --profile fast --quiet || return 1
+  RUSTFLAGS="-Cprofile-use=$pgo_dir/module.profdata" maturin_develop || return 1
 }
 
 bench_pgo() {
@@ -70,17 +69,17 @@ bench_pgo() {
 
 if [ "${PGO:-1}" = 0 ]; then
   say "PGO=0: plain build"
-  [ "$kind" = module ] && module_plain
+  [ "$kind" = module ] && maturin_develop
   exit 0
 fi
 mkdir -p "$pgo_dir"
 if ! tool=$(profdata_tool); then
   say "llvm-profdata not found (rustup component add llvm-tools): plain build"
-  [ "$kind" = module ] && module_plain
+  [ "$kind" = module ] && maturin_develop
   exit 0
 fi
 if [ "$kind" = module ]; then
-  module_pgo "$tool" || { say "failed: plain build instead"; module_plain; }
+  module_pgo "$tool" || { say "failed: plain build instead"; maturin_develop; }
 else
   bench_pgo "$tool" || say "failed: the benchmarks use the plain build"
 fi
