@@ -24,10 +24,7 @@ pub(crate) struct InlineFifo<T> {
 
 impl<T> Default for InlineFifo<T> {
     fn default() -> Self {
-        Self {
-            head: None,
-            rest: None,
-        }
+        Self::new()
     }
 }
 

@@ -123,6 +123,11 @@ impl Queue {
             && i64::from(n.dsn_offset) == i64::from(p.dsn_offset) + i64::from(l)
     }
 
+    /// True when `p` is one full segment without DATA_FIN (`l` bytes) that `n` continues.
+    fn leads_into(p: Run, n: Run, l: u32) -> bool {
+        p.len_fin == l && Self::starts_after(n, p, l)
+    }
+
     fn insert_run(&mut self, at: usize, r: Run) {
         if self.runs.len() == self.runs.capacity() {
             super::grow_by_a_quarter(&mut self.runs);
@@ -130,8 +135,8 @@ impl Queue {
         self.runs.insert(at, r);
     }
 
-    /// [`OfoQueue::offer`] on runs; `p` is `o`'s own run.
-    fn offer_run(&mut self, o: Ooo, p: Run) -> bool {
+    /// [`OfoQueue::offer`] on runs; `p` is the offered segment's own run.
+    fn offer_run(&mut self, p: Run) -> bool {
         let l = self.seg_bytes;
         // Runs starting at or below `o`: arrivals behind a hole come in order, so mostly all.
         let at = match self.runs.back() {
@@ -157,21 +162,16 @@ impl Queue {
             // After the run's last segment: `o` continues it if it starts at its end in
             // sequence number and DSN, the last segment is a full one, and no DATA_FIN ends it.
             let bytes = r.bytes();
-            if into == bytes
+            if Self::starts_after(p, r, bytes)
                 && bytes.is_multiple_of(l)
                 && !r.data_fin()
-                && o.dsn == self.dsn(r).wrapping_add(u64::from(bytes))
-                && bytes < DATA_FIN - o.len
+                && bytes < DATA_FIN - p.bytes()
             {
                 let grown = bytes + p.len_fin;
                 self.runs[at - 1].len_fin = grown;
                 // `o` may fill the gap to the next run exactly: join the two.
                 if let Some(&n) = self.runs.get(at) {
-                    if o.len == l
-                        && !o.data_fin
-                        && Self::starts_after(n, p, l)
-                        && n.bytes() < DATA_FIN - grown
-                    {
+                    if Self::leads_into(p, n, l) && n.bytes() < DATA_FIN - grown {
                         self.runs[at - 1].len_fin = grown + n.len_fin;
                         self.runs.remove(at);
                     }
@@ -182,8 +182,7 @@ impl Queue {
         // Before the next run: `o` starts it if it is a full segment that ends where the run
         // starts, in sequence number and DSN.
         if let Some(n) = self.runs.get_mut(at) {
-            if o.len == l && !o.data_fin && Self::starts_after(*n, p, l) && n.bytes() < DATA_FIN - l
-            {
+            if Self::leads_into(p, *n, l) && n.bytes() < DATA_FIN - l {
                 n.offset = p.offset;
                 n.dsn_offset = p.dsn_offset;
                 n.len_fin += l;
@@ -251,7 +250,7 @@ impl OfoQueue {
         });
         if q.wide.is_empty() {
             if let Some(p) = q.pack(o) {
-                return q.offer_run(o, p);
+                return q.offer_run(p);
             }
             q.widen();
         }
