@@ -100,6 +100,8 @@ impl<P> Link<P> {
 
     /// The end of service and bytes of the derived entry of pipe entry `i`: its arrival less
     /// the link's delay, its size plus the framing (`framed_u32` of what `enqueue` counted).
+    /// (The arrival as `Link::pipe_arrive_ns` reads it, from the entry read once here: calling
+    /// that, which indexes the pipe again, cost 14 instructions a packet on e2e (1).)
     #[inline(always)]
     fn piped_end_bytes(&self, i: usize) -> (u64, u32) {
         let e = &self.pipe[i];
@@ -248,6 +250,13 @@ impl<P> Link<P> {
         if self.derived > 0 {
             self.backlog_materialise();
         }
+        self.ring_push(p);
+    }
+
+    /// Appends `p` to the ring as stored (its whole record to the side ring when it does not
+    /// pack).
+    #[inline(always)]
+    fn ring_push(&mut self, p: Pending) {
         let q = Packed::pack(p);
         if q.in_side() {
             self.side.push_back(p);
@@ -260,17 +269,10 @@ impl<P> Link<P> {
     #[cold]
     #[inline(never)]
     pub(super) fn backlog_materialise(&mut self) {
-        if self.derived == 0 {
-            return;
-        }
-        debug_assert!(self.backlog.is_empty());
+        debug_assert!(self.derived > 0 && self.backlog.is_empty());
         for i in 0..self.derived as usize {
             let p = self.derived_get(i);
-            let q = Packed::pack(p);
-            if q.in_side() {
-                self.side.push_back(p);
-            }
-            self.backlog.push_back(q);
+            self.ring_push(p);
         }
         self.derived = 0;
     }
