@@ -11,7 +11,6 @@ impl Scoreboard {
     /// (absolute index `abs`): out of line, so the loop over the others keeps few values live.
     #[cold]
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn acked_marked(
         &mut self,
         (seq, xmit_ns, bits): (u64, u64, u8),

@@ -319,10 +319,11 @@ impl InFlight {
     #[inline(always)]
     pub(crate) fn insert(&mut self, dest: Destination, seg: &Segment) -> u32 {
         // Branch-free tests (this runs for every packet sent), one branch for both: any bit
-        // above 32 in the five narrowed fields, above 48 in the send time or above 16 in the
-        // length (an echo later than the send time wraps to a value past 32 bits), or the one
-        // of `seq` and `ack` not kept other than 1; any non-zero byte in the SACK array (valid
-        // blocks or not) or in `sack_len` (the side entry refuses a `sack_len` past 3 bits).
+        // above 32 in the four narrowed fields, above 48 in the send time or above 16 in the
+        // length (an echo later than the send time wraps to a value past 32 bits), the one of
+        // `seq` and `ack` not kept other than 1, or the one of the DSN and DATA_ACK not kept
+        // other than 0; any non-zero byte in the SACK array (valid blocks or not) or in
+        // `sack_len` (the side entry refuses a `sack_len` past 3 bits).
         let ts_ecr_back = seg.ts_val.wrapping_sub(seg.ts_ecr);
         let ack_one = seg.ack == 1;
         let (seq_or_ack, other) = if ack_one { (seg.seq, seg.ack) } else { (seg.ack, seg.seq) };
