@@ -80,6 +80,22 @@ fn narrow(seq_offset: u64, time_offset: u64, bits: u8) -> u64 {
     time_offset << 32 | seq_offset << SEQ_SHIFT | u64::from(bits)
 }
 
+/// A narrow word's sequence offset (from `seq_base`).
+#[inline(always)]
+fn narrow_seq_offset(word: u64) -> u64 {
+    u64::from(word as u32 >> SEQ_SHIFT)
+}
+
+/// A narrow word decoded with its queue's bases.
+#[inline(always)]
+fn narrow_slot(word: u64, seq_base: u64, time_base: u64) -> Slot {
+    Slot {
+        seq: seq_base + narrow_seq_offset(word),
+        xmit_ns: time_base + (word >> 32),
+        bits: (word & BITS_MASK) as u8,
+    }
+}
+
 impl Slots {
     #[inline(always)]
     pub(super) fn is_wide(&self) -> bool {
@@ -119,11 +135,7 @@ impl Slots {
             Bases::Narrow {
                 seq_base,
                 time_base_1,
-            } => Slot {
-                seq: seq_base + u64::from(word as u32 >> SEQ_SHIFT),
-                xmit_ns: time_base_1.get() - 1 + (word >> 32),
-                bits: (word & BITS_MASK) as u8,
-            },
+            } => narrow_slot(word, seq_base, time_base_1.get() - 1),
             Bases::Wide(_) => self.get_wide(i),
         }
     }
@@ -164,21 +176,17 @@ impl Slots {
     pub(super) fn front_narrow(&self, bases: (u64, u64), end_seq: u64) -> Option<(Slot, u64)> {
         let (seq_base, time_base) = bases;
         let &word = self.raw.front()?;
-        let end = self.raw.get(1).map_or(end_seq, |&next| {
-            seq_base + u64::from(next as u32 >> SEQ_SHIFT)
-        });
-        let slot = Slot {
-            seq: seq_base + u64::from(word as u32 >> SEQ_SHIFT),
-            xmit_ns: time_base + (word >> 32),
-            bits: (word & BITS_MASK) as u8,
-        };
-        Some((slot, end))
+        let end = self
+            .raw
+            .get(1)
+            .map_or(end_seq, |&next| seq_base + narrow_seq_offset(next));
+        Some((narrow_slot(word, seq_base, time_base), end))
     }
     /// Segment `i`'s sequence number.
     #[inline(always)]
     pub(super) fn seq(&self, i: usize) -> u64 {
         match &self.bases {
-            Bases::Narrow { seq_base, .. } => seq_base + u64::from(self.raw[i] as u32 >> SEQ_SHIFT),
+            Bases::Narrow { seq_base, .. } => seq_base + narrow_seq_offset(self.raw[i]),
             Bases::Wide(seqs) => seqs[i],
         }
     }
@@ -217,7 +225,7 @@ impl Slots {
                     return 0;
                 };
                 self.raw
-                    .partition_point(|&w| u64::from(w as u32 >> SEQ_SHIFT) <= offset)
+                    .partition_point(|&w| narrow_seq_offset(w) <= offset)
             }
             Bases::Wide(seqs) => seqs.partition_point(|&s| s <= seq),
         }
@@ -338,8 +346,7 @@ impl Slots {
     /// The narrow queue moved to new bases, or to the wide form if none fit (see
     /// [`Slots::fitting_bases`]).
     fn refit(&mut self, seq_hi: u64, xmit_ns: u64) {
-        if let Some((seq_base, time_base)) = self.fitting_bases(seq_hi, xmit_ns) {
-            self.narrow_all(seq_base, time_base);
+        if self.try_narrow(seq_hi, xmit_ns) {
             return;
         }
         let mut seqs = VecDeque::with_capacity(self.len() + self.len() / 4 + 1);
@@ -351,22 +358,20 @@ impl Slots {
         self.bases = Bases::Wide(Box::new(seqs));
     }
 
-    /// The wide queue back to narrow words if every segment, with one starting at `seq_hi`
-    /// and sent at `xmit_ns`, fits.
-    fn try_narrow(&mut self, seq_hi: u64, xmit_ns: u64) {
-        if let Some((seq_base, time_base)) = self.fitting_bases(seq_hi, xmit_ns) {
+    /// Narrow words from the bases that fit every segment, with one starting at `seq_hi` and
+    /// sent at `xmit_ns`, if there are ([`Slots::fitting_bases`]): a wide queue back to
+    /// narrow, or a narrow one moved to new bases. Returns whether they fit.
+    fn try_narrow(&mut self, seq_hi: u64, xmit_ns: u64) -> bool {
+        let fit = self.fitting_bases(seq_hi, xmit_ns);
+        if let Some((seq_base, time_base)) = fit {
             self.narrow_all(seq_base, time_base);
         }
+        fit.is_some()
     }
 
     /// The words as stored (tests: which form, which buffer).
     #[cfg(test)]
     pub(super) fn words(&self) -> &VecDeque<u64> {
         &self.raw
-    }
-    /// The narrow bases (sequence, time); none while wide.
-    #[cfg(test)]
-    pub(super) fn bases(&self) -> Option<(u64, u64)> {
-        self.narrow_bases()
     }
 }

@@ -46,7 +46,7 @@ fn offsets_move_up_past_4_gib_and_read_back_exact() {
         assert_eq!(stored(&b), expected, "after push {i}");
         assert!(!b.segs.is_wide(), "after push {i}");
     }
-    let (seq_base, time_base) = b.segs.bases().unwrap();
+    let (seq_base, time_base) = b.segs.narrow_bases().unwrap();
     assert!(seq_base <= sent[0].0 && seq_base > start + 3 * u64::from(u32::MAX));
     assert!(
         time_base <= sent[0].1 && time_base > 300 * gap_ns,
@@ -59,7 +59,7 @@ fn offsets_move_up_past_4_gib_and_read_back_exact() {
     // An empty scoreboard starts its offsets at the next flight.
     b.advance_una(seq, 401 * gap_ns);
     b.push(seq, 100, 1, false, 402 * gap_ns);
-    assert_eq!(b.segs.bases(), Some((seq, 402 * gap_ns)));
+    assert_eq!(b.segs.narrow_bases(), Some((seq, 402 * gap_ns)));
     assert_eq!(b.get(0).seq, seq);
 }
 
@@ -173,7 +173,7 @@ fn slots_read_back_what_was_stored_through_rebases_widening_and_narrowing() {
     let (mut next_seq, mut now, mut popped) = (1u64 << 40, 5u64, 0u64);
     let (mut rebased, mut widened, mut narrowed) = (0, 0, 0);
     for step in 0..20_000 {
-        let before = (slots.is_wide(), slots.bases(), slots.is_empty());
+        let before = (slots.is_wide(), slots.narrow_bases(), slots.is_empty());
         now += match rand(100) {
             0 => rand(200_000_000_000),
             1..=9 => rand(3_000_000_000),
@@ -229,7 +229,7 @@ fn slots_read_back_what_was_stored_through_rebases_widening_and_narrowing() {
             let below = model.iter().filter(|m| m.0 <= probe).count();
             assert_eq!(slots.count_at_or_below(probe), below, "step {step}");
         }
-        let after = (slots.is_wide(), slots.bases());
+        let after = (slots.is_wide(), slots.narrow_bases());
         match (before.0, after.0) {
             (false, false) if before.1 != after.1 && !before.2 => rebased += 1,
             (false, true) => widened += 1,
