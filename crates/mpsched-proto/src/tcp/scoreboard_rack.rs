@@ -77,7 +77,7 @@ impl Scoreboard {
         let idx = (self.loss_ptr - self.front_abs) as usize;
         idx >= self.segs.len() || {
             let s = self.segs.get(idx);
-            s.bits & SACKED == 0 && (s.xmit_ns, s.seq) >= (self.rack_xmit_ns, self.rack_end_seq)
+            s.bits & SACKED == 0 && !self.sent_before_rack(s.xmit_ns, s.seq)
         }
     }
 
@@ -102,7 +102,7 @@ impl Scoreboard {
     /// transmission).
     #[inline(always)]
     pub(super) fn rack_advance_to(&mut self, xmit_ns: u64, end: u64, now_ns: u64) {
-        if (xmit_ns, end) > (self.rack_xmit_ns, self.rack_end_seq) {
+        if sent_before((self.rack_xmit_ns, self.rack_end_seq), (xmit_ns, end)) {
             self.rack_xmit_ns = xmit_ns;
             self.rack_end_seq = end;
             self.rack_rtt_ns = now_ns.saturating_sub(xmit_ns);
@@ -110,9 +110,19 @@ impl Scoreboard {
     }
 
     /// Sent before the most recently sent delivered segment (RFC 8985 `RACK_sent_after`).
+    #[inline(always)]
     pub(super) fn sent_before_rack(&self, xmit_ns: u64, end_seq: u64) -> bool {
-        (xmit_ns, end_seq) < (self.rack_xmit_ns, self.rack_end_seq)
+        sent_before((xmit_ns, end_seq), (self.rack_xmit_ns, self.rack_end_seq))
     }
+}
+
+/// RFC 8985's order of segments, (send time, end sequence) `a` before `b`: the tuples' `<`
+/// written out. The tuple comparison compiled to flag selects on both fields, the send times
+/// then the ends, on every ACK (`rack_advance_to`, `rack_nothing_to_judge`); this tests the
+/// ends only on a tie of send times (measured, benches/RESULTS.md Session 16, perf17k4).
+#[inline(always)]
+pub(super) fn sent_before(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
 }
 
 /// What Linux's `tcp_clean_rtx_queue` and `tcp_sacktag_one` note for `ca_rtt_us` while one ACK

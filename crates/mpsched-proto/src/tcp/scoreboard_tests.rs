@@ -366,3 +366,20 @@ fn nothing_to_judge_means_rack_marks_nothing_and_arms_no_timer() {
     assert!(said_nothing > 1000, "{said_nothing}");
     assert!(judged_a_tie > 10, "{judged_a_tie}");
 }
+
+#[test]
+fn rack_order_written_out_is_the_tuple_order() {
+    // `rack::sent_before` replaced `(send time, end) < (send time, end)` on the ACK path: the
+    // same order on every pair, ties of send time and of end included.
+    let values = [0, 1, 2, 1 << 31, u64::MAX - 1, u64::MAX];
+    for a0 in values {
+        for a1 in values {
+            for b0 in values {
+                for b1 in values {
+                    let (a, b) = ((a0, a1), (b0, b1));
+                    assert_eq!(rack::sent_before(a, b), a < b, "{a:?} {b:?}");
+                }
+            }
+        }
+    }
+}
