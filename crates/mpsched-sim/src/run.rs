@@ -41,6 +41,8 @@ mod event;
 mod host;
 mod inflight;
 mod path_events;
+#[cfg(test)]
+mod pool_tests;
 mod prefetch;
 mod request;
 mod rows;
@@ -188,6 +190,8 @@ pub struct Simulation<'a> {
     next_start: usize,
     finished_rows: Vec<FlowRecords>,
     active_flows: usize,
+    /// The most flows that have run at once (bounds the endpoints kept for later flows).
+    peak_active_flows: usize,
     pending_flows: usize,
     stats: RunStats,
     subflow_samples: Vec<SubflowSample>,
@@ -288,6 +292,7 @@ impl<'a> Simulation<'a> {
             next_start: 1,
             finished_rows: Vec::new(),
             active_flows: 0,
+            peak_active_flows: 0,
             pending_flows: cfg.flows.len(),
             stats: RunStats::default(),
             subflow_samples: Vec::new(),
@@ -450,6 +455,7 @@ impl<'a> Simulation<'a> {
         });
         self.pending_flows -= 1;
         self.active_flows += 1;
+        self.peak_active_flows = self.peak_active_flows.max(self.active_flows);
         self.after_activity(fi, true);
         self.after_activity(fi, false);
     }

@@ -18,6 +18,23 @@ type RejectionCounts = [[u64; Rejection::ALL.len()]; Action::KINDS.len()];
 /// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
 const MAX_SCHEDULE_ROUNDS: usize = 64;
 
+/// The vectors a [`DataSender`] is built in: a finished one's, emptied, or new ones.
+#[derive(Default)]
+struct Room {
+    subflows: Vec<Sender>,
+    views: Vec<SubflowView>,
+    coupled: Vec<CoupledSubflow>,
+    actions: Vec<Action>,
+    max_cwnd_segments: Vec<u64>,
+}
+
+/// `v` (empty) holding `n` copies of `value`; a new vector's room is exactly `n`, as `vec!`'s.
+fn filled<T: Clone>(mut v: Vec<T>, n: usize, value: T) -> Vec<T> {
+    v.reserve_exact(n);
+    v.resize(n, value);
+    v
+}
+
 /// The sending endpoint of a connection.
 #[derive(Debug)]
 pub struct DataSender {
@@ -80,20 +97,60 @@ impl DataSender {
         cfg: &ConnConfig,
         sched: Option<Box<dyn Scheduler>>,
     ) -> Result<Self, UnknownCc> {
+        Self::build(cfg, sched, None)
+    }
+
+    /// [`DataSender::with_config`], built in the heap room of `old`, a finished connection's
+    /// sender: its vectors, emptied, and its subflows' scoreboard queues (subflow `i`'s for
+    /// the new subflow `i`); what they held is dropped (`old` keeps neither). Field for field
+    /// the sender `with_config` builds, but for capacities: a short flow allocates nothing
+    /// there, nor regrows a queue as its window opens.
+    pub fn with_config_reusing(
+        cfg: &ConnConfig,
+        sched: Option<Box<dyn Scheduler>>,
+        old: &mut DataSender,
+    ) -> Result<Self, UnknownCc> {
+        Self::build(cfg, sched, Some(old))
+    }
+
+    fn build(
+        cfg: &ConnConfig,
+        sched: Option<Box<dyn Scheduler>>,
+        old: Option<&mut DataSender>,
+    ) -> Result<Self, UnknownCc> {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
         } else {
             Role::Server
         };
-        let mut subflows = Vec::with_capacity(n);
+        let mut room = Room::default();
+        if let Some(old) = old {
+            room = Room {
+                subflows: std::mem::take(&mut old.subflows),
+                views: std::mem::take(&mut old.views),
+                coupled: std::mem::take(&mut old.coupled),
+                actions: std::mem::take(&mut old.actions),
+                max_cwnd_segments: std::mem::take(&mut old.max_cwnd_segments),
+            };
+            room.subflows.truncate(n);
+            room.views.clear();
+            room.coupled.clear();
+            room.actions.clear();
+            room.max_cwnd_segments.clear();
+        }
+        let mut subflows = room.subflows;
+        subflows.reserve_exact(n);
         for i in 0..n {
-            subflows.push(Sender::new(
+            let (tcp, opt, cc) = (
                 cfg.tcp_config(),
-                role,
                 cfg.handshake_option(i),
                 cc::build(&cfg.cc)?,
-            ));
+            );
+            match subflows.get_mut(i) {
+                Some(prev) => *prev = Sender::new_reusing(tcp, role, opt, cc, prev),
+                None => subflows.push(Sender::new(tcp, role, opt, cc)),
+            }
         }
         let mut sched = if cfg.mode == Mode::Mptcp { sched } else { None };
         if let Some(s) = sched.as_mut().filter(|_| !cfg.snd_buf_autotuning) {
@@ -108,18 +165,18 @@ impl DataSender {
             subflows,
             added: 0,
             path_up: if n >= 64 { u64::MAX } else { (1u64 << n) - 1 },
-            views: Vec::new(),
+            views: room.views,
             views_dirty: u64::MAX,
             coupled: if coupled_cc {
-                vec![CoupledSubflow::default(); n]
+                filled(room.coupled, n, CoupledSubflow::default())
             } else {
-                Vec::new()
+                room.coupled
             },
             coupled_dirty: u64::MAX,
             coupled_cc,
             has_scheduler: sched.is_some(),
             sched,
-            actions: Vec::new(),
+            actions: room.actions,
             chunks: Chunks::default(),
             app_written: 0,
             closed: false,
@@ -133,9 +190,9 @@ impl DataSender {
             rejections: None,
             schedule_calls: 0,
             max_cwnd_segments: if cfg.snd_buf_autotuning {
-                vec![0; n]
+                filled(room.max_cwnd_segments, n, 0)
             } else {
-                Vec::new()
+                room.max_cwnd_segments
             },
             stale,
             cfg: cfg.params(),

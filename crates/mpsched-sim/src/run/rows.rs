@@ -44,6 +44,27 @@ impl Simulation<'_> {
         }
         let row = self.flow_rows(fi, &f, end_ns);
         self.finished_rows.push(row);
+        self.keep_endpoints(f);
+    }
+
+    /// Keeps a finished flow's endpoints to build later flows in: no more of a kind than flows
+    /// still to start, nor than the flows that have run at once beyond those running now, so
+    /// the kept and running endpoints together never outnumber those the run already had at
+    /// once, and a run keeps none once no flow is left to start (100 000 flows started
+    /// together keep none).
+    fn keep_endpoints(&mut self, f: Flow) {
+        let limit = self.pending_flows.min(self.peak_active_flows - self.active_flows);
+        if limit == 0 {
+            return;
+        }
+        let pool = &mut self.conn_configs.pool;
+        let Flow { client, server, request, .. } = f;
+        pool.keep(client.ep, limit);
+        pool.keep(server.ep, limit);
+        if let Some(r) = request {
+            pool.keep(r.client.ep, limit);
+            pool.keep(r.server.ep, limit);
+        }
     }
 
     fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> FlowRecords {
