@@ -243,6 +243,10 @@ pub fn run_with_progress(
 }
 
 impl<'a> Simulation<'a> {
+    // Once a run, out of line: inlined into `run_with_progress` beside the event loop, it
+    // shifted the loop's register allocation (callgrind: 8.0 instructions a packet more on (1),
+    // 7.1 on (2), none of them its own).
+    #[inline(never)]
     fn new(cfg: &'a SimConfig, custom: Option<&'a dyn CustomSchedulers>) -> Self {
         let mut net = Network::new();
         for (i, l) in cfg.links.iter().enumerate() {
@@ -290,7 +294,9 @@ impl<'a> Simulation<'a> {
             started: vec![false; cfg.flows.len()],
             start_order,
             next_start: 1,
-            finished_rows: Vec::new(),
+            // Room for every flow's rows at once: grown by doubling it was copied 9 times in a
+            // run of 1 000 flows (~3 instructions a packet); rows are written only as flows end.
+            finished_rows: Vec::with_capacity(cfg.flows.len()),
             active_flows: 0,
             peak_active_flows: 0,
             pending_flows: cfg.flows.len(),

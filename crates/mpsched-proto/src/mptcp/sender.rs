@@ -5,35 +5,20 @@ use super::chunks::Chunks;
 use super::stale::StaleTracker;
 
 mod msk_timer;
+mod room;
 mod send_buffer;
 mod views;
 use super::{ConnConfig, ConnParams, Mode};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
 use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
 use crate::tcp::{flags, Role, Segment, Sender};
+use room::{filled, Room};
 
 /// Refused actions by action kind and reason.
 type RejectionCounts = [[u64; Rejection::ALL.len()]; Action::KINDS.len()];
 
 /// Most scheduler calls per trigger: a guard against a scheduler whose actions always apply.
 const MAX_SCHEDULE_ROUNDS: usize = 64;
-
-/// The vectors a [`DataSender`] is built in: a finished one's, emptied, or new ones.
-#[derive(Default)]
-struct Room {
-    subflows: Vec<Sender>,
-    views: Vec<SubflowView>,
-    coupled: Vec<CoupledSubflow>,
-    actions: Vec<Action>,
-    max_cwnd_segments: Vec<u64>,
-}
-
-/// `v` (empty) holding `n` copies of `value`; a new vector's room is exactly `n`, as `vec!`'s.
-fn filled<T: Clone>(mut v: Vec<T>, n: usize, value: T) -> Vec<T> {
-    v.reserve_exact(n);
-    v.resize(n, value);
-    v
-}
 
 /// The sending endpoint of a connection.
 #[derive(Debug)]
@@ -97,26 +82,14 @@ impl DataSender {
         cfg: &ConnConfig,
         sched: Option<Box<dyn Scheduler>>,
     ) -> Result<Self, UnknownCc> {
-        Self::build(cfg, sched, None)
+        Self::build(cfg, sched, Room::default())
     }
 
-    /// [`DataSender::with_config`], built in the heap room of `old`, a finished connection's
-    /// sender: its vectors, emptied, and its subflows' scoreboard queues (subflow `i`'s for
-    /// the new subflow `i`); what they held is dropped (`old` keeps neither). Field for field
-    /// the sender `with_config` builds, but for capacities: a short flow allocates nothing
-    /// there, nor regrows a queue as its window opens.
-    pub fn with_config_reusing(
-        cfg: &ConnConfig,
-        sched: Option<Box<dyn Scheduler>>,
-        old: &mut DataSender,
-    ) -> Result<Self, UnknownCc> {
-        Self::build(cfg, sched, Some(old))
-    }
-
+    /// A sender of `cfg` whose vectors are `room`'s (empty; `room.rs`).
     fn build(
         cfg: &ConnConfig,
         sched: Option<Box<dyn Scheduler>>,
-        old: Option<&mut DataSender>,
+        room: Room,
     ) -> Result<Self, UnknownCc> {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
@@ -124,21 +97,6 @@ impl DataSender {
         } else {
             Role::Server
         };
-        let mut room = Room::default();
-        if let Some(old) = old {
-            room = Room {
-                subflows: std::mem::take(&mut old.subflows),
-                views: std::mem::take(&mut old.views),
-                coupled: std::mem::take(&mut old.coupled),
-                actions: std::mem::take(&mut old.actions),
-                max_cwnd_segments: std::mem::take(&mut old.max_cwnd_segments),
-            };
-            room.subflows.truncate(n);
-            room.views.clear();
-            room.coupled.clear();
-            room.actions.clear();
-            room.max_cwnd_segments.clear();
-        }
         let mut subflows = room.subflows;
         subflows.reserve_exact(n);
         for i in 0..n {

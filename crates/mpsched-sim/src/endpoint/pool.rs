@@ -12,8 +12,10 @@ use super::{Ep, ReceiverEp, SenderEp};
 use mpsched_proto::mptcp::{ConnConfig, DataReceiver, DataSender};
 use mpsched_proto::sched::Scheduler;
 
-/// Endpoints of finished flows, for the next flows.
+/// Endpoints of finished flows, for the next flows. Boxed: the boxes themselves are kept (a
+/// flow holds each side as a box, [`Ep`]).
 #[derive(Default)]
+#[allow(clippy::vec_box)]
 pub(crate) struct EndpointPool {
     senders: Vec<Box<SenderEp>>,
     receivers: Vec<Box<ReceiverEp>>,

@@ -203,7 +203,13 @@ impl Simulation<'_> {
             }
         }
         self.finished_rows.sort_by_key(|r| r.flow.flow_id);
-        let (mut flows, mut subflows, mut blocks, mut actions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Each table's room at once, not grown by doubling (a copy of the rows each time).
+        let rows = &self.finished_rows;
+        let room = |n: fn(&FlowRecords) -> usize| rows.iter().map(n).sum::<usize>();
+        let mut flows = Vec::with_capacity(self.cfg.flows.len());
+        let mut subflows = Vec::with_capacity(room(|r| r.subflows.len()));
+        let mut blocks = Vec::with_capacity(room(|r| r.blocks.len()));
+        let mut actions = Vec::with_capacity(room(|r| r.actions.len()));
         for r in std::mem::take(&mut self.finished_rows) {
             flows.push(r.flow);
             subflows.extend(r.subflows);
