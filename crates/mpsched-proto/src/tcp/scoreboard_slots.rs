@@ -110,6 +110,7 @@ impl Slots {
             crate::tcp::give_back_room(seqs, keep);
         }
     }
+
     /// The queue's room, emptied (what it held is dropped): a finished connection's, for the
     /// next one's board ([`Slots::adopt_room`]).
     pub(super) fn take_room(&mut self) -> VecDeque<u64> {
