@@ -15,6 +15,9 @@ use mpsched_proto::tcp::{LossRecovery, TcpConfig};
 use mpsched_engine::prefetch;
 pub(crate) use mpsched_proto::tcp::Segment;
 
+mod pool;
+pub(crate) use pool::EndpointPool;
+
 /// Cache lines an endpoint prefetches at most per object (a data sender is ~11, its TCP
 /// subflow ~13, a receiver ~5).
 const PREFETCH_LINES: usize = 16;
@@ -152,28 +155,30 @@ pub(crate) struct Transport<'t> {
     pub(crate) config: &'t TransportConfig,
 }
 
-/// The connection settings of the last flow built, (server, client), kept for the next flow
-/// with the same transport, paths and Nagle setting (the flows of a study mostly share them):
-/// building two `ConnConfig`s a flow cost four allocations and their frees (~1 000
-/// instructions a flow of 64 KB, ~10 a packet).
+/// What the next flow is built from: the connection settings of the last flow built, (server,
+/// client), kept for the next flow with the same transport, paths and Nagle setting (the flows
+/// of a study mostly share them: building two `ConnConfig`s a flow cost four allocations and
+/// their frees, ~1 000 instructions a flow of 64 KB, ~10 a packet), and the endpoints of
+/// finished flows.
 #[derive(Default)]
 pub(crate) struct ConnConfigs {
     /// (transport index, paths, Nagle) of the last flow, and its settings.
     last: Option<(ConnKey, [ConnConfig; 2])>,
+    pub(crate) pool: EndpointPool,
 }
 
 /// What tells two flows' connection settings apart: transport index, paths, Nagle.
 type ConnKey = (usize, Vec<usize>, bool);
 
 impl ConnConfigs {
-    /// The (server, client) settings of a connection of `t` over `paths`.
-    fn get(&mut self, t: Transport<'_>, paths: &[usize], nagle: bool) -> &[ConnConfig; 2] {
+    /// The (server, client) settings of a connection of `t` over `paths`, and the pool.
+    fn get(&mut self, t: Transport<'_>, paths: &[usize], nagle: bool) -> (&[ConnConfig; 2], &mut EndpointPool) {
         let hit = matches!(&self.last, Some(((i, p, n), _)) if *i == t.index && p == paths && *n == nagle);
         if !hit {
             let conns = [false, true].map(|is_client| conn_config(t.config, paths, nagle, is_client));
             self.last = Some(((t.index, paths.to_vec(), nagle), conns));
         }
-        &self.last.as_ref().expect("just set").1
+        (&self.last.as_ref().expect("just set").1, &mut self.pool)
     }
 }
 
@@ -191,18 +196,18 @@ fn build_pair(
         Protocol::Mptcp => Some(build_scheduler(t.config, custom).expect("checked by check_transport")),
         Protocol::Tcp => None,
     };
-    let [server_conn, client_conn] = conns.get(t, paths, nagle);
+    let ([server_conn, client_conn], pool) = conns.get(t, paths, nagle);
     let (sender_conn, receiver_conn) =
         if sender_is_client { (client_conn, server_conn) } else { (server_conn, client_conn) };
-    let mut sender = DataSender::with_config(sender_conn, scheduler).expect("checked by check_transport");
-    let mut receiver = DataReceiver::with_config(receiver_conn);
+    let mut sender = pool.sender(sender_conn, scheduler);
+    let mut receiver = pool.receiver(receiver_conn);
     if sender_is_client {
-        sender.connect(now_ns);
+        sender.0.connect(now_ns);
     } else {
-        receiver.connect(now_ns);
+        receiver.0.connect(now_ns);
     }
-    let sender = Ep::Sender(Box::new(SenderEp(sender)));
-    let receiver = Ep::Receiver(Box::new(ReceiverEp(receiver)));
+    let sender = Ep::Sender(sender);
+    let receiver = Ep::Receiver(receiver);
     if sender_is_client {
         (sender, receiver)
     } else {
@@ -484,7 +489,7 @@ mod tests {
         ];
         for (index, paths, nagle) in flows {
             let t = Transport { index, config: &ts[index] };
-            let kept = conns.get(t, paths, nagle).clone();
+            let kept = conns.get(t, paths, nagle).0.clone();
             let fresh = [false, true].map(|is_client| conn_config(&ts[index], paths, nagle, is_client));
             assert_eq!(kept, fresh, "transport {index}, paths {paths:?}, nagle {nagle}");
         }

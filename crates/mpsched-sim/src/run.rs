@@ -41,6 +41,8 @@ mod event;
 mod host;
 mod inflight;
 mod path_events;
+#[cfg(test)]
+mod pool_tests;
 mod prefetch;
 mod request;
 mod rows;
@@ -188,6 +190,8 @@ pub struct Simulation<'a> {
     next_start: usize,
     finished_rows: Vec<FlowRecords>,
     active_flows: usize,
+    /// The most flows that have run at once (bounds the endpoints kept for later flows).
+    peak_active_flows: usize,
     pending_flows: usize,
     stats: RunStats,
     subflow_samples: Vec<SubflowSample>,
@@ -239,6 +243,10 @@ pub fn run_with_progress(
 }
 
 impl<'a> Simulation<'a> {
+    // Once a run, out of line: inlined into `run_with_progress` beside the event loop, it
+    // shifted the loop's register allocation (callgrind: 8.0 instructions a packet more on (1),
+    // 7.1 on (2), none of them its own).
+    #[inline(never)]
     fn new(cfg: &'a SimConfig, custom: Option<&'a dyn CustomSchedulers>) -> Self {
         let mut net = Network::new();
         for (i, l) in cfg.links.iter().enumerate() {
@@ -286,8 +294,11 @@ impl<'a> Simulation<'a> {
             started: vec![false; cfg.flows.len()],
             start_order,
             next_start: 1,
-            finished_rows: Vec::new(),
+            // Room for every flow's rows at once: grown by doubling it was copied 9 times in a
+            // run of 1 000 flows (~3 instructions a packet); rows are written only as flows end.
+            finished_rows: Vec::with_capacity(cfg.flows.len()),
             active_flows: 0,
+            peak_active_flows: 0,
             pending_flows: cfg.flows.len(),
             stats: RunStats::default(),
             subflow_samples: Vec::new(),
@@ -450,6 +461,7 @@ impl<'a> Simulation<'a> {
         });
         self.pending_flows -= 1;
         self.active_flows += 1;
+        self.peak_active_flows = self.peak_active_flows.max(self.active_flows);
         self.after_activity(fi, true);
         self.after_activity(fi, false);
     }

@@ -127,6 +127,20 @@ impl DataReceiver {
 
     /// [`DataReceiver::new`] from a borrowed configuration (see `DataSender::with_config`).
     pub fn with_config(cfg: &ConnConfig) -> Self {
+        Self::build(cfg, Vec::new())
+    }
+
+    /// [`DataReceiver::with_config`], its subflow vector being `old`'s (a finished
+    /// connection's receiver), emptied: field for field the receiver `with_config` builds, but
+    /// for that vector's capacity.
+    pub fn with_config_reusing(cfg: &ConnConfig, old: &mut DataReceiver) -> Self {
+        let mut subflows = std::mem::take(&mut old.subflows);
+        subflows.clear();
+        Self::build(cfg, subflows)
+    }
+
+    /// A data receiver whose subflows are pushed onto `subflows` (empty).
+    fn build(cfg: &ConnConfig, mut subflows: Vec<Receiver>) -> Self {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
@@ -140,16 +154,15 @@ impl DataReceiver {
         };
         // Every subflow socket starts from this initial space (`rcv_ssthresh`), also one
         // joining after autotuning grew the connection's buffer (see `set_window_clamp`).
-        let subflows = (0..n)
-            .map(|i| {
-                let mut s = Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i));
-                s.set_window_clamp(rcv_wnd_bytes);
-                if !cfg.rcv_buf_autotuning {
-                    s.set_fixed_buffer();
-                }
-                s
-            })
-            .collect();
+        subflows.reserve_exact(n);
+        subflows.extend((0..n).map(|i| {
+            let mut s = Receiver::new(cfg.tcp_config(), role, cfg.handshake_option(i));
+            s.set_window_clamp(rcv_wnd_bytes);
+            if !cfg.rcv_buf_autotuning {
+                s.set_fixed_buffer();
+            }
+            s
+        }));
         let offer_cap = offer_cap_bytes(&cfg.params());
         Self {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it

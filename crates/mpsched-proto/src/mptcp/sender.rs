@@ -5,12 +5,14 @@ use super::chunks::Chunks;
 use super::stale::StaleTracker;
 
 mod msk_timer;
+mod room;
 mod send_buffer;
 mod views;
 use super::{ConnConfig, ConnParams, Mode};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
 use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
 use crate::tcp::{flags, Role, Segment, Sender};
+use room::{filled, Room};
 
 /// Refused actions by action kind and reason.
 type RejectionCounts = [[u64; Rejection::ALL.len()]; Action::KINDS.len()];
@@ -80,20 +82,33 @@ impl DataSender {
         cfg: &ConnConfig,
         sched: Option<Box<dyn Scheduler>>,
     ) -> Result<Self, UnknownCc> {
+        Self::build(cfg, sched, Room::default())
+    }
+
+    /// A sender of `cfg` whose vectors are `room`'s (empty; `room.rs`).
+    fn build(
+        cfg: &ConnConfig,
+        sched: Option<Box<dyn Scheduler>>,
+        room: Room,
+    ) -> Result<Self, UnknownCc> {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
         } else {
             Role::Server
         };
-        let mut subflows = Vec::with_capacity(n);
+        let mut subflows = room.subflows;
+        subflows.reserve_exact(n);
         for i in 0..n {
-            subflows.push(Sender::new(
+            let (tcp, opt, cc) = (
                 cfg.tcp_config(),
-                role,
                 cfg.handshake_option(i),
                 cc::build(&cfg.cc)?,
-            ));
+            );
+            match subflows.get_mut(i) {
+                Some(prev) => *prev = Sender::new_reusing(tcp, role, opt, cc, prev),
+                None => subflows.push(Sender::new(tcp, role, opt, cc)),
+            }
         }
         let mut sched = if cfg.mode == Mode::Mptcp { sched } else { None };
         if let Some(s) = sched.as_mut().filter(|_| !cfg.snd_buf_autotuning) {
@@ -108,18 +123,18 @@ impl DataSender {
             subflows,
             added: 0,
             path_up: if n >= 64 { u64::MAX } else { (1u64 << n) - 1 },
-            views: Vec::new(),
+            views: room.views,
             views_dirty: u64::MAX,
             coupled: if coupled_cc {
-                vec![CoupledSubflow::default(); n]
+                filled(room.coupled, n, CoupledSubflow::default())
             } else {
-                Vec::new()
+                room.coupled
             },
             coupled_dirty: u64::MAX,
             coupled_cc,
             has_scheduler: sched.is_some(),
             sched,
-            actions: Vec::new(),
+            actions: room.actions,
             chunks: Chunks::default(),
             app_written: 0,
             closed: false,
@@ -133,9 +148,9 @@ impl DataSender {
             rejections: None,
             schedule_calls: 0,
             max_cwnd_segments: if cfg.snd_buf_autotuning {
-                vec![0; n]
+                filled(room.max_cwnd_segments, n, 0)
             } else {
-                Vec::new()
+                room.max_cwnd_segments
             },
             stale,
             cfg: cfg.params(),

@@ -547,6 +547,9 @@ mod slots;
 #[path = "scoreboard_upkeep.rs"]
 mod upkeep;
 
+#[path = "scoreboard_room.rs"]
+mod room;
+
 #[path = "scoreboard_rack.rs"]
 mod rack;
 

@@ -127,6 +127,19 @@ impl Slots {
         }
     }
 
+    /// The queue's room, emptied (what it held is dropped): a finished connection's, for the
+    /// next one's board ([`Slots::adopt_room`]).
+    pub(super) fn take_room(&mut self) -> VecDeque<u64> {
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        raw
+    }
+    /// Takes `raw`, empty, as the room of this queue, which is empty and has none.
+    pub(super) fn adopt_room(&mut self, raw: VecDeque<u64>) {
+        debug_assert!(raw.is_empty() && self.raw.capacity() == 0);
+        self.raw = raw;
+    }
+
     /// Segment `i`.
     #[inline(always)]
     pub(super) fn get(&self, i: usize) -> Slot {

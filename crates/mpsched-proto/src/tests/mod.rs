@@ -9,6 +9,7 @@ mod perf;
 mod rack;
 mod read_ack;
 mod reassembly;
+mod reuse;
 mod tcp;
 mod undo;
 pub(crate) mod util;

@@ -44,6 +44,27 @@ impl Simulation<'_> {
         }
         let row = self.flow_rows(fi, &f, end_ns);
         self.finished_rows.push(row);
+        self.keep_endpoints(f);
+    }
+
+    /// Keeps a finished flow's endpoints to build later flows in: no more of a kind than flows
+    /// still to start, nor than the flows that have run at once beyond those running now, so
+    /// the kept and running endpoints together never outnumber those the run already had at
+    /// once, and a run keeps none once no flow is left to start (100 000 flows started
+    /// together keep none).
+    fn keep_endpoints(&mut self, f: Flow) {
+        let limit = self.pending_flows.min(self.peak_active_flows - self.active_flows);
+        if limit == 0 {
+            return;
+        }
+        let pool = &mut self.conn_configs.pool;
+        let Flow { client, server, request, .. } = f;
+        pool.keep(client.ep, limit);
+        pool.keep(server.ep, limit);
+        if let Some(r) = request {
+            pool.keep(r.client.ep, limit);
+            pool.keep(r.server.ep, limit);
+        }
     }
 
     fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> FlowRecords {
@@ -182,7 +203,13 @@ impl Simulation<'_> {
             }
         }
         self.finished_rows.sort_by_key(|r| r.flow.flow_id);
-        let (mut flows, mut subflows, mut blocks, mut actions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Each table's room at once, not grown by doubling (a copy of the rows each time).
+        let rows = &self.finished_rows;
+        let room = |n: fn(&FlowRecords) -> usize| rows.iter().map(n).sum::<usize>();
+        let mut flows = Vec::with_capacity(self.cfg.flows.len());
+        let mut subflows = Vec::with_capacity(room(|r| r.subflows.len()));
+        let mut blocks = Vec::with_capacity(room(|r| r.blocks.len()));
+        let mut actions = Vec::with_capacity(room(|r| r.actions.len()));
         for r in std::mem::take(&mut self.finished_rows) {
             flows.push(r.flow);
             subflows.extend(r.subflows);

@@ -25,6 +25,7 @@ use crate::PendingNs;
 
 mod nagle;
 mod recovery;
+mod reuse;
 mod undo;
 mod unsent;
 mod usage;
