@@ -37,6 +37,9 @@ pub struct DataSender {
     sched: Option<Box<dyn Scheduler>>,
     /// `sched` is set (it is taken out while the scheduler runs).
     has_scheduler: bool,
+    /// One subflow, no scheduler, no stale tracker, no coupled congestion control (plain TCP):
+    /// `poll_transmit` takes its short path (`poll_transmit_single`).
+    single: bool,
     actions: Vec<Action>,
     /// Sent-but-unacked chunks with their subflow masks, and the reinjection queue.
     chunks: Chunks,
@@ -104,6 +107,7 @@ impl DataSender {
             .is_some_and(|s| s.upstream_stale_detection())
             .then(|| Box::new(StaleTracker::new(cfg.stale_loss_cnt, n)));
         let coupled_cc = subflows[0].cc().is_coupled();
+        let single = n == 1 && sched.is_none() && stale.is_none() && !coupled_cc;
         Ok(Self {
             subflows,
             added: 0,
@@ -118,6 +122,7 @@ impl DataSender {
             coupled_dirty: u64::MAX,
             coupled_cc,
             has_scheduler: sched.is_some(),
+            single,
             sched,
             actions: Vec::new(),
             chunks: Chunks::default(),
@@ -460,6 +465,35 @@ impl DataSender {
 
     /// Next segment to send and its subflow (call until `None`).
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if self.single {
+            return self.poll_transmit_single(now_ns);
+        }
+        self.poll_transmit_general(now_ns)
+    }
+
+    /// [`DataSender::poll_transmit`] of a plain TCP connection (`single`): what the general
+    /// path does with one subflow, no scheduler, no stale tracker and no coupled congestion
+    /// control, without the parts that then do nothing. No push attempt is noted nor the
+    /// MPTCP-level timer armed (both need the stale tracker); the data goes to subflow 0
+    /// (`run_scheduler` without a scheduler); the subflow tests its own path (its `path_up`
+    /// is set with the connection's bit, in `set_path_up`); and no subflow is marked
+    /// (`touch`): without a scheduler nothing refreshes the views and without a coupled
+    /// congestion control nothing the coupled summaries, so both dirty masks stay all ones
+    /// from construction. `tests::single_path_is_the_general_path` runs both on the same
+    /// inputs.
+    #[inline(always)]
+    fn poll_transmit_single(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if self.need_schedule {
+            self.need_schedule = false;
+            let _ = self.send_new_inline(0, u64::MAX);
+        }
+        self.subflows[0].poll_transmit_with(now_ns, |seg| (0, seg))
+    }
+
+    /// [`DataSender::poll_transmit`] of every other connection (out of line: inlined, its
+    /// subflow loop and scheduler took registers from plain TCP's path).
+    #[inline(never)]
+    fn poll_transmit_general(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         if self.need_schedule {
             self.need_schedule = false;
             let push = self.push_attempt();
@@ -479,6 +513,12 @@ impl DataSender {
             }
         }
         None
+    }
+
+    /// Makes a plain TCP sender take the general path (tests: both paths must agree).
+    #[cfg(test)]
+    pub(crate) fn take_general_path(&mut self) {
+        self.single = false;
     }
 
     /// Earliest timer of any subflow, absolute ns. (Inline: asked after every drain.)

@@ -9,6 +9,7 @@ mod perf;
 mod rack;
 mod read_ack;
 mod reassembly;
+mod single_path;
 mod tcp;
 mod undo;
 pub(crate) mod util;
