@@ -10,7 +10,7 @@ mod views;
 use super::{ConnConfig, ConnParams, Mode};
 use crate::cc::{self, CoupledSubflow, CoupledView, UnknownCc};
 use crate::sched::{Action, ConnView, LossKind, Rejection, Scheduler, SubflowView};
-use crate::tcp::{flags, Role, Segment, Sender};
+use crate::tcp::{flags, AckOutcome, Role, Segment, Sender};
 
 /// Refused actions by action kind and reason.
 type RejectionCounts = [[u64; Rejection::ALL.len()]; Action::KINDS.len()];
@@ -206,7 +206,6 @@ impl DataSender {
             me: subflow,
         };
         let out = self.subflows[subflow].handle_segment_coupled(now_ns, seg, &view);
-        self.touch(subflow);
         // `tcp_sndbuf_expand` follows cwnd up on ACKs (`tcp_new_space`); it never shrinks.
         // Only the autotuned send buffer reads it (`send_buffer_bytes`).
         if self.cfg.snd_buf_autotuning {
@@ -215,6 +214,23 @@ impl DataSender {
             let max = &mut self.max_cwnd_segments[subflow];
             *max = (*max).max(cwnd_segments);
         }
+        if self.single {
+            // Plain TCP (see `poll_transmit_single`): no subflow to mark, no joins (with one
+            // subflow `start_joins` opens none), no stale tracker or scheduler to tell.
+            if seg.has(flags::ACK) {
+                self.on_data_ack(now_ns, seg.data_ack, seg.window);
+            }
+            self.need_schedule = true;
+            return;
+        }
+        self.after_segment(now_ns, subflow, seg, out);
+    }
+
+    /// The rest of [`DataSender::handle_segment`] for every connection but plain TCP's (out of
+    /// line: plain TCP's ACK path does none of it).
+    #[inline(never)]
+    fn after_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment, out: AckOutcome) {
+        self.touch(subflow);
         let established = self.subflows[subflow].is_established();
         if self
             .cfg
@@ -257,6 +273,7 @@ impl DataSender {
         }
     }
 
+    #[inline(always)]
     fn on_data_ack(&mut self, now_ns: u64, data_ack: u64, window: u64) {
         let data_ack = data_ack.min(self.next_dsn);
         // The right edge never moves left (RFC 8684 §3.3.4, RFC 9293 §3.8.6).
