@@ -186,6 +186,7 @@ impl Scoreboard {
     }
 
     /// Records a first transmission (appended at the right edge).
+    #[inline(always)]
     pub fn push(&mut self, seq: u64, len: u32, dsn: u64, data_fin: bool, now_ns: u64) {
         debug_assert!(self.segs.is_empty() || self.end_seq == seq);
         debug_assert!(len > 0);
