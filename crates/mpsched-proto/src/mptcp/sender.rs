@@ -229,7 +229,7 @@ impl DataSender {
 
     /// The rest of [`DataSender::handle_segment`] for every connection but plain TCP's (out of
     /// line: plain TCP's ACK path does none of it).
-    #[inline(never)]
+    #[inline(always)]
     fn after_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment, out: AckOutcome) {
         self.touch(subflow);
         let established = self.subflows[subflow].is_established();
