@@ -227,8 +227,8 @@ impl DataSender {
         self.after_segment(now_ns, subflow, seg, out);
     }
 
-    /// The rest of [`DataSender::handle_segment`] for every connection but plain TCP's (out of
-    /// line: plain TCP's ACK path does none of it).
+    /// The rest of [`DataSender::handle_segment`] for every connection but plain TCP's (inline:
+    /// as a call, with the outcome copied into it, both plain TCP and MPTCP paid more).
     #[inline(always)]
     fn after_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment, out: AckOutcome) {
         self.touch(subflow);
@@ -413,9 +413,10 @@ impl DataSender {
         self.subflows[0].poll_transmit_with(now_ns, |seg| (0, seg))
     }
 
-    /// [`DataSender::poll_transmit`] of every other connection (out of line: inlined, its
-    /// subflow loop and scheduler took registers from plain TCP's path).
-    #[inline(never)]
+    /// [`DataSender::poll_transmit`] of every other connection. Inline, as the short path is:
+    /// out of line, every MPTCP poll paid the dispatching function's prologue and a second
+    /// call (+0.4 % on FatTree k=4), and plain TCP's counts moved by under 2.5 a packet.
+    #[inline(always)]
     fn poll_transmit_general(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         if self.need_schedule {
             self.need_schedule = false;
