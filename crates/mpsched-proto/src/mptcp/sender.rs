@@ -402,8 +402,8 @@ impl DataSender {
     /// is set with the connection's bit, in `set_path_up`); and no subflow is marked
     /// (`touch`): without a scheduler nothing refreshes the views and without a coupled
     /// congestion control nothing the coupled summaries, so both dirty masks stay all ones
-    /// from construction. `tests::single_path_is_the_general_path` runs both on the same
-    /// inputs.
+    /// from construction. `tests::single_path::single_path_is_the_general_path` runs both on
+    /// the same inputs.
     #[inline(always)]
     fn poll_transmit_single(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         if self.need_schedule {
