@@ -10,6 +10,7 @@ mod rack;
 mod read_ack;
 mod reassembly;
 mod reuse;
+mod single_path;
 mod tcp;
 mod undo;
 pub(crate) mod util;

@@ -1,0 +1,190 @@
+//! A plain TCP connection's short send path (`DataSender::poll_transmit_single`, and the early
+//! return of `DataSender::handle_segment`) gives what the general path gives: the same segments
+//! at the same times, on random networks and workloads. MPTCP with one subflow and no scheduler
+//! takes the short path too and is run as well.
+
+use super::util::*;
+use crate::mptcp::{ConnConfig, DataReceiver, DataSender, Mode};
+use crate::tcp::{LossRecovery, Segment};
+use proptest::prelude::*;
+
+/// A data sender that logs what it transmits, writes its data in pieces as ACKs arrive, and
+/// loses its path for a while.
+struct Logged {
+    tx: DataSender,
+    log: Vec<(u64, usize, Segment)>,
+    /// Bytes still to write, a piece at a time, and the piece's size.
+    left_bytes: u64,
+    piece_bytes: u64,
+    /// The path is down in `[down_ns, up_ns)`.
+    down_ns: u64,
+    up_ns: u64,
+    path_down: bool,
+    went_down: bool,
+}
+
+impl Logged {
+    fn on_time(&mut self, now_ns: u64) {
+        let down = (self.down_ns..self.up_ns).contains(&now_ns);
+        if down != self.path_down {
+            self.path_down = down;
+            self.went_down |= down;
+            self.tx.set_path_up(0, !down, now_ns);
+        }
+        if self.left_bytes > 0 {
+            let n = self.piece_bytes.min(self.left_bytes);
+            self.tx.write(n, now_ns);
+            self.left_bytes -= n;
+            if self.left_bytes == 0 {
+                self.tx.close();
+            }
+        }
+    }
+}
+
+impl Endpoint for Logged {
+    fn handle_segment(&mut self, now_ns: u64, sf: usize, seg: &Segment) {
+        self.tx.handle_segment(now_ns, sf, seg);
+        self.on_time(now_ns);
+    }
+    fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        let out = self.tx.poll_transmit(now_ns);
+        if let Some((sf, seg)) = out {
+            self.log.push((now_ns, sf, seg));
+        }
+        out
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        // The path's next change is a timer of its own.
+        let change = if self.path_down {
+            Some(self.up_ns)
+        } else {
+            Some(self.down_ns).filter(|&t| t > 0 && self.up_ns > t && !self.went_down)
+        };
+        match (self.tx.poll_timeout(), change) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+    fn handle_timeout(&mut self, now_ns: u64) {
+        if self.tx.poll_timeout().is_some_and(|t| t <= now_ns) {
+            self.tx.handle_timeout(now_ns);
+        }
+        self.on_time(now_ns);
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Net {
+    rate_mbps: u64,
+    delay_ms: u64,
+    loss_ppm: u64,
+    seed: u64,
+    rcv_buf_bytes: u64,
+    total_bytes: u64,
+    piece_bytes: u64,
+    nagle: bool,
+    rack: bool,
+    autotune: bool,
+    snd_buf_autotuning: bool,
+    down_ms: u64,
+    /// MPTCP with one subflow and no scheduler (also `single`), else plain TCP.
+    mptcp: bool,
+}
+
+/// Runs a download over `net`, the sender on its short path or (`general`) the general one;
+/// returns the sender's transmissions and the bytes delivered.
+fn run(net: &Net, general: bool) -> (Vec<(u64, usize, Segment)>, u64) {
+    let mode = if net.mptcp { Mode::Mptcp } else { Mode::Tcp };
+    let mut rc = ConnConfig::new(mode, true, 1);
+    rc.rcv_buf_bytes = net.rcv_buf_bytes;
+    rc.rcv_buf_autotuning = net.autotune;
+    let mut sc = ConnConfig::new(mode, false, 1);
+    sc.tcp.nagle = net.nagle;
+    sc.tcp.loss_recovery = if net.rack {
+        LossRecovery::RackTlp
+    } else {
+        LossRecovery::Rfc6675
+    };
+    sc.snd_buf_autotuning = net.snd_buf_autotuning;
+    let mut rx = DataReceiver::new(rc);
+    rx.connect(0);
+    let mut tx = DataSender::new(sc, None).unwrap();
+    if general {
+        tx.take_general_path();
+    }
+    tx.connect(0);
+    let first = net.piece_bytes.min(net.total_bytes);
+    tx.write(first, 0);
+    let down_ns = net.down_ms * MS;
+    let tx = Logged {
+        tx,
+        log: Vec::new(),
+        left_bytes: net.total_bytes - first,
+        piece_bytes: net.piece_bytes,
+        down_ns,
+        up_ns: if net.down_ms > 0 {
+            down_ns + 300 * MS
+        } else {
+            0
+        },
+        path_down: false,
+        went_down: false,
+    };
+    let rate = net.rate_mbps * MBPS;
+    let delay = net.delay_ms * MS;
+    // ACKs are lost too, a quarter as often (the ACK side's short path sees gaps).
+    let ab = vec![Link::new(rate, delay).lossy(net.loss_ppm / 4, !net.seed)];
+    let ba = vec![Link::new(rate, delay).lossy(net.loss_ppm, net.seed)];
+    let mut p = Pair::new(rx, tx, ab, ba);
+    p.drive(120_000 * MS, |a, _| a.delivered_bytes() == net.total_bytes);
+    (std::mem::take(&mut p.b.log), p.a.delivered_bytes())
+}
+
+fn nets() -> impl Strategy<Value = Net> {
+    (
+        (1u64..200, 1u64..60, 0u64..30_000, any::<u64>()),
+        (10_000u64..2_000_000, 1u64..400_000, 1u64..200_000),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        (prop_oneof![Just(0u64), 1u64..2_000], any::<bool>()),
+    )
+        .prop_map(
+            |(
+                (rate_mbps, delay_ms, loss_ppm, seed),
+                (rcv, total, piece),
+                (n, r, a, s),
+                (down, mptcp),
+            )| {
+                Net {
+                    rate_mbps,
+                    delay_ms,
+                    loss_ppm,
+                    seed,
+                    rcv_buf_bytes: rcv,
+                    total_bytes: total,
+                    piece_bytes: piece,
+                    nagle: n,
+                    rack: r,
+                    autotune: a,
+                    snd_buf_autotuning: s,
+                    down_ms: down,
+                    mptcp,
+                }
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn single_path_is_the_general_path(net in nets()) {
+        let (short, short_bytes) = run(&net, false);
+        let (general, general_bytes) = run(&net, true);
+        prop_assert!(short.len() > 1, "the sender sent something beyond its handshake");
+        prop_assert_eq!(short_bytes, general_bytes);
+        prop_assert_eq!(short.len(), general.len());
+        for (i, (s, g)) in short.iter().zip(&general).enumerate() {
+            prop_assert_eq!(s, g, "transmission {} differs", i);
+        }
+    }
+}
