@@ -33,7 +33,7 @@ impl DataReceiver {
     #[inline(always)]
     pub(super) fn take_in_order(&mut self, now_ns: u64, seg: &Segment) {
         let window = self.rcv_wnd_bytes();
-        self.subflows[0].set_window_clamp(window);
+        self.subflows[0].set_window_clamp_after_data(window);
         self.subflows[0].take_in_order(now_ns, seg);
         // The joins' trigger needs no test: the first data segment went the general way
         // (quickack mode was not armed yet) on an established subflow, so the trigger, which

@@ -44,6 +44,16 @@ impl Receiver {
         self.ack_in_order(now_ns, false);
     }
 
+    /// [`Receiver::set_window_clamp`] for a receiver that has had data (so
+    /// [`Receiver::in_order_ready`]'s armed quickack mode): then it only stores the clamp.
+    #[inline(always)]
+    pub fn set_window_clamp_after_data(&mut self, window_bytes: u64) {
+        if cfg!(test) {
+            assert!(self.stats.bytes_received > 0);
+        }
+        self.window_clamp = window_bytes;
+    }
+
     /// RFC 7323 §4.3 TS.Recent update (Linux `tcp_replace_ts_recent`, `rcv_wup` being the last
     /// ACK sent). A segment wholly below it is refused before (`tcp_sequence`: old sequence,
     /// answered with a dupack) and leaves TS.Recent alone, so the ACK to a retransmission whose
