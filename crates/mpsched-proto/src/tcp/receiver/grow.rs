@@ -88,7 +88,9 @@ impl Receiver {
         self.hs.is_started()
     }
 
-    /// Linux `min(window_clamp, tcp_space)` for `tcp_grow_window`.
+    /// Linux `min(window_clamp, tcp_space)` for `tcp_grow_window` (inline: every in-order
+    /// segment asks).
+    #[inline(always)]
     fn grow_clamp(&self) -> u64 {
         if self.fixed_buffer && !self.ratio_measured {
             fixed_buffer_initial_clamp(self.window_clamp, self.cfg.mss_bytes)
