@@ -417,35 +417,23 @@ impl DataReceiver {
     }
 
     /// [`DataReceiver::poll_transmit`] once some subflow has an ACK or handshake segment due.
-    /// One subflow (plain TCP): `poll_transmit` found its path up, no loop.
     #[inline(never)]
     fn poll_transmit_pending(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        if self.subflows.len() == 1 {
-            return self.poll_transmit_on(0, now_ns);
-        }
         for i in 0..self.subflows.len() {
             if !self.is_path_up(i) {
                 continue;
             }
-            if let Some(out) = self.poll_transmit_on(i, now_ns) {
-                return Some(out);
+            let (data_ack, wnd) = self.advertise(i);
+            self.subflows[i].set_conn_window(data_ack, wnd);
+            // Built in place as the returned pair (`Receiver::poll_transmit_with`).
+            let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
+            if out.is_some() {
+                self.right_edge = self.right_edge.max(data_ack + wnd);
+                self.data_ack_untold = false;
+                return out;
             }
         }
         None
-    }
-
-    /// The segment subflow `i`, whose path is up, has to send, with the connection's window.
-    #[inline(always)]
-    fn poll_transmit_on(&mut self, i: usize, now_ns: u64) -> Option<(usize, Segment)> {
-        let (data_ack, wnd) = self.advertise(i);
-        self.subflows[i].set_conn_window(data_ack, wnd);
-        // Built in place as the returned pair (`Receiver::poll_transmit_with`).
-        let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
-        if out.is_some() {
-            self.right_edge = self.right_edge.max(data_ack + wnd);
-            self.data_ack_untold = false;
-        }
-        out
     }
 
     /// Earliest timer of any subflow, absolute ns.
