@@ -30,7 +30,7 @@ impl DataReceiver {
     /// established, and the joins' trigger has been settled), the connection delivers all of it (`deliver` with DSN = `rcv_nxt` and an
     /// empty out-of-order set), the application reads it (`ack_at_read` with nothing left in
     /// the receive memory), and no hole was filled (no ACK requested for one).
-    #[inline(always)]
+    #[inline(never)]
     pub(super) fn take_in_order(&mut self, now_ns: u64, seg: &Segment) {
         let window = self.rcv_wnd_bytes();
         self.subflows[0].set_window_clamp_after_data(window);
