@@ -195,8 +195,10 @@ impl DataReceiver {
         }
     }
 
-    /// [`DataReceiver::handle_segment`] for any segment (out of line: the common case,
-    /// `in_order.rs`, keeps its registers).
+    /// [`DataReceiver::handle_segment`] for any segment. Both paths are functions of their
+    /// own, so the handler is the short path's test and a jump: inlined, this one took
+    /// registers from the short path; and a second frame for every segment of a connection
+    /// with several subflows cost the FatTree (benches/RESULTS.md, Session 16, perf17d).
     #[inline(never)]
     pub(crate) fn handle_segment_general(&mut self, now_ns: u64, subflow: usize, seg: &Segment) {
         if subflow >= self.subflows.len() {

@@ -27,9 +27,11 @@ impl DataReceiver {
 
     /// [`DataReceiver::handle_segment`] for a segment [`DataReceiver::in_order_ready`] accepts:
     /// the subflow takes it (`Receiver::take_in_order`: no handshake step, so nothing becomes
-    /// established, and the joins' trigger has been settled), the connection delivers all of it (`deliver` with DSN = `rcv_nxt` and an
-    /// empty out-of-order set), the application reads it (`ack_at_read` with nothing left in
-    /// the receive memory), and no hole was filled (no ACK requested for one).
+    /// established, and the joins' trigger has been settled), the connection delivers all of
+    /// it (`deliver` with DSN = `rcv_nxt` and an empty out-of-order set), the application
+    /// reads it (`ack_at_read` with nothing left in the receive memory), and no hole was
+    /// filled (no ACK requested for one). Out of line: see
+    /// [`DataReceiver::handle_segment_general`].
     #[inline(never)]
     pub(super) fn take_in_order(&mut self, now_ns: u64, seg: &Segment) {
         let window = self.rcv_wnd_bytes();
