@@ -39,6 +39,8 @@ use crate::tcp::{
 };
 use crate::PendingNs;
 
+mod in_order;
+
 /// The receiving endpoint of a connection.
 #[derive(Debug)]
 pub struct DataReceiver {
@@ -197,7 +199,21 @@ impl DataReceiver {
     }
 
     /// Feeds a segment that arrived on `subflow`.
+    #[inline(always)]
     pub fn handle_segment(&mut self, now_ns: u64, subflow: usize, seg: &Segment) {
+        if self.in_order_ready(subflow, seg) {
+            self.take_in_order(now_ns, seg);
+        } else {
+            self.handle_segment_general(now_ns, subflow, seg);
+        }
+    }
+
+    /// [`DataReceiver::handle_segment`] for any segment. Both paths are functions of their
+    /// own, so the handler is the short path's test and a jump: inlined, this one took
+    /// registers from the short path; and a second frame for every segment of a connection
+    /// with several subflows cost the FatTree (benches/RESULTS.md, Session 16, perf17d).
+    #[inline(never)]
+    pub(crate) fn handle_segment_general(&mut self, now_ns: u64, subflow: usize, seg: &Segment) {
         if subflow >= self.subflows.len() {
             return;
         }

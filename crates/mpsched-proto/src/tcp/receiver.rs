@@ -23,13 +23,13 @@ use super::fifo::InlineFifo;
 use super::handshake::{Handshake, HsOption, Role};
 use super::ofo::{OfoQueue, Ooo};
 use super::rangeset::RangeSet;
-use super::rtt::timer_wheel_fire_ns;
 use super::segment::{flags, Segment, MAX_SACK_BLOCKS};
 use super::settings::ReceiverSettings;
 use super::{TcpConfig, DELAYED_ACK_NS};
 use crate::PendingNs;
 
 mod grow;
+mod in_order;
 mod rcv_rtt;
 mod read_ack;
 
@@ -248,14 +248,7 @@ impl Receiver {
         let len = seg.len as u64;
         self.stats.bytes_received += len;
         self.rcv_rtt_measure_ts(now_ns, seg.ts_ecr, len);
-        // RFC 7323 §4.3 TS.Recent update (Linux `tcp_replace_ts_recent`, `rcv_wup` being the
-        // last ACK sent). A segment wholly below it is refused before (`tcp_sequence`: old
-        // sequence, answered with a dupack) and leaves TS.Recent alone, so the ACK to a
-        // retransmission whose original arrived echoes the original's time: after lost ACKs the
-        // sender's sample is the original's age.
-        if seg.seq <= self.last_ack_sent && seg.seq + seg.len as u64 >= self.last_ack_sent {
-            self.ts_recent = self.ts_recent.max(seg.ts_val);
-        }
+        self.note_ts_recent(seg);
         if !self.quickack_armed {
             // Linux `tcp_event_data_recv`: first data segment starts quickack mode.
             self.quickack_armed = true;
@@ -277,29 +270,20 @@ impl Receiver {
                 self.stats.duplicate_bytes += off;
             }
             let had_ofo = !self.ofo.is_empty();
-            self.last_data_rcv_ns = now_ns.max(1);
-            self.measure_rcv_mss(len - off);
-            self.grow_window(len - off);
-            self.release(seg.dsn + off, len - off, seg.has(flags::DATA_FIN));
+            self.accept_in_order(now_ns, len - off);
+            self.released.push_back(Released {
+                dsn: seg.dsn + off,
+                len: len - off,
+                data_fin: seg.has(flags::DATA_FIN),
+            });
             self.rcv_nxt = end;
             if had_ofo {
                 self.release_queued();
             }
             self.ofo_ranges.remove_below(self.rcv_nxt);
-            // Immediate ACK: a hole was filled or remains, delayed ACKs are off, quickack
-            // mode (never in pingpong mode: Linux `tcp_in_quickack_mode`), or more than one
-            // MSS is unacknowledged.
-            if had_ofo
-                || !self.ofo.is_empty()
-                || !self.cfg.delayed_ack
-                || (self.quickacks_left > 0 && !self.pingpong)
-                || self.rcv_nxt - self.last_ack_sent > self.cfg.mss_bytes
-            {
-                self.ack_now = true;
-            } else if self.delack_deadline.is_none() {
-                // Linux `tcp_send_delayed_ack`: `sk_reset_timer(jiffies + ato)` on the wheel.
-                self.delack_deadline = PendingNs::at(timer_wheel_fire_ns(now_ns, DELAYED_ACK_NS));
-            }
+            // A hole was filled or remains: ACK at once.
+            let hole = had_ofo || !self.ofo.is_empty();
+            self.ack_in_order(now_ns, hole);
         } else {
             // Since "tcp: call tcp_measure_rcv_mss() for ooo packets" (2025, in 6.18) an
             // out-of-order skb measures rcv_mss and the scaling ratio too.

@@ -3,6 +3,7 @@
 mod contract;
 mod failover;
 mod fidelity;
+mod in_order;
 mod mptcp;
 mod nagle;
 mod perf;

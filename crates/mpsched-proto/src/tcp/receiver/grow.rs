@@ -88,7 +88,9 @@ impl Receiver {
         self.hs.is_started()
     }
 
-    /// Linux `min(window_clamp, tcp_space)` for `tcp_grow_window`.
+    /// Linux `min(window_clamp, tcp_space)` for `tcp_grow_window` (inline: every in-order
+    /// segment asks).
+    #[inline(always)]
     fn grow_clamp(&self) -> u64 {
         if self.fixed_buffer && !self.ratio_measured {
             fixed_buffer_initial_clamp(self.window_clamp, self.cfg.mss_bytes)
@@ -101,6 +103,7 @@ impl Receiver {
     /// calls it for skbs of at least 128 bytes, after `tcp_measure_rcv_mss`): `rcv_ssthresh`
     /// grows by max(2 MSS, 2 len), at most to the clamp, and quickack mode is
     /// armed for this ACK (`icsk_ack.quick |= 1`: an odd count stays, an even one gains one).
+    #[inline(always)]
     pub(super) fn grow_window(&mut self, len: u64) {
         let clamp = self.grow_clamp();
         if len < 128 || self.rcv_ssthresh >= clamp {

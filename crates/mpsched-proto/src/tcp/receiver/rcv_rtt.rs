@@ -9,6 +9,7 @@ impl Receiver {
     /// timestamps gives a receiver RTT sample, once per distinct echoed value
     /// (`rcv_rtt_last_tsecr`), on the timestamp clock's 1 ms ticks (`TCP_TS_HZ` = 1000 without
     /// the usec option; a zero difference counts as 1 ms, `tcp_rtt_tsopt_us`).
+    #[inline(always)]
     pub(super) fn rcv_rtt_measure_ts(&mut self, now_ns: u64, ts_ecr_ns: u64, len: u64) {
         const NS_PER_MS: u64 = 1_000_000;
         if ts_ecr_ns == 0 {

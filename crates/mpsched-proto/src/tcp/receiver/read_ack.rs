@@ -31,13 +31,17 @@ pub(super) fn initial_rcv_mss(mss_bytes: u64) -> u16 {
 impl Receiver {
     /// Linux `tcp_measure_rcv_mss` for an in-order segment of `len` bytes: a full one raises
     /// `rcv_mss` (at most to the MSS); a shorter one marks the ACK pushed.
+    #[inline(always)]
     pub(super) fn measure_rcv_mss(&mut self, len: u64) {
-        if len >= u64::from(self.rcv_mss) {
+        // A segment as long as `rcv_mss` (most of a bulk transfer's) changes nothing: `rcv_mss`
+        // is never above the MSS, so the update below would store it again.
+        if len == u64::from(self.rcv_mss) {
+            return;
+        }
+        if len > u64::from(self.rcv_mss) {
             // Linux re-measures the scaling ratio when `rcv_mss` changes; the first full
             // skb's ratio raises a fixed buffer's clamp (see `grow.rs`).
-            if len != u64::from(self.rcv_mss) {
-                self.ratio_measured = true;
-            }
+            self.ratio_measured = true;
             self.rcv_mss = len.min(self.cfg.mss_bytes).min(u64::from(u16::MAX)) as u16;
         } else {
             self.pushed = (self.pushed + 1).min(2);

@@ -1,0 +1,56 @@
+//! The data receiver's common case (issue 17): one subflow, a segment in order at the subflow
+//! level whose data is also next at the connection level, nothing queued out of order at
+//! either. Plain TCP and an MPTCP connection's only subflow receive almost every segment so.
+//! The general path would release the payload into the subflow's release buffer, read it back,
+//! search the connection's out-of-order set for what it now reaches, and ask every subflow to
+//! ACK at read; here the payload is delivered straight from the segment, with the same state
+//! changes in the same order (`tests::in_order` runs both paths on the same arrivals).
+
+use super::DataReceiver;
+use crate::tcp::{flags, Segment};
+use crate::PendingNs;
+
+impl DataReceiver {
+    /// True when `seg`, arriving on `subflow`, may take [`DataReceiver::take_in_order`].
+    #[inline(always)]
+    pub(crate) fn in_order_ready(&self, subflow: usize, seg: &Segment) -> bool {
+        match self.subflows.as_slice() {
+            [s] => {
+                subflow == 0
+                    && seg.dsn == self.rcv_nxt
+                    && self.ofo.is_empty()
+                    && s.in_order_ready(seg)
+            }
+            _ => false,
+        }
+    }
+
+    /// [`DataReceiver::handle_segment`] for a segment [`DataReceiver::in_order_ready`] accepts:
+    /// the subflow takes it (`Receiver::take_in_order`: no handshake step, so nothing becomes
+    /// established, and the joins' trigger has been settled), the connection delivers all of
+    /// it (`deliver` with DSN = `rcv_nxt` and an empty out-of-order set), the application
+    /// reads it (`ack_at_read` with nothing left in the receive memory), and no hole was
+    /// filled (no ACK requested for one). Out of line: see
+    /// [`DataReceiver::handle_segment_general`].
+    #[inline(never)]
+    pub(super) fn take_in_order(&mut self, now_ns: u64, seg: &Segment) {
+        let window = self.rcv_wnd_bytes();
+        self.subflows[0].set_window_clamp_after_data(window);
+        self.subflows[0].take_in_order(now_ns, seg);
+        // The joins' trigger needs no test: the first data segment went the general way
+        // (quickack mode was not armed yet) on an established subflow, so the trigger, which
+        // asks nothing else of a segment without SYN, has fired there if it ever will.
+        if cfg!(test) {
+            assert!(self.joins_started || !self.cfg.triggers_joins(0, seg, true, false));
+        }
+        let len = u64::from(seg.len);
+        self.data_fin_seen |= seg.has(flags::DATA_FIN);
+        self.rcv_nxt += len;
+        self.data_ack_untold = true;
+        self.last_delivery_ns = PendingNs::at(now_ns);
+        self.rcv_space_adjust(len, now_ns);
+        if self.is_path_up(0) {
+            self.subflows[0].ack_at_read(true);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The receiver's common case, a segment that starts exactly at `rcv_nxt` with nothing queued
+//! out of order (issue 17: most data segments of a transfer), taken without the general
+//! path's release buffer: the owner delivers the segment's payload itself
+//! (`DataReceiver::handle_segment`). The steps that decide state (TS.Recent, `rcv_mss`,
+//! `tcp_grow_window`, the ACK decision) are the general path's own, shared with it here, so the
+//! two cannot drift apart; `tests::in_order` runs both on the same arrivals.
+
+use super::super::rtt::timer_wheel_fire_ns;
+use super::super::segment::{flags, Segment};
+use super::super::DELAYED_ACK_NS;
+use super::Receiver;
+use crate::PendingNs;
+
+impl Receiver {
+    /// True when `seg` may take [`Receiver::take_in_order`]: data starting at `rcv_nxt` on an
+    /// established subflow (no SYN, no MP_JOIN), quickack mode armed by earlier data, nothing
+    /// queued out of order. [`Receiver::handle_segment`] would then release the whole payload
+    /// at once, and reach no other branch.
+    #[inline(always)]
+    pub fn in_order_ready(&self, seg: &Segment) -> bool {
+        seg.seq == self.rcv_nxt
+            && seg.len > 0
+            && seg.flags & (flags::SYN | flags::MP_JOIN) == 0
+            && self.quickack_armed
+            && self.ofo_ranges.is_empty()
+            && self.ofo.is_empty()
+            && self.hs.is_established()
+    }
+
+    /// [`Receiver::handle_segment`] for a segment [`Receiver::in_order_ready`] accepts, except
+    /// that nothing goes to the release buffer: the caller takes the payload
+    /// (`seg.dsn`, `seg.len`, DATA_FIN) from the segment. The state left is the general path's.
+    #[inline(always)]
+    pub fn take_in_order(&mut self, now_ns: u64, seg: &Segment) {
+        if cfg!(test) {
+            assert!(self.in_order_ready(seg));
+        }
+        let len = u64::from(seg.len);
+        self.stats.bytes_received += len;
+        self.rcv_rtt_measure_ts(now_ns, seg.ts_ecr, len);
+        self.note_ts_recent(seg);
+        self.accept_in_order(now_ns, len);
+        self.rcv_nxt += len;
+        self.ack_in_order(now_ns, false);
+    }
+
+    /// [`Receiver::set_window_clamp`] for a receiver that has had data (so
+    /// [`Receiver::in_order_ready`]'s armed quickack mode): then it only stores the clamp.
+    #[inline(always)]
+    pub fn set_window_clamp_after_data(&mut self, window_bytes: u64) {
+        if cfg!(test) {
+            assert!(self.stats.bytes_received > 0);
+        }
+        self.window_clamp = window_bytes;
+    }
+
+    /// RFC 7323 §4.3 TS.Recent update (Linux `tcp_replace_ts_recent`, `rcv_wup` being the last
+    /// ACK sent). A segment wholly below it is refused before (`tcp_sequence`: old sequence,
+    /// answered with a dupack) and leaves TS.Recent alone, so the ACK to a retransmission whose
+    /// original arrived echoes the original's time: after lost ACKs the sender's sample is the
+    /// original's age.
+    #[inline(always)]
+    pub(super) fn note_ts_recent(&mut self, seg: &Segment) {
+        if seg.seq <= self.last_ack_sent && seg.seq + u64::from(seg.len) >= self.last_ack_sent {
+            self.ts_recent = self.ts_recent.max(seg.ts_val);
+        }
+    }
+
+    /// `new_bytes` of in-order data arrived (Linux `tcp_event_data_recv`): the receive time,
+    /// `rcv_mss`, `rcv_ssthresh`, the in-order count.
+    #[inline(always)]
+    pub(super) fn accept_in_order(&mut self, now_ns: u64, new_bytes: u64) {
+        self.last_data_rcv_ns = now_ns.max(1);
+        self.measure_rcv_mss(new_bytes);
+        self.grow_window(new_bytes);
+        self.stats.bytes_in_order += new_bytes;
+    }
+
+    /// The ACK decision after in-order data (Linux `__tcp_ack_snd_check`): at once when `hole`
+    /// (a hole was filled or remains), delayed ACKs are off, in quickack mode (never in
+    /// pingpong mode: `tcp_in_quickack_mode`) or more than one MSS is unacknowledged; else a
+    /// delayed ACK, unless one is already scheduled.
+    #[inline(always)]
+    pub(super) fn ack_in_order(&mut self, now_ns: u64, hole: bool) {
+        if hole
+            || !self.cfg.delayed_ack
+            || (self.quickacks_left > 0 && !self.pingpong)
+            || self.rcv_nxt - self.last_ack_sent > self.cfg.mss_bytes
+        {
+            self.ack_now = true;
+        } else if self.delack_deadline.is_none() {
+            // Linux `tcp_send_delayed_ack`: `sk_reset_timer(jiffies + ato)` on the wheel.
+            self.delack_deadline = PendingNs::at(timer_wheel_fire_ns(now_ns, DELAYED_ACK_NS));
+        }
+    }
+}
