@@ -28,8 +28,14 @@ pub const JIFFY_NS: u64 = 4_000_000;
 /// model has neither.)
 #[inline]
 pub fn timer_wheel_fire_ns(now_ns: u64, delay_ns: u64) -> u64 {
+    timer_wheel_fire_after_jiffies(now_ns, jiffies_ceil(delay_ns))
+}
+
+/// [`timer_wheel_fire_ns`] for a delay already in whole jiffies (the RTO is kept in them, as
+/// Linux keeps `icsk_rto`), so the ACK path's re-arm skips the rounding up.
+#[inline]
+pub fn timer_wheel_fire_after_jiffies(now_ns: u64, delta_j: u64) -> u64 {
     let now_j = now_ns / JIFFY_NS;
-    let delta_j = jiffies_ceil(delay_ns);
     let expires_j = now_j + delta_j;
     // Level 0 (under 63 jiffies, 252 ms: every probe and most RTOs) without the loop.
     if delta_j < 63 {
@@ -152,20 +158,32 @@ impl RttEstimator {
 
     /// Base RTO (no backoff), ns: Linux `__tcp_set_rto`, srtt + `rttvar_us`.
     pub fn rto_ns(&self) -> u64 {
+        self.rto_jiffies() * JIFFY_NS
+    }
+
+    /// Base RTO in whole jiffies (rounded up, as `usecs_to_jiffies`), at most [`MAX_RTO_NS`]
+    /// (a whole number of jiffies, so capping the count is capping the time).
+    #[inline]
+    pub fn rto_jiffies(&self) -> u64 {
         if !self.has_sample {
-            return INITIAL_RTO_NS;
+            return INITIAL_RTO_NS / JIFFY_NS;
         }
-        let rto_ns = self.srtt_ns + self.rto_var_ns.max(MIN_RTO_NS);
-        (rto_ns.div_ceil(JIFFY_NS) * JIFFY_NS).min(MAX_RTO_NS)
+        jiffies_ceil(self.srtt_ns + self.rto_var_ns.max(MIN_RTO_NS)).min(MAX_RTO_NS / JIFFY_NS)
     }
 
     /// RTO after `backoff` doublings (RFC 6298 (5.5)), capped at [`MAX_RTO_NS`].
     pub fn backed_off_rto_ns(&self, backoff: u32) -> u64 {
-        let base = self.rto_ns();
+        self.backed_off_rto_jiffies(backoff) * JIFFY_NS
+    }
+
+    /// [`RttEstimator::backed_off_rto_ns`] in jiffies (Linux shifts the jiffy count too).
+    #[inline]
+    pub fn backed_off_rto_jiffies(&self, backoff: u32) -> u64 {
         if backoff >= 20 {
-            return MAX_RTO_NS;
+            return MAX_RTO_NS / JIFFY_NS;
         }
-        (base << backoff).min(MAX_RTO_NS)
+        // At most 30 000 jiffies shifted by 19: no overflow.
+        (self.rto_jiffies() << backoff).min(MAX_RTO_NS / JIFFY_NS)
     }
 }
 
@@ -245,6 +263,48 @@ mod tests {
         assert_eq!(r.srtt_ns, 29_000_000);
         assert_eq!(r.rto_ns(), 232_000_000);
         assert_eq!(r.backed_off_rto_ns(3), 8 * 232_000_000);
+    }
+
+    #[test]
+    fn rto_in_jiffies_matches_the_ns_formula() {
+        // The former ns computation: (srtt + max(rttvar, 200 ms)) rounded up to a jiffy,
+        // capped at 120 s, shifted by the backoff and capped again.
+        let reference = |r: &RttEstimator, backoff: u32| {
+            let base = if r.has_sample {
+                let rto_ns = r.srtt_ns + r.rto_var_ns.max(MIN_RTO_NS);
+                (rto_ns.div_ceil(JIFFY_NS) * JIFFY_NS).min(MAX_RTO_NS)
+            } else {
+                INITIAL_RTO_NS
+            };
+            if backoff >= 20 {
+                MAX_RTO_NS
+            } else {
+                (base << backoff).min(MAX_RTO_NS)
+            }
+        };
+        let mut r = RttEstimator::default();
+        let mut samples = vec![1u64, 2, JIFFY_NS - 1, JIFFY_NS, JIFFY_NS + 1, MAX_RTO_NS];
+        samples.extend((0..400u64).map(|k| k * 997_331 + (k % 7) * JIFFY_NS));
+        samples.extend([MAX_RTO_NS - MIN_RTO_NS - 1, 2 * MAX_RTO_NS, 1 << 50, 3, 5]);
+        for (i, &s) in samples.iter().enumerate() {
+            for backoff in [0u32, 1, 2, 5, 12, 19, 20, 31] {
+                assert_eq!(
+                    r.backed_off_rto_ns(backoff),
+                    reference(&r, backoff),
+                    "{i} {backoff}"
+                );
+                let j = r.backed_off_rto_jiffies(backoff);
+                assert_eq!(j * JIFFY_NS, reference(&r, backoff));
+                for now in [0u64, 3_999_999, 1_234_567_890] {
+                    assert_eq!(
+                        timer_wheel_fire_after_jiffies(now, j),
+                        timer_wheel_fire_ns(now, reference(&r, backoff))
+                    );
+                }
+            }
+            assert_eq!(r.rto_ns(), reference(&r, 0));
+            r.on_sample_at(s, i as u64, i as u64 + 10);
+        }
     }
 
     #[test]

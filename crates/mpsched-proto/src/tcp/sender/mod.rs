@@ -14,7 +14,7 @@
 
 use super::fifo::InlineFifo;
 use super::handshake::{Handshake, HsOption, Role};
-use super::rtt::{timer_wheel_fire_ns, RttEstimator};
+use super::rtt::{timer_wheel_fire_after_jiffies, timer_wheel_fire_ns, RttEstimator};
 use super::scoreboard::{CaRttSources, Scoreboard};
 use super::segment::{flags, Segment};
 use super::settings::SenderSettings;
@@ -380,8 +380,12 @@ impl Sender {
         }
         // RFC 6298 (5.3): restart the timer on an ACK of new data; (5.2) stop it when idle.
         if una_advanced {
-            let rto = self.rtt.backed_off_rto_ns(self.backoff);
-            let at = (!self.board.is_empty()).then(|| timer_wheel_fire_ns(now_ns, rto));
+            let at = (!self.board.is_empty()).then(|| {
+                timer_wheel_fire_after_jiffies(
+                    now_ns,
+                    self.rtt.backed_off_rto_jiffies(self.backoff),
+                )
+            });
             self.rto_deadline = PendingNs::from_option(at);
         }
         // Segments that left the board plus the change in SACKed ones (a SACKed segment that
