@@ -80,6 +80,12 @@ pub struct Cubic {
     /// Linux `snd_cwnd_cnt`, in bytes.
     cnt_acc_bytes: u64,
     delay_min_ns: u64,
+    /// Linux `ca->cnt`: acknowledged MSS per MSS of growth, as last computed (0 before).
+    cnt: u64,
+    /// Linux `ca->last_cwnd`: cwnd when `cnt` was last recomputed, bytes.
+    last_cwnd_bytes: u64,
+    /// Linux `ca->last_time`: when `cnt` was last recomputed, µs (u32, wrapping as the kernel's).
+    last_time_us: u32,
     // HyStart round state.
     found: bool,
     round_start_ns: u64,
@@ -94,6 +100,12 @@ impl Cubic {
     /// True once HyStart ended slow start (for tests and records).
     pub fn hystart_found(&self) -> bool {
         self.found
+    }
+
+    /// Linux `ca->cnt` as last computed (tests).
+    #[cfg(test)]
+    pub(crate) fn cnt(&self) -> u64 {
+        self.cnt
     }
 
     fn hystart_reset(&mut self, now_ns: u64, snd_nxt: u64) {
@@ -149,6 +161,30 @@ impl Cubic {
         let cwnd = tcb.cwnd_bytes;
         let mss = tcb.mss_bytes;
         self.ack_cnt_bytes += ack.acked_bytes;
+        // Linux recomputes `cnt` only when cwnd changed since the last time or 1/32 s has
+        // passed, and the cubic target at most once per ms (`bictcp_update` since 6.11,
+        // "tcp_cubic: switch ca->last_time to usec resolution": `tp->tcp_mstamp` against
+        // `ca->last_time`, both µs). Between recomputations the ACKs only count.
+        let now_us = (ack.now_ns / 1_000) as u32;
+        let since_us = now_us.wrapping_sub(self.last_time_us);
+        if self.last_cwnd_bytes == cwnd && since_us <= LAST_TIME_HOLD_US {
+            return self.cnt;
+        }
+        let cnt = if self.epoch_start_ns.get().is_some() && since_us < TARGET_HOLD_US {
+            self.cnt
+        } else {
+            self.last_cwnd_bytes = cwnd;
+            self.last_time_us = now_us;
+            self.target_cnt(cwnd, mss, ack)
+        };
+        let cnt = self.friendly_cnt(cwnd, mss, cnt).max(2);
+        self.cnt = cnt;
+        cnt
+    }
+
+    /// `bictcp_update`'s cubic part: the epoch (started here if none), the target one
+    /// `delay_min` ahead, and `cnt` towards it (capped at 20 before any loss).
+    fn target_cnt(&mut self, cwnd: u64, mss: u64, ack: &AckSample) -> u64 {
         let epoch = match self.epoch_start_ns.get() {
             Some(e) => e,
             None => {
@@ -189,7 +225,12 @@ impl Cubic {
         if self.last_max_bytes == 0 {
             cnt = cnt.min(20);
         }
-        // TCP-friendly region.
+        cnt
+    }
+
+    /// `bictcp_update`'s TCP-friendly region: the Reno-emulated window grows with the
+    /// acknowledged bytes, and `cnt` is lowered so cwnd grows at least as fast as it.
+    fn friendly_cnt(&mut self, cwnd: u64, mss: u64, mut cnt: u64) -> u64 {
         let delta_bytes = (cwnd * BETA_SCALE / 8).max(1);
         while self.ack_cnt_bytes > delta_bytes {
             self.ack_cnt_bytes -= delta_bytes;
@@ -199,7 +240,7 @@ impl Cubic {
             let max_cnt = cwnd / (self.tcp_cwnd_bytes - cwnd);
             cnt = cnt.min(max_cnt);
         }
-        cnt.max(2)
+        cnt
     }
 
     fn reset(&mut self) {
@@ -296,6 +337,11 @@ impl CongestionControl for Cubic {
         }
     }
 }
+
+/// `bictcp_update` keeps `cnt` while cwnd is unchanged for up to 1/32 s (`USEC_PER_SEC / 32`).
+const LAST_TIME_HOLD_US: u32 = 1_000_000 / 32;
+/// ... and recomputes the cubic target at most once per ms (`USEC_PER_MSEC`).
+const TARGET_HOLD_US: u32 = 1_000;
 
 /// The offset |t - K| is clamped to 100 s (the curve is flat beyond any real epoch).
 const OFFS_MAX_NS: u64 = 100 * NS_PER_S as u64;

@@ -273,4 +273,6 @@ impl AnyCc {
 #[cfg(test)]
 mod conformance;
 #[cfg(test)]
+mod cubic_hold_tests;
+#[cfg(test)]
 mod tests;

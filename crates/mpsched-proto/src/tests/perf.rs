@@ -69,7 +69,8 @@ fn bulk_transfer_speed() {
 /// class, and the 96-byte block every receiver kept is gone (perf17a). The allocator rounds a
 /// block up to its size class (mimalloc: four a doubling, ... 160, 192, ... 320, 384, ... 768,
 /// 896), so a byte over 768 / 312 -> 320 / 312 -> 320 / 160 costs a flow 128 / 64 / 64 / 32
-/// more.
+/// more. Sender 768 -> 792 B: CUBIC's hold of `cnt` (Linux `ca->cnt`, `last_cwnd`,
+/// `last_time`), state the kernel keeps and the model lacked; the 896 class, 128 B a flow.
 #[test]
 fn the_fixed_state_of_a_connection_stays_small() {
     use std::mem::size_of;
@@ -79,7 +80,7 @@ fn the_fixed_state_of_a_connection_stays_small() {
         size_of::<DataSender>()
     );
     assert!(
-        size_of::<crate::tcp::Sender>() <= 768,
+        size_of::<crate::tcp::Sender>() <= 792,
         "{}",
         size_of::<crate::tcp::Sender>()
     );
