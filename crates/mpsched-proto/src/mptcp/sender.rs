@@ -460,6 +460,12 @@ impl DataSender {
         self.single = false;
     }
 
+    /// Makes every subflow compute its probe schedule when noted (tests: both ways agree).
+    #[cfg(test)]
+    pub(crate) fn take_eager_tlp(&mut self) {
+        self.subflows.iter_mut().for_each(|s| s.take_eager_tlp());
+    }
+
     /// Earliest timer of any subflow, absolute ns. (Inline: asked after every drain.)
     #[inline]
     pub fn poll_timeout(&self) -> Option<u64> {
@@ -469,6 +475,14 @@ impl DataSender {
         if let ([s], None) = (self.subflows.as_slice(), msk) {
             return s.poll_timeout();
         }
+        self.poll_timeout_general(msk)
+    }
+
+    /// [`DataSender::poll_timeout`] over several subflows or with the MPTCP timer. Apart, so
+    /// that the one-subflow case saves no registers for the subflows' calls (a subflow's
+    /// probe deadline noted and not yet computed is computed in a call).
+    #[inline(never)]
+    fn poll_timeout_general(&self, msk: Option<u64>) -> Option<u64> {
         self.subflows
             .iter()
             .filter_map(|s| s.poll_timeout())

@@ -164,6 +164,13 @@ pub struct Sender {
     tlp_retrans: bool,
     /// A probe is due at the next `poll_transmit`.
     probe_due: bool,
+    /// The time of the last noted probe schedule not yet computed, and whether an ACK
+    /// noted one (`recovery.rs`, `schedule_tlp`); `NONE` when none is noted.
+    tlp_pending_ns: PendingNs,
+    tlp_pending_ack: bool,
+    /// Compute every probe schedule when it is noted (tests: both ways must agree).
+    #[cfg(test)]
+    eager_tlp: bool,
     /// Linux `snd_sml` (Minshall's Nagle), kept as its distance below `snd_nxt` in 32 bits
     /// (the connection's fixed size is guarded by `tests::perf`): the end of the last partial
     /// segment sent; `u32::MAX` when there is none (or it is more than 4 GiB behind, which
@@ -242,6 +249,10 @@ impl Sender {
             tlp_high_seq: NO_PROBE,
             tlp_retrans: false,
             probe_due: false,
+            tlp_pending_ns: PendingNs::NONE,
+            tlp_pending_ack: false,
+            #[cfg(test)]
+            eager_tlp: false,
             sml_behind: u32::MAX,
             data_ack_out: 0,
             stats: HotStats::default(),
@@ -312,6 +323,7 @@ impl Sender {
         seg: &Segment,
         view: &CoupledView<'_>,
     ) -> AckOutcome {
+        self.resolve_tlp();
         let mut out = AckOutcome::default();
         if !self.hs.is_established() || seg.has(flags::SYN) || seg.has(flags::MP_JOIN) {
             let (consumed, established) = self.handshake_segment(now_ns, seg);
@@ -454,7 +466,10 @@ impl Sender {
         now_ns: u64,
         wrap: impl FnOnce(Segment) -> R,
     ) -> Option<R> {
+        // Each `None` below ends a drain: the probe is scheduled there, once for all the
+        // drain sent (`resolve_tlp`; a wrapper testing the result copied every segment).
         if !self.path_up {
+            self.resolve_tlp();
             return None;
         }
         // Tested before it is taken: `take` stores the emptied option and matches the taken
@@ -480,7 +495,10 @@ impl Sender {
                 Some(Some(s)) => {
                     return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin)))
                 }
-                Some(None) => return None,
+                Some(None) => {
+                    self.resolve_tlp();
+                    return None;
+                }
                 None => {}
             }
         }
@@ -490,6 +508,7 @@ impl Sender {
             // more segment, whatever the size of those in flight.
             let limited = self.board.pipe_segs() >= self.cwnd_segs();
             self.cwnd_validate(limited);
+            self.resolve_tlp();
             return None;
         };
         if self.board.is_empty() {
@@ -502,10 +521,12 @@ impl Sender {
         }
         let len = front.len.min(self.tcb.mss_bytes);
         if !ignore_cwnd && self.nagle_holds(len, front.len, front.data_fin) {
+            self.resolve_tlp();
             return None;
         }
         if !ignore_cwnd && !self.can_send_new(len) {
             self.cwnd_validate(true);
+            self.resolve_tlp();
             return None;
         }
         let head = self.queue.front_mut().expect("checked above");
@@ -583,6 +604,7 @@ impl Sender {
     /// Path down (`false`): nothing is transmitted; timers keep running as in a kernel that
     /// sees no ACKs. Path up: the backoff is reset and a due retransmission goes out at once.
     pub fn set_path_up(&mut self, up: bool, now_ns: u64) {
+        self.resolve_tlp();
         if up && !self.path_up {
             self.backoff = 0;
             if !self.board.is_empty() {

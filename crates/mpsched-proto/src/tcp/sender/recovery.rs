@@ -288,15 +288,59 @@ impl Sender {
         }
     }
 
-    /// Linux `tcp_schedule_loss_probe`: in Open state (Linux Open, not Disorder: nothing
-    /// SACKed) with data out, probe after 2 SRTT (+ 200 ms for a single segment, which may wait
-    /// for a delayed ACK; + `TCP_TIMEOUT_MIN` otherwise), or at the RTO if that comes first. In
-    /// Linux the probe and the RTO share one timer: an ACK of new data that cannot schedule a
-    /// probe (`from_ack`) leaves only the RTO, a transmission leaves the timer as it was.
+    /// Linux `tcp_schedule_loss_probe`, noted rather than computed: Linux calls it once per
+    /// `tcp_write_xmit`, after its loop, and an ACK's own call (`tcp_set_xmit_timer`) is
+    /// overwritten by the transmissions that follow it at the same instant. So a transmission
+    /// or an ACK only records that the probe is to be rescheduled (the last one's time, and
+    /// whether an ACK asked); the deadline is computed once, when the drain ends (the closing
+    /// `None` poll), when a segment, a timer or a path change comes in, or (without storing
+    /// it) when [`Sender::poll_timeout`] reads it. Between the noted call and any of those
+    /// only transmissions happen, which change nothing the computation reads but the flight,
+    /// and the last call's computation wins: the deadline is the one the eager calls gave.
+    #[inline(always)]
     pub(super) fn schedule_tlp(&mut self, now_ns: u64, from_ack: bool) {
         if !self.cfg.rack_tlp() {
             return;
         }
+        self.tlp_pending_ns = PendingNs::at(now_ns);
+        self.tlp_pending_ack |= from_ack;
+        #[cfg(test)]
+        if self.eager_tlp {
+            self.resolve_tlp();
+        }
+    }
+
+    /// Compute every probe schedule when it is noted (tests: both ways must agree).
+    #[cfg(test)]
+    pub(crate) fn take_eager_tlp(&mut self) {
+        self.eager_tlp = true;
+    }
+
+    /// Computes a noted probe schedule ([`Sender::schedule_tlp`]) into `tlp_deadline`.
+    #[inline(always)]
+    pub(super) fn resolve_tlp(&mut self) {
+        if self.tlp_pending_ns.is_some() {
+            self.tlp_deadline = self.tlp_deadline_computed();
+            self.tlp_pending_ns = PendingNs::NONE;
+            self.tlp_pending_ack = false;
+        }
+    }
+
+    /// The probe deadline with any noted schedule applied (`tlp_deadline` as it is otherwise).
+
+    /// The probe deadline with the noted schedule applied (`tlp_deadline` when none is noted).
+    /// The schedule itself: in Open state (Linux Open, not Disorder: nothing SACKed) with
+    /// data out, probe after 2 SRTT (+ 200 ms for a single segment, which may wait for a
+    /// delayed ACK; + `TCP_TIMEOUT_MIN` otherwise), or at the RTO if that comes first. In
+    /// Linux the probe and the RTO share one timer: an ACK of new data that cannot schedule a
+    /// probe (`from_ack`) leaves only the RTO, a transmission leaves the timer as it was.
+    #[cold]
+    #[inline(never)]
+    fn tlp_deadline_computed(&self) -> PendingNs {
+        let Some(now_ns) = self.tlp_pending_ns.get() else {
+            return self.tlp_deadline;
+        };
+        let from_ack = self.tlp_pending_ack;
         if self.state != CaState::Open
             || self.board.is_empty()
             || self.board.sacked_segs() > 0
@@ -306,9 +350,9 @@ impl Sender {
             // With a probe outstanding Linux arms the timer anyway, but it then only re-arms
             // the RTO (`tcp_send_loss_probe`: at most one outstanding probe).
             if from_ack || self.state != CaState::Open || self.board.is_empty() {
-                self.tlp_deadline = PendingNs::NONE;
+                return PendingNs::NONE;
             }
-            return;
+            return self.tlp_deadline;
         }
         let extra = if self.board.segs_out() == 1 {
             MIN_RTO_NS
@@ -317,16 +361,33 @@ impl Sender {
         };
         let at = timer_wheel_fire_ns(now_ns, 2 * self.rtt.srtt_ns + extra);
         // "If the RTO formula yields an earlier time, then use that time."
-        self.tlp_deadline = PendingNs::at(at).earliest(self.rto_deadline);
+        PendingNs::at(at).earliest(self.rto_deadline)
     }
 
-    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns.
+    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns. (Inline: the
+    /// simulator asks after every drain, and the probe's test kept it out of line.)
+    #[inline(always)]
     pub fn poll_timeout(&self) -> Option<u64> {
+        if self.tlp_pending_ns.is_some() {
+            return self.poll_timeout_noted();
+        }
         // Called after every event: plain comparisons, no iterator chain.
         self.rto_deadline
             .earliest(self.hs.pending_timeout())
             .earliest(self.rack_timer_ns)
             .earliest(self.tlp_deadline)
+            .get()
+    }
+
+    /// [`Sender::poll_timeout`] with a probe schedule noted and not yet computed (read in the
+    /// middle of a drain, or by a caller that stopped one early).
+    #[cold]
+    #[inline(never)]
+    fn poll_timeout_noted(&self) -> Option<u64> {
+        self.rto_deadline
+            .earliest(self.hs.pending_timeout())
+            .earliest(self.rack_timer_ns)
+            .earliest(self.tlp_deadline_computed())
             .get()
     }
 
@@ -341,6 +402,7 @@ impl Sender {
         now_ns: u64,
         view: &CoupledView<'_>,
     ) -> Option<LossKind> {
+        self.resolve_tlp();
         self.hs.handle_timeout(now_ns);
         let mut event = None;
         if self.rack_timer_ns.get().is_some_and(|t| now_ns >= t) {
