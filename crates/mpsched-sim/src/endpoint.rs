@@ -328,8 +328,6 @@ impl Endpoint for SenderEp {
     fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         self.0.poll_transmit(now_ns)
     }
-    // Inline: asked after every drain (the probe's deadline test once put it out of line).
-    #[inline(always)]
     fn poll_timeout(&self) -> Option<u64> {
         self.0.poll_timeout()
     }
