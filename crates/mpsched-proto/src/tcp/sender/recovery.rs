@@ -326,15 +326,12 @@ impl Sender {
         }
     }
 
-    /// The probe deadline with any noted schedule applied (`tlp_deadline` as it is otherwise).
-
     /// The probe deadline with the noted schedule applied (`tlp_deadline` when none is noted).
     /// The schedule itself: in Open state (Linux Open, not Disorder: nothing SACKed) with
     /// data out, probe after 2 SRTT (+ 200 ms for a single segment, which may wait for a
     /// delayed ACK; + `TCP_TIMEOUT_MIN` otherwise), or at the RTO if that comes first. In
     /// Linux the probe and the RTO share one timer: an ACK of new data that cannot schedule a
     /// probe (`from_ack`) leaves only the RTO, a transmission leaves the timer as it was.
-    #[cold]
     #[inline(never)]
     fn tlp_deadline_computed(&self) -> PendingNs {
         let Some(now_ns) = self.tlp_pending_ns.get() else {
@@ -364,8 +361,8 @@ impl Sender {
         PendingNs::at(at).earliest(self.rto_deadline)
     }
 
-    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns. (Inline: the
-    /// simulator asks after every drain, and the probe's test kept it out of line.)
+    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns. (Inline: asked
+    /// after every drain; a probe schedule noted and not yet computed goes to a call.)
     #[inline(always)]
     pub fn poll_timeout(&self) -> Option<u64> {
         if self.tlp_pending_ns.is_some() {
