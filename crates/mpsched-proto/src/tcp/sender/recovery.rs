@@ -361,9 +361,8 @@ impl Sender {
         PendingNs::at(at).earliest(self.rto_deadline)
     }
 
-    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns. (Inline: asked
-    /// after every drain; a probe schedule noted and not yet computed goes to a call.)
-    #[inline(always)]
+    /// Earliest timer deadline (handshake retransmission or RTO), absolute ns. A probe
+    /// schedule noted and not yet computed goes to a call: this is asked after every drain.
     pub fn poll_timeout(&self) -> Option<u64> {
         if self.tlp_pending_ns.is_some() {
             return self.poll_timeout_noted();
