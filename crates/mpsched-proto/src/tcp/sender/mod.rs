@@ -600,17 +600,4 @@ impl Sender {
             ..Default::default()
         }
     }
-
-    /// Path down (`false`): nothing is transmitted; timers keep running as in a kernel that
-    /// sees no ACKs. Path up: the backoff is reset and a due retransmission goes out at once.
-    pub fn set_path_up(&mut self, up: bool, now_ns: u64) {
-        self.resolve_tlp();
-        if up && !self.path_up {
-            self.backoff = 0;
-            if !self.board.is_empty() {
-                self.rto_deadline = PendingNs::at(timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
-            }
-        }
-        self.path_up = up;
-    }
 }

@@ -387,6 +387,20 @@ impl Sender {
             .get()
     }
 
+    /// Path down (`false`): nothing is transmitted; timers keep running as in a kernel that
+    /// sees no ACKs. Path up: the backoff is reset and a due retransmission goes out at once.
+    /// (With the timers: it restarts the RTO.)
+    pub fn set_path_up(&mut self, up: bool, now_ns: u64) {
+        self.resolve_tlp();
+        if up && !self.path_up {
+            self.backoff = 0;
+            if !self.board.is_empty() {
+                self.rto_deadline = PendingNs::at(timer_wheel_fire_ns(now_ns, self.rtt.rto_ns()));
+            }
+        }
+        self.path_up = up;
+    }
+
     /// Fires due timers (uncoupled).
     pub fn handle_timeout(&mut self, now_ns: u64) -> Option<LossKind> {
         self.handle_timeout_coupled(now_ns, &CoupledView::SINGLE)
