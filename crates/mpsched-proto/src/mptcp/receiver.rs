@@ -151,6 +151,7 @@ impl DataReceiver {
         r
     }
 
+    /// [`DataReceiver::build`] but for the kept window, which is computed from the rest.
     fn build_parts(cfg: &ConnConfig, mut subflows: Vec<Receiver>) -> Self {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
