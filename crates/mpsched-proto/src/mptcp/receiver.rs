@@ -64,6 +64,9 @@ pub struct DataReceiver {
     /// Autotuning: the buffer's memory, bytes (Linux msk `sk_rcvbuf`); the window it allows
     /// is [`DataReceiver::rcv_wnd_bytes`].
     rcv_buf_mem_bytes: u64,
+    /// [`DataReceiver::rcv_wnd_bytes`], recomputed only where its inputs change (the buffer's
+    /// growth and the ratio, once per measured RTT): every data segment and every ACK read it.
+    rcv_wnd_now_bytes: u64,
     /// Autotuning: the connection's payload / truesize ratio, of 256 (Linux
     /// `msk->scaling_ratio`: the lowest of the subflows', refreshed by `rcv_space_adjust`).
     scaling_ratio: u8,
@@ -142,7 +145,14 @@ impl DataReceiver {
     }
 
     /// A data receiver whose subflows are pushed onto `subflows` (empty).
-    fn build(cfg: &ConnConfig, mut subflows: Vec<Receiver>) -> Self {
+    fn build(cfg: &ConnConfig, subflows: Vec<Receiver>) -> Self {
+        let mut r = Self::build_parts(cfg, subflows);
+        r.rcv_wnd_now_bytes = r.window_of_buffer();
+        r
+    }
+
+    /// [`DataReceiver::build`] but for the kept window, which is computed from the rest.
+    fn build_parts(cfg: &ConnConfig, mut subflows: Vec<Receiver>) -> Self {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
@@ -173,6 +183,7 @@ impl DataReceiver {
             right_edge: rcv_wnd_bytes.min(offer_cap),
             offer_cap_scale: offer_cap_scale(offer_cap),
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
+            rcv_wnd_now_bytes: 0,
             scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
             space_bytes: rcv_wnd_bytes.min(crate::tcp::MPTCP_DATA_MSS_BYTES_FOR_1500 * 10),
@@ -372,6 +383,7 @@ impl DataReceiver {
         // `mptcp_space_from_win` at the ratio of this moment; the buffer never shrinks.
         let mem = want * 256 / u64::from(self.scaling_ratio);
         self.rcv_buf_mem_bytes = self.rcv_buf_mem_bytes.max(mem);
+        self.rcv_wnd_now_bytes = self.window_of_buffer();
     }
 
     /// Linux `msk->scaling_ratio` (6.18 `mptcp_rcv_space_adjust`): the lowest ratio of the
@@ -385,6 +397,7 @@ impl DataReceiver {
             .min();
         if let Some(ratio) = lowest {
             self.scaling_ratio = ratio.min(255) as u8;
+            self.rcv_wnd_now_bytes = self.window_of_buffer();
         }
     }
 
@@ -540,7 +553,18 @@ impl DataReceiver {
     /// Receive window the buffer allows now (grows with autotuning), bytes.
     /// Autotuned: the buffer's memory at the connection's ratio now
     /// (`mptcp_win_from_space(sk_rcvbuf)`), at most the configured buffer's window.
+    #[inline]
     pub fn rcv_wnd_bytes(&self) -> u64 {
+        #[cfg(any(test, debug_assertions))]
+        assert_eq!(
+            self.rcv_wnd_now_bytes,
+            self.window_of_buffer(),
+            "buffer moved, not noted"
+        );
+        self.rcv_wnd_now_bytes
+    }
+    /// What [`DataReceiver::rcv_wnd_bytes`] keeps: computed from the buffer and the ratio.
+    fn window_of_buffer(&self) -> u64 {
         if !self.cfg.rcv_buf_autotuning {
             return self.cfg.rcv_buf_bytes;
         }

@@ -73,6 +73,9 @@ fn bulk_transfer_speed() {
 /// `last_time`), state the kernel keeps and the model lacked; the 896 class, 128 B a flow.
 /// Sender 792 -> 800 B: the time of a probe schedule noted and computed once per drain
 /// (`schedule_tlp`, perf17w2); still the 896 class.
+/// DataReceiver 160 -> 168 B: the window its buffer allows, kept where the buffer or the
+/// ratio changes instead of recomputed at every data segment and ACK (perf17e2: ~7
+/// instructions a packet on benches (1) and (2)); the 192 class, 32 B a flow.
 #[test]
 fn the_fixed_state_of_a_connection_stays_small() {
     use std::mem::size_of;
@@ -87,7 +90,7 @@ fn the_fixed_state_of_a_connection_stays_small() {
         size_of::<crate::tcp::Sender>()
     );
     assert!(
-        size_of::<DataReceiver>() <= 160,
+        size_of::<DataReceiver>() <= 168,
         "{}",
         size_of::<DataReceiver>()
     );
