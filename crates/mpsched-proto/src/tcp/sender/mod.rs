@@ -301,16 +301,6 @@ impl Sender {
         });
     }
 
-    /// DSN ranges `(dsn, len)` queued and not transmitted yet.
-    pub fn unsent_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.queue.iter().map(|m| (m.dsn, m.len))
-    }
-
-    /// DSN ranges of the outstanding, un-SACKed segments.
-    pub fn unacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.board.unsacked_mappings()
-    }
-
     /// Feeds an incoming segment (uncoupled congestion control).
     pub fn handle_segment(&mut self, now_ns: u64, seg: &Segment) -> AckOutcome {
         self.handle_segment_coupled(now_ns, seg, &CoupledView::SINGLE)

@@ -1,9 +1,20 @@
-//! The send queue's head trimmed when data is acknowledged at the connection level.
+//! The send queue's head trimmed when data is acknowledged at the connection level, and the
+//! DSN ranges queued or outstanding.
 
 use super::view::segs_of;
 use super::Sender;
 
 impl Sender {
+    /// DSN ranges `(dsn, len)` queued and not transmitted yet.
+    pub fn unsent_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.queue.iter().map(|m| (m.dsn, m.len))
+    }
+
+    /// DSN ranges of the outstanding, un-SACKed segments.
+    pub fn unacked_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.board.unsacked_mappings()
+    }
+
     /// Drops queued (untransmitted) data below `dsn`: it was acknowledged at the connection
     /// level through another subflow. Sequence numbers are assigned at transmission, so this
     /// leaves no hole. Looks at the queue head only: O(1) when there is nothing to drop. The
