@@ -145,14 +145,7 @@ impl DataReceiver {
     }
 
     /// A data receiver whose subflows are pushed onto `subflows` (empty).
-    fn build(cfg: &ConnConfig, subflows: Vec<Receiver>) -> Self {
-        let mut r = Self::build_parts(cfg, subflows);
-        r.rcv_wnd_now_bytes = r.window_of_buffer();
-        r
-    }
-
-    /// [`DataReceiver::build`] but for the kept window, which is computed from the rest.
-    fn build_parts(cfg: &ConnConfig, mut subflows: Vec<Receiver>) -> Self {
+    fn build(cfg: &ConnConfig, mut subflows: Vec<Receiver>) -> Self {
         let n = cfg.subflow_count();
         let role = if cfg.is_client {
             Role::Client
@@ -176,13 +169,14 @@ impl DataReceiver {
             s
         }));
         let offer_cap = offer_cap_bytes(&cfg.params());
-        Self {
+        let mut r = Self {
             // Linux `tcp_select_initial_window` offers the whole initial space (and makes it
             // rcv_ssthresh): with autotuning tcp_rmem[1]'s window, else the whole buffer, as
             // far as the window scale lets it.
             right_edge: rcv_wnd_bytes.min(offer_cap),
             offer_cap_scale: offer_cap_scale(offer_cap),
             rcv_buf_mem_bytes: RMEM_INITIAL_BYTES,
+            // Computed from the buffer and the ratio once they are set, below.
             rcv_wnd_now_bytes: 0,
             scaling_ratio: SCALING_RATIO_DEFAULT as u8,
             // Linux `mptcp_rcv_space_init`: the initial offering, at most 10 segments.
@@ -199,7 +193,9 @@ impl DataReceiver {
             data_ack_untold: false,
             rare: None,
             cfg: cfg.params(),
-        }
+        };
+        r.rcv_wnd_now_bytes = r.window_of_buffer();
+        r
     }
 
     /// Client: open the first subflow; a server waits for SYNs.

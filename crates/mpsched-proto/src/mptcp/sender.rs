@@ -341,15 +341,30 @@ impl DataSender {
         self.sched = Some(sched);
     }
 
-    /// [`DataSender::send_new`], inlined where plain TCP hands its data down.
+    /// `subflow` exists and can send: an action naming it is refused otherwise.
     #[inline(always)]
-    fn send_new_inline(&mut self, subflow: usize, max_bytes: u64) -> Result<(), Rejection> {
+    fn check_usable(&self, subflow: usize) -> Result<(), Rejection> {
         if subflow >= self.subflows.len() {
             return Err(Rejection::UnknownSubflow);
         }
         if !self.usable(subflow) {
             return Err(Rejection::SubflowNotUsable);
         }
+        Ok(())
+    }
+
+    /// Bytes `subflow`'s send queue can still take (the send buffer less what it holds).
+    #[inline(always)]
+    fn queue_room(&self, subflow: usize) -> u64 {
+        self.cfg
+            .snd_buf_bytes
+            .saturating_sub(self.subflows[subflow].queued_bytes())
+    }
+
+    /// [`DataSender::send_new`], inlined where plain TCP hands its data down.
+    #[inline(always)]
+    fn send_new_inline(&mut self, subflow: usize, max_bytes: u64) -> Result<(), Rejection> {
+        self.check_usable(subflow)?;
         let unsent = self.app_written - self.next_dsn;
         if unsent == 0 || max_bytes == 0 {
             return Err(Rejection::NothingToSend);
@@ -358,10 +373,7 @@ impl DataSender {
         if room == 0 {
             return Err(Rejection::ReceiveWindowFull);
         }
-        let qroom = self
-            .cfg
-            .snd_buf_bytes
-            .saturating_sub(self.subflows[subflow].queued_bytes());
+        let qroom = self.queue_room(subflow);
         if qroom == 0 {
             return Err(Rejection::SubflowQueueFull);
         }

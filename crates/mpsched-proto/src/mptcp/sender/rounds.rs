@@ -62,21 +62,13 @@ impl DataSender {
                 len,
                 kind,
             } => {
-                if subflow >= self.subflows.len() {
-                    return Err(Rejection::UnknownSubflow);
-                }
-                if !self.usable(subflow) {
-                    return Err(Rejection::SubflowNotUsable);
-                }
+                self.check_usable(subflow)?;
                 let s = dsn.max(self.data_acked);
                 let e = dsn.saturating_add(len).min(self.next_dsn);
                 if s >= e {
                     return Err(Rejection::NothingToSend);
                 }
-                let qroom = self
-                    .cfg
-                    .snd_buf_bytes
-                    .saturating_sub(self.subflows[subflow].queued_bytes());
+                let qroom = self.queue_room(subflow);
                 if qroom == 0 {
                     return Err(Rejection::SubflowQueueFull);
                 }

@@ -367,11 +367,17 @@ impl Sender {
         if self.tlp_pending_ns.is_some() {
             return self.poll_timeout_noted();
         }
-        // Called after every event: plain comparisons, no iterator chain.
+        self.earliest_timer(self.tlp_deadline)
+    }
+
+    /// The earliest of the RTO, the handshake's retransmission, RACK's timer and `tlp`.
+    /// Called after every event: plain comparisons, no iterator chain.
+    #[inline(always)]
+    fn earliest_timer(&self, tlp: PendingNs) -> Option<u64> {
         self.rto_deadline
             .earliest(self.hs.pending_timeout())
             .earliest(self.rack_timer_ns)
-            .earliest(self.tlp_deadline)
+            .earliest(tlp)
             .get()
     }
 
@@ -380,11 +386,7 @@ impl Sender {
     #[cold]
     #[inline(never)]
     fn poll_timeout_noted(&self) -> Option<u64> {
-        self.rto_deadline
-            .earliest(self.hs.pending_timeout())
-            .earliest(self.rack_timer_ns)
-            .earliest(self.tlp_deadline_computed())
-            .get()
+        self.earliest_timer(self.tlp_deadline_computed())
     }
 
     /// Path down (`false`): nothing is transmitted; timers keep running as in a kernel that
