@@ -402,12 +402,12 @@ impl<'a> Simulation<'a> {
             return;
         }
         let side = f.side_mut(to_client, request);
-        // Each segment is copied out and freed before it is handled (the first one's subflow
+        // Each segment is read back and freed before it is handled (the first one's subflow
         // was read with its destination above).
         let (mut at, mut subflow) = (idx, dest.subflow);
         loop {
             let seg = self.segments.take(&mut at);
-            side.ep.handle_segment(now, subflow as usize, &seg);
+            side.ep.handle_segment(now, subflow as usize, seg);
             if at == NO_SEGMENT {
                 break;
             }

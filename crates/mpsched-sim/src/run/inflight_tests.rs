@@ -40,7 +40,7 @@ fn the_dsn_or_the_data_ack_by_kind_and_the_other_whole_unless_0() {
         assert_eq!((dest.flow, dest.subflow, dest.to_client, dest.request), (9, 2, true, false));
         assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), wide as usize, "{seg:?}");
         let mut at = i;
-        assert_eq!((f.take(&mut at), at), (seg, NO_SEGMENT));
+        assert_eq!((*f.take(&mut at), at), (seg, NO_SEGMENT));
     }
     // With SACK blocks too (the SACK pool's read back goes through the same unpacking).
     let mut sacked = Segment { data_ack: 12345, ..ack };
@@ -50,7 +50,7 @@ fn the_dsn_or_the_data_ack_by_kind_and_the_other_whole_unless_0() {
     assert_eq!((f.segment(i), f.sacks.slots.len() - f.sacks.free_slots().len()), (sacked, 1));
     assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), 0);
     let mut at = i;
-    assert_eq!(f.take(&mut at), sacked);
+    assert_eq!(*f.take(&mut at), sacked);
 }
 
 proptest::proptest! {
@@ -92,7 +92,7 @@ proptest::proptest! {
         let mut at = other;
         f.take(&mut at);
         proptest::prop_assert_eq!(at, i);
-        proptest::prop_assert_eq!(f.take(&mut at), seg);
+        proptest::prop_assert_eq!(*f.take(&mut at), seg);
         proptest::prop_assert_eq!(at, NO_SEGMENT);
     }
 }
@@ -252,7 +252,7 @@ fn sack_entries_are_22_bytes_and_edges_out_of_reach_of_the_ack_go_whole() {
         };
         assert_eq!(live(&f), (!wide as usize, wide as usize), "{seg:?}");
         let mut at = i;
-        assert_eq!((f.take(&mut at), at), (seg, NO_SEGMENT));
+        assert_eq!((*f.take(&mut at), at), (seg, NO_SEGMENT));
         assert_eq!(live(&f), (0, 0));
     }
     // A data segment's blocks (a two-way transfer) are kept from its `ack` of 1.
@@ -386,7 +386,7 @@ fn take_reads_and_frees_records_and_side_entries_alike() {
             assert_eq!(f.segment(i), want[k]);
             let next = ids.get(k + 1).copied().unwrap_or(NO_SEGMENT);
             let mut at = i;
-            assert_eq!((f.take(&mut at), at), (want[k], next), "round {round}, segment {k}");
+            assert_eq!((*f.take(&mut at), at), (want[k], next), "round {round}, segment {k}");
         }
         // All freed, side entries too, and reused in the next round.
         assert_eq!(f.records.free_slots().len(), 4);
