@@ -140,22 +140,6 @@ struct Record {
     meta: u8,
 }
 
-/// What a new slot holds until [`InFlight::insert`] writes its record.
-const BLANK: Record = Record {
-    ts_lo: 0,
-    ts_ecr_back: 0,
-    seq_or_ack: 0,
-    dsn_or_data_ack: 0,
-    window: 0,
-    flow: 0,
-    link: NO_SEGMENT,
-    len: 0,
-    flags: 0,
-    ts_hi: 0,
-    subflow: 0,
-    meta: 0,
-};
-
 /// The segment a record without a wide-pool entry holds, with SACK array `sack`.
 #[inline(always)]
 fn unpack(r: &Record, sack: SackBlocks) -> Segment {
@@ -290,23 +274,6 @@ impl<T: Copy + FreeLink> Pool<T> {
         (self.slots.len() - 1) as u32
     }
 
-    /// The last freed slot, or a new one below `limit` holding `blank` (panics with `full`),
-    /// taken for the caller to fill through the reference: the value is written once, in
-    /// place (built first and passed by value, a record went through the stack, written there
-    /// and copied: ~7 instructions a packet).
-    #[inline(always)]
-    fn claim_below(&mut self, blank: T, limit: usize, full: &'static str) -> (u32, &mut T) {
-        let i = self.free_head;
-        // `NO_SEGMENT` (none free) is past every slot, as in `insert_below`.
-        if (i as usize) < self.slots.len() {
-            let slot = &mut self.slots[i as usize];
-            self.free_head = slot.free_link();
-            return (i, slot);
-        }
-        let i = self.push_below(blank, limit, full);
-        (i, &mut self.slots[i as usize])
-    }
-
     #[inline]
     fn insert(&mut self, v: T) -> u32 {
         // A side pool has at most one entry a record, so it never reaches this limit first.
@@ -424,9 +391,7 @@ impl InFlight {
         if high | sack != 0 {
             (meta, link) = self.insert_side(meta, high != 0, seg);
         }
-        // Indices stay below 2^31: a packet's payload marks messages with the top bit.
-        let (i, slot) = self.records.claim_below(BLANK, 1 << 31, "2^31 segments in flight");
-        *slot = Record {
+        let record = Record {
             ts_lo: seg.ts_val as u32,
             ts_hi: (seg.ts_val >> 32) as u16,
             ts_ecr_back: ts_ecr_back as u32,
@@ -440,7 +405,8 @@ impl InFlight {
             subflow: dest.subflow,
             meta,
         };
-        i
+        // Indices stay below 2^31: a packet's payload marks messages with the top bit.
+        self.records.insert_below(record, 1 << 31, "2^31 segments in flight")
     }
 
     /// Stores an application message of `flow` with `tag`; returns its slot (below 2^31 - 1).
