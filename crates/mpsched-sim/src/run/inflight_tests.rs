@@ -413,3 +413,60 @@ fn an_skb_chain_is_walked_and_freed_whole() {
     let again = f.insert(d, &segs[0]);
     assert_eq!(f.remove(again), NO_SEGMENT);
 }
+
+proptest::proptest! {
+    /// Read backs of every kind (data, pure ACK, an ACK with SACK blocks, a segment kept whole),
+    /// interleaved with inserts, in any order, each give the segment stored: the kept segment of
+    /// a kind keeps the fields that kind fixes whatever was read back before it, and a read
+    /// back writes every field that varies.
+    #[test]
+    fn read_backs_of_mixed_kinds_in_any_order_are_as_stored(
+        steps in proptest::collection::vec(
+            (0u8..5, proptest::prelude::any::<u64>(), proptest::prelude::any::<u64>(),
+             proptest::prelude::any::<u16>(), proptest::prelude::any::<bool>()),
+            1..60,
+        ),
+    ) {
+        let d = Destination { flow: 1, subflow: 0, to_client: false, request: false };
+        let mut f = InFlight::default();
+        let mut live: Vec<(u32, Segment)> = Vec::new();
+        for (k, &(kind, a, b, flags, take)) in steps.iter().enumerate() {
+            let (a32, b32) = (a & 0xffff_ffff, b & 0xffff_ffff);
+            let base = Segment {
+                flags, len: (b >> 40) as u32 & 0xffff, window: b32, ts_val: (a >> 20) | 1 << 40,
+                ts_ecr: ((a >> 20) | 1 << 40) - (b >> 33), ..Default::default()
+            };
+            let seg = match kind {
+                0 => Segment { seq: a32, ack: 1, dsn: b32, ..base },
+                1 => Segment { seq: 1, ack: a32, data_ack: b32, ..base },
+                2 => {
+                    let mut s = Segment { seq: 1, ack: a32, data_ack: b32, sack_len: 2, ..base };
+                    s.sack[0] = (a32 + 10, a32 + 20);
+                    s.sack[1] = (a32 + 30, a32 + 40);
+                    s
+                }
+                3 => Segment { seq: a | 2, ack: b | 2, dsn: a, data_ack: b, ..base },
+                _ => {
+                    let mut s = Segment { seq: a, ack: b, len: flags.into(), window: a ^ b, ..base };
+                    s.sack[3] = (b, a);
+                    s
+                }
+            };
+            let i = f.insert(d, &seg);
+            proptest::prop_assert_eq!(f.segment(i), seg);
+            live.push((i, seg));
+            // Take one of the live segments, picked by the step's values, every other step or so.
+            if take || k + 1 == steps.len() {
+                let (i, want) = live.swap_remove((a % live.len() as u64) as usize);
+                let mut at = i;
+                proptest::prop_assert_eq!(*f.take(&mut at), want);
+                proptest::prop_assert_eq!(at, NO_SEGMENT);
+            }
+        }
+        for (i, want) in live {
+            let mut at = i;
+            proptest::prop_assert_eq!(*f.take(&mut at), want);
+        }
+        proptest::prop_assert_eq!(f.records.free_slots().len(), f.records.slots.len());
+    }
+}
