@@ -368,21 +368,21 @@ impl InFlight {
         // `sack_len` (the side entry refuses a `sack_len` past 3 bits).
         let ts_ecr_back = seg.ts_val.wrapping_sub(seg.ts_ecr);
         let ack_one = seg.ack == 1;
-        let (seq_or_ack, other) = if ack_one { (seg.seq, seg.ack) } else { (seg.ack, seg.seq) };
-        // The one of the DSN and DATA_ACK the kind keeps; the other must be 0 (a data segment's
-        // DATA_ACK: `tcp::sender` `build` sends `data_ack_out`, never set in a one-way
-        // transfer; a pure ACK's DSN: `tcp::receiver`'s ACK leaves it at its default).
-        // With that one 0, the OR of both is the other (one select, not two).
-        let unkept = if ack_one { seg.data_ack } else { seg.dsn };
+        let seq_or_ack = if ack_one { seg.seq } else { seg.ack };
+        // What the kind fixes and the record does not keep, which must hold its value: a data
+        // segment's DATA_ACK 0 (`tcp::sender` `build` sends `data_ack_out`, never set in a
+        // one-way transfer; its `ack` is 1 by the kind's test), a pure ACK's `seq` 1 and DSN 0
+        // (`tcp::receiver`'s ACK leaves the DSN at its default). One select.
+        let unkept = if ack_one { seg.data_ack } else { (seg.seq ^ 1) | seg.dsn };
+        // With the one of the DSN and DATA_ACK not kept 0, the OR of both is the one kept.
         let dsn_or_data_ack = seg.dsn | seg.data_ack;
         let high = (seq_or_ack | dsn_or_data_ack | seg.window | ts_ecr_back) >> 32
             | seg.ts_val >> 48
             | (seg.len >> 16) as u64
-            | (other ^ 1)
             | unkept;
+        // SACK edges past 32 bits (which also send the segment whole) are tested in
+        // `insert_side`, which any non-zero edge reaches.
         let sack = seg.sack.iter().fold(seg.sack_len as u64, |acc, &(s, e)| acc | s | e);
-        // SACK edges past 32 bits are one more value that does not fit.
-        let high = high | sack >> 32;
         let meta = if dest.to_client { TO_CLIENT } else { 0 }
             | if dest.request { REQUEST } else { 0 }
             | if ack_one { ACK_ONE } else { 0 };
@@ -420,7 +420,7 @@ impl InFlight {
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit the record (`wide`), a SACK block past the kept ones is set, an edge is out of the
+    /// fit the record (`wide`), a SACK edge is past 32 bits, a SACK block past the kept ones is set, an edge is out of the
     /// SACK entry's reach of `ack` or `sack_len` is past 7, else its SACK array. Returns the
     /// record's `meta` and `link`.
     #[cold]
@@ -429,6 +429,7 @@ impl InFlight {
         // Blocks past the kept ones, the edges' reach and a `sack_len` past `meta`'s 3 bits are
         // tested here, off the per-packet path.
         let sack_len_fits = seg.sack_len >> (8 - SACK_LEN_SHIFT) == 0;
+        let wide = wide || seg.sack.iter().any(|&(s, e)| (s | e) >> 32 != 0);
         match SackEntry::narrow(&seg.sack, seg.ack) {
             Some(mut entry) if !wide && sack_len_fits => {
                 entry.set_free_link(NO_SEGMENT);
