@@ -14,7 +14,7 @@
 //! in 16; `sack_len` in 3 bits beside the record's own. A segment whose values do not fit (a
 //! flow past 4 GiB, a window of 4 GiB or more, an echo older than 4.29 s or none yet, neither
 //! `seq` nor `ack` 1 as in a handshake, a DATA_ACK on data or a DSN on an ACK, a send time
-//! past 2^48 ns, a SACK edge past 4 GiB, a `sack_len` past 7) is kept whole in a side pool
+//! past 2^48 ns, a `sack_len` past 7) is kept whole in a side pool
 //! instead, and SACK blocks, when there are any, go to another with each edge in 3 bytes, as
 //! its distance above the segment's `ack`: the first three blocks, as many as a receiver sends
 //! beside timestamps (`TcpConfig::max_sack_blocks`, Linux's limit too), in a 22-byte entry; a
@@ -380,8 +380,9 @@ impl InFlight {
             | seg.ts_val >> 48
             | (seg.len >> 16) as u64
             | unkept;
-        // SACK edges past 32 bits (which also send the segment whole) are tested in
-        // `insert_side`, which any non-zero edge reaches.
+        // A SACK edge is kept as its distance above `ack`, so one past 32 bits needs no test of
+        // its own: above an `ack` that fits, its distance is past the SACK entry's reach unless
+        // `ack` is within 16 MiB of 2^32, and then it is read back exactly.
         let sack = seg.sack.iter().fold(seg.sack_len as u64, |acc, &(s, e)| acc | s | e);
         let meta = if dest.to_client { TO_CLIENT } else { 0 }
             | if dest.request { REQUEST } else { 0 }
@@ -420,7 +421,7 @@ impl InFlight {
     }
 
     /// The side pool entry of a segment that has one: the whole segment when a value does not
-    /// fit the record (`wide`), a SACK edge is past 32 bits, a SACK block past the kept ones is set, an edge is out of the
+    /// fit the record (`wide`), a SACK block past the kept ones is set, an edge is out of the
     /// SACK entry's reach of `ack` or `sack_len` is past 7, else its SACK array. Returns the
     /// record's `meta` and `link`.
     #[cold]
@@ -429,7 +430,6 @@ impl InFlight {
         // Blocks past the kept ones, the edges' reach and a `sack_len` past `meta`'s 3 bits are
         // tested here, off the per-packet path.
         let sack_len_fits = seg.sack_len >> (8 - SACK_LEN_SHIFT) == 0;
-        let wide = wide || seg.sack.iter().any(|&(s, e)| (s | e) >> 32 != 0);
         match SackEntry::narrow(&seg.sack, seg.ack) {
             Some(mut entry) if !wide && sack_len_fits => {
                 entry.set_free_link(NO_SEGMENT);

@@ -237,7 +237,7 @@ fn sack_entries_are_22_bytes_and_edges_out_of_reach_of_the_ack_go_whole() {
         (with(1, (0, a + 5)), false),
         (with(2, (a + 1, a + 2)), false),
         // One past the reach; just below the ack (its code would be the empty edge's 0); further
-        // below (wraps); past 32 bits (the record's own test): whole.
+        // below (wraps); at 2^32, past the reach of this ack: whole.
         (with(0, (a, a + (1 << 24) - 1)), true),
         (with(1, (a - 1, a + 20)), true),
         (with(1, (a + 10, a - 2)), true),
@@ -255,6 +255,16 @@ fn sack_entries_are_22_bytes_and_edges_out_of_reach_of_the_ack_go_whole() {
         assert_eq!((*f.take(&mut at), at), (seg, NO_SEGMENT));
         assert_eq!(live(&f), (0, 0));
     }
+    // Edges past 32 bits within reach of an `ack` that fits 32 bits: the SACK pool, read back
+    // exactly (kept as distances above the `ack`).
+    let mut top = Segment { ack: u32::MAX as u64, ..ack };
+    top.sack[0] = (u32::MAX as u64 + 2, u32::MAX as u64 + 6);
+    top.sack[1] = (u32::MAX as u64, u32::MAX as u64 + 1);
+    let i = f.insert(d, &top);
+    assert_eq!((f.segment(i), f.sacks.slots.len() - f.sacks.free_slots().len()), (top, 1));
+    assert_eq!(f.wide.slots.len() - f.wide.free_slots().len(), 0);
+    let mut at = i;
+    assert_eq!(*f.take(&mut at), top);
     // A data segment's blocks (a two-way transfer) are kept from its `ack` of 1.
     let mut data = Segment { flags: flags::ACK, seq: 9, len: 100, ack: 1, ..Default::default() };
     data.sack_len = 1;
