@@ -30,7 +30,9 @@
 //! for a record with a side-pool entry, the entry's slot; the entry then keeps the link.
 //!
 //! Reading a record back gives the very `Segment` that was stored, field for field (the SACK
-//! array whole, not only its valid blocks), so nothing downstream can tell the difference.
+//! array whole, not only its valid blocks), so nothing downstream can tell the difference. A
+//! delivery's read back is lent, not built: it fills a segment kept for the record's kind, whose
+//! fields the kind fixes are never rewritten ([`ReadBack`]).
 
 use crate::endpoint::Segment;
 use mpsched_proto::tcp::MAX_SACK_BLOCKS;
