@@ -377,13 +377,18 @@ impl DataSender {
         if qroom == 0 {
             return Err(Rejection::SubflowQueueFull);
         }
-        let mut n = max_bytes.min(unsent).min(qroom);
-        // Linux builds subflow segments of a full MSS while data waits (the send
-        // queue's skbs grow to `size_goal`); only the end of the data may be short.
-        // A hand-over of part of a segment is rounded up to whole segments, so a
-        // byte-sized hand-over never becomes a short segment on the wire.
+        let mut n = unsent.min(qroom);
         let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
-        n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
+        if max_bytes < n {
+            // Linux builds subflow segments of a full MSS while data waits (the send
+            // queue's skbs grow to `size_goal`); only the end of the data may be short.
+            // A hand-over of part of a segment is rounded up to whole segments, so a
+            // byte-sized hand-over never becomes a short segment on the wire. (Not
+            // limited by `max_bytes`, as plain TCP's never is, the hand-over is
+            // `min(unsent, qroom)` already: rounded up then capped by both again, it
+            // stays that; no division.)
+            n = (max_bytes.div_ceil(mss) * mss).min(unsent).min(qroom);
+        }
         if room < n {
             n = if self.cfg.mode == Mode::Mptcp {
                 // Linux `mptcp_check_allowed_size` trims the mapping to the connection

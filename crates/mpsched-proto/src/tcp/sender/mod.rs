@@ -32,6 +32,7 @@ mod usage;
 mod view;
 
 use recovery::NO_PROBE;
+use unsent::segs_added;
 use view::{add_segs, segs_of};
 
 /// Congestion state (Linux `icsk_ca_state`, collapsed).
@@ -277,22 +278,32 @@ impl Sender {
         self.enqueue(dsn, len, data_fin, Some(kind));
     }
 
+    /// The hand-over: merged into the last mapping when it continues it (a writer's data, every
+    /// hand-over of a bulk transfer after the first), inline where the connection hands data
+    /// down; a new mapping is pushed out of line.
+    #[inline(always)]
     fn enqueue(&mut self, dsn: u64, len: u64, data_fin: bool, resend: Option<ResendKind>) {
         if len == 0 {
             return;
         }
-        self.queued_bytes += len;
         let mss = self.tcb.mss_bytes;
         if let Some(last) = self.queue.back_mut() {
             if last.dsn + last.len == dsn && !last.data_fin && last.resend == resend {
-                self.queued_segs -= segs_of(last.len, mss);
+                let added = segs_added(last.len, len, mss);
                 last.len += len;
                 last.data_fin = data_fin;
-                self.queued_segs = add_segs(self.queued_segs, segs_of(last.len, mss));
+                self.queued_bytes += len;
+                self.queued_segs = add_segs(self.queued_segs, added);
                 return;
             }
         }
-        self.queued_segs = add_segs(self.queued_segs, segs_of(len, mss));
+        self.enqueue_new(dsn, len, data_fin, resend);
+    }
+
+    #[inline(never)]
+    fn enqueue_new(&mut self, dsn: u64, len: u64, data_fin: bool, resend: Option<ResendKind>) {
+        self.queued_bytes += len;
+        self.queued_segs = add_segs(self.queued_segs, segs_of(len, self.tcb.mss_bytes));
         self.queue.push_back(Mapping {
             dsn,
             len,

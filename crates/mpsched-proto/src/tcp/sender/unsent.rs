@@ -4,6 +4,26 @@
 use super::view::segs_of;
 use super::Sender;
 
+/// The segments a queued mapping of `len` bytes gains when `more` bytes merge into it:
+/// `segs_of(len + more, mss) - segs_of(len, mss)` with one division of `more` where the two
+/// counts took two. With `more = q mss + r`: `q` segments, plus one if `r > 0` and `r` does not
+/// fit the room left in `len`'s last segment (none when `len` ends on a segment boundary). The
+/// plain-TCP hand-over is whole segments (`room / mss * mss`), so `r == 0` there and `len % mss`
+/// is not taken. Refused like [`segs_of`] beyond 32 bits (the sum's check is the caller's).
+#[inline(always)]
+pub(super) fn segs_added(len: u64, more: u64, mss: u64) -> u32 {
+    let mss = mss.max(1);
+    let (whole, part) = (more / mss, more % mss);
+    let extra = if part == 0 {
+        0
+    } else {
+        let tail = len % mss;
+        // `tail + part > mss`, without the sum's overflow (`part < mss`).
+        u64::from(tail == 0 || tail > mss - part)
+    };
+    u32::try_from(whole + extra).expect("a subflow's send queue holds fewer than 2^32 segments")
+}
+
 impl Sender {
     /// DSN ranges `(dsn, len)` queued and not transmitted yet.
     pub fn unsent_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
@@ -58,5 +78,34 @@ impl Sender {
     #[cfg(test)]
     pub(crate) fn dsn_runs_heap_entries(&self) -> usize {
         self.board.dsn_runs_heap_entries()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segs_added_is_the_difference_of_the_counts() {
+        let both = |len: u64, more: u64, mss: u64| {
+            u64::from(segs_added(len, more, mss))
+                == u64::from(segs_of(len + more, mss)) - u64::from(segs_of(len, mss))
+        };
+        for mss in [0u64, 1, 2, 3, 7, 536, 1448, 1460, 9000] {
+            let m = mss.max(1);
+            // Every residue of small segments; around each boundary and inside large ones.
+            let mut sizes: Vec<u64> = (0..(4 * m + 3).min(40)).collect();
+            for k in 0..5 {
+                for off in [0, 1, 2, m / 3, m / 2, m, m + 1, m + 3] {
+                    sizes.push((k * m + off).saturating_sub(2));
+                }
+            }
+            sizes.extend([10 * m - 1, 10 * m, 10 * m + 1, 1 << 20, (1 << 30) + 5]);
+            for &len in &sizes {
+                for &more in &sizes {
+                    assert!(both(len, more, mss), "{len} + {more} at {mss}");
+                }
+            }
+        }
     }
 }
