@@ -389,6 +389,13 @@ impl DataSender {
             // stays that; no division.)
             n = (max_bytes.div_ceil(mss) * mss).min(unsent).min(qroom);
         }
+        if cfg!(test) {
+            // The round-up as it was written before, for every hand-over (where it fits).
+            let before = max_bytes.min(unsent).min(qroom);
+            if let Some(up) = before.div_ceil(mss).checked_mul(mss) {
+                assert_eq!(n, up.min(unsent).min(qroom));
+            }
+        }
         if room < n {
             n = if self.cfg.mode == Mode::Mptcp {
                 // Linux `mptcp_check_allowed_size` trims the mapping to the connection

@@ -1,8 +1,9 @@
-//! The send queue's head trimmed when data is acknowledged at the connection level, and the
-//! DSN ranges queued or outstanding.
+//! The hand-over of application data to the send queue, the queue's head trimmed when data is
+//! acknowledged at the connection level, and the DSN ranges queued or outstanding.
 
-use super::view::segs_of;
-use super::Sender;
+use super::view::{add_segs, segs_of};
+use super::{Mapping, Sender};
+use crate::sched::ResendKind;
 
 /// The segments a queued mapping of `len` bytes gains when `more` bytes merge into it:
 /// `segs_of(len + more, mss) - segs_of(len, mss)` with one division of `more` where the two
@@ -25,6 +26,52 @@ pub(super) fn segs_added(len: u64, more: u64, mss: u64) -> u32 {
 }
 
 impl Sender {
+    /// Hands `len` bytes starting at data sequence number `dsn` to the send queue.
+    /// `data_fin`: the mapping ends the data stream.
+    pub fn queue(&mut self, dsn: u64, len: u64, data_fin: bool) {
+        self.enqueue(dsn, len, data_fin, None);
+    }
+
+    /// Like [`Sender::queue`] for data the connection sends again (`kind` says why); its
+    /// bytes are counted in [`SenderStats`] when they are transmitted.
+    pub fn queue_resend(&mut self, dsn: u64, len: u64, data_fin: bool, kind: ResendKind) {
+        self.enqueue(dsn, len, data_fin, Some(kind));
+    }
+
+    /// The hand-over: merged into the last mapping when it continues it (a writer's data, every
+    /// hand-over of a bulk transfer after the first), inline where the connection hands data
+    /// down; a new mapping is pushed out of line.
+    #[inline(always)]
+    fn enqueue(&mut self, dsn: u64, len: u64, data_fin: bool, resend: Option<ResendKind>) {
+        if len == 0 {
+            return;
+        }
+        let mss = self.tcb.mss_bytes;
+        if let Some(last) = self.queue.back_mut() {
+            if last.dsn + last.len == dsn && !last.data_fin && last.resend == resend {
+                let added = segs_added(last.len, len, mss);
+                last.len += len;
+                last.data_fin = data_fin;
+                self.queued_bytes += len;
+                self.queued_segs = add_segs(self.queued_segs, added);
+                return;
+            }
+        }
+        self.enqueue_new(dsn, len, data_fin, resend);
+    }
+
+    #[inline(never)]
+    fn enqueue_new(&mut self, dsn: u64, len: u64, data_fin: bool, resend: Option<ResendKind>) {
+        self.queued_bytes += len;
+        self.queued_segs = add_segs(self.queued_segs, segs_of(len, self.tcb.mss_bytes));
+        self.queue.push_back(Mapping {
+            dsn,
+            len,
+            data_fin,
+            resend,
+        });
+    }
+
     /// DSN ranges `(dsn, len)` queued and not transmitted yet.
     pub fn unsent_mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.queue.iter().map(|m| (m.dsn, m.len))
