@@ -396,6 +396,8 @@ impl DataSender {
                 assert_eq!(n, up.min(unsent).min(qroom));
             }
         }
+        // Plain TCP's window-limited hand-over: this many whole segments (0: not counted here).
+        let mut whole_segs = 0;
         if room < n {
             n = if self.cfg.mode == Mode::Mptcp {
                 // Linux `mptcp_check_allowed_size` trims the mapping to the connection
@@ -407,7 +409,8 @@ impl DataSender {
             } else {
                 // Plain TCP: sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
                 // `tcp_snd_wnd_test` only sends segments that fit the window whole).
-                room / mss * mss
+                whole_segs = room / mss;
+                whole_segs * mss
             };
             if n == 0 {
                 return Err(Rejection::ReceiveWindowFull);
@@ -416,7 +419,7 @@ impl DataSender {
         let dsn = self.next_dsn;
         let fin = self.closed && dsn + n == self.app_written;
         self.touch(subflow);
-        self.subflows[subflow].queue(dsn, n, fin);
+        self.subflows[subflow].queue_counted(dsn, n, fin, whole_segs);
         // Only a scheduler reads the unacked chunks (`Chunks::views`).
         if self.has_scheduler {
             self.chunks.push(dsn, n, views::bit(subflow));

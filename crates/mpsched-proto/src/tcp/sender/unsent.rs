@@ -29,27 +29,54 @@ impl Sender {
     /// Hands `len` bytes starting at data sequence number `dsn` to the send queue.
     /// `data_fin`: the mapping ends the data stream.
     pub fn queue(&mut self, dsn: u64, len: u64, data_fin: bool) {
-        self.enqueue(dsn, len, data_fin, None);
+        self.enqueue(dsn, len, data_fin, None, 0);
+    }
+
+    /// [`Sender::queue`] of `len` bytes known to be `whole_segs` full segments (`len ==
+    /// whole_segs * mss`; plain TCP's window-limited hand-over divided for it), or of any `len`
+    /// with `whole_segs` 0. Whole segments add exactly their number to the queue's count,
+    /// whatever the mapping they merge into (`ceil((a + k mss) / mss) = ceil(a / mss) + k`), so
+    /// the count needs no second division.
+    pub(crate) fn queue_counted(&mut self, dsn: u64, len: u64, data_fin: bool, whole_segs: u64) {
+        if cfg!(test) && whole_segs > 0 {
+            assert_eq!(len, whole_segs * self.tcb.mss_bytes);
+        }
+        self.enqueue(dsn, len, data_fin, None, whole_segs);
+        if cfg!(test) {
+            assert_eq!(u64::from(self.queued_segs), self.queued_segs_by_walk());
+        }
     }
 
     /// Like [`Sender::queue`] for data the connection sends again (`kind` says why); its
     /// bytes are counted in [`SenderStats`] when they are transmitted.
     pub fn queue_resend(&mut self, dsn: u64, len: u64, data_fin: bool, kind: ResendKind) {
-        self.enqueue(dsn, len, data_fin, Some(kind));
+        self.enqueue(dsn, len, data_fin, Some(kind), 0);
     }
 
     /// The hand-over: merged into the last mapping when it continues it (a writer's data, every
     /// hand-over of a bulk transfer after the first), inline where the connection hands data
     /// down; a new mapping is pushed out of line.
     #[inline(always)]
-    fn enqueue(&mut self, dsn: u64, len: u64, data_fin: bool, resend: Option<ResendKind>) {
+    fn enqueue(
+        &mut self,
+        dsn: u64,
+        len: u64,
+        data_fin: bool,
+        resend: Option<ResendKind>,
+        whole_segs: u64,
+    ) {
         if len == 0 {
             return;
         }
         let mss = self.tcb.mss_bytes;
         if let Some(last) = self.queue.back_mut() {
             if last.dsn + last.len == dsn && !last.data_fin && last.resend == resend {
-                let added = segs_added(last.len, len, mss);
+                let added = if whole_segs > 0 {
+                    u32::try_from(whole_segs)
+                        .expect("a subflow's send queue holds fewer than 2^32 segments")
+                } else {
+                    segs_added(last.len, len, mss)
+                };
                 last.len += len;
                 last.data_fin = data_fin;
                 self.queued_bytes += len;
