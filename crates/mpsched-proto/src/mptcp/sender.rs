@@ -377,13 +377,27 @@ impl DataSender {
         if qroom == 0 {
             return Err(Rejection::SubflowQueueFull);
         }
-        let mut n = max_bytes.min(unsent).min(qroom);
-        // Linux builds subflow segments of a full MSS while data waits (the send
-        // queue's skbs grow to `size_goal`); only the end of the data may be short.
-        // A hand-over of part of a segment is rounded up to whole segments, so a
-        // byte-sized hand-over never becomes a short segment on the wire.
+        let mut n = unsent.min(qroom);
         let mss = self.subflows[subflow].cc_state().mss_bytes.max(1);
-        n = (n.div_ceil(mss) * mss).min(unsent).min(qroom);
+        if max_bytes < n {
+            // Linux builds subflow segments of a full MSS while data waits (the send
+            // queue's skbs grow to `size_goal`); only the end of the data may be short.
+            // A hand-over of part of a segment is rounded up to whole segments, so a
+            // byte-sized hand-over never becomes a short segment on the wire. (Not
+            // limited by `max_bytes`, as plain TCP's never is, the hand-over is
+            // `min(unsent, qroom)` already: rounded up then capped by both again, it
+            // stays that; no division.)
+            n = (max_bytes.div_ceil(mss) * mss).min(unsent).min(qroom);
+        }
+        if cfg!(test) {
+            // The round-up as it was written before, for every hand-over (where it fits).
+            let before = max_bytes.min(unsent).min(qroom);
+            if let Some(up) = before.div_ceil(mss).checked_mul(mss) {
+                assert_eq!(n, up.min(unsent).min(qroom));
+            }
+        }
+        // Plain TCP's window-limited hand-over: this many whole segments (0: not counted here).
+        let mut whole_segs = 0;
         if room < n {
             n = if self.cfg.mode == Mode::Mptcp {
                 // Linux `mptcp_check_allowed_size` trims the mapping to the connection
@@ -395,7 +409,8 @@ impl DataSender {
             } else {
                 // Plain TCP: sender silly-window avoidance (RFC 9293 §3.8.6.2.1; Linux
                 // `tcp_snd_wnd_test` only sends segments that fit the window whole).
-                room / mss * mss
+                whole_segs = room / mss;
+                whole_segs * mss
             };
             if n == 0 {
                 return Err(Rejection::ReceiveWindowFull);
@@ -404,7 +419,7 @@ impl DataSender {
         let dsn = self.next_dsn;
         let fin = self.closed && dsn + n == self.app_written;
         self.touch(subflow);
-        self.subflows[subflow].queue(dsn, n, fin);
+        self.subflows[subflow].queue_counted(dsn, n, fin, whole_segs);
         // Only a scheduler reads the unacked chunks (`Chunks::views`).
         if self.has_scheduler {
             self.chunks.push(dsn, n, views::bit(subflow));

@@ -63,6 +63,27 @@ fn jiffies_ceil(delay_ns: u64) -> u64 {
     }
 }
 
+/// Linux `tcp_rtt_estimator`'s deviation step: with `m` the sample's error (signed, a `long`
+/// there), `mdev += m - mdev/4`, but only an eighth of a positive excess while the sample is below
+/// srtt. Written in u64 without the signed error (the i128 form cost ~8 instructions a sample):
+/// the result is never negative (`mdev - mdev/4 >= 0`, the kernel's clamp never binds), so each
+/// branch is an unsigned add or subtract, wrapping where the signed sum reduced mod 2^64 would
+/// (`mdev4_step_is_the_signed_form` checks it against the i128 form).
+#[inline(always)]
+fn mdev4_step(mdev4_ns: u64, srtt_ns: u64, rtt_ns: u64) -> u64 {
+    let quarter = mdev4_ns / 4;
+    if rtt_ns < srtt_ns {
+        let below = srtt_ns - rtt_ns;
+        if below > quarter {
+            mdev4_ns.wrapping_add((below - quarter) >> 3)
+        } else {
+            mdev4_ns - (quarter - below)
+        }
+    } else {
+        (mdev4_ns - quarter).wrapping_add(rtt_ns - srtt_ns)
+    }
+}
+
 /// SRTT / RTTVAR / min RTT state of one subflow.
 #[derive(Debug, Clone, Default)]
 pub struct RttEstimator {
@@ -129,19 +150,7 @@ impl RttEstimator {
             self.rtt_seq = snd_nxt;
             return;
         }
-        let err = rtt_ns as i128 - self.srtt_ns as i128;
-        let quarter = (self.mdev4_ns / 4) as i128;
-        let d = if err < 0 {
-            let m = -err - quarter;
-            if m > 0 {
-                m >> 3
-            } else {
-                m
-            }
-        } else {
-            err - quarter
-        };
-        self.mdev4_ns = (self.mdev4_ns as i128 + d).max(0) as u64;
+        self.mdev4_ns = mdev4_step(self.mdev4_ns, self.srtt_ns, rtt_ns);
         if self.mdev4_ns > self.mdev_max_ns {
             self.mdev_max_ns = self.mdev4_ns;
             self.rto_var_ns = self.rto_var_ns.max(self.mdev_max_ns);
@@ -251,6 +260,81 @@ mod tests {
             r.on_sample_at(30_000_000, una, una + 10_000);
         }
         assert!(r.rto_ns() <= calm + 8_000_000, "{}", r.rto_ns());
+    }
+
+    /// The step as it was written before (signed, 128 bits, clamped at 0, truncated).
+    fn mdev4_step_signed(mdev4_ns: u64, srtt_ns: u64, rtt_ns: u64) -> u64 {
+        let err = rtt_ns as i128 - srtt_ns as i128;
+        let quarter = (mdev4_ns / 4) as i128;
+        let d = if err < 0 {
+            let m = -err - quarter;
+            if m > 0 {
+                m >> 3
+            } else {
+                m
+            }
+        } else {
+            err - quarter
+        };
+        (mdev4_ns as i128 + d).max(0) as u64
+    }
+
+    #[test]
+    fn mdev4_step_is_the_signed_form() {
+        let edges = [
+            0u64,
+            1,
+            2,
+            3,
+            4,
+            7,
+            8,
+            9,
+            JIFFY_NS,
+            MIN_RTO_NS,
+            1 << 32,
+            u64::MAX / 8,
+            u64::MAX / 4,
+            u64::MAX / 2,
+            u64::MAX - 8,
+            u64::MAX,
+        ];
+        for &m in &edges {
+            for &s in &edges {
+                for &r in &edges {
+                    for (m, s, r) in [(m, s, r), (m, s / 3 + 1, r / 5)] {
+                        assert_eq!(
+                            mdev4_step(m, s, r),
+                            mdev4_step_signed(m, s, r),
+                            "{m} {s} {r}"
+                        );
+                    }
+                }
+            }
+        }
+        // Near the branch edges: the error equal to, one above and one below the quarter.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let m = x >> (x % 64);
+            let s = x.rotate_left(17) >> (x % 61);
+            let q = m / 4;
+            for r in [
+                s.wrapping_sub(q),
+                s.wrapping_sub(q + 1),
+                s.wrapping_sub(q.wrapping_sub(1)),
+                s.wrapping_add(q % 3),
+                x.rotate_left(31) >> (x % 59),
+            ] {
+                assert_eq!(
+                    mdev4_step(m, s, r),
+                    mdev4_step_signed(m, s, r),
+                    "{m} {s} {r}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -32,7 +32,6 @@ mod usage;
 mod view;
 
 use recovery::NO_PROBE;
-use view::{add_segs, segs_of};
 
 /// Congestion state (Linux `icsk_ca_state`, collapsed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +116,7 @@ pub struct Sender {
     /// step with every push, merge, trim and transmission (the scheduler's view reads it on
     /// every decision; walking the queue there cost a pass over it per view). 32 bits, in the
     /// padding beside `backoff` (the connection's fixed size is guarded by `tests::perf`);
-    /// [`segs_of`] refuses a count that does not fit rather than wrapping it.
+    /// [`view::segs_of`] refuses a count that does not fit rather than wrapping it.
     queued_segs: u32,
     board: Scoreboard,
     rtt: RttEstimator,
@@ -263,42 +262,6 @@ impl Sender {
     /// Client: start the handshake.
     pub fn connect(&mut self, now_ns: u64) {
         self.hs.connect(now_ns);
-    }
-
-    /// Hands `len` bytes starting at data sequence number `dsn` to the send queue.
-    /// `data_fin`: the mapping ends the data stream.
-    pub fn queue(&mut self, dsn: u64, len: u64, data_fin: bool) {
-        self.enqueue(dsn, len, data_fin, None);
-    }
-
-    /// Like [`Sender::queue`] for data the connection sends again (`kind` says why); its
-    /// bytes are counted in [`SenderStats`] when they are transmitted.
-    pub fn queue_resend(&mut self, dsn: u64, len: u64, data_fin: bool, kind: ResendKind) {
-        self.enqueue(dsn, len, data_fin, Some(kind));
-    }
-
-    fn enqueue(&mut self, dsn: u64, len: u64, data_fin: bool, resend: Option<ResendKind>) {
-        if len == 0 {
-            return;
-        }
-        self.queued_bytes += len;
-        let mss = self.tcb.mss_bytes;
-        if let Some(last) = self.queue.back_mut() {
-            if last.dsn + last.len == dsn && !last.data_fin && last.resend == resend {
-                self.queued_segs -= segs_of(last.len, mss);
-                last.len += len;
-                last.data_fin = data_fin;
-                self.queued_segs = add_segs(self.queued_segs, segs_of(last.len, mss));
-                return;
-            }
-        }
-        self.queued_segs = add_segs(self.queued_segs, segs_of(len, mss));
-        self.queue.push_back(Mapping {
-            dsn,
-            len,
-            data_fin,
-            resend,
-        });
     }
 
     /// Feeds an incoming segment (uncoupled congestion control).

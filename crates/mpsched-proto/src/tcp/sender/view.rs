@@ -59,7 +59,7 @@ impl Sender {
     }
 
     /// The queue's segments counted by walking it: what `queued_segs` keeps incrementally.
-    fn queued_segs_by_walk(&self) -> u64 {
+    pub(super) fn queued_segs_by_walk(&self) -> u64 {
         let mss = self.tcb.mss_bytes.max(1);
         self.queue.iter().map(|m| m.len.div_ceil(mss)).sum()
     }
