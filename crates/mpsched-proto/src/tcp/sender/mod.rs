@@ -459,7 +459,7 @@ impl Sender {
             // Linux's test is in packets (`tcp_write_xmit`: no cwnd quota left, i.e. packets
             // in flight >= snd_cwnd): the window is the limit when it has no room for one
             // more segment, whatever the size of those in flight.
-            let limited = self.board.pipe_segs() >= self.cwnd_segs();
+            let limited = !self.cwnd_has_room(self.board.pipe_segs());
             self.cwnd_validate(limited);
             self.resolve_tlp();
             return None;
