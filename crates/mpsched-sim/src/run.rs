@@ -111,12 +111,12 @@ struct Side {
     host: Option<Box<HostRx>>,
 }
 
-/// A running flow's slot, the first thing every event of the flow reads. Aligned to a cache
-/// line: 128 bytes, two whole lines (at 112 bytes, half the slots spanned three), so the loop
-/// reads no per-flow line beyond its own, and the 16 bytes the alignment adds hold the
-/// flow's paths, read from the slot instead of `cfg.flows[fi]` (another line a packet at
-/// 10 000 flows).
-#[repr(align(64))]
+/// A running flow's slot, the first thing every event of the flow reads: 128 bytes, two
+/// cache lines, which mimalloc's line-aligned buffers for the slot vector keep whole (at 112
+/// bytes, half the slots spanned three). Its last 16 bytes hold the flow's paths, read here
+/// instead of from `cfg.flows[fi]` (another cold line a packet at 10 000 flows). Not
+/// `#[repr(align(64))]`: that made the compiled event loop ~8.5 instructions a packet dearer
+/// (benches (1), (2)) and 7 a hop on the FatTree (callgrind, perf17h5).
 struct Flow<'a> {
     /// The flow's paths (its own or its transport's, `SimConfig::flow_paths`), subflow `i`
     /// on `paths[i]`.
