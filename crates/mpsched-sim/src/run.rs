@@ -113,7 +113,7 @@ struct Side {
 
 /// A running flow's slot, the first thing every event of the flow reads: 128 bytes, two
 /// cache lines, which mimalloc's line-aligned buffers for the slot vector keep whole (at 112
-/// bytes, half the slots spanned three). Its last 16 bytes hold the flow's paths, read here
+/// bytes, half the slots spanned three). 16 of its bytes hold the flow's paths, read here
 /// instead of from `cfg.flows[fi]` (another cold line a packet at 10 000 flows). Not
 /// `#[repr(align(64))]`: that made the compiled event loop ~8.5 instructions a packet dearer
 /// (benches (1), (2)) and 7 a hop on the FatTree (callgrind, perf17h5).
