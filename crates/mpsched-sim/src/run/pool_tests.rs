@@ -1,4 +1,5 @@
-//! Flows built in kept endpoints (`endpoint/pool.rs`) run exactly as flows built afresh.
+//! Flows built in kept endpoints (`endpoint/pool.rs`) run exactly as flows built afresh; a flow
+//! slot's copies of its configuration say what the configuration does.
 
 use super::Simulation;
 use crate::config::SimConfig;
@@ -97,4 +98,32 @@ fn a_run_keeps_no_more_endpoints_than_flows_left_to_start_or_ever_concurrent() {
     assert_eq!(sim.peak_active_flows, 1);
     assert_eq!(sim.conn_configs.pool.reused, 2 * 9, "every flow but the first built in the kept pair");
     assert_eq!(sim.conn_configs.pool.kept(), (0, 0), "the last flow's endpoints were not kept");
+}
+
+/// The flow slot's own copies of its configuration (`Flow::paths`, and the sender's side read
+/// from the endpoint's variant, `Flow::sender_is_client`) say what `cfg.flows[fi]` does, for
+/// downloads and uploads, on the transport's paths and on paths of the flow's own.
+#[test]
+fn a_flow_slot_knows_its_paths_and_direction_as_the_config_does() {
+    let bulk = serde_json::json!({"kind": "bulk", "stop_ns": 10_000 * MS});
+    let mut flows = flows(6, 10, bulk);
+    flows[1]["paths"] = serde_json::json!([1]);
+    flows[2]["paths"] = serde_json::json!([1, 0]);
+    flows[4]["paths"] = serde_json::json!([0]);
+    let mut cfg = cfg("mptcp", "minrtt", "cubic", 0.0, flows);
+    // Ends while every flow still runs, so their slots are there to look at.
+    cfg.duration_ns = 500 * MS;
+    cfg.validate().unwrap();
+    let mut sim = Simulation::new(&cfg, None);
+    sim.run_to_end(None);
+    let mut seen = [0; 2];
+    for (fi, f) in sim.flows.iter().enumerate() {
+        let f = f.as_ref().expect("still running");
+        let fc = &cfg.flows[fi];
+        assert!(std::ptr::eq(f.paths, cfg.flow_paths(fi)), "flow {fi}: paths");
+        let upload = fc.direction == crate::config::Direction::Upload;
+        assert_eq!(f.sender_is_client(), upload, "flow {fi}: direction");
+        seen[upload as usize] += 1;
+    }
+    assert_eq!(seen, [4, 2], "downloads and uploads both looked at");
 }

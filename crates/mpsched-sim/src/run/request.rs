@@ -33,7 +33,7 @@ impl Simulation<'_> {
         let Some(f) = self.flows[fi].as_mut() else { return };
         let Some(r) = f.request.as_deref_mut() else { return };
         let side = if client_side { &mut r.client } else { &mut r.server };
-        let data_subflows = wire!(self).transmit(side, fi, client_side, true);
+        let data_subflows = wire!(self).transmit(side, fi, f.paths, client_side, true);
         rearm_app(f, &mut self.queue, fi, now);
         self.ack_rides_on_data(fi, client_side, true, data_subflows);
     }
@@ -53,6 +53,7 @@ impl Simulation<'_> {
         if f.request.is_none() {
             return;
         }
+        let paths = f.paths;
         let other = f.side_mut(client_side, !request);
         let mut due = false;
         let mut bits = data_subflows;
@@ -61,7 +62,7 @@ impl Simulation<'_> {
             bits &= bits - 1;
         }
         if due {
-            wire!(self).transmit(other, fi, client_side, !request);
+            wire!(self).transmit(other, fi, paths, client_side, !request);
         }
     }
 
@@ -97,7 +98,7 @@ pub(super) struct RequestTally {
 
 #[cfg(test)]
 impl RequestTally {
-    pub(super) fn of(flow: usize, f: &super::Flow) -> Option<Self> {
+    pub(super) fn of(flow: usize, f: &super::Flow<'_>) -> Option<Self> {
         let r = f.request.as_deref()?;
         let views = r.client.ep.subflow_views();
         Some(Self {

@@ -52,7 +52,7 @@ impl Simulation<'_> {
     /// the kept and running endpoints together never outnumber those the run already had at
     /// once, and a run keeps none once no flow is left to start (100 000 flows started
     /// together keep none).
-    fn keep_endpoints(&mut self, f: Flow) {
+    fn keep_endpoints(&mut self, f: Flow<'_>) {
         let limit = self.pending_flows.min(self.peak_active_flows - self.active_flows);
         if limit == 0 {
             return;
@@ -69,7 +69,7 @@ impl Simulation<'_> {
 
     fn flow_rows(&self, fi: usize, f: &Flow, end_ns: Option<u64>) -> FlowRecords {
         let fc = &self.cfg.flows[fi];
-        let (sender, receiver) = f.roles(fc.direction);
+        let (sender, receiver) = f.roles();
         let views = sender.ep.subflow_views();
         let subflows: Vec<SubflowRow> = views
             .iter()
@@ -159,7 +159,7 @@ impl Simulation<'_> {
             let Some(f) = f else { continue };
             let fc = &self.cfg.flows[fi];
             let paths = self.cfg.flow_paths(fi);
-            let (sender, receiver) = f.roles(fc.direction);
+            let (sender, receiver) = f.roles();
             for v in sender.ep.subflow_views() {
                 self.subflow_samples.push(SubflowSample {
                     time_ns: now,

@@ -54,7 +54,7 @@ pub(super) struct Wire<'s> {
 
 impl Wire<'_> {
     /// Drains the output of `side`, endpoint `client_side` of flow `fi` (of its request half
-    /// with `request`) over the flow's paths, onto its subflows' routes and re-arms the
+    /// with `request`) over the flow's `paths`, onto its subflows' routes and re-arms the
     /// endpoint's timer. Returns the subflows that carried data, bit `i` for subflow `i` (the
     /// other half's ACKs on them ride along, [`super::Simulation::ack_rides_on_data`]).
     ///
@@ -62,12 +62,16 @@ impl Wire<'_> {
     /// rest of the drain then builds TSO skbs, out of line ([`Wire::transmit_skbs`]), so the
     /// loop every packet runs carries no skb state.
     #[inline(always)]
-    pub(super) fn transmit(mut self, side: &mut Side, fi: usize, client_side: bool, request: bool) -> u64 {
+    pub(super) fn transmit(
+        mut self,
+        side: &mut Side,
+        fi: usize,
+        paths: &[usize],
+        client_side: bool,
+        request: bool,
+    ) -> u64 {
         let now = self.now_ns;
         let mut data_subflows = 0u64;
-        // Looked up at the first segment: many drains (a receiver's between delayed ACKs)
-        // send nothing.
-        let mut paths: &[usize] = &[];
         loop {
             // The segment is read by reference where the endpoint wrote it: moved out of the
             // Option, its 128 bytes were first copied to other stack slots (callgrind: ~4
@@ -75,15 +79,12 @@ impl Wire<'_> {
             let out = side.ep.poll_transmit(now);
             let Some((subflow, seg)) = &out else { break };
             let subflow = *subflow;
-            if paths.is_empty() {
-                paths = self.cfg.flow_paths(fi);
-            }
             let Placed { path, route, data, idx } = self.place(paths, subflow, seg, fi, client_side, request);
             if data {
                 data_subflows |= 1u64 << subflow;
             }
             if data && self.cfg.paths[path].gso {
-                let first = FirstSkb { path, route, subflow, idx, seg };
+                let first = FirstSkb { paths, path, route, subflow, idx, seg };
                 return self.transmit_skbs(side, fi, client_side, request, first, data_subflows);
             }
             let size = seg.wire_bytes();
@@ -112,7 +113,7 @@ impl Wire<'_> {
         let max_segs = side.ep.tso_segments(first.subflow);
         let (path, route, subflow, idx) = (first.path, first.route, first.subflow, first.idx);
         let mut skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, first.seg, max_segs));
-        let paths = self.cfg.flow_paths(fi);
+        let paths = first.paths;
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
             let Placed { path, route, data, idx } = self.place(paths, subflow, &seg, fi, client_side, request);
             let size = seg.wire_bytes();
@@ -188,8 +189,9 @@ struct Placed {
 }
 
 /// The data segment that opens a drain's first TSO skb: already in the store at `idx`, going
-/// on `path`'s `route` from `subflow`.
+/// on `path`'s `route` from `subflow` (`paths`: the flow's).
 pub(super) struct FirstSkb<'s> {
+    paths: &'s [usize],
     path: usize,
     route: RouteId,
     subflow: usize,
@@ -226,7 +228,7 @@ pub(super) fn send_app_messages(
 
 /// Re-arms the application's wake-up of flow `f` (index `fi`) if it now wants an earlier one.
 #[inline(always)]
-pub(super) fn rearm_app(f: &mut Flow, queue: &mut EventQueue<Event>, fi: usize, now_ns: u64) {
+pub(super) fn rearm_app(f: &mut Flow<'_>, queue: &mut EventQueue<Event>, fi: usize, now_ns: u64) {
     if let Some(want) = f.app.next_wakeup_ns() {
         if f.app_wakeup_ns.get().is_none_or(|t| want < t) {
             let at = want.max(now_ns);
