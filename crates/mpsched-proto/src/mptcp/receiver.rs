@@ -59,6 +59,9 @@ pub struct DataReceiver {
     /// `rcv_nxt` moved since the last ACK (each carries it as DATA_ACK): the peer does not
     /// know of every byte read yet.
     data_ack_untold: bool,
+    /// [`DataReceiver::in_order_state`], noted after every segment taken the general way (the
+    /// only steps that change it): the short path's test of the receiver's state in one load.
+    in_order_open: bool,
     /// Duplicates and routes lost: allocated at the first (most connections have neither;
     /// 24 bytes kept out of the receiver every concurrent flow holds, issue 17).
     rare: Option<Box<RareState>>,
@@ -192,6 +195,8 @@ impl DataReceiver {
             data_fin_seen: false,
             joins_started: false,
             data_ack_untold: false,
+            // No handshake yet.
+            in_order_open: false,
             rare: None,
             cfg: cfg.params(),
         };
@@ -277,6 +282,7 @@ impl DataReceiver {
         if self.ofo.total_bytes() < ofo_before && !self.subflows[subflow].in_pingpong() {
             self.subflows[subflow].request_ack();
         }
+        self.in_order_open = self.in_order_state();
     }
 
     /// Data of the other direction leaves on `subflow` at `now_ns`: its pending delayed ACK
