@@ -39,6 +39,7 @@ use crate::tcp::{
 };
 use crate::PendingNs;
 
+mod ack;
 mod in_order;
 
 /// The receiving endpoint of a connection.
@@ -58,6 +59,9 @@ pub struct DataReceiver {
     /// `rcv_nxt` moved since the last ACK (each carries it as DATA_ACK): the peer does not
     /// know of every byte read yet.
     data_ack_untold: bool,
+    /// [`DataReceiver::in_order_state`], noted after every segment taken the general way (the
+    /// only steps that change it): the short path's test of the receiver's state in one load.
+    in_order_open: bool,
     /// Duplicates and routes lost: allocated at the first (most connections have neither;
     /// 24 bytes kept out of the receiver every concurrent flow holds, issue 17).
     rare: Option<Box<RareState>>,
@@ -191,6 +195,8 @@ impl DataReceiver {
             data_fin_seen: false,
             joins_started: false,
             data_ack_untold: false,
+            // No handshake yet.
+            in_order_open: false,
             rare: None,
             cfg: cfg.params(),
         };
@@ -276,6 +282,7 @@ impl DataReceiver {
         if self.ofo.total_bytes() < ofo_before && !self.subflows[subflow].in_pingpong() {
             self.subflows[subflow].request_ack();
         }
+        self.in_order_open = self.in_order_state();
     }
 
     /// Data of the other direction leaves on `subflow` at `now_ns`: its pending delayed ACK
@@ -395,69 +402,6 @@ impl DataReceiver {
             self.scaling_ratio = ratio.min(255) as u8;
             self.rcv_wnd_now_bytes = self.window_of_buffer();
         }
-    }
-
-    /// The (DATA_ACK, window) subflow `i` advertises now. Linux `__tcp_select_window` offers
-    /// the free buffer capped by that subflow's `rcv_ssthresh` (which grows by twice each
-    /// in-order skb, `tcp_grow_window`), and `mptcp_set_rwin` places it at the connection's
-    /// DATA_ACK, never left of the right edge any subflow announced (`msk->rcv_wnd_sent`).
-    /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
-    /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
-    /// No offer is larger than the window scale allows (`tcp_select_window`, `mptcp_set_rwin`:
-    /// `65535 << rcv_wscale`), even one that only keeps an earlier right edge.
-    fn advertise(&self, subflow: usize) -> (u64, u64) {
-        let free = self.rcv_wnd_bytes().saturating_sub(self.ofo.total_bytes());
-        let offer = free.min(self.subflows[subflow].rcv_ssthresh());
-        let edge = self.right_edge.max(self.rcv_nxt + offer);
-        (
-            self.rcv_nxt,
-            (edge - self.rcv_nxt).min(match self.offer_cap_scale {
-                NO_OFFER_CAP => u64::MAX,
-                scale => 65_535 << scale,
-            }),
-        )
-    }
-
-    /// Next segment to send (ACKs, handshake) and its subflow.
-    ///
-    /// Most calls find nothing to send (a delayed ACK waits, and the loop asks once more after
-    /// each segment): that test is inline in the caller, the rest a call. The window is
-    /// computed only for a segment that goes out, as Linux's `tcp_select_window` does at
-    /// transmission.
-    #[inline(always)]
-    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        // One subflow (plain TCP, most MPTCP flows' start): no iterator.
-        let any_pending = match self.subflows.as_slice() {
-            [s] => self.is_path_up(0) && s.ack_pending(),
-            subflows => subflows
-                .iter()
-                .enumerate()
-                .any(|(i, s)| self.is_path_up(i) && s.ack_pending()),
-        };
-        if !any_pending {
-            return None;
-        }
-        self.poll_transmit_pending(now_ns)
-    }
-
-    /// [`DataReceiver::poll_transmit`] once some subflow has an ACK or handshake segment due.
-    #[inline(never)]
-    fn poll_transmit_pending(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        for i in 0..self.subflows.len() {
-            if !self.is_path_up(i) {
-                continue;
-            }
-            let (data_ack, wnd) = self.advertise(i);
-            self.subflows[i].set_conn_window(data_ack, wnd);
-            // Built in place as the returned pair (`Receiver::poll_transmit_with`).
-            let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
-            if out.is_some() {
-                self.right_edge = self.right_edge.max(data_ack + wnd);
-                self.data_ack_untold = false;
-                return out;
-            }
-        }
-        None
     }
 
     /// Earliest timer of any subflow, absolute ns.

@@ -28,6 +28,7 @@ use super::settings::ReceiverSettings;
 use super::{TcpConfig, DELAYED_ACK_NS};
 use crate::PendingNs;
 
+mod ack;
 mod grow;
 mod in_order;
 mod rcv_rtt;
@@ -412,36 +413,7 @@ impl Receiver {
         if !self.ack_now || !self.hs.is_established() {
             return None;
         }
-        self.ack_now = false;
-        self.delack_deadline = PendingNs::NONE;
-        self.pushed = 0;
-        self.last_ack_sent = self.rcv_nxt;
-        if self.conn_window.is_none() {
-            self.right_edge = self.rcv_nxt + window;
-        }
-        self.quickacks_left = self.quickacks_left.saturating_sub(1);
-        self.stats.acks_sent += 1;
-        // Without out-of-order data (most ACKs) there are no SACK blocks (one noted earlier is
-        // below rcv_nxt by now), and the gathering loop is not entered at all; it is out of
-        // line. (Writing the empty blocks straight into the segment, not through this array,
-        // saved 3-5 instructions more but measured slower: benches/RESULTS.md, Session 14.)
-        let (sack, sack_len) = if self.ofo_ranges.is_empty() {
-            ([(0, 0); MAX_SACK_BLOCKS], 0)
-        } else {
-            self.sack_blocks()
-        };
-        Some(wrap(Segment {
-            flags: flags::ACK | if self.cfg.mptcp { flags::DATA_ACK } else { 0 },
-            seq: 1,
-            ack: self.rcv_nxt,
-            window,
-            ts_val: now_ns.max(1),
-            ts_ecr: self.ts_recent,
-            data_ack,
-            sack,
-            sack_len,
-            ..Default::default()
-        }))
+        Some(wrap(self.take_ack(now_ns, data_ack, window)))
     }
 
     /// The SACK blocks of an ACK, most recent first, still above rcv_nxt (out of line: only

@@ -3,6 +3,7 @@
 //! ACKs, one through `handle_segment` (short path where it applies), the other always through
 //! `handle_segment_general`, must emit the same segments and hold the same state (their
 //! `Debug` text: every field of the connection and of its subflow) after every step.
+//! `tests::plain_ack` runs the same harness with the transmissions taken two ways instead.
 
 use crate::mptcp::{ConnConfig, DataReceiver, Mode};
 use crate::tcp::{flags, Segment};
@@ -10,31 +11,41 @@ use proptest::prelude::*;
 
 /// One receiver's settings, drawn by the tests.
 #[derive(Debug, Clone)]
-struct Setup {
-    mptcp: bool,
-    is_client: bool,
-    autotuning: bool,
-    delayed_ack: bool,
-    quickacks: u32,
-    rcv_buf_bytes: u64,
+pub(super) struct Setup {
+    pub(super) mptcp: bool,
+    pub(super) is_client: bool,
+    pub(super) autotuning: bool,
+    pub(super) delayed_ack: bool,
+    pub(super) quickacks: u32,
+    pub(super) rcv_buf_bytes: u64,
 }
 
 /// One arrival of the plan: segment `k` of the flight, `dt_ns` after the step before;
 /// `path_flap`: subflow 0's path goes down and up before it; `ride`: data of the other
 /// direction leaves after it.
 #[derive(Debug, Clone)]
-struct Step {
+pub(super) struct Step {
     k: usize,
     dt_ns: u64,
     path_flap: bool,
     ride: bool,
 }
 
-/// How often each path ran.
+/// How often each path ran: the in-order segment's, and the one-subflow pure ACK's
+/// (`DataReceiver::plain_ack_due`) against every other transmission.
 #[derive(Debug, Default)]
-struct Counts {
-    short: usize,
-    general: usize,
+pub(super) struct Counts {
+    pub(super) short: usize,
+    pub(super) general: usize,
+    pub(super) plain_acks: usize,
+    pub(super) other_sends: usize,
+}
+
+/// Which way the second receiver takes: the general path for segments, for transmissions.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ways {
+    pub(super) general_receive: bool,
+    pub(super) general_transmit: bool,
 }
 
 fn config(s: &Setup) -> ConnConfig {
@@ -51,7 +62,7 @@ fn config(s: &Setup) -> ConnConfig {
 /// contiguous but for `dsn_gaps` (a connection-level hole no later segment fills) and
 /// `dsn_swaps` (segment `k + 1`'s data mapped before `k`'s: `k` waits at the connection level
 /// for the next segment of the subflow to fill its hole); the last carries DATA_FIN.
-fn flight(lens: &[u32], dsn_gaps: &[u64], dsn_swaps: &[bool]) -> Vec<Segment> {
+pub(super) fn flight(lens: &[u32], dsn_gaps: &[u64], dsn_swaps: &[bool]) -> Vec<Segment> {
     let (mut seq, mut dsn) = (1u64, 0u64);
     let n = lens.len();
     let mut segs: Vec<Segment> = lens
@@ -90,13 +101,31 @@ fn flight(lens: &[u32], dsn_gaps: &[u64], dsn_swaps: &[bool]) -> Vec<Segment> {
     segs
 }
 
-/// Both receivers emit the same segments until neither has one.
-fn drain(a: &mut DataReceiver, b: &mut DataReceiver, now_ns: u64) -> Result<(), TestCaseError> {
+/// Both receivers emit the same segments (every field) until neither has one; `b` through
+/// the general transmit path if `ways` says so.
+fn drain(
+    a: &mut DataReceiver,
+    b: &mut DataReceiver,
+    now_ns: u64,
+    ways: Ways,
+    counts: &mut Counts,
+) -> Result<(), TestCaseError> {
     loop {
-        let (x, y) = (a.poll_transmit(now_ns), b.poll_transmit(now_ns));
+        let plain = a.plain_ack_due();
+        let x = a.poll_transmit(now_ns);
+        let y = if ways.general_transmit {
+            b.poll_transmit_general(now_ns)
+        } else {
+            b.poll_transmit(now_ns)
+        };
         prop_assert_eq!(&x, &y, "segments sent at {}", now_ns);
         if x.is_none() {
             return Ok(());
+        }
+        if plain {
+            counts.plain_acks += 1;
+        } else {
+            counts.other_sends += 1;
         }
     }
 }
@@ -110,6 +139,20 @@ fn same_state(a: &DataReceiver, b: &DataReceiver, what: &str) -> Result<(), Test
 /// Feeds `steps` to a receiver built from `setup` through both paths, comparing after every
 /// step; returns how often the short path was taken.
 fn run_both(setup: &Setup, segs: &[Segment], steps: &[Step]) -> Result<Counts, TestCaseError> {
+    let ways = Ways {
+        general_receive: true,
+        general_transmit: false,
+    };
+    run_both_ways(setup, segs, steps, ways)
+}
+
+/// [`run_both`] with the second receiver taking `ways`.
+pub(super) fn run_both_ways(
+    setup: &Setup,
+    segs: &[Segment],
+    steps: &[Step],
+    ways: Ways,
+) -> Result<Counts, TestCaseError> {
     let mut a = DataReceiver::new(config(setup));
     let mut b = DataReceiver::new(config(setup));
     let mut counts = Counts::default();
@@ -118,7 +161,7 @@ fn run_both(setup: &Setup, segs: &[Segment], steps: &[Step]) -> Result<Counts, T
     let hs: Vec<Segment> = if setup.is_client {
         a.connect(now_ns);
         b.connect(now_ns);
-        drain(&mut a, &mut b, now_ns)?;
+        drain(&mut a, &mut b, now_ns, ways, &mut counts)?;
         vec![Segment {
             flags: flags::SYN | flags::ACK | flags::MP_CAPABLE,
             ack: 1,
@@ -144,8 +187,8 @@ fn run_both(setup: &Setup, segs: &[Segment], steps: &[Step]) -> Result<Counts, T
     };
     for seg in &hs {
         a.handle_segment(now_ns, 0, seg);
-        b.handle_segment_general(now_ns, 0, seg);
-        drain(&mut a, &mut b, now_ns)?;
+        receive(&mut b, now_ns, seg, ways);
+        drain(&mut a, &mut b, now_ns, ways, &mut counts)?;
     }
     same_state(&a, &b, "the handshake")?;
     for (i, st) in steps.iter().enumerate() {
@@ -155,7 +198,7 @@ fn run_both(setup: &Setup, segs: &[Segment], steps: &[Step]) -> Result<Counts, T
             prop_assert_eq!(Some(t), b.poll_timeout());
             a.handle_timeout(t);
             b.handle_timeout(t);
-            drain(&mut a, &mut b, t)?;
+            drain(&mut a, &mut b, t, ways, &mut counts)?;
         }
         if st.path_flap {
             a.set_path_up(0, false);
@@ -175,25 +218,34 @@ fn run_both(setup: &Setup, segs: &[Segment], steps: &[Step]) -> Result<Counts, T
             counts.general += 1;
         }
         a.handle_segment(now_ns, 0, &seg);
-        b.handle_segment_general(now_ns, 0, &seg);
+        receive(&mut b, now_ns, &seg, ways);
         same_state(&a, &b, &format!("step {i} ({st:?})"))?;
-        drain(&mut a, &mut b, now_ns)?;
+        drain(&mut a, &mut b, now_ns, ways, &mut counts)?;
         if st.ride {
             prop_assert_eq!(
                 a.ack_rides_on_data(0, now_ns),
                 b.ack_rides_on_data(0, now_ns)
             );
-            drain(&mut a, &mut b, now_ns)?;
+            drain(&mut a, &mut b, now_ns, ways, &mut counts)?;
         }
         same_state(&a, &b, &format!("step {i}'s ACKs"))?;
     }
     Ok(counts)
 }
 
+/// `b` takes `seg` on subflow 0 the way `ways` says.
+fn receive(b: &mut DataReceiver, now_ns: u64, seg: &Segment, ways: Ways) {
+    if ways.general_receive {
+        b.handle_segment_general(now_ns, 0, seg);
+    } else {
+        b.handle_segment(now_ns, 0, seg);
+    }
+}
+
 /// Arrival plan: every segment once in the order of its key (`k * 4 + jitter`: mostly in
 /// order, sometimes overtaken), some a second time (a spurious retransmission) or only late
 /// (a loss repaired later).
-fn plan(
+pub(super) fn plan(
     n: usize,
     jitter: &[u32],
     twice: &[bool],
@@ -221,7 +273,7 @@ fn plan(
         .collect()
 }
 
-fn setups() -> impl Strategy<Value = Setup> {
+pub(super) fn setups() -> impl Strategy<Value = Setup> {
     (
         any::<bool>(),
         prop_oneof![3 => Just(false), 1 => Just(true)],
@@ -242,23 +294,41 @@ fn setups() -> impl Strategy<Value = Setup> {
         )
 }
 
+/// A flight and its arrival plan (see [`flight`] and [`plan`]).
+pub(super) fn arrivals() -> impl Strategy<Value = (Vec<Segment>, Vec<Step>)> {
+    (
+        proptest::collection::vec(prop_oneof![6 => Just(1428u32), 1 => 1u32..=1428], 2..90),
+        proptest::collection::vec(prop_oneof![30 => Just(0u64), 1 => 1u64..3000], 90),
+        proptest::collection::vec(prop_oneof![20 => Just(false), 1 => Just(true)], 90),
+        proptest::collection::vec(prop_oneof![6 => Just(0u32), 1 => 0u32..12], 90),
+        proptest::collection::vec(prop_oneof![12 => Just(false), 1 => Just(true)], 90),
+        proptest::collection::vec(prop_oneof![15 => Just(false), 1 => Just(true)], 90),
+        proptest::collection::vec(
+            prop_oneof![
+                4 => Just(0u64),
+                4 => 1u64..2_000_000,
+                1 => 30_000_000u64..250_000_000
+            ],
+            1..40,
+        ),
+        proptest::collection::vec(0u8..40, 1..40),
+    )
+        .prop_map(
+            |(lens, dsn_gaps, dsn_swaps, jitter, twice, late, dt_ns, rare)| {
+                let segs = flight(&lens, &dsn_gaps, &dsn_swaps);
+                let steps = plan(lens.len(), &jitter, &twice, &late, &dt_ns, &rare);
+                (segs, steps)
+            },
+        )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(160))]
     #[test]
     fn the_short_path_leaves_the_state_and_acks_of_the_general_path(
         setup in setups(),
-        lens in proptest::collection::vec(prop_oneof![6 => Just(1428u32), 1 => 1u32..=1428], 2..90),
-        dsn_gaps in proptest::collection::vec(prop_oneof![30 => Just(0u64), 1 => 1u64..3000], 90),
-        dsn_swaps in proptest::collection::vec(prop_oneof![20 => Just(false), 1 => Just(true)], 90),
-        jitter in proptest::collection::vec(prop_oneof![6 => Just(0u32), 1 => 0u32..12], 90),
-        twice in proptest::collection::vec(prop_oneof![12 => Just(false), 1 => Just(true)], 90),
-        late in proptest::collection::vec(prop_oneof![15 => Just(false), 1 => Just(true)], 90),
-        dt_ns in proptest::collection::vec(prop_oneof![
-            4 => Just(0u64), 4 => 1u64..2_000_000, 1 => 30_000_000u64..250_000_000], 1..40),
-        rare in proptest::collection::vec(0u8..40, 1..40),
+        (segs, steps) in arrivals(),
     ) {
-        let segs = flight(&lens, &dsn_gaps, &dsn_swaps);
-        let steps = plan(lens.len(), &jitter, &twice, &late, &dt_ns, &rare);
         run_both(&setup, &segs, &steps)?;
     }
 }

@@ -7,6 +7,7 @@ mod in_order;
 mod mptcp;
 mod nagle;
 mod perf;
+mod plain_ack;
 mod rack;
 mod read_ack;
 mod reassembly;

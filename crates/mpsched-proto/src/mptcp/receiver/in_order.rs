@@ -11,16 +11,34 @@ use crate::tcp::{flags, Segment};
 use crate::PendingNs;
 
 impl DataReceiver {
-    /// True when `seg`, arriving on `subflow`, may take [`DataReceiver::take_in_order`].
+    /// True when `seg`, arriving on `subflow`, may take [`DataReceiver::take_in_order`]: the
+    /// kept state tests ([`DataReceiver::in_order_state`]), then the segment's.
     #[inline(always)]
     pub(crate) fn in_order_ready(&self, subflow: usize, seg: &Segment) -> bool {
+        #[cfg(any(test, debug_assertions))]
+        assert_eq!(
+            self.in_order_open,
+            self.in_order_state(),
+            "in-order state moved, not noted"
+        );
         match self.subflows.as_slice() {
             [s] => {
                 subflow == 0
+                    && self.in_order_open
                     && seg.dsn == self.rcv_nxt
-                    && self.ofo.is_empty()
-                    && s.in_order_ready(seg)
+                    && s.in_order_segment(seg)
             }
+            _ => false,
+        }
+    }
+
+    /// What `in_order_open` keeps: one subflow, in the state `Receiver::in_order_state`
+    /// asks for, and nothing out of order at the connection level. Segments taken the general
+    /// way change it (`handle_segment_general` notes it); the short path, timers, path changes
+    /// and transmissions do not.
+    pub(super) fn in_order_state(&self) -> bool {
+        match self.subflows.as_slice() {
+            [s] => self.ofo.is_empty() && s.in_order_state(),
             _ => false,
         }
     }

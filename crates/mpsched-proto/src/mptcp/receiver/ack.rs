@@ -1,0 +1,128 @@
+//! The data receiver's transmissions: ACKs and handshake segments, each announcing the
+//! connection's DATA_ACK and window.
+//!
+//! A connection with one subflow (plain TCP, or MPTCP over one path) whose ACK is a pure one
+//! (see `Receiver::plain_ack_due`) builds it without the subflow loop and without the
+//! subflow's handshake segment and second path test (issue 17: most transmissions of a data
+//! receiver). The loop is a function of its own, unchanged: built into the same function, the
+//! one-subflow ACK made LLVM stop hoisting the window's connection terms out of the loop on
+//! the FatTree's eight subflows (benches/RESULTS.md, Session 16, perf17d).
+//! `tests::plain_ack` runs both ways on the same arrivals.
+
+use super::{DataReceiver, NO_OFFER_CAP};
+use crate::tcp::Segment;
+
+impl DataReceiver {
+    /// The (DATA_ACK, window) subflow `i` advertises now. Linux `__tcp_select_window` offers
+    /// the free buffer capped by that subflow's `rcv_ssthresh` (which grows by twice each
+    /// in-order skb, `tcp_grow_window`), and `mptcp_set_rwin` places it at the connection's
+    /// DATA_ACK, never left of the right edge any subflow announced (`msk->rcv_wnd_sent`).
+    /// So while DATA_ACK is held back by another subflow's hole, the edge advances only as
+    /// fast as a subflow's `rcv_ssthresh` grows, not by the whole autotuned buffer.
+    /// No offer is larger than the window scale allows (`tcp_select_window`, `mptcp_set_rwin`:
+    /// `65535 << rcv_wscale`), even one that only keeps an earlier right edge.
+    #[inline(always)]
+    fn advertise(&self, subflow: usize) -> (u64, u64) {
+        let free = self.rcv_wnd_bytes().saturating_sub(self.ofo.total_bytes());
+        let offer = free.min(self.subflows[subflow].rcv_ssthresh());
+        let edge = self.right_edge.max(self.rcv_nxt + offer);
+        (
+            self.rcv_nxt,
+            (edge - self.rcv_nxt).min(match self.offer_cap_scale {
+                NO_OFFER_CAP => u64::MAX,
+                scale => 65_535 << scale,
+            }),
+        )
+    }
+
+    /// Next segment to send (ACKs, handshake) and its subflow.
+    ///
+    /// Most calls find nothing to send (a delayed ACK waits, and the loop asks once more after
+    /// each segment): that test is inline in the caller, the rest a call. The window is
+    /// computed only for a segment that goes out, as Linux's `tcp_select_window` does at
+    /// transmission.
+    #[inline(always)]
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if !self.any_pending() {
+            return None;
+        }
+        self.poll_transmit_pending(now_ns)
+    }
+
+    /// Some subflow whose path is up has an ACK or a handshake segment due.
+    #[inline(always)]
+    fn any_pending(&self) -> bool {
+        // One subflow (plain TCP, most MPTCP flows' start): no iterator.
+        match self.subflows.as_slice() {
+            [s] => self.is_path_up(0) && s.ack_pending(),
+            subflows => subflows
+                .iter()
+                .enumerate()
+                .any(|(i, s)| self.is_path_up(i) && s.ack_pending()),
+        }
+    }
+
+    /// [`DataReceiver::poll_transmit`] once some subflow has an ACK or handshake segment due:
+    /// a one-subflow connection's pure ACK here, anything else in
+    /// [`DataReceiver::poll_transmit_each`].
+    #[inline(never)]
+    fn poll_transmit_pending(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if self.plain_ack_due() {
+            return Some((0, self.take_plain_ack(now_ns)));
+        }
+        self.poll_transmit_each(now_ns)
+    }
+
+    /// True when [`DataReceiver::poll_transmit_each`] would send a pure ACK on the only
+    /// subflow (its path up at both levels).
+    #[inline(always)]
+    pub(crate) fn plain_ack_due(&self) -> bool {
+        match self.subflows.as_slice() {
+            [s] => self.is_path_up(0) && s.plain_ack_due(),
+            _ => false,
+        }
+    }
+
+    /// What [`DataReceiver::poll_transmit_each`] does for a one-subflow connection when
+    /// [`DataReceiver::plain_ack_due`]: subflow 0's window and ACK, the right edge kept, the
+    /// DATA_ACK told.
+    #[inline(always)]
+    fn take_plain_ack(&mut self, now_ns: u64) -> Segment {
+        let (data_ack, wnd) = self.advertise(0);
+        let seg = self.subflows[0].take_plain_ack(now_ns, data_ack, wnd);
+        self.right_edge = self.right_edge.max(data_ack + wnd);
+        self.data_ack_untold = false;
+        seg
+    }
+
+    /// Every subflow in turn, the first with a segment to send sends it. Out of line (the
+    /// pending call jumps here): its code is what it was before the one-subflow ACK.
+    #[inline(never)]
+    pub(crate) fn poll_transmit_each(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        for i in 0..self.subflows.len() {
+            if !self.is_path_up(i) {
+                continue;
+            }
+            let (data_ack, wnd) = self.advertise(i);
+            self.subflows[i].set_conn_window(data_ack, wnd);
+            // Built in place as the returned pair (`Receiver::poll_transmit_with`).
+            let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
+            if out.is_some() {
+                self.right_edge = self.right_edge.max(data_ack + wnd);
+                self.data_ack_untold = false;
+                return out;
+            }
+        }
+        None
+    }
+
+    /// [`DataReceiver::poll_transmit`] that never takes the one-subflow ACK (tests: both ways
+    /// must agree).
+    #[cfg(test)]
+    pub(crate) fn poll_transmit_general(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if !self.any_pending() {
+            return None;
+        }
+        self.poll_transmit_each(now_ns)
+    }
+}
