@@ -99,6 +99,7 @@ RETRANS_MISSES: dict[str, str] = {
     "fast_slow/tbf32k/256KiB": "kernel 35.5 kB, sim 17.0 kB per transfer (0.48x, 21 kernel flows; 19.8 kB on the v782 host, 42.5 kB in miss11's loaded v657 run): the same rounds as its FCT miss (KNOWN_MISSES)",
     "jitter/htb/4MiB": "kernel 34.1 kB, sim 14.2 kB per transfer (0.42x, 21 kernel flows; 11.4 kB on the v782 host): both engines are bimodal (below 20 kB or 24-111 kB per transfer) and the median falls in either mode: below 20 kB in 7 of 21 kernel transfers against 11 of 21 simulated (Fisher p 0.35), Mann-Whitney p 0.89 over the resent bytes; v782's kernel had 11 of 21 low",
     "loss/htb/256KiB": "kernel 5.7 kB, sim 1.4 kB per transfer (the path's random losses among the simulator's resends): as cross_udp/htb/256KiB",
+    "jitter_16mib/htb/16MiB": "kernel 63.9 kB, sim 38.3 kB per transfer (0.60x, 21 flows each) since CUBIC's hold and epoch count jiffies (docs/testbed.md, Session 17: CUBIC's clock); 49.7 kB with the µs hold. The kernel's transfers spread over 22.7-276.9 kB, 5 of 21 above 190 kB, the simulator's over 17.0-276.3 kB with 2 above 140 kB; Mann-Whitney p 0.036 (0.099 before)",
 }
 
 

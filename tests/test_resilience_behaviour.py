@@ -282,8 +282,7 @@ def test_an_htb_shaped_path_comes_back_from_a_rate_collapse_at_its_own_rtt(tmp_p
     assert all(t > 21.5 for t in wire), wire
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_a_loss_ramp_stretches_the_lossy_subflows_rtt_estimate_as_on_the_kernel(tmp_path, seed):
+def test_a_loss_ramp_stretches_the_lossy_subflows_rtt_estimate_as_on_the_kernel(tmp_path):
     # 0 to 30 % loss on WLAN (both ways, per segment) over 3-4 s, held to 6 s. Linux measures
     # an ACK's RTT from the first transmission of the earliest segment it newly acknowledges or
     # SACKs (`tcp_ack_update_rtt`), and a dupack to a retransmission whose original arrived
@@ -293,12 +292,19 @@ def test_a_loss_ramp_stretches_the_lossy_subflows_rtt_estimate_as_on_the_kernel(
     # 234 ms in two runs, its RTO to 0.4 and 1.9 s; an estimate from timestamp echoes alone
     # stayed within 10 % of the pre-event srtt (docs/testbed.md, "Session 10 ... (fail15g)").
     # Without that first-transmission sample (lr15: not in the model) the old echoes alone, with
-    # the Eifel undo, stretch it: 37.7 -> 132.5 ms (seed 1), 244.5 ms (seed 2).
-    toml = WLAN_LTE.replace('kind = "down"', 'kind = "loss_ramp"\nto_loss = "30%"\nramp = "1s"')
-    toml = toml.replace("seed = 1", f"seed = {seed}").replace('queue = "1BDP"\ngso = true\n[[paths]]',
-                                                            'queue = "1BDP"\n[[paths]]', 1)
-    res = mpsched.run(mpsched.loads_scenario(toml), tmp_path / "ramp", jobs=1)
-    wlan = res.subflow_series.filter(pl.col("path") == "wlan")
-    before = wlan.filter(pl.col("time_ns").is_between(2_500_000_000, 2_990_000_000))["srtt_ns"].median()
-    during = wlan.filter(pl.col("time_ns").is_between(3_000_000_000, 6_500_000_000))["srtt_ns"].max()
-    assert during > 2 * before, (before, during)
+    # the Eifel undo, stretch it, in about half the runs: the losses are random, and a run
+    # whose early losses spare the ACKs keeps its estimate. Over seeds 1-12, 7 runs stretch it
+    # past twice the pre-event median, 4 of them past 4x (3 with CUBIC's hold in µs, session 16;
+    # the kernel's second run 7.5x); two seeds alone would judge the draw, not the model.
+    stretch = []
+    for seed in range(1, 13):
+        toml = WLAN_LTE.replace('kind = "down"', 'kind = "loss_ramp"\nto_loss = "30%"\nramp = "1s"')
+        toml = toml.replace("seed = 1", f"seed = {seed}").replace('queue = "1BDP"\ngso = true\n[[paths]]',
+                                                                'queue = "1BDP"\n[[paths]]', 1)
+        res = mpsched.run(mpsched.loads_scenario(toml), tmp_path / f"ramp{seed}", jobs=1)
+        wlan = res.subflow_series.filter(pl.col("path") == "wlan")
+        before = wlan.filter(pl.col("time_ns").is_between(2_500_000_000, 2_990_000_000))["srtt_ns"].median()
+        during = wlan.filter(pl.col("time_ns").is_between(3_000_000_000, 6_500_000_000))["srtt_ns"].max()
+        stretch.append(during / before)
+    assert sum(r > 2 for r in stretch) >= 6, stretch
+    assert max(stretch) > 4, stretch

@@ -17,6 +17,7 @@
 //! recovery ends with.
 
 use super::{AckSample, CcState, CongestionControl, CoupledView, MIN_SSTHRESH_SEGMENTS};
+use crate::tcp::JIFFY_NS;
 use crate::PendingNs;
 
 /// Linux `beta` / `BICTCP_BETA_SCALE`: multiplicative decrease to 717/1024 of cwnd.
@@ -69,7 +70,8 @@ fn linux_slow_start(tcb: &mut CcState, ack: &AckSample) -> Option<u64> {
 pub struct Cubic {
     /// W_max before fast convergence, bytes (0 = no loss yet).
     last_max_bytes: u64,
-    /// Start of the current epoch (none before the first ACK after a loss or the start).
+    /// Start of the current epoch (none before the first ACK after a loss or the start):
+    /// Linux `ca->epoch_start` is in jiffies, so this is always the start of a jiffy.
     epoch_start_ns: PendingNs,
     origin_bytes: u64,
     k_ns: u64,
@@ -84,8 +86,9 @@ pub struct Cubic {
     cnt: u64,
     /// Linux `ca->last_cwnd`: cwnd when `cnt` was last recomputed, bytes.
     last_cwnd_bytes: u64,
-    /// Linux `ca->last_time`: when `cnt` was last recomputed, µs (u32, wrapping as the kernel's).
-    last_time_us: u32,
+    /// Linux `ca->last_time`: when `cnt` was last recomputed, in jiffies (u32, wrapping as
+    /// the kernel's `tcp_jiffies32`).
+    last_time_jiffies: u32,
     // HyStart round state.
     found: bool,
     round_start_ns: u64,
@@ -106,6 +109,12 @@ impl Cubic {
     #[cfg(test)]
     pub(crate) fn cnt(&self) -> u64 {
         self.cnt
+    }
+
+    /// The epoch's start, ns (tests).
+    #[cfg(test)]
+    pub(crate) fn epoch_start_ns(&self) -> Option<u64> {
+        self.epoch_start_ns.get()
     }
 
     fn hystart_reset(&mut self, now_ns: u64, snd_nxt: u64) {
@@ -161,20 +170,21 @@ impl Cubic {
         let cwnd = tcb.cwnd_bytes;
         let mss = tcb.mss_bytes;
         self.ack_cnt_bytes += ack.acked_bytes;
-        // Linux recomputes `cnt` only when cwnd changed since the last time or 1/32 s has
-        // passed, and the cubic target at most once per ms (`bictcp_update` since 6.11,
-        // "tcp_cubic: switch ca->last_time to usec resolution": `tp->tcp_mstamp` against
-        // `ca->last_time`, both µs). Between recomputations the ACKs only count.
-        let now_us = (ack.now_ns / 1_000) as u32;
-        let since_us = now_us.wrapping_sub(self.last_time_us);
-        if self.last_cwnd_bytes == cwnd && since_us <= LAST_TIME_HOLD_US {
+        // Linux recomputes `cnt` only when cwnd changed since the last time or more than
+        // `HZ / 32` jiffies have passed, and the cubic target at most once per jiffy
+        // (`bictcp_update`: `tcp_jiffies32` against `ca->last_time`; measured on the testbed's
+        // 6.18 kernel, where `last_time` holds jiffies, docs/testbed.md "Session 17").
+        // Between recomputations the ACKs only count.
+        let now_jiffies = jiffies32(ack.now_ns);
+        let since_jiffies = now_jiffies.wrapping_sub(self.last_time_jiffies) as i32;
+        if self.last_cwnd_bytes == cwnd && since_jiffies <= LAST_TIME_HOLD_JIFFIES {
             return self.cnt;
         }
-        let cnt = if self.epoch_start_ns.get().is_some() && since_us < TARGET_HOLD_US {
+        let cnt = if self.epoch_start_ns.get().is_some() && now_jiffies == self.last_time_jiffies {
             self.cnt
         } else {
             self.last_cwnd_bytes = cwnd;
-            self.last_time_us = now_us;
+            self.last_time_jiffies = now_jiffies;
             self.target_cnt(cwnd, mss, ack)
         };
         let cnt = self.friendly_cnt(cwnd, mss, cnt).max(2);
@@ -183,12 +193,15 @@ impl Cubic {
     }
 
     /// `bictcp_update`'s cubic part: the epoch (started here if none), the target one
-    /// `delay_min` ahead, and `cnt` towards it (capped at 20 before any loss).
+    /// `delay_min` ahead, and `cnt` towards it (capped at 20 before any loss). The time since
+    /// the epoch counts whole jiffies, as the kernel's `(tcp_jiffies32 - epoch_start) *
+    /// USEC_PER_JIFFY`.
     fn target_cnt(&mut self, cwnd: u64, mss: u64, ack: &AckSample) -> u64 {
+        let now_ns = jiffy_start_ns(ack.now_ns);
         let epoch = match self.epoch_start_ns.get() {
             Some(e) => e,
             None => {
-                self.epoch_start_ns = PendingNs::at(ack.now_ns);
+                self.epoch_start_ns = PendingNs::at(now_ns);
                 self.ack_cnt_bytes = ack.acked_bytes;
                 self.tcp_cwnd_bytes = cwnd;
                 if self.last_max_bytes <= cwnd {
@@ -204,10 +217,10 @@ impl Cubic {
                     self.k_ns = cbrt_u128(num / (C_NUM * mss as u128)) as u64;
                     self.origin_bytes = self.last_max_bytes;
                 }
-                ack.now_ns
+                now_ns
             }
         };
-        let t_ns = ack.now_ns - epoch + self.delay_min_ns;
+        let t_ns = now_ns.saturating_sub(epoch) + self.delay_min_ns;
         let k = self.k_ns;
         let offs_ns = t_ns.abs_diff(k).min(OFFS_MAX_NS);
         let delta = cubic_delta_bytes(mss, offs_ns);
@@ -264,10 +277,11 @@ impl CongestionControl for Cubic {
         let Some(rtt) = ack.rtt_sample_ns else {
             return;
         };
+        // (`(s32)(tcp_jiffies32 - ca->epoch_start) < HZ`: whole jiffies, the epoch's unit.)
         let after_recovery = self
             .epoch_start_ns
             .get()
-            .is_some_and(|e| ack.now_ns - e < NS_PER_S as u64);
+            .is_some_and(|e| jiffy_start_ns(ack.now_ns).saturating_sub(e) < NS_PER_S as u64);
         if !after_recovery {
             let delay = rtt.max(1);
             if self.delay_min_ns == 0 || self.delay_min_ns > delay {
@@ -331,17 +345,32 @@ impl CongestionControl for Cubic {
 
     fn on_tx_start(&mut self, now_ns: u64, idle_ns: u64) {
         // Linux `cubictcp_cwnd_event(CA_EVENT_TX_START)`: the idle time does not count as
-        // growth time, so shift the epoch (not past now).
+        // growth time, so shift the epoch (not past now), in jiffies: `tcp_jiffies32 -
+        // tp->lsndtime`, the last send's jiffy.
         if let Some(e) = self.epoch_start_ns.get() {
-            self.epoch_start_ns = PendingNs::at((e + idle_ns).min(now_ns));
+            let now = jiffy_start_ns(now_ns);
+            let idle = now - jiffy_start_ns(now_ns.saturating_sub(idle_ns));
+            if idle > 0 {
+                self.epoch_start_ns = PendingNs::at((e + idle).min(now));
+            }
         }
     }
 }
 
-/// `bictcp_update` keeps `cnt` while cwnd is unchanged for up to 1/32 s (`USEC_PER_SEC / 32`).
-const LAST_TIME_HOLD_US: u32 = 1_000_000 / 32;
-/// ... and recomputes the cubic target at most once per ms (`USEC_PER_MSEC`).
-const TARGET_HOLD_US: u32 = 1_000;
+/// `bictcp_update` keeps `cnt` while cwnd is unchanged and at most `HZ / 32` jiffies have
+/// passed: 7 at the testbed's `CONFIG_HZ=250` (the integer quotient), so a recomputation
+/// comes 8 jiffy ticks (32 ms) after the last one at the earliest.
+const LAST_TIME_HOLD_JIFFIES: i32 = (NS_PER_S as u64 / JIFFY_NS / 32) as i32;
+
+/// Linux `tcp_jiffies32` at `now_ns` (the simulator's jiffies tick from time 0, as its timers').
+fn jiffies32(now_ns: u64) -> u32 {
+    (now_ns / JIFFY_NS) as u32
+}
+
+/// The start of the jiffy `now_ns` falls in: a jiffy timestamp, in ns.
+fn jiffy_start_ns(now_ns: u64) -> u64 {
+    now_ns - now_ns % JIFFY_NS
+}
 
 /// The offset |t - K| is clamped to 100 s (the curve is flat beyond any real epoch).
 const OFFS_MAX_NS: u64 = 100 * NS_PER_S as u64;
