@@ -59,7 +59,7 @@ impl Simulation<'_> {
         for fi in 0..self.flows.len() {
             let Some(f) = self.flows[fi].as_mut() else { continue };
             let upstream = f.client.ep.upstream_kernel() || f.server.ep.upstream_kernel();
-            for (sf, &fp) in self.cfg.flow_paths(fi).iter().enumerate() {
+            for (sf, &fp) in f.paths.iter().enumerate() {
                 if fp != path {
                     continue;
                 }

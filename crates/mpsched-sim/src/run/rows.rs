@@ -76,7 +76,7 @@ impl Simulation<'_> {
             .map(|v| SubflowRow {
                 flow_id: fc.id,
                 subflow: v.id as u64,
-                path: self.cfg.flow_paths(fi)[v.id] as u64,
+                path: f.paths[v.id] as u64,
                 bytes_sent: v.bytes_sent,
                 bytes_acked: v.bytes_acked,
                 bytes_retransmitted: v.bytes_retransmitted,
@@ -158,7 +158,7 @@ impl Simulation<'_> {
         for (fi, f) in self.flows.iter().enumerate() {
             let Some(f) = f else { continue };
             let fc = &self.cfg.flows[fi];
-            let paths = self.cfg.flow_paths(fi);
+            let paths = f.paths;
             let (sender, receiver) = f.roles();
             for v in sender.ep.subflow_views() {
                 self.subflow_samples.push(SubflowSample {

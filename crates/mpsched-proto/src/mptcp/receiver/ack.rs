@@ -90,9 +90,16 @@ impl DataReceiver {
     fn take_plain_ack(&mut self, now_ns: u64) -> Segment {
         let (data_ack, wnd) = self.advertise(0);
         let seg = self.subflows[0].take_plain_ack(now_ns, data_ack, wnd);
+        self.told(data_ack, wnd);
+        seg
+    }
+
+    /// A segment announcing `data_ack` and `wnd` went out: the right edge it announced is kept
+    /// (none later goes left of it) and the DATA_ACK is known to the peer.
+    #[inline(always)]
+    fn told(&mut self, data_ack: u64, wnd: u64) {
         self.right_edge = self.right_edge.max(data_ack + wnd);
         self.data_ack_untold = false;
-        seg
     }
 
     /// Every subflow in turn, the first with a segment to send sends it. Out of line (the
@@ -108,8 +115,7 @@ impl DataReceiver {
             // Built in place as the returned pair (`Receiver::poll_transmit_with`).
             let out = self.subflows[i].poll_transmit_with(now_ns, |seg| (i, seg));
             if out.is_some() {
-                self.right_edge = self.right_edge.max(data_ack + wnd);
-                self.data_ack_untold = false;
+                self.told(data_ack, wnd);
                 return out;
             }
         }

@@ -67,7 +67,7 @@ impl Receiver {
         if cfg!(test) {
             assert!(self.plain_ack_due());
         }
-        self.conn_window = Some((data_ack, window));
+        self.set_conn_window(data_ack, window);
         self.take_ack(now_ns, data_ack, window)
     }
 }
