@@ -333,13 +333,12 @@ proptest! {
     }
 }
 
-/// The comparison above is not empty: on a plain bulk arrival with a few losses repaired late,
-/// both paths run many times (so each side of `in_order_ready` is exercised).
-#[test]
-fn both_paths_run_on_a_bulk_arrival() {
-    let n = 300;
-    let swaps: Vec<bool> = (0..n).map(|k| k % 40 == 21).collect();
-    let segs = flight(&vec![1428; n], &vec![0; n], &swaps);
+/// A bulk arrival of `swaps.len()` segments of 1428 bytes, the DSNs of those `swaps` marks
+/// swapped with the next, every 50th segment (from the 8th) lost and repaired late: the
+/// workload that shows a comparison is not empty.
+pub(super) fn bulk_arrival(swaps: &[bool]) -> (Vec<Segment>, Vec<Step>) {
+    let n = swaps.len();
+    let segs = flight(&vec![1428; n], &vec![0; n], swaps);
     let late: Vec<bool> = (0..n).map(|k| k % 50 == 7).collect();
     let steps = plan(
         n,
@@ -349,15 +348,29 @@ fn both_paths_run_on_a_bulk_arrival() {
         &[0, 120_000, 3_000_000],
         &[5],
     );
+    (segs, steps)
+}
+
+/// The bulk arrival's receiver: autotuning, delayed ACKs, 16 quick ACKs, a 6 MiB buffer.
+pub(super) fn bulk_setup(mptcp: bool, is_client: bool) -> Setup {
+    Setup {
+        mptcp,
+        is_client,
+        autotuning: true,
+        delayed_ack: true,
+        quickacks: 16,
+        rcv_buf_bytes: 6 << 20,
+    }
+}
+
+/// The comparison above is not empty: on a plain bulk arrival with a few losses repaired late,
+/// both paths run many times (so each side of `in_order_ready` is exercised).
+#[test]
+fn both_paths_run_on_a_bulk_arrival() {
+    let swaps: Vec<bool> = (0..300).map(|k| k % 40 == 21).collect();
+    let (segs, steps) = bulk_arrival(&swaps);
     for mptcp in [false, true] {
-        let setup = Setup {
-            mptcp,
-            is_client: false,
-            autotuning: true,
-            delayed_ack: true,
-            quickacks: 16,
-            rcv_buf_bytes: 6 << 20,
-        };
+        let setup = bulk_setup(mptcp, false);
         let counts = run_both(&setup, &segs, &steps).expect("same state and ACKs");
         assert!(counts.short > 200 && counts.general > 20, "{counts:?}");
     }

@@ -4,7 +4,7 @@
 //! other always through the subflow loop, must emit the same segments, every field, and hold
 //! the same state after every step.
 
-use super::in_order::{arrivals, flight, plan, run_both_ways, setups, Setup, Ways};
+use super::in_order::{arrivals, bulk_arrival, bulk_setup, run_both_ways, setups, Ways};
 use proptest::prelude::*;
 
 const WAYS: Ways = Ways {
@@ -27,26 +27,9 @@ proptest! {
 /// ACKs are plain ones and the others (handshake, SACK-carrying ACKs) go the general way.
 #[test]
 fn both_ways_send_on_a_bulk_arrival() {
-    let n = 300;
-    let segs = flight(&vec![1428; n], &vec![0; n], &vec![false; n]);
-    let late: Vec<bool> = (0..n).map(|k| k % 50 == 7).collect();
-    let steps = plan(
-        n,
-        &vec![0; n],
-        &vec![false; n],
-        &late,
-        &[0, 120_000, 3_000_000],
-        &[5],
-    );
+    let (segs, steps) = bulk_arrival(&[false; 300]);
     for (mptcp, is_client) in [(false, false), (true, false), (true, true)] {
-        let setup = Setup {
-            mptcp,
-            is_client,
-            autotuning: true,
-            delayed_ack: true,
-            quickacks: 16,
-            rcv_buf_bytes: 6 << 20,
-        };
+        let setup = bulk_setup(mptcp, is_client);
         let counts = run_both_ways(&setup, &segs, &steps, WAYS).expect("same ACKs and state");
         assert!(
             counts.plain_acks > 100 && counts.other_sends > 10,
