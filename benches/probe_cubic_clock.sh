@@ -11,7 +11,16 @@
 set -euo pipefail
 SECONDS_SENT=${1:-4}
 OUT=$(mktemp -d)
-trap 'ip netns del cubA 2>/dev/null || true; ip netns del cubB 2>/dev/null || true' EXIT
+BPF_PID=
+# On any exit, Ctrl-C included: nothing left running (the tracer, the receiver), no namespaces.
+cleanup() {
+  [ -n "$BPF_PID" ] && kill -INT "$BPF_PID" 2>/dev/null
+  kill $(jobs -p) 2>/dev/null
+  ip netns del cubA 2>/dev/null || true
+  ip netns del cubB 2>/dev/null || true
+  }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 cat > "$OUT/ca.bt" <<'BT'
 tracepoint:tcp:tcp_probe {
   $sk = (struct sock *)args->skaddr;
@@ -50,6 +59,7 @@ s.close()
 wait %2 2>/dev/null || true
 sleep 0.5
 kill -INT $BPF_PID; wait $BPF_PID || true
+BPF_PID=
 python3 - "$OUT/trace.txt" <<'PY'
 import sys
 rows = [list(map(int, l.split())) for l in open(sys.argv[1]) if l.split() and l.split()[0].isdigit()]
@@ -60,4 +70,3 @@ print(f"{len(rows)} ACKs; jiffies {min(jiffies)}-{max(jiffies)}; tcp_mstamp {min
 print(f"last_time: {len(last_times)} values, {len(last_times & jiffies)} of them jiffies seen at an ACK")
 print(f"epoch_start: {len({r[2] for r in rows if r[2]} & jiffies)} of {len({r[2] for r in rows if r[2]})} values are jiffies seen at an ACK")
 PY
-rm -rf "$OUT"
