@@ -165,21 +165,23 @@ impl Cubic {
         }
     }
 
-    /// Linux `bictcp_update`: returns `cnt`, acknowledged MSS per one MSS of growth.
-    fn update(&mut self, tcb: &CcState, ack: &AckSample) -> u64 {
+    /// Linux `bictcp_update`'s hold: `cnt` is kept while cwnd is unchanged since the last
+    /// recomputation and at most `HZ / 32` jiffies have passed (`tcp_jiffies32` against
+    /// `ca->last_time`; measured on the testbed's 6.18 kernel, where `last_time` holds
+    /// jiffies, docs/testbed.md "Session 17"). Between recomputations the ACKs only count.
+    #[inline(always)]
+    fn holds_cnt(&self, cwnd: u64, now_ns: u64) -> bool {
+        let since_jiffies = jiffies32(now_ns).wrapping_sub(self.last_time_jiffies) as i32;
+        self.last_cwnd_bytes == cwnd && since_jiffies <= LAST_TIME_HOLD_JIFFIES
+    }
+
+    /// Linux `bictcp_update` past its hold (the caller counted the ACK in `ack_cnt_bytes`
+    /// and found [`Cubic::holds_cnt`] false): returns `cnt`, acknowledged MSS per one MSS of
+    /// growth, and recomputes the cubic target at most once per jiffy.
+    fn recompute_cnt(&mut self, tcb: &CcState, ack: &AckSample) -> u64 {
         let cwnd = tcb.cwnd_bytes;
         let mss = tcb.mss_bytes;
-        self.ack_cnt_bytes += ack.acked_bytes;
-        // Linux recomputes `cnt` only when cwnd changed since the last time or more than
-        // `HZ / 32` jiffies have passed, and the cubic target at most once per jiffy
-        // (`bictcp_update`: `tcp_jiffies32` against `ca->last_time`; measured on the testbed's
-        // 6.18 kernel, where `last_time` holds jiffies, docs/testbed.md "Session 17").
-        // Between recomputations the ACKs only count.
         let now_jiffies = jiffies32(ack.now_ns);
-        let since_jiffies = now_jiffies.wrapping_sub(self.last_time_jiffies) as i32;
-        if self.last_cwnd_bytes == cwnd && since_jiffies <= LAST_TIME_HOLD_JIFFIES {
-            return self.cnt;
-        }
         let cnt = if self.epoch_start_ns.get().is_some() && now_jiffies == self.last_time_jiffies {
             self.cnt
         } else {
@@ -190,6 +192,36 @@ impl Cubic {
         let cnt = self.friendly_cnt(cwnd, mss, cnt).max(2);
         self.cnt = cnt;
         cnt
+    }
+
+    /// [`CongestionControl::on_ack`] when `bictcp_update` recomputes `cnt` (out of line).
+    #[inline(never)]
+    fn on_ack_recomputing(&mut self, tcb: &mut CcState, ack: &AckSample, acked: u64) {
+        let cnt = self.recompute_cnt(
+            tcb,
+            &AckSample {
+                acked_bytes: acked,
+                ..*ack
+            },
+        );
+        self.cong_avoid_ai(tcb, cnt, acked);
+    }
+
+    /// Linux `tcp_cong_avoid_ai` in bytes: one MSS of growth per `cnt` MSS acknowledged.
+    #[inline(always)]
+    fn cong_avoid_ai(&mut self, tcb: &mut CcState, cnt: u64, acked: u64) {
+        let step = cnt * tcb.mss_bytes;
+        // Credits accumulated at a higher cnt are applied gently: one MSS, then reset.
+        if self.cnt_acc_bytes >= step {
+            self.cnt_acc_bytes = 0;
+            tcb.cwnd_bytes += tcb.mss_bytes;
+        }
+        self.cnt_acc_bytes += acked;
+        if self.cnt_acc_bytes >= step {
+            let n = self.cnt_acc_bytes / step;
+            self.cnt_acc_bytes -= n * step;
+            tcb.cwnd_bytes += n * tcb.mss_bytes;
+        }
     }
 
     /// `bictcp_update`'s cubic part: the epoch (started here if none), the target one
@@ -298,26 +330,14 @@ impl CongestionControl for Cubic {
         let Some(acked) = linux_slow_start(tcb, ack) else {
             return;
         };
-        let cnt = self.update(
-            tcb,
-            &AckSample {
-                acked_bytes: acked,
-                ..*ack
-            },
-        );
-        // Linux `tcp_cong_avoid_ai` in bytes.
-        let step = cnt * tcb.mss_bytes;
-        // Credits accumulated at a higher cnt are applied gently: one MSS, then reset.
-        if self.cnt_acc_bytes >= step {
-            self.cnt_acc_bytes = 0;
-            tcb.cwnd_bytes += tcb.mss_bytes;
+        self.ack_cnt_bytes += acked;
+        if self.holds_cnt(tcb.cwnd_bytes, ack.now_ns) {
+            // Most ACKs in congestion avoidance. The recomputation is a call of its own, so
+            // that this path and slow start's saves no registers (15 instructions an ACK).
+            self.cong_avoid_ai(tcb, self.cnt, acked);
+            return;
         }
-        self.cnt_acc_bytes += acked;
-        if self.cnt_acc_bytes >= step {
-            let n = self.cnt_acc_bytes / step;
-            self.cnt_acc_bytes -= n * step;
-            tcb.cwnd_bytes += n * tcb.mss_bytes;
-        }
+        self.on_ack_recomputing(tcb, ack, acked);
     }
 
     fn ssthresh_on_loss(&mut self, tcb: &CcState, _now_ns: u64, _view: &CoupledView<'_>) -> u64 {
@@ -524,3 +544,7 @@ mod delta_tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "cubic_on_ack_tests.rs"]
+mod on_ack_tests;
