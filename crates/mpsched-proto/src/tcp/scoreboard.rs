@@ -235,13 +235,9 @@ impl Scoreboard {
         // The form tested once, not at every covered segment: narrow, the loop decodes the
         // words with the bases in registers.
         let acked = match self.segs.narrow_bases() {
-            Some(bases) => self.ack_covered(
-                ack,
-                now_ns,
-                src,
-                |slots, end_seq| slots.front_narrow(bases, end_seq),
-                Slots::pop_front_narrow,
-            ),
+            Some(bases) => self.ack_covered(ack, now_ns, src, |slots, end_seq, ack| {
+                slots.pop_front_narrow_to(bases, end_seq, ack)
+            }),
             None => self.ack_covered_wide(ack, now_ns, src),
         };
         if self.dsn_runs.has_more_than_one() {
@@ -263,23 +259,19 @@ impl Scoreboard {
         acked
     }
 
-    /// [`Scoreboard::advance_una_noting`]'s loop over the covered segments, `front` reading the
-    /// front segment and its end, `pop_front` dropping it. Returns acked bytes.
+    /// [`Scoreboard::advance_una_noting`]'s loop over the covered segments, `pop_covered`
+    /// taking the front segment off with its end while it ends at or below the ACK. Returns
+    /// acked bytes.
     #[inline(always)]
     fn ack_covered(
         &mut self,
         ack: u64,
         now_ns: u64,
         src: &mut CaRttSources,
-        front: impl Fn(&Slots, u64) -> Option<(Slot, u64)>,
-        pop_front: impl Fn(&mut Slots),
+        pop_covered: impl Fn(&mut Slots, u64, u64) -> Option<(Slot, u64)>,
     ) -> u64 {
         let mut acked = 0;
-        while let Some((front, end)) = front(&self.segs, self.end_seq) {
-            if end > ack {
-                break;
-            }
-            pop_front(&mut self.segs);
+        while let Some((front, end)) = pop_covered(&mut self.segs, self.end_seq, ack) {
             let abs = self.front_abs;
             self.front_abs += 1;
             let len = end - front.seq;

@@ -172,7 +172,7 @@ impl Slots {
         }
         Some(self.get(0))
     }
-    /// The narrow bases, (sequence, time), for [`Slots::front_narrow`]; none while wide.
+    /// The narrow bases, (sequence, time), for [`Slots::pop_front_narrow_to`]; none while wide.
     #[inline(always)]
     pub(super) fn narrow_bases(&self) -> Option<(u64, u64)> {
         match self.bases {
@@ -184,15 +184,27 @@ impl Slots {
         }
     }
     /// The front segment and its end (`end_seq` if it is the last) of a narrow queue whose
-    /// [`Slots::narrow_bases`] are `bases`.
+    /// [`Slots::narrow_bases`] are `bases`, taken off the queue if it ends at or below `ack`.
+    /// The end is read first and the word taken by the pop (which reads it at the head
+    /// as it is): one index wrap fewer than a front read, a read of the next and a pop.
     #[inline(always)]
-    pub(super) fn front_narrow(&self, bases: (u64, u64), end_seq: u64) -> Option<(Slot, u64)> {
+    pub(super) fn pop_front_narrow_to(
+        &mut self,
+        bases: (u64, u64),
+        end_seq: u64,
+        ack: u64,
+    ) -> Option<(Slot, u64)> {
+        debug_assert!(!self.is_wide());
         let (seq_base, time_base) = bases;
-        let &word = self.raw.front()?;
-        let end = self
-            .raw
-            .get(1)
-            .map_or(end_seq, |&next| seq_base + narrow_seq_offset(next));
+        let end = match self.raw.get(1) {
+            Some(&next) => seq_base + narrow_seq_offset(next),
+            None if self.raw.is_empty() => return None,
+            None => end_seq,
+        };
+        if end > ack {
+            return None;
+        }
+        let word = self.raw.pop_front()?;
         Some((narrow_slot(word, seq_base, time_base), end))
     }
     /// Segment `i`'s sequence number.
@@ -216,12 +228,6 @@ impl Slots {
         } else {
             end_seq
         }
-    }
-    /// [`Slots::pop_front`] of a narrow queue (the caller has seen [`Slots::narrow_bases`]).
-    #[inline(always)]
-    pub(super) fn pop_front_narrow(&mut self) {
-        debug_assert!(!self.is_wide());
-        self.raw.pop_front();
     }
     #[inline(always)]
     pub(super) fn pop_front(&mut self) {

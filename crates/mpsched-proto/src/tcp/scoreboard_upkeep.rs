@@ -2,9 +2,7 @@
 //! runs (a segment's DSN is not stored per segment) and giving back room a past flight or
 //! recovery episode left (see the module doc of `scoreboard.rs`).
 
-use super::{
-    CaRttSources, Scoreboard, SentSeg, Slot, Slots, KEEP_RETRANSMISSIONS, KEEP_SLOTS, SACKED,
-};
+use super::{CaRttSources, Scoreboard, SentSeg, Slot, KEEP_RETRANSMISSIONS, KEEP_SLOTS, SACKED};
 
 impl Scoreboard {
     /// [`Scoreboard::advance_una_noting`] for a segment SACKed, lost or ever retransmitted
@@ -48,16 +46,15 @@ impl Scoreboard {
         now_ns: u64,
         src: &mut CaRttSources,
     ) -> u64 {
-        self.ack_covered(
-            ack,
-            now_ns,
-            src,
-            |slots, end_seq| {
-                let front = slots.front()?;
-                Some((front, slots.end_of(0, end_seq)))
-            },
-            Slots::pop_front,
-        )
+        self.ack_covered(ack, now_ns, src, |slots, end_seq, ack| {
+            let front = slots.front()?;
+            let end = slots.end_of(0, end_seq);
+            if end > ack {
+                return None;
+            }
+            slots.pop_front();
+            Some((front, end))
+        })
     }
 
     /// Segment `seq` starts a DSN run (a jump in the data, or a flight from nothing
