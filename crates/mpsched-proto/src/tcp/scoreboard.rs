@@ -292,7 +292,7 @@ impl Scoreboard {
             // and RACK's and reordering's evidence (`note_reordering`, `rack_advance` for a
             // segment never retransmitted).
             let xmit_ns = front.xmit_ns;
-            src.last_ackt_ns = src.last_ackt_ns.max(Some(xmit_ns));
+            src.note_ackt(xmit_ns);
             if end <= self.fack {
                 self.reord_seen = true;
             }

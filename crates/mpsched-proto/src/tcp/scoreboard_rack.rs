@@ -139,6 +139,18 @@ pub struct CaRttSources {
 }
 
 impl CaRttSources {
+    /// Notes the send time of a newly cumulatively acknowledged segment, neither SACKed nor
+    /// ever retransmitted, as `last_ackt`: the latest such time, which is the last one noted.
+    /// Such a segment's send time is its first transmission's (only a retransmission moves
+    /// it, and marks it), first transmissions go in sequence order at non-decreasing times,
+    /// and the cumulative ACK takes segments in sequence order; so no maximum is taken (it
+    /// cost ~8 instructions a covered segment).
+    #[inline(always)]
+    pub(super) fn note_ackt(&mut self, xmit_ns: u64) {
+        debug_assert!(self.last_ackt_ns.is_none_or(|t| t <= xmit_ns));
+        self.last_ackt_ns = Some(xmit_ns);
+    }
+
     /// Linux `ca_rtt_us` of the ACK: from the latest-sent newly SACKed segment never
     /// retransmitted if there is one, else from the latest-sent newly acknowledged one unless
     /// retransmitted data was acknowledged (Karn); `None` otherwise (the caller may fall back

@@ -383,3 +383,91 @@ fn rack_order_written_out_is_the_tuple_order() {
         }
     }
 }
+
+#[test]
+fn last_ackt_is_the_latest_send_time_of_the_acked_first_transmissions() {
+    // `CaRttSources::note_ackt` keeps the last time noted, not the maximum: random sends (at
+    // non-decreasing times, as the sender sends), SACKs, loss marking, retransmissions,
+    // probes and RTOs, and before every cumulative ACK the expected `last_ackt` from what is
+    // stored: the latest send time among the segments it covers that are neither SACKed nor
+    // ever retransmitted (Linux `tcp_clean_rtx_queue`). Counts that ACKs covering several
+    // such segments, and marked ones among them, occur.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let (mut several, mut mixed) = (0, 0);
+    for flight in 0..40 {
+        let mut b = Scoreboard::default();
+        b.set_min_rtt(2);
+        let (mut una, mut next, mut t) = (1u64, 1u64, 1u64);
+        for step in 0..400 {
+            t += rand(3);
+            match rand(10) {
+                0..=2 => {
+                    for _ in 0..1 + rand(4) {
+                        b.push(next, MSS as u32, next, false, t);
+                        next += MSS;
+                        t += rand(2);
+                    }
+                }
+                3 if next > una + MSS => {
+                    let segs = (next - una) / MSS;
+                    let first = 1 + rand(segs - 1);
+                    let last = first + 1 + rand(segs - first);
+                    b.apply_sack(&[(una + first * MSS, una + last * MSS)], t);
+                }
+                4 => {
+                    b.rack_mark_lost(t, rand(3));
+                }
+                5 => {
+                    b.update_lost(MSS);
+                }
+                6 if rand(4) == 0 => {
+                    b.probe_last(t);
+                }
+                7 if rand(8) == 0 => {
+                    t += 100 * rand(20);
+                    b.mark_all_lost();
+                }
+                8 => {
+                    if b.next_lost().is_some() {
+                        b.mark_retransmitted(t);
+                    }
+                }
+                _ if next > una => {
+                    una += MSS * (1 + rand((next - una) / MSS));
+                    let covered: Vec<_> = super::slots_tests::stored(&b)
+                        .into_iter()
+                        .filter(|s| s.0 + u64::from(s.1) <= una)
+                        .collect();
+                    let firsts: Vec<u64> = covered
+                        .iter()
+                        .filter(|s| s.4 & SACKED == 0 && !s.5)
+                        .map(|s| s.3)
+                        .collect();
+                    several += u32::from(firsts.len() > 1);
+                    mixed += u32::from(firsts.len() > 0 && firsts.len() < covered.len());
+                    let mut src = CaRttSources::default();
+                    b.advance_una_noting(una, t, &mut src);
+                    assert_eq!(
+                        src.last_ackt_ns,
+                        firsts.iter().copied().max(),
+                        "flight {flight} step {step}"
+                    );
+                    assert_eq!(
+                        src.retx_acked,
+                        covered.iter().any(|s| s.5),
+                        "flight {flight} step {step}"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(several > 500, "{several}");
+    assert!(mixed > 100, "{mixed}");
+}

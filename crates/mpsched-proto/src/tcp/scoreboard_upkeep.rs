@@ -30,7 +30,7 @@ impl Scoreboard {
             return;
         }
         if !s.ever_retx {
-            src.last_ackt_ns = src.last_ackt_ns.max(Some(s.xmit_ns));
+            src.note_ackt(s.xmit_ns);
         }
         self.uncount_marks(s.flags, len);
         self.note_reordering(s, self.fack);
