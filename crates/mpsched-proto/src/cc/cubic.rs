@@ -301,6 +301,8 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
+    // Out of line (as a trait object's method it is anyway): `AnyCc` calls it directly.
+    #[inline(never)]
     fn on_rtt_sample(&mut self, tcb: &mut CcState, ack: &AckSample) {
         // Linux `cubictcp_acked`: RTT bookkeeping and HyStart, on every ACK with a sample and
         // in any state (in fast recovery too, whenever PRR has taken cwnd below ssthresh; the
@@ -325,6 +327,7 @@ impl CongestionControl for Cubic {
         }
     }
 
+    #[inline(never)]
     fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, _view: &CoupledView<'_>) {
         // Linux `cubictcp_cong_avoid` (HyStart ran before, in `on_rtt_sample`).
         let Some(acked) = linux_slow_start(tcb, ack) else {

@@ -252,6 +252,26 @@ impl AnyCc {
         }
     }
 
+    /// [`CongestionControl::on_rtt_sample`] (every ACK with a sample): CUBIC, the default,
+    /// called directly, the others through the trait object. The trait object's call picks
+    /// its table by the variant on every call (~10 instructions, twice an ACK).
+    #[inline(always)]
+    pub fn on_rtt_sample(&mut self, tcb: &mut CcState, ack: &AckSample) {
+        match self {
+            AnyCc::Cubic(c) => c.on_rtt_sample(tcb, ack),
+            other => other.inner_mut().on_rtt_sample(tcb, ack),
+        }
+    }
+
+    /// [`CongestionControl::on_ack`], dispatched as [`AnyCc::on_rtt_sample`].
+    #[inline(always)]
+    pub fn on_ack(&mut self, tcb: &mut CcState, ack: &AckSample, view: &CoupledView<'_>) {
+        match self {
+            AnyCc::Cubic(c) => c.on_ack(tcb, ack, view),
+            other => other.inner_mut().on_ack(tcb, ack, view),
+        }
+    }
+
     /// A coupled algorithm: it reads the other subflows ([`CoupledView`]); the others ignore
     /// the view, so the connection need not keep it up to date for them.
     pub fn is_coupled(&self) -> bool {

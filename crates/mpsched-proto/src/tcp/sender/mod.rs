@@ -362,7 +362,7 @@ impl Sender {
         // sample per ACK serves both hooks (`on_rtt_sample` here, `on_ack` in `grow`).
         let mut sample = self.ack_sample(now_ns, out.delivered_segs, ca_rtt);
         if ca_rtt.is_some() {
-            self.cc.inner_mut().on_rtt_sample(&mut self.tcb, &sample);
+            self.cc.on_rtt_sample(&mut self.tcb, &sample);
         }
         if self.tlp_high_seq != NO_PROBE {
             self.process_tlp_ack(now_ns, ack, una_advanced, out.sacked_bytes, view);
@@ -400,7 +400,7 @@ impl Sender {
     /// cwnd limited the sender is read again, as HyStart or recovery may have moved cwnd.
     fn grow(&mut self, ack: &mut AckSample, view: &CoupledView<'_>) {
         ack.cwnd_limited = self.cwnd_limited();
-        self.cc.inner_mut().on_ack(&mut self.tcb, ack, view);
+        self.cc.on_ack(&mut self.tcb, ack, view);
         self.tcb.cwnd_bytes = self.tcb.cwnd_bytes.max(self.tcb.mss_bytes);
     }
 
