@@ -433,11 +433,8 @@ fn last_ackt_is_the_latest_send_time_of_the_acked_first_transmissions() {
                     t += 100 * rand(20);
                     b.mark_all_lost();
                 }
-                8 => {
-                    if b.next_lost().is_some() {
-                        b.mark_retransmitted(t);
-                    }
-                }
+                8 if b.next_lost().is_some() => b.mark_retransmitted(t),
+                8 => {}
                 _ if next > una => {
                     una += MSS * (1 + rand((next - una) / MSS));
                     let covered: Vec<_> = super::slots_tests::stored(&b)
@@ -450,7 +447,7 @@ fn last_ackt_is_the_latest_send_time_of_the_acked_first_transmissions() {
                         .map(|s| s.3)
                         .collect();
                     several += u32::from(firsts.len() > 1);
-                    mixed += u32::from(firsts.len() > 0 && firsts.len() < covered.len());
+                    mixed += u32::from(!firsts.is_empty() && firsts.len() < covered.len());
                     let mut src = CaRttSources::default();
                     b.advance_una_noting(una, t, &mut src);
                     assert_eq!(
