@@ -336,7 +336,7 @@ impl CongestionControl for Cubic {
         self.ack_cnt_bytes += acked;
         if self.holds_cnt(tcb.cwnd_bytes, ack.now_ns) {
             // Most ACKs in congestion avoidance. The recomputation is a call of its own, so
-            // that this path and slow start's saves no registers (15 instructions an ACK).
+            // that this path and slow start's save no registers (15 instructions an ACK).
             self.cong_avoid_ai(tcb, self.cnt, acked);
             return;
         }
