@@ -511,6 +511,11 @@ impl Receiver {
         self.path_up = up;
     }
 
+    /// The path is up ([`Receiver::set_path_up`]).
+    pub fn is_path_up(&self) -> bool {
+        self.path_up
+    }
+
     /// Out-of-order bytes held at this subflow.
     pub fn ofo_bytes(&self) -> u64 {
         self.ofo_ranges.total_bytes()

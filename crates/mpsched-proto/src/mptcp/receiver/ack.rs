@@ -74,11 +74,17 @@ impl DataReceiver {
     }
 
     /// True when [`DataReceiver::poll_transmit_each`] would send a pure ACK on the only
-    /// subflow (its path up at both levels).
+    /// subflow (its path up at both levels: `Receiver::plain_ack_due` asks the subflow's flag,
+    /// which `set_path_up` sets with the connection's bit).
     #[inline(always)]
     pub(crate) fn plain_ack_due(&self) -> bool {
         match self.subflows.as_slice() {
-            [s] => self.is_path_up(0) && s.plain_ack_due(),
+            [s] => {
+                if cfg!(any(test, debug_assertions)) {
+                    assert_eq!(self.is_path_up(0), s.is_path_up(), "path flags apart");
+                }
+                s.plain_ack_due()
+            }
             _ => false,
         }
     }
