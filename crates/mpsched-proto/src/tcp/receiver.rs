@@ -413,7 +413,7 @@ impl Receiver {
         if !self.ack_now || !self.hs.is_established() {
             return None;
         }
-        Some(wrap(self.take_ack(now_ns, data_ack, window)))
+        Some(wrap(self.take_ack(now_ns, data_ack, window, false)))
     }
 
     /// The SACK blocks of an ACK, most recent first, still above rcv_nxt (out of line: only
