@@ -1,10 +1,10 @@
 //! The data receiver's transmissions: ACKs and handshake segments, each announcing the
 //! connection's DATA_ACK and window.
 //!
-//! A connection with one subflow (plain TCP, or MPTCP over one path) whose ACK is a pure one
-//! (see `Receiver::plain_ack_due`) builds it without the subflow loop and without the
-//! subflow's handshake segment and second path test (issue 17: most transmissions of a data
-//! receiver). The loop is a function of its own, unchanged: built into the same function, the
+//! A connection with one subflow (plain TCP, or MPTCP over one path) in the short receive
+//! path's state (`in_order_open`) whose ACK is a pure one (`DataReceiver::plain_ack_due`)
+//! builds it without the subflow loop, the subflow's handshake segment, the second path test
+//! and the SACK gathering (issue 17: most transmissions of a data receiver). The loop is a function of its own, unchanged: built into the same function, the
 //! one-subflow ACK made LLVM stop hoisting the window's connection terms out of the loop on
 //! the FatTree's eight subflows (benches/RESULTS.md, Session 16, perf17d).
 //! `tests::plain_ack` runs both ways on the same arrivals.

@@ -1,7 +1,8 @@
 //! A pure ACK: the state an ACK changes and the segment it is, in one place for the general
 //! transmit path (`Receiver::poll_transmit_with`) and the one-subflow builder of the data
 //! receiver (`DataReceiver::poll_transmit_pending`, issue 17), which asks
-//! [`Receiver::plain_ack_due`] first and then skips the handshake's and the path's tests.
+//! [`Receiver::plain_ack_due_in_order`] first and then skips the handshake's and the path's
+//! tests.
 
 use super::super::segment::{flags, Segment, MAX_SACK_BLOCKS};
 use super::Receiver;
