@@ -413,7 +413,7 @@ impl Receiver {
         if !self.ack_now || !self.hs.is_established() {
             return None;
         }
-        Some(wrap(self.take_ack(now_ns, data_ack, window)))
+        Some(wrap(self.take_ack(now_ns, data_ack, window, false)))
     }
 
     /// The SACK blocks of an ACK, most recent first, still above rcv_nxt (out of line: only
@@ -509,6 +509,11 @@ impl Receiver {
             self.delack_deadline = PendingNs::NONE;
         }
         self.path_up = up;
+    }
+
+    /// The path is up ([`Receiver::set_path_up`]).
+    pub fn is_path_up(&self) -> bool {
+        self.path_up
     }
 
     /// Out-of-order bytes held at this subflow.

@@ -1,10 +1,10 @@
 //! The data receiver's transmissions: ACKs and handshake segments, each announcing the
 //! connection's DATA_ACK and window.
 //!
-//! A connection with one subflow (plain TCP, or MPTCP over one path) whose ACK is a pure one
-//! (see `Receiver::plain_ack_due`) builds it without the subflow loop and without the
-//! subflow's handshake segment and second path test (issue 17: most transmissions of a data
-//! receiver). The loop is a function of its own, unchanged: built into the same function, the
+//! A connection with one subflow (plain TCP, or MPTCP over one path) in the short receive
+//! path's state (`in_order_open`) whose ACK is a pure one (`DataReceiver::plain_ack_due`)
+//! builds it without the subflow loop, the subflow's handshake segment, the second path test
+//! and the SACK gathering (issue 17: most transmissions of a data receiver). The loop is a function of its own, unchanged: built into the same function, the
 //! one-subflow ACK made LLVM stop hoisting the window's connection terms out of the loop on
 //! the FatTree's eight subflows (benches/RESULTS.md, Session 16, perf17d).
 //! `tests::plain_ack` runs both ways on the same arrivals.
@@ -26,13 +26,16 @@ impl DataReceiver {
         let free = self.rcv_wnd_bytes().saturating_sub(self.ofo.total_bytes());
         let offer = free.min(self.subflows[subflow].rcv_ssthresh());
         let edge = self.right_edge.max(self.rcv_nxt + offer);
-        (
-            self.rcv_nxt,
-            (edge - self.rcv_nxt).min(match self.offer_cap_scale {
-                NO_OFFER_CAP => u64::MAX,
-                scale => 65_535 << scale,
-            }),
-        )
+        (self.rcv_nxt, (edge - self.rcv_nxt).min(self.offer_cap()))
+    }
+
+    /// The largest offer the window scale allows (`offer_cap_bytes`).
+    #[inline(always)]
+    fn offer_cap(&self) -> u64 {
+        match self.offer_cap_scale {
+            NO_OFFER_CAP => u64::MAX,
+            scale => 65_535 << scale,
+        }
     }
 
     /// Next segment to send (ACKs, handshake) and its subflow.
@@ -74,21 +77,44 @@ impl DataReceiver {
     }
 
     /// True when [`DataReceiver::poll_transmit_each`] would send a pure ACK on the only
-    /// subflow (its path up at both levels).
+    /// subflow, asked of a connection in the short receive path's state (`in_order_open`: one
+    /// subflow, established, nothing queued out of order at either level): an ACK due, the
+    /// path up, no handshake segment waiting (`Receiver::plain_ack_due_in_order`). Any other
+    /// connection goes the general way, which sends the same segment. Its path is asked at
+    /// the subflow only: `set_path_up` sets the subflow's flag with the connection's bit.
     #[inline(always)]
     pub(crate) fn plain_ack_due(&self) -> bool {
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(
+                self.in_order_open,
+                self.in_order_state(),
+                "in-order state moved, not noted"
+            );
+        }
         match self.subflows.as_slice() {
-            [s] => self.is_path_up(0) && s.plain_ack_due(),
+            [s] => {
+                if cfg!(any(test, debug_assertions)) {
+                    assert_eq!(self.is_path_up(0), s.is_path_up(), "path flags apart");
+                }
+                self.in_order_open && s.plain_ack_due_in_order()
+            }
             _ => false,
         }
     }
 
     /// What [`DataReceiver::poll_transmit_each`] does for a one-subflow connection when
     /// [`DataReceiver::plain_ack_due`]: subflow 0's window and ACK, the right edge kept, the
-    /// DATA_ACK told.
+    /// DATA_ACK told. The window is [`DataReceiver::advertise`]'s with no out-of-order bytes
+    /// to take off (`in_order_open`).
     #[inline(always)]
     fn take_plain_ack(&mut self, now_ns: u64) -> Segment {
-        let (data_ack, wnd) = self.advertise(0);
+        let s = &self.subflows[0];
+        let offer = self.rcv_wnd_bytes().min(s.rcv_ssthresh());
+        let edge = self.right_edge.max(self.rcv_nxt + offer);
+        let (data_ack, wnd) = (self.rcv_nxt, (edge - self.rcv_nxt).min(self.offer_cap()));
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!((data_ack, wnd), self.advertise(0));
+        }
         let seg = self.subflows[0].take_plain_ack(now_ns, data_ack, wnd);
         self.told(data_ack, wnd);
         seg

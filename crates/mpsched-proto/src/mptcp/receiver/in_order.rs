@@ -44,17 +44,20 @@ impl DataReceiver {
     }
 
     /// [`DataReceiver::handle_segment`] for a segment [`DataReceiver::in_order_ready`] accepts:
-    /// the subflow takes it (`Receiver::take_in_order`: no handshake step, so nothing becomes
-    /// established, and the joins' trigger has been settled), the connection delivers all of
-    /// it (`deliver` with DSN = `rcv_nxt` and an empty out-of-order set), the application
-    /// reads it (`ack_at_read` with nothing left in the receive memory), and no hole was
-    /// filled (no ACK requested for one). Out of line: see
-    /// [`DataReceiver::handle_segment_general`].
+    /// the subflow takes it and the application reads it (`Receiver::take_in_order`: no
+    /// handshake step, so nothing becomes established, and the joins' trigger has been
+    /// settled; `ack_at_read` with nothing left in the receive memory), the connection
+    /// delivers all of it (`deliver` with DSN = `rcv_nxt` and an empty out-of-order set), and
+    /// no hole was filled (no ACK requested for one). The read's ACK is decided before the
+    /// buffer's measurement, not after as in the general path: it reads and writes only the
+    /// subflow's ACK state, which the measurement (it reads the subflows' RTT and ratio) does
+    /// not touch. Out of line: see [`DataReceiver::handle_segment_general`].
     #[inline(never)]
     pub(super) fn take_in_order(&mut self, now_ns: u64, seg: &Segment) {
         let window = self.rcv_wnd_bytes();
-        self.subflows[0].set_window_clamp_after_data(window);
-        self.subflows[0].take_in_order(now_ns, seg);
+        // One bounds check: the subflow is borrowed through the connection's field steps.
+        let s = &mut self.subflows[0];
+        s.take_in_order(now_ns, seg, window);
         // The joins' trigger needs no test: the first data segment went the general way
         // (quickack mode was not armed yet) on an established subflow, so the trigger, which
         // asks nothing else of a segment without SYN, has fired there if it ever will.
@@ -66,9 +69,16 @@ impl DataReceiver {
         self.rcv_nxt += len;
         self.data_ack_untold = true;
         self.last_delivery_ns = PendingNs::at(now_ns);
-        self.rcv_space_adjust(len, now_ns);
-        if self.is_path_up(0) {
-            self.subflows[0].ack_at_read(true);
+        // The application reads it. `handle_segment_general` asks the connection's bit of the
+        // path first; the subflow's own flag, which `read_in_order` tests, is set with it
+        // (`set_path_up`), so that bit is not asked again.
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(self.path_up & 1 != 0, s.is_path_up(), "path flags apart");
+        }
+        s.read_in_order();
+        // `rcv_space_adjust`, whose test of data read is moot here (`len` > 0).
+        if self.cfg.rcv_buf_autotuning {
+            self.rcv_space_measure(len, now_ns);
         }
     }
 }

@@ -1,7 +1,8 @@
 //! A pure ACK: the state an ACK changes and the segment it is, in one place for the general
 //! transmit path (`Receiver::poll_transmit_with`) and the one-subflow builder of the data
 //! receiver (`DataReceiver::poll_transmit_pending`, issue 17), which asks
-//! [`Receiver::plain_ack_due`] first and then skips the handshake's and the path's tests.
+//! [`Receiver::plain_ack_due_in_order`] first and then skips the handshake's and the path's
+//! tests.
 
 use super::super::segment::{flags, Segment, MAX_SACK_BLOCKS};
 use super::Receiver;
@@ -22,11 +23,33 @@ impl Receiver {
             && self.hs.is_established()
     }
 
+    /// [`Receiver::plain_ack_due`] of a receiver in the short receive path's state
+    /// ([`Receiver::in_order_state`]: established, nothing queued out of order): the tests
+    /// that state leaves open.
+    #[inline(always)]
+    pub fn plain_ack_due_in_order(&self) -> bool {
+        if cfg!(any(test, debug_assertions)) {
+            assert!(self.in_order_state());
+        }
+        self.ack_now && self.path_up && !self.hs.has_pending()
+    }
+
     /// Sends the ACK due (the delayed one, if any, leaves with it) announcing `data_ack` and
     /// `window` (see [`Receiver::window`]); `poll_transmit_with` once it has found that no
     /// handshake segment waits and an ACK is due on an established subflow.
     #[inline(always)]
-    pub(super) fn take_ack(&mut self, now_ns: u64, data_ack: u64, window: u64) -> Segment {
+    /// `no_queue`: the caller knows nothing is queued out of order (no SACK blocks to gather:
+    /// inline with a constant, the gathering call and the registers it needs go).
+    pub(super) fn take_ack(
+        &mut self,
+        now_ns: u64,
+        data_ack: u64,
+        window: u64,
+        no_queue: bool,
+    ) -> Segment {
+        if cfg!(any(test, debug_assertions)) {
+            assert!(!no_queue || self.ofo_ranges.is_empty());
+        }
         self.ack_now = false;
         self.delack_deadline = PendingNs::NONE;
         self.pushed = 0;
@@ -40,7 +63,7 @@ impl Receiver {
         // below rcv_nxt by now), and the gathering loop is not entered at all; it is out of
         // line. (Writing the empty blocks straight into the segment, not through this array,
         // saved 3-5 instructions more but measured slower: benches/RESULTS.md, Session 14.)
-        let (sack, sack_len) = if self.ofo_ranges.is_empty() {
+        let (sack, sack_len) = if no_queue || self.ofo_ranges.is_empty() {
             ([(0, 0); MAX_SACK_BLOCKS], 0)
         } else {
             self.sack_blocks()
@@ -68,6 +91,6 @@ impl Receiver {
             assert!(self.plain_ack_due());
         }
         self.set_conn_window(data_ack, window);
-        self.take_ack(now_ns, data_ack, window)
+        self.take_ack(now_ns, data_ack, window, true)
     }
 }

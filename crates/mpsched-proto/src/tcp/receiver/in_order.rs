@@ -43,31 +43,51 @@ impl Receiver {
         self.quickack_armed && self.ofo.is_empty() && self.hs.is_established()
     }
 
-    /// [`Receiver::handle_segment`] for a segment [`Receiver::in_order_ready`] accepts, except
-    /// that nothing goes to the release buffer: the caller takes the payload
-    /// (`seg.dsn`, `seg.len`, DATA_FIN) from the segment. The state left is the general path's.
+    /// [`Receiver::handle_segment`] for a segment [`Receiver::in_order_ready`] accepts,
+    /// except that nothing goes to the release buffer: the caller takes the payload
+    /// (`seg.dsn`, `seg.len`, DATA_FIN) from the segment, and then calls
+    /// [`Receiver::read_in_order`] for the application's read. `window_clamp_bytes`: the
+    /// connection's window ([`Receiver::set_window_clamp`] after data only stores it). The
+    /// state left is the general path's (`tests::in_order` compares the two).
     #[inline(always)]
-    pub fn take_in_order(&mut self, now_ns: u64, seg: &Segment) {
+    pub fn take_in_order(&mut self, now_ns: u64, seg: &Segment, window_clamp_bytes: u64) {
         if cfg!(test) {
-            assert!(self.in_order_ready(seg));
+            assert!(self.in_order_ready(seg) && self.stats.bytes_received > 0);
         }
+        self.window_clamp = window_clamp_bytes;
         let len = u64::from(seg.len);
         self.stats.bytes_received += len;
         self.rcv_rtt_measure_ts(now_ns, seg.ts_ecr, len);
-        self.note_ts_recent(seg);
+        // `note_ts_recent` for a segment that starts at `rcv_nxt`: never left of the last ACK
+        // sent (an ACK sends `rcv_nxt`, which only grows), so it covers that ACK's point
+        // exactly when it starts there, nothing having arrived since.
+        if cfg!(any(test, debug_assertions)) {
+            assert!(seg.seq == self.rcv_nxt && self.rcv_nxt >= self.last_ack_sent);
+        }
+        if self.rcv_nxt == self.last_ack_sent {
+            self.ts_recent = self.ts_recent.max(seg.ts_val);
+        }
         self.accept_in_order(now_ns, len);
         self.rcv_nxt += len;
         self.ack_in_order(now_ns, false);
     }
 
-    /// [`Receiver::set_window_clamp`] for a receiver that has had data (so
-    /// [`Receiver::in_order_ready`]'s armed quickack mode): then it only stores the clamp.
+    /// [`Receiver::ack_at_read`] after [`Receiver::take_in_order`], when the connection has
+    /// the path up (`DataReceiver::handle_segment_general` asks only then): nothing is left
+    /// unread (`rx_empty`, and no queue here) and the handshake is complete (the short path's
+    /// state test), so only the path, the scheduled ACK and the bytes waiting are asked.
     #[inline(always)]
-    pub fn set_window_clamp_after_data(&mut self, window_bytes: u64) {
+    pub fn read_in_order(&mut self) {
         if cfg!(test) {
-            assert!(self.stats.bytes_received > 0);
+            assert!(self.in_order_state());
         }
-        self.window_clamp = window_bytes;
+        if self.delack_deadline.is_none() || !self.path_up {
+            return;
+        }
+        if self.pushed_waiting() || self.rcv_nxt - self.last_ack_sent > u64::from(self.rcv_mss) {
+            self.delack_deadline = PendingNs::NONE;
+            self.ack_now = true;
+        }
     }
 
     /// RFC 7323 §4.3 TS.Recent update (Linux `tcp_replace_ts_recent`, `rcv_wup` being the last

@@ -58,13 +58,21 @@ impl Receiver {
         if self.delack_deadline.is_none() || !self.path_up || !self.hs.is_established() {
             return false;
         }
-        let pushed = self.pushed >= 2 || (self.pushed == 1 && !self.pingpong);
         let drained = rx_empty && self.ofo.is_empty();
-        if !(pushed && drained) && self.rcv_nxt - self.last_ack_sent <= u64::from(self.rcv_mss) {
+        if !(self.pushed_waiting() && drained)
+            && self.rcv_nxt - self.last_ack_sent <= u64::from(self.rcv_mss)
+        {
             return false;
         }
         self.delack_deadline = PendingNs::NONE;
         self.ack_now = true;
         true
+    }
+
+    /// A pushed segment waits for the read (`ICSK_ACK_PUSHED2`, or `ICSK_ACK_PUSHED` outside
+    /// pingpong mode: `tcp_cleanup_rbuf`).
+    #[inline(always)]
+    pub(super) fn pushed_waiting(&self) -> bool {
+        self.pushed >= 2 || (self.pushed == 1 && !self.pingpong)
     }
 }
