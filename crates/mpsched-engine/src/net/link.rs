@@ -307,14 +307,17 @@ impl<P> Link<P> {
     #[inline]
     pub(crate) fn accept(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if self.takes_short(now_ns) {
-            return self.enqueue_short(now_ns, pkt);
+            return match self.enqueue_short(now_ns, pkt) {
+                Ok(arrive_ns) => Accepted::Arrives(arrive_ns, None),
+                Err(pkt) => Accepted::Dropped(pkt),
+            };
         }
         self.accept_general(now_ns, pkt)
     }
 
-    /// `accept` off the short path (out of line: the short path stays small).
-    #[inline(never)]
-    fn accept_general(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+    /// `accept` off the short path (`Network::enter` takes that path itself).
+    #[inline]
+    pub(crate) fn accept_general(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if !self.open {
             self.stats.packets_lost_down += 1;
             return Accepted::Dropped(pkt);

@@ -235,13 +235,30 @@ impl<P> Network<P> {
         self.enter(now_ns, id, pkt, sink);
     }
 
-    /// A packet enters link `id`, the one at position `pkt.at` of `route_links`.
+    /// A packet enters link `id`, the one at position `pkt.at` of `route_links`: a plain
+    /// link's hop takes the short path (`Link::enqueue_short`), any other the general one.
     #[inline]
     fn enter(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
         debug_assert_eq!(id, self.current_link(&pkt));
         let link = &mut self.links[id as usize];
+        if !link.takes_short(now_ns) {
+            return self.enter_general(now_ns, id, pkt, sink);
+        }
         let pipe_was_empty = link.pipe.is_empty();
-        let accepted = link.accept(now_ns, pkt);
+        match link.enqueue_short(now_ns, pkt) {
+            // FIFO propagation: see `place`.
+            Ok(at_ns) if pipe_was_empty => sink.schedule(at_ns, NetEvent::PipeArrive(id)),
+            Ok(_) => {}
+            Err(pkt) => sink.dropped(pkt),
+        }
+    }
+
+    /// `enter` off the short path.
+    #[inline(never)]
+    fn enter_general(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
+        let link = &mut self.links[id as usize];
+        let pipe_was_empty = link.pipe.is_empty();
+        let accepted = link.accept_general(now_ns, pkt);
         self.place(id, pipe_was_empty, accepted, sink);
     }
 

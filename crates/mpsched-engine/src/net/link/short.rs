@@ -10,7 +10,7 @@
 //! computes the same times, counts and entries: `short_tests` runs twin links, one kept on the
 //! general path (`NO_SHORT`, test-only), through the same random operations.
 
-use super::{framed_u32, Accepted, Link, Pending};
+use super::{framed_u32, Link, Pending};
 use crate::net::Packet;
 
 impl<P> Link<P> {
@@ -22,14 +22,15 @@ impl<P> Link<P> {
     /// Whether this hop can take the short path: the link is `short` and its backlog is not in
     /// the ring (derived entries, or an idle transmitter, which forgets them all).
     #[inline(always)]
-    pub(super) fn takes_short(&self, now_ns: u64) -> bool {
+    pub(crate) fn takes_short(&self, now_ns: u64) -> bool {
         self.short && (self.free_at_ns <= now_ns || self.derived > 0) && !no_short()
     }
 
     /// `enqueue::<false>(now_ns, now_ns, pkt)` on a link that `takes_short` (see the module
-    /// comment; each step names the general one it replaces).
+    /// comment; each step names the general one it replaces): the packet's arrival time at the
+    /// far end (it joined the pipe), or the packet dropped (the queue is full).
     #[inline(always)]
-    pub(super) fn enqueue_short(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+    pub(crate) fn enqueue_short(&mut self, now_ns: u64, pkt: Packet<P>) -> Result<u64, Packet<P>> {
         // While entries are derived the ring is empty (`backlog_push` moves them there first).
         debug_assert!(self.short_now() && (self.free_at_ns <= now_ns || self.backlog.is_empty()));
         let busy = self.free_at_ns > now_ns;
@@ -48,7 +49,7 @@ impl<P> Link<P> {
             let waiting_packets = u64::from(self.derived) - served;
             if waiting_bytes + size > self.queue_bytes || waiting_packets + 1 > self.queue_packets {
                 self.stats.packets_dropped_queue += 1;
-                return Accepted::Dropped(pkt);
+                return Err(pkt);
             }
             self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
         }
@@ -68,7 +69,7 @@ impl<P> Link<P> {
             self.backlog_push(Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true });
         }
         self.pipe_push(arrive_ns, pkt);
-        Accepted::Arrives(arrive_ns, None)
+        Ok(arrive_ns)
     }
 }
 
