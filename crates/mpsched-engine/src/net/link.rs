@@ -35,6 +35,7 @@ mod spec;
 mod state;
 
 use backlog::{Packed, Pending};
+pub(crate) use short::Short;
 pub use spec::{LinkSpec, LinkStats, MAX_OVERHEAD_BYTES};
 pub use state::LinkState;
 
@@ -304,18 +305,17 @@ impl<P> Link<P> {
     }
 
     /// A packet arrives at the link's input at `now_ns` (calls come in time order).
-    #[inline]
+    /// (`Network::enter` takes the two paths itself.)
+    #[cfg(test)]
     pub(crate) fn accept(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
-        if self.takes_short(now_ns) {
-            return match self.enqueue_short(now_ns, pkt) {
-                Ok(arrive_ns) => Accepted::Arrives(arrive_ns, None),
-                Err(pkt) => Accepted::Dropped(pkt),
-            };
+        match self.enqueue_short(now_ns, pkt) {
+            Short::Arrives(arrive_ns) => Accepted::Arrives(arrive_ns, None),
+            Short::Dropped(pkt) => Accepted::Dropped(pkt),
+            Short::General(pkt) => self.accept_general(now_ns, pkt),
         }
-        self.accept_general(now_ns, pkt)
     }
 
-    /// `accept` off the short path (`Network::enter` takes that path itself).
+    /// `accept` off the short path.
     #[inline]
     pub(crate) fn accept_general(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if !self.open {

@@ -29,7 +29,7 @@ pub use loss::LossConfig;
 pub use shaper::{Impairments, Transmitter, HTB_DEFAULT_BURST_BYTES};
 
 use crate::rng::Rng;
-use link::{Accepted, Link};
+use link::{Accepted, Link, Short};
 use slab::Slab;
 
 /// Index of a link in its [`Network`].
@@ -241,15 +241,13 @@ impl<P> Network<P> {
     fn enter(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
         debug_assert_eq!(id, self.current_link(&pkt));
         let link = &mut self.links[id as usize];
-        if !link.takes_short(now_ns) {
-            return self.enter_general(now_ns, id, pkt, sink);
-        }
         let pipe_was_empty = link.pipe.is_empty();
         match link.enqueue_short(now_ns, pkt) {
             // FIFO propagation: see `place`.
-            Ok(at_ns) if pipe_was_empty => sink.schedule(at_ns, NetEvent::PipeArrive(id)),
-            Ok(_) => {}
-            Err(pkt) => sink.dropped(pkt),
+            Short::Arrives(at_ns) if pipe_was_empty => sink.schedule(at_ns, NetEvent::PipeArrive(id)),
+            Short::Arrives(_) => {}
+            Short::Dropped(pkt) => sink.dropped(pkt),
+            Short::General(pkt) => self.enter_general(now_ns, id, pkt, sink),
         }
     }
 

@@ -13,6 +13,16 @@
 use super::{framed_u32, Link, Pending};
 use crate::net::Packet;
 
+/// What the short path did with a packet.
+pub(crate) enum Short<P> {
+    /// It joined the pipe; it reaches the far end at this time.
+    Arrives(u64),
+    /// The queue was full: dropped.
+    Dropped(Packet<P>),
+    /// Not a hop for the short path (see [`Link::takes_short`]): the general path takes it.
+    General(Packet<P>),
+}
+
 impl<P> Link<P> {
     /// `Link::short` for the link's configuration and what is in force.
     pub(super) fn short_now(&self) -> bool {
@@ -21,19 +31,21 @@ impl<P> Link<P> {
 
     /// Whether this hop can take the short path: the link is `short` and its backlog is not in
     /// the ring (derived entries, or an idle transmitter, which forgets them all).
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn takes_short(&self, now_ns: u64) -> bool {
         self.short && (self.free_at_ns <= now_ns || self.derived > 0) && !no_short()
     }
 
-    /// `enqueue::<false>(now_ns, now_ns, pkt)` on a link that `takes_short` (see the module
-    /// comment; each step names the general one it replaces): the packet's arrival time at the
-    /// far end (it joined the pipe), or the packet dropped (the queue is full).
+    /// `enqueue::<false>(now_ns, now_ns, pkt)` if the link `takes_short` (see the module
+    /// comment; each step names the general one it replaces).
     #[inline(always)]
-    pub(crate) fn enqueue_short(&mut self, now_ns: u64, pkt: Packet<P>) -> Result<u64, Packet<P>> {
-        // While entries are derived the ring is empty (`backlog_push` moves them there first).
-        debug_assert!(self.short_now() && (self.free_at_ns <= now_ns || self.backlog.is_empty()));
+    pub(crate) fn enqueue_short(&mut self, now_ns: u64, pkt: Packet<P>) -> Short<P> {
         let busy = self.free_at_ns > now_ns;
+        if !self.short || busy && self.derived == 0 || no_short() {
+            return Short::General(pkt);
+        }
+        // While entries are derived the ring is empty (`backlog_push` moves them there first).
+        debug_assert!(self.short_now() && (!busy || self.backlog.is_empty()));
         // `settle::<false>` and the packet in service: a derived front has started (no bucket).
         let (served_bytes, served) = if busy {
             self.settle_derived(now_ns).map_or((0, 0), |(_, bytes)| (u64::from(bytes), 1))
@@ -49,7 +61,7 @@ impl<P> Link<P> {
             let waiting_packets = u64::from(self.derived) - served;
             if waiting_bytes + size > self.queue_bytes || waiting_packets + 1 > self.queue_packets {
                 self.stats.packets_dropped_queue += 1;
-                return Err(pkt);
+                return Short::Dropped(pkt);
             }
             self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(waiting_bytes + size);
         }
@@ -69,7 +81,7 @@ impl<P> Link<P> {
             self.backlog_push(Pending { start_ns, end_ns, bytes: framed_u32(size), piped: true });
         }
         self.pipe_push(arrive_ns, pkt);
-        Ok(arrive_ns)
+        Short::Arrives(arrive_ns)
     }
 }
 
