@@ -15,16 +15,19 @@ use crate::time::{NS_PER_MS, NS_PER_S};
 /// runs under), how the two are compared after each operation, and how rare the operations
 /// other than a packet are (3 in `one_in` set an impairment, 1 in `one_in` an outage); `calm`:
 /// three in four of those lift the impairment or bring the link up, so that it is plain for long
-/// stretches.
+/// stretches; `overload`: packets come about twice as fast as the link serves them (the queue
+/// fills and drops), not about half as fast.
 pub(super) struct Twin {
     pub(super) set_reference: fn(bool),
     pub(super) same: fn(&Link<u64>, &Link<u64>, u64, &str),
     pub(super) one_in: u64,
     pub(super) calm: bool,
+    pub(super) overload: bool,
 }
 
 /// The reference keeps every entry in its ring.
-const DERIVE: Twin = Twin { set_reference: |on| NO_DERIVE.set(on), same: same_state, one_in: 100, calm: false };
+const DERIVE: Twin =
+    Twin { set_reference: |on| NO_DERIVE.set(on), same: same_state, one_in: 100, calm: false, overload: false };
 
 /// Runs `f` on the reference link of `twin`.
 fn reference<R>(twin: &Twin, f: impl FnOnce() -> R) -> R {
@@ -86,17 +89,17 @@ fn twin_run(spec: LinkSpec, seed: u64, steps: usize) -> (usize, usize) {
 }
 
 /// `twin_run` with the reference and comparison of `twin`; also returns how many packets the
-/// link under test took while it `takes_short`.
-pub(super) fn twin_run_as(twin: &Twin, spec: LinkSpec, seed: u64, steps: usize) -> ((usize, usize), usize) {
+/// link under test took while it `takes_short`, and how many of those it dropped.
+pub(super) fn twin_run_as(twin: &Twin, spec: LinkSpec, seed: u64, steps: usize) -> ((usize, usize), (usize, usize)) {
     let what = format!("{spec:?} seed {seed}");
     let mut a = Link::<u64>::new(spec.clone(), Rng::stream(seed, 1));
     let mut b = Link::<u64>::new(spec.clone(), Rng::stream(seed, 1));
     let mut r = Rng::stream(seed, 2);
     let (mut now_ns, mut derived_seen, mut materialised) = (0u64, 0, 0);
-    let (mut was_derived, mut short) = (false, 0);
+    let (mut was_derived, mut short, mut short_dropped) = (false, 0, 0);
     let serve_ns = crate::time::serialization_ns(1500, spec.rate_bps.max(1_000_000));
     for step in 0..steps as u64 {
-        now_ns += r.below(2 * serve_ns + 1);
+        now_ns += r.below(if twin.overload { serve_ns / 2 } else { 2 * serve_ns } + 1);
         // Arrivals at the far end up to now, as the network's events deliver them.
         while a.pipe_front_arrive_ns().is_some_and(|t| t <= now_ns) {
             let (ea, sa) = a.pipe_pop().expect("a head");
@@ -133,8 +136,10 @@ pub(super) fn twin_run_as(twin: &Twin, spec: LinkSpec, seed: u64, steps: usize) 
             }
             _ => {
                 let size = [40, 1500, 1500, 52, 1 + r.below(1500) as u32][r.below(5) as usize];
-                short += a.takes_short(now_ns) as usize;
+                let takes_short = a.takes_short(now_ns);
                 let oa = outcome(a.accept(now_ns, Packet::for_test(size, step)));
+                short += takes_short as usize;
+                short_dropped += (takes_short && oa.0 == 0) as usize;
                 let ob = outcome(reference(twin, || b.accept(now_ns, Packet::for_test(size, step))));
                 assert_eq!(oa, ob, "{what}: accept at {now_ns}");
             }
@@ -144,7 +149,7 @@ pub(super) fn twin_run_as(twin: &Twin, spec: LinkSpec, seed: u64, steps: usize) 
         materialised += (was_derived && a.derived == 0 && !a.backlog.is_empty()) as usize;
         was_derived = a.derived > 0;
     }
-    ((derived_seen, materialised), short)
+    ((derived_seen, materialised), (short, short_dropped))
 }
 
 pub(super) fn spec(rate_bps: u64, delay_ns: u64, queue_packets: u64) -> LinkSpec {
