@@ -19,7 +19,8 @@ pub(crate) enum Short<P> {
     Arrives(u64),
     /// The queue was full: dropped.
     Dropped(Packet<P>),
-    /// Not a hop for the short path (see [`Link::takes_short`]): the general path takes it.
+    /// Not a hop for the short path (the link is not `short`, or its backlog is in the ring):
+    /// the general path takes it.
     General(Packet<P>),
 }
 
