@@ -28,10 +28,14 @@ mod backlog;
 mod backlog_tests;
 mod pipe;
 mod retime;
+mod short;
+#[cfg(test)]
+mod short_tests;
 mod spec;
 mod state;
 
 use backlog::{Packed, Pending};
+pub(crate) use short::Short;
 pub use spec::{LinkSpec, LinkStats, MAX_OVERHEAD_BYTES};
 pub use state::LinkState;
 
@@ -105,6 +109,10 @@ pub(crate) struct Link<P> {
     /// without one), and its impairments come after the queue: such an entry arriving at its
     /// end plus `delay_ns` is read from the pipe. Kept in step by [`Link::set_impairment`].
     derives: bool,
+    /// The link's hops may take the short path (`short`: a plain, open, constant-rate link
+    /// without a bucket, impairments after the queue). Kept in step by [`Link::set_impairment`]
+    /// and `Link::set_state`.
+    short: bool,
     /// Incremented each time the link goes down: packets of an older epoch are lost.
     epoch: u32,
     /// Leading packets of `pipe` that were on the link when it last went down (lost when they
@@ -159,6 +167,7 @@ impl<P> Link<P> {
             has_bucket: bucket.is_some(),
             pipe_wide: false,
             derives: false,
+            short: false,
             pipe_base_ns: 0,
             pipe_times: Ring::new(),
             queue_bytes: spec.queue_bytes.unwrap_or(u64::MAX),
@@ -206,6 +215,7 @@ impl<P> Link<P> {
         }
         self.plain = self.loss.is_none() && !self.jitter.is_on() && self.impairment.is_none();
         self.derives = self.derives_now();
+        self.short = self.short_now();
     }
 
     /// Epoch of the link: a packet that entered in an older epoch was lost when the link went
@@ -295,8 +305,19 @@ impl<P> Link<P> {
     }
 
     /// A packet arrives at the link's input at `now_ns` (calls come in time order).
-    #[inline]
+    /// (`Network::enter` takes the two paths itself.)
+    #[cfg(test)]
     pub(crate) fn accept(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
+        match self.enqueue_short(now_ns, pkt) {
+            Short::Arrives(arrive_ns) => Accepted::Arrives(arrive_ns, None),
+            Short::Dropped(pkt) => Accepted::Dropped(pkt),
+            Short::General(pkt) => self.accept_general(now_ns, pkt),
+        }
+    }
+
+    /// `accept` off the short path.
+    #[inline]
+    pub(crate) fn accept_general(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if !self.open {
             self.stats.packets_lost_down += 1;
             return Accepted::Dropped(pkt);
@@ -308,7 +329,7 @@ impl<P> Link<P> {
     }
 
     /// `accept` on a link whose impairments come before its queue (out of line: it keeps the
-    /// default path small enough to be inlined whole).
+    /// default path small).
     #[inline(never)]
     fn accept_before_queue(&mut self, now_ns: u64, pkt: Packet<P>) -> Accepted<P> {
         if self.loss.lose(&mut self.rng) {

@@ -29,7 +29,7 @@ pub use loss::LossConfig;
 pub use shaper::{Impairments, Transmitter, HTB_DEFAULT_BURST_BYTES};
 
 use crate::rng::Rng;
-use link::{Accepted, Link};
+use link::{Accepted, Link, Short};
 use slab::Slab;
 
 /// Index of a link in its [`Network`].
@@ -235,13 +235,28 @@ impl<P> Network<P> {
         self.enter(now_ns, id, pkt, sink);
     }
 
-    /// A packet enters link `id`, the one at position `pkt.at` of `route_links`.
+    /// A packet enters link `id`, the one at position `pkt.at` of `route_links`: a plain
+    /// link's hop takes the short path (`Link::enqueue_short`), any other the general one.
     #[inline]
     fn enter(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
         debug_assert_eq!(id, self.current_link(&pkt));
         let link = &mut self.links[id as usize];
         let pipe_was_empty = link.pipe.is_empty();
-        let accepted = link.accept(now_ns, pkt);
+        match link.enqueue_short(now_ns, pkt) {
+            // FIFO propagation: see `place`.
+            Short::Arrives(at_ns) if pipe_was_empty => sink.schedule(at_ns, NetEvent::PipeArrive(id)),
+            Short::Arrives(_) => {}
+            Short::Dropped(pkt) => sink.dropped(pkt),
+            Short::General(pkt) => self.enter_general(now_ns, id, pkt, sink),
+        }
+    }
+
+    /// `enter` off the short path.
+    #[inline(never)]
+    fn enter_general(&mut self, now_ns: u64, id: LinkId, pkt: Packet<P>, sink: &mut impl NetSink<P>) {
+        let link = &mut self.links[id as usize];
+        let pipe_was_empty = link.pipe.is_empty();
+        let accepted = link.accept_general(now_ns, pkt);
         self.place(id, pipe_was_empty, accepted, sink);
     }
 

@@ -328,13 +328,13 @@ thread_local! {
 }
 
 #[cfg(test)]
-fn no_derive() -> bool {
+pub(super) fn no_derive() -> bool {
     NO_DERIVE.get()
 }
 
 #[cfg(not(test))]
 #[inline(always)]
-const fn no_derive() -> bool {
+pub(super) const fn no_derive() -> bool {
     false
 }
 

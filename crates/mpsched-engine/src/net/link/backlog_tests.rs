@@ -11,16 +11,34 @@ use crate::net::loss::LossConfig;
 use crate::net::Transmitter;
 use crate::time::{NS_PER_MS, NS_PER_S};
 
-/// Runs `f` on the link that keeps every entry in its ring.
-fn reference<R>(f: impl FnOnce() -> R) -> R {
-    NO_DERIVE.set(true);
+/// How a twin run's reference link differs from the link under test (a test-only switch it
+/// runs under), how the two are compared after each operation, and how rare the operations
+/// other than a packet are (3 in `one_in` set an impairment, 1 in `one_in` an outage); `calm`:
+/// three in four of those lift the impairment or bring the link up, so that it is plain for long
+/// stretches; `overload`: packets come about twice as fast as the link serves them (the queue
+/// fills and drops), not about half as fast.
+pub(super) struct Twin {
+    pub(super) set_reference: fn(bool),
+    pub(super) same: fn(&Link<u64>, &Link<u64>, u64, &str),
+    pub(super) one_in: u64,
+    pub(super) calm: bool,
+    pub(super) overload: bool,
+}
+
+/// The reference keeps every entry in its ring.
+const DERIVE: Twin =
+    Twin { set_reference: |on| NO_DERIVE.set(on), same: same_state, one_in: 100, calm: false, overload: false };
+
+/// Runs `f` on the reference link of `twin`.
+fn reference<R>(twin: &Twin, f: impl FnOnce() -> R) -> R {
+    (twin.set_reference)(true);
     let r = f();
-    NO_DERIVE.set(false);
+    (twin.set_reference)(false);
     r
 }
 
 /// What `accept` returned, comparable.
-fn outcome(a: Accepted<u64>) -> (u8, u64, u64) {
+pub(super) fn outcome(a: Accepted<u64>) -> (u8, u64, u64) {
     match a {
         Accepted::Dropped(p) => (0, 0, p.payload),
         Accepted::Arrives(t, Some(p)) => (1, t, p.payload),
@@ -67,23 +85,29 @@ fn same_state(a: &Link<u64>, b: &Link<u64>, now_ns: u64, what: &str) {
 /// derived link held derived entries after an operation, and how many times it had moved
 /// them to its ring (a non-empty ring after holding derived entries).
 fn twin_run(spec: LinkSpec, seed: u64, steps: usize) -> (usize, usize) {
+    twin_run_as(&DERIVE, spec, seed, steps).0
+}
+
+/// `twin_run` with the reference and comparison of `twin`; also returns how many packets the
+/// link under test took while it `takes_short`, and how many of those it dropped.
+pub(super) fn twin_run_as(twin: &Twin, spec: LinkSpec, seed: u64, steps: usize) -> ((usize, usize), (usize, usize)) {
     let what = format!("{spec:?} seed {seed}");
     let mut a = Link::<u64>::new(spec.clone(), Rng::stream(seed, 1));
     let mut b = Link::<u64>::new(spec.clone(), Rng::stream(seed, 1));
     let mut r = Rng::stream(seed, 2);
     let (mut now_ns, mut derived_seen, mut materialised) = (0u64, 0, 0);
-    let mut was_derived = false;
+    let (mut was_derived, mut short, mut short_dropped) = (false, 0, 0);
     let serve_ns = crate::time::serialization_ns(1500, spec.rate_bps.max(1_000_000));
     for step in 0..steps as u64 {
-        now_ns += r.below(2 * serve_ns + 1);
+        now_ns += r.below(if twin.overload { serve_ns / 2 } else { 2 * serve_ns } + 1);
         // Arrivals at the far end up to now, as the network's events deliver them.
         while a.pipe_front_arrive_ns().is_some_and(|t| t <= now_ns) {
             let (ea, sa) = a.pipe_pop().expect("a head");
-            let (eb, sb) = reference(|| b.pipe_pop()).expect("the same head");
+            let (eb, sb) = reference(twin, || b.pipe_pop()).expect("the same head");
             assert_eq!((ea.pkt.payload, sa), (eb.pkt.payload, sb), "{what}");
         }
         assert_eq!(a.pipe_front_arrive_ns(), b.pipe_front_arrive_ns(), "{what}");
-        match r.below(100) {
+        match r.below(twin.one_in) {
             0..=2 => {
                 // An impairment set or lifted (a rate collapse re-times the waiting packets;
                 // an extra delay or a blackhole makes later entries underivable).
@@ -94,37 +118,41 @@ fn twin_run(spec: LinkSpec, seed: u64, steps: usize) -> (usize, usize) {
                     Impairment { rate_limit_bps: Some(spec.rate_bps * 2), ..Default::default() },
                     Impairment { extra_delay_ns: r.below(NS_PER_MS), ..Default::default() },
                     Impairment { blackhole: true, ..Default::default() },
-                ][r.below(5) as usize];
+                ][if twin.calm && r.below(4) > 0 { 0 } else { r.below(5) as usize }];
                 // As `Network::set_impairment`: a rate change re-times the waiting packets.
                 let rate_changed = a.impairment().rate_limit_bps != imp.rate_limit_bps;
                 a.set_impairment(imp);
                 b.set_impairment(imp);
                 if rate_changed {
                     let ta = a.retime_waiting(now_ns);
-                    assert_eq!(ta, reference(|| b.retime_waiting(now_ns)), "{what}: retime");
+                    assert_eq!(ta, reference(twin, || b.retime_waiting(now_ns)), "{what}: retime");
                 }
             }
             3 => {
-                let state = [LinkState::Down, LinkState::Up, LinkState::Closed][r.below(3) as usize];
+                let k = if twin.calm && r.below(4) > 0 { 1 } else { r.below(3) as usize };
+                let state = [LinkState::Down, LinkState::Up, LinkState::Closed][k];
                 a.set_state(now_ns, state);
-                reference(|| b.set_state(now_ns, state));
+                reference(twin, || b.set_state(now_ns, state));
             }
             _ => {
                 let size = [40, 1500, 1500, 52, 1 + r.below(1500) as u32][r.below(5) as usize];
+                let takes_short = a.takes_short(now_ns);
                 let oa = outcome(a.accept(now_ns, Packet::for_test(size, step)));
-                let ob = outcome(reference(|| b.accept(now_ns, Packet::for_test(size, step))));
+                short += takes_short as usize;
+                short_dropped += (takes_short && oa.0 == 0) as usize;
+                let ob = outcome(reference(twin, || b.accept(now_ns, Packet::for_test(size, step))));
                 assert_eq!(oa, ob, "{what}: accept at {now_ns}");
             }
         }
-        same_state(&a, &b, now_ns, &what);
+        (twin.same)(&a, &b, now_ns, &what);
         derived_seen += (a.derived > 0) as usize;
         materialised += (was_derived && a.derived == 0 && !a.backlog.is_empty()) as usize;
         was_derived = a.derived > 0;
     }
-    (derived_seen, materialised)
+    ((derived_seen, materialised), (short, short_dropped))
 }
 
-fn spec(rate_bps: u64, delay_ns: u64, queue_packets: u64) -> LinkSpec {
+pub(super) fn spec(rate_bps: u64, delay_ns: u64, queue_packets: u64) -> LinkSpec {
     LinkSpec { queue_packets: Some(queue_packets), overhead_bytes: 14, ..LinkSpec::plain(rate_bps, delay_ns) }
 }
 

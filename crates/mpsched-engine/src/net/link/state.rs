@@ -39,6 +39,7 @@ impl<P> Link<P> {
         }
         self.up = state != LinkState::Down;
         self.open = state == LinkState::Up;
+        self.short = self.short_now();
     }
 
     /// An interface going down loses what its link holds: the queue, the packet being
