@@ -342,7 +342,8 @@ impl<'a> Simulation<'a> {
             self.now_ns = at_ns;
             self.stats.events += 1;
             // The next arrival's link state loads while this event is handled (a hint).
-            if let Some(Event::Net(NetEvent::PipeArrive(link))) = self.queue.peek() {
+            // (The packet lane's head: a timer due first is rare, and a wrong hint costs a load.)
+            if let Some(link) = self.queue.peek_packet_code().and_then(event::pipe_arrive_link) {
                 self.net.prefetch_link(link);
             }
             if self.stats.events & (PROGRESS_EVENTS - 1) == 0 {
