@@ -225,19 +225,19 @@ impl Flow<'_> {
         }
     }
 
-    /// [`Flow::side`], mutable.
+    /// [`Flow::side`], mutable. (`request` tested first: the request half's `Option` is read
+    /// only for its own segments, not for every delivered packet, as a match on the pair did.)
     #[inline]
     fn side_mut(&mut self, client: bool, request: bool) -> &mut Side {
-        match (request, self.request.as_deref_mut()) {
-            (true, Some(r)) => {
-                if client {
-                    &mut r.client
-                } else {
-                    &mut r.server
-                }
+        if request {
+            if let Some(r) = self.request.as_deref_mut() {
+                return if client { &mut r.client } else { &mut r.server };
             }
-            _ if client => &mut self.client,
-            _ => &mut self.server,
+        }
+        if client {
+            &mut self.client
+        } else {
+            &mut self.server
         }
     }
 
