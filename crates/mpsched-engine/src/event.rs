@@ -158,6 +158,13 @@ impl<E: PackedEvent> EventQueue<E> {
     /// Removes and returns the earliest event with its time; ties come out in push order.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
+        self.pop_code().map(|(at_ns, code)| (at_ns, E::unpack(code)))
+    }
+
+    /// [`pop`](Self::pop), the event left packed (a caller that dispatches on the code's bits
+    /// decodes only the kind it meets).
+    #[inline]
+    pub fn pop_code(&mut self) -> Option<(u64, u32)> {
         if std::mem::take(&mut self.root_taken) {
             self.heap.pop_root();
         }
@@ -168,7 +175,7 @@ impl<E: PackedEvent> EventQueue<E> {
         } else {
             self.root_taken = true;
         }
-        Some(((top >> 64) as u64, E::unpack(top as u32)))
+        Some(((top >> 64) as u64, top as u32))
     }
 
     /// Time of the earliest event, if any.

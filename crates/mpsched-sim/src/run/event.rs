@@ -105,6 +105,21 @@ impl PackedEvent for Event {
     }
 }
 
+/// The network's event packed as `code`, or `None` for every other kind (then
+/// [`Event::unpack`] decodes it). The loop's dispatch: with the network's events first and
+/// their variants in kind order, this is one comparison, where matching on the `Event` that
+/// `unpack` built went through two jump tables (~10 instructions an event).
+#[inline(always)]
+pub(super) fn net_event(code: u32) -> Option<NetEvent> {
+    let index = code & ((1 << INDEX_BITS) - 1);
+    match code >> INDEX_BITS {
+        NET_ARRIVE => Some(NetEvent::Arrive(index)),
+        NET_PIPE_ARRIVE => Some(NetEvent::PipeArrive(index)),
+        NET_ENQUEUE => Some(NetEvent::Enqueue(index)),
+        _ => None,
+    }
+}
+
 /// The link of a `PipeArrive` event packed as `code`, without decoding any other kind (the
 /// loop's prefetch hint for the next event).
 #[inline(always)]
@@ -142,6 +157,15 @@ mod tests {
         #[test]
         fn every_event_comes_back_from_its_32_bits(e in any_event()) {
             prop_assert_eq!(Event::unpack(e.pack()), e);
+        }
+
+        #[test]
+        fn the_network_events_are_decoded_as_unpack_does(e in any_event()) {
+            let want = match e {
+                Event::Net(ne) => Some(ne),
+                _ => None,
+            };
+            prop_assert_eq!(net_event(e.pack()), want);
         }
 
         #[test]
