@@ -37,7 +37,7 @@ macro_rules! wire {
     };
 }
 
-// First: `deliver` below expands its macro.
+// Declared first, with its macros: `deliver` below expands `after_activity_body!`.
 #[macro_use]
 mod activity;
 mod event;
