@@ -14,7 +14,7 @@ use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use event::Event;
 use host::HostRx;
 use inflight::{InFlight, NO_SEGMENT};
-use mpsched_engine::event::EventQueue;
+use mpsched_engine::event::{EventQueue, PackedEvent};
 use mpsched_engine::net::{LinkId, NetEvent, Network, RouteId};
 use mpsched_engine::rng::Rng;
 use mpsched_proto::PendingNs;
@@ -37,6 +37,9 @@ macro_rules! wire {
     };
 }
 
+// Declared first, with its macros: `deliver` below expands `after_activity_body!`.
+#[macro_use]
+mod activity;
 mod event;
 mod host;
 mod inflight;
@@ -161,19 +164,19 @@ impl Flow<'_> {
         }
     }
 
-    /// [`Flow::side`], mutable.
+    /// [`Flow::side`], mutable. (`request` tested first: the request half's `Option` is read
+    /// only for its own segments, not for every delivered packet, as a match on the pair did.)
     #[inline]
     fn side_mut(&mut self, client: bool, request: bool) -> &mut Side {
-        match (request, self.request.as_deref_mut()) {
-            (true, Some(r)) => {
-                if client {
-                    &mut r.client
-                } else {
-                    &mut r.server
-                }
+        if request {
+            if let Some(r) = self.request.as_deref_mut() {
+                return if client { &mut r.client } else { &mut r.server };
             }
-            _ if client => &mut self.client,
-            _ => &mut self.server,
+        }
+        if client {
+            &mut self.client
+        } else {
+            &mut self.server
         }
     }
 
@@ -335,14 +338,15 @@ impl<'a> Simulation<'a> {
     }
 
     fn run_to_end(&mut self, progress: Option<&dyn Progress>) {
-        while let Some((at_ns, ev)) = self.queue.pop() {
+        while let Some((at_ns, code)) = self.queue.pop_code() {
             if at_ns > self.cfg.duration_ns {
                 break;
             }
             self.now_ns = at_ns;
             self.stats.events += 1;
             // The next arrival's link state loads while this event is handled (a hint).
-            if let Some(Event::Net(NetEvent::PipeArrive(link))) = self.queue.peek() {
+            // (The packet lane's head: a timer due first is rare, and a wrong hint costs a load.)
+            if let Some(link) = self.queue.peek_packet_code().and_then(event::pipe_arrive_link) {
                 self.net.prefetch_link(link);
             }
             if self.stats.events & (PROGRESS_EVENTS - 1) == 0 {
@@ -351,8 +355,13 @@ impl<'a> Simulation<'a> {
                 }
             }
             // Only `on_net` is inline here: the others' bodies took the hot loop's registers.
-            match ev {
-                Event::Net(ne) => self.on_net(ne),
+            // The network's events (nearly all) are told apart from the rest by one test.
+            if let Some(ne) = event::net_event(code) {
+                self.on_net(ne);
+                continue;
+            }
+            match Event::unpack(code) {
+                Event::Net(_) => unreachable!("a network event is decoded by net_event"),
                 Event::FlowStart(f) => self.start_flow(f as usize),
                 Event::Timer { flow, client, request } => self.on_timer(flow as usize, client, request),
                 Event::AppWakeup(flow) => self.on_app_wakeup(flow as usize),
@@ -436,7 +445,7 @@ impl<'a> Simulation<'a> {
         if request {
             self.request_activity(fi, to_client);
         } else {
-            self.after_activity_inline(fi, to_client);
+            after_activity_body!(self, f, fi, to_client);
         }
     }
 
@@ -512,72 +521,6 @@ impl<'a> Simulation<'a> {
         // Either end may have something to do (a sender's next block, a client's request).
         self.after_activity(fi, false);
         self.after_activity(fi, true);
-    }
-
-    /// After something happened to one side of a flow: lets the application act on that side,
-    /// drains that side's output, re-arms its timer and the application's, and finishes the
-    /// flow when it is complete. Only the side that saw the event can have changed.
-    #[inline(never)]
-    fn after_activity(&mut self, fi: usize, client_side: bool) {
-        self.after_activity_inline(fi, client_side);
-    }
-
-    /// [`Simulation::after_activity`], inlined where a packet is delivered.
-    #[inline(always)]
-    fn after_activity_inline(&mut self, fi: usize, client_side: bool) {
-        let now = self.now_ns;
-        let Some(mut f) = self.flows[fi].as_mut() else { return };
-        let sender_is_client = f.sender_is_client();
-        let side = if client_side { &mut f.client } else { &mut f.server };
-        if client_side == sender_is_client {
-            f.app.feed(now, &mut side.ep);
-        } else {
-            f.app.on_receive(now, &side.ep);
-            // The receiving application's messages go back up the flow's first path (out of
-            // line: only unit applications send any).
-            if let Some(first) = f.app.poll_message() {
-                let route = self.path_routes[f.paths[0]];
-                let mut sink = Sink { queue: &mut self.queue, segments: &mut self.segments };
-                wire::send_app_messages(
-                    &mut f.app,
-                    first,
-                    fi,
-                    client_side,
-                    route,
-                    now,
-                    &mut self.net,
-                    &mut sink,
-                    &mut self.stats,
-                );
-            }
-            // An RPC client writes the requests this allows before this side's ACK leaves (in
-            // a real connection that ACK rides on them).
-            if f.request.is_some() {
-                self.request_activity(fi, client_side);
-                let Some(again) = self.flows[fi].as_mut() else { return };
-                f = again;
-            }
-        }
-        let paths = f.paths;
-        let side = if client_side { &mut f.client } else { &mut f.server };
-        let data_subflows = wire!(self).transmit(side, fi, paths, client_side, false);
-        if data_subflows != 0 && f.request.is_some() {
-            self.ack_rides_on_data(fi, client_side, false, data_subflows);
-            let Some(again) = self.flows[fi].as_mut() else { return };
-            f = again;
-        }
-        rearm_app(f, &mut self.queue, fi, now);
-        let (sender, receiver) = f.roles();
-        if let Some(end_ns) = f.app.completion_ns(now, &sender.ep, &receiver.ep) {
-            // Records are taken once the sender has also seen the (DATA_)ACK of everything
-            // delivered, so its counters (subflow `bytes_acked`) are final; the completion
-            // time stays the receiver's.
-            if sender.ep.acked_bytes() >= receiver.ep.delivered_bytes() {
-                self.finish_flow(fi, Some(end_ns));
-            } else {
-                f.completed_ns = PendingNs::at(end_ns);
-            }
-        }
     }
 
     fn cross_send(&mut self, ci: usize) {
