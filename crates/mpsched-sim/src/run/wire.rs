@@ -74,10 +74,9 @@ impl Wire<'_> {
         let mut data_subflows = 0u64;
         let dest = Destination { flow: fi as u32, subflow: 0, to_client: !client_side, request };
         let mut to = Store { segments: self.segments, dest };
-        loop {
-            // The segment is stored where the endpoint builds it (a data sender's: in its own
-            // frame, from registers); only its handle, size and kind come back.
-            let Some(Stored { subflow, idx, size, data }) = side.ep.poll_transmit_to(now, &mut to) else { break };
+        // The segment is stored where the endpoint builds it (a data sender's: in its own frame,
+        // from registers); only its handle, size and kind come back.
+        while let Some(Stored { subflow, idx, size, data }) = side.ep.poll_transmit_to(now, &mut to) {
             let subflow = subflow as usize;
             let path = paths[subflow];
             let route = route(self.path_routes, path, client_side);
