@@ -347,9 +347,10 @@ pub(crate) struct SenderEp(DataSender);
 
 impl SenderEp {
     /// [`DataSender::poll_transmit_with`] storing through `to` (one instance: the drain's).
-    /// Out of line as `DataSender::poll_transmit` was: inlined, the send path takes the event
-    /// loop's registers (benches/RESULTS.md, Session 16, perf17t).
-    #[inline(never)]
+    /// No inline attribute, as `DataSender::poll_transmit` had none: the plain build keeps it a
+    /// call (inlined, the send path takes the event loop's registers: benches/RESULTS.md,
+    /// Session 16, perf17t) and the PGO build inlines it (`#[inline(never)]` cost the PGO
+    /// build its call overhead, ~20 instructions a packet).
     fn poll_transmit_to<S: StoreSegment>(&mut self, now_ns: u64, to: &mut S) -> Option<S::Out> {
         self.0.poll_transmit_with(
             now_ns,
