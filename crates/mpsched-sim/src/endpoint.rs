@@ -347,10 +347,9 @@ pub(crate) struct SenderEp(DataSender);
 
 impl SenderEp {
     /// [`DataSender::poll_transmit_with`] storing through `to` (one instance: the drain's).
-    /// No inline attribute, as `DataSender::poll_transmit` had none: the plain build keeps it a
-    /// call (inlined, the send path takes the event loop's registers: benches/RESULTS.md,
-    /// Session 16, perf17t) and the PGO build inlines it (`#[inline(never)]` cost the PGO
-    /// build its call overhead, ~20 instructions a packet).
+    /// No inline attribute, as `DataSender::poll_transmit` had none: LLVM inlines it into the
+    /// drain (plain and PGO builds); with `#[inline(never)]` the PGO build paid the call, ~20
+    /// instructions a packet (benches/RESULTS.md, Session 18, perf18t).
     fn poll_transmit_to<S: StoreSegment>(&mut self, now_ns: u64, to: &mut S) -> Option<S::Out> {
         self.0.poll_transmit_with(
             now_ns,
