@@ -315,8 +315,49 @@ ep_delegate! {
     }
 }
 
+/// What the loop does with each segment an endpoint emits, where the endpoint emits it
+/// ([`Ep::poll_transmit_to`]). A trait, not a closure: its method is inlined at each call
+/// site (a closure called from both of `Ep`'s arms stayed a call: +64 instructions a packet).
+pub(crate) trait StoreSegment {
+    type Out;
+    fn store(&mut self, subflow: usize, seg: &Segment) -> Self::Out;
+}
+
+impl Ep {
+    /// [`Endpoint::poll_transmit`], handing the subflow and the segment to `to` (the loop's
+    /// drain stores it in flight there). A data sender does so where it builds the segment, in
+    /// its own frame ([`SenderEp::poll_transmit_to`]).
+    #[inline(always)]
+    pub(crate) fn poll_transmit_to<S: StoreSegment>(&mut self, now_ns: u64, to: &mut S) -> Option<S::Out> {
+        match self {
+            Ep::Sender(e) => e.poll_transmit_to(now_ns, to),
+            Ep::Receiver(e) => {
+                // Read by reference where the receiver wrote it (`map` moved it out first: the
+                // whole segment loaded into registers and spilled, ~12 instructions an ACK).
+                let out = e.poll_transmit(now_ns);
+                let (subflow, seg) = out.as_ref()?;
+                Some(to.store(*subflow, seg))
+            }
+        }
+    }
+}
+
 /// The data-sending side of a connection.
 pub(crate) struct SenderEp(DataSender);
+
+impl SenderEp {
+    /// [`DataSender::poll_transmit_with`] storing through `to` (one instance: the drain's).
+    /// No inline attribute, as `DataSender::poll_transmit` had none: LLVM inlines it into the
+    /// drain (plain and PGO builds); with `#[inline(never)]` the PGO build paid the call, ~20
+    /// instructions a packet (benches/RESULTS.md, Session 18, perf18t).
+    fn poll_transmit_to<S: StoreSegment>(&mut self, now_ns: u64, to: &mut S) -> Option<S::Out> {
+        self.0.poll_transmit_with(
+            now_ns,
+            #[inline(always)]
+            |subflow, seg| to.store(subflow, seg),
+        )
+    }
+}
 
 impl Endpoint for SenderEp {
     // A call of its own: inlined into the loop's `deliver` beside the other side's, it costs

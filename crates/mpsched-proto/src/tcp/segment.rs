@@ -109,6 +109,7 @@ impl Segment {
     /// SYN-ACK (RFC 8684 §3.1, v0 form with key); MP_JOIN 12 on SYN, 16 on SYN-ACK, 24 on the
     /// third ACK (RFC 8684 §3.2); DSS as upstream Linux sends it (64-bit DSN and DATA_ACK):
     /// [`DSS_ACK_BYTES`] for an ACK only, [`DSS_MAP_ACK_BYTES`] with a mapping (RFC 8684 §3.3).
+    #[inline]
     pub fn wire_bytes(&self) -> u64 {
         // Runs for every packet sent: the DSS size is a table lookup on its two flag bits,
         // and the handshake options (SYNs and third ACKs only) are tested once.

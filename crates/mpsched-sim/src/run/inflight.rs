@@ -392,7 +392,7 @@ impl InFlight {
         let mut meta = meta | seg.sack_len << SACK_LEN_SHIFT;
         let mut link = NO_SEGMENT;
         if high | sack != 0 {
-            (meta, link) = self.insert_side(meta, high != 0, seg);
+            (meta, link) = self.insert_side(meta, high != 0, *seg);
         }
         let record = Record {
             ts_lo: seg.ts_val as u32,
@@ -425,10 +425,12 @@ impl InFlight {
     /// The side pool entry of a segment that has one: the whole segment when a value does not
     /// fit the record (`wide`), a SACK block past the kept ones is set, an edge is out of the
     /// SACK entry's reach of `ack` or `sack_len` is past 7, else its SACK array. Returns the
-    /// record's `meta` and `link`.
+    /// record's `meta` and `link`. The segment is taken by value: the send path's store,
+    /// inlined where the sender builds the segment in registers, then writes it to memory on
+    /// this cold path only (by reference, it was written out for every segment).
     #[cold]
     #[inline(never)]
-    fn insert_side(&mut self, meta: u8, wide: bool, seg: &Segment) -> (u8, u32) {
+    fn insert_side(&mut self, meta: u8, wide: bool, seg: Segment) -> (u8, u32) {
         // Blocks past the kept ones, the edges' reach and a `sack_len` past `meta`'s 3 bits are
         // tested here, off the per-packet path.
         let sack_len_fits = seg.sack_len >> (8 - SACK_LEN_SHIFT) == 0;
@@ -437,7 +439,7 @@ impl InFlight {
                 entry.set_free_link(NO_SEGMENT);
                 (meta | HAS_SACK, self.sacks.insert(entry))
             }
-            _ => (meta | WIDE, self.wide.insert(Side { value: *seg, next: NO_SEGMENT })),
+            _ => (meta | WIDE, self.wide.insert(Side { value: seg, next: NO_SEGMENT })),
         }
     }
 

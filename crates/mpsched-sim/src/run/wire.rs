@@ -7,7 +7,7 @@ use super::skb::OpenSkb;
 use super::{Carried, Flow, Payload, PendingNs, Side};
 use crate::app::App;
 use crate::config::SimConfig;
-use crate::endpoint::Endpoint;
+use crate::endpoint::{Endpoint, StoreSegment};
 use crate::records::RunStats;
 use mpsched_engine::event::EventQueue;
 use mpsched_engine::net::{NetEvent, NetSink, Network, Packet, RouteId};
@@ -72,24 +72,25 @@ impl Wire<'_> {
     ) -> u64 {
         let now = self.now_ns;
         let mut data_subflows = 0u64;
-        loop {
-            // The segment is read by reference where the endpoint wrote it: moved out of the
-            // Option, its 128 bytes were first copied to other stack slots (callgrind: ~4
-            // instructions a packet).
-            let out = side.ep.poll_transmit(now);
-            let Some((subflow, seg)) = &out else { break };
-            let subflow = *subflow;
-            let Placed { path, route, data, idx } = self.place(paths, subflow, seg, fi, client_side, request);
+        let dest = Destination { flow: fi as u32, subflow: 0, to_client: !client_side, request };
+        let mut to = Store { segments: self.segments, dest };
+        // The segment is stored where the endpoint builds it (a data sender's: in its own frame,
+        // from registers); only its handle, size and kind come back.
+        while let Some(Stored { subflow, idx, size, data }) = side.ep.poll_transmit_to(now, &mut to) {
+            let subflow = subflow as usize;
+            let path = paths[subflow];
+            let route = route(self.path_routes, path, client_side);
             if data {
                 data_subflows |= 1u64 << subflow;
             }
             if data && self.cfg.paths[path].gso {
-                let first = FirstSkb { paths, path, route, subflow, idx, seg };
+                // Read back as stored (exact): the skb path is out of line and rare.
+                let seg = to.segments.segment(idx);
+                let first = FirstSkb { paths, path, route, subflow, idx, seg: &seg };
                 return self.transmit_skbs(side, fi, client_side, request, first, data_subflows);
             }
-            let size = seg.wire_bytes();
-            let mut sink = Sink { queue: self.queue, segments: self.segments };
-            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
+            let mut sink = Sink { queue: self.queue, segments: to.segments };
+            self.net.send(now, route, size, Payload::segment(idx), &mut sink);
             self.stats.packets_sent += 1;
         }
         self.rearm_timer(side, fi, client_side, request);
@@ -159,11 +160,9 @@ impl Wire<'_> {
         request: bool,
     ) -> Placed {
         let path = paths[subflow];
-        let (down, up) = self.path_routes[path];
-        let route = if client_side { up } else { down };
-        let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
-        let dest = Destination { flow: fi as u32, subflow: subflow as u8, to_client: !client_side, request };
-        let idx = self.segments.insert(dest, seg);
+        let route = route(self.path_routes, path, client_side);
+        let dest = Destination { flow: fi as u32, subflow: 0, to_client: !client_side, request };
+        let Stored { idx, data, .. } = store(self.segments, dest, subflow, seg);
         Placed { path, route, data, idx }
     }
 
@@ -178,6 +177,56 @@ impl Wire<'_> {
             }
         }
     }
+}
+
+/// The route a segment from the `client_side` endpoint takes on `path` (`path_routes`: each
+/// path's down and up routes).
+#[inline(always)]
+fn route(path_routes: &[(RouteId, RouteId)], path: usize, client_side: bool) -> RouteId {
+    let (down, up) = path_routes[path];
+    if client_side {
+        up
+    } else {
+        down
+    }
+}
+
+/// The drain's [`StoreSegment`]: a segment for `dest` (its `subflow` set by each call) goes into
+/// `segments`.
+struct Store<'a> {
+    segments: &'a mut InFlight,
+    dest: Destination,
+}
+
+impl StoreSegment for Store<'_> {
+    type Out = Stored;
+    #[inline(always)]
+    fn store(&mut self, subflow: usize, seg: &Segment) -> Stored {
+        store(self.segments, self.dest, subflow, seg)
+    }
+}
+
+/// Stores `seg`, sent on `subflow` to `dest` (whose `subflow` it sets), in `segments`.
+#[inline(always)]
+fn store(segments: &mut InFlight, dest: Destination, subflow: usize, seg: &Segment) -> Stored {
+    let data = seg.len > 0 && seg.flags & (flags::SYN | flags::FIN) == 0;
+    let idx = segments.insert(Destination { subflow: subflow as u8, ..dest }, seg);
+    // Stored where the sender builds it (its fields in registers, what the sender fixes folded
+    // in) or from a segment returned: either way it must read back as the very segment (test
+    // and debug builds check every one).
+    if cfg!(any(test, debug_assertions)) {
+        assert_eq!(segments.segment(idx), *seg, "segment {idx} read back");
+    }
+    Stored { subflow: subflow as u32, idx, size: seg.wire_bytes() as u32, data }
+}
+
+/// A segment of a drain, stored: its subflow, its handle, its bytes on the wire, whether it
+/// carries data.
+struct Stored {
+    subflow: u32,
+    idx: u32,
+    size: u32,
+    data: bool,
 }
 
 /// A segment of a drain, stored: its path and route, whether it carries data, its handle.

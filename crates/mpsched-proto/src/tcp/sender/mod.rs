@@ -33,6 +33,23 @@ mod view;
 
 use recovery::NO_PROBE;
 
+/// `wrap(seg)` for a rare segment: inline, or with `OUT_OF_LINE` out of line ([`cold_wrap`]).
+#[inline(always)]
+fn rare_wrap<const OUT_OF_LINE: bool, R>(wrap: impl FnOnce(Segment) -> R, seg: Segment) -> R {
+    if OUT_OF_LINE {
+        cold_wrap(wrap, seg)
+    } else {
+        wrap(seg)
+    }
+}
+
+/// `wrap(seg)` out of line: so that a large `wrap` (the simulator's store) is inlined once
+/// into the send path, where new data leaves, and not at all four places.
+#[inline(never)]
+fn cold_wrap<R>(wrap: impl FnOnce(Segment) -> R, seg: Segment) -> R {
+    wrap(seg)
+}
+
 /// Congestion state (Linux `icsk_ca_state`, collapsed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaState {
@@ -419,6 +436,29 @@ impl Sender {
         now_ns: u64,
         wrap: impl FnOnce(Segment) -> R,
     ) -> Option<R> {
+        self.poll_transmit_by::<false, R>(now_ns, wrap)
+    }
+
+    /// [`Sender::poll_transmit_with`] for a large `wrap` (the simulator's store, inlined): it
+    /// is inlined where new data leaves only, and called out of line ([`cold_wrap`]) for the
+    /// rare segments (handshake, probe, retransmission).
+    #[inline]
+    pub fn poll_transmit_with_large<R>(
+        &mut self,
+        now_ns: u64,
+        wrap: impl FnOnce(Segment) -> R,
+    ) -> Option<R> {
+        self.poll_transmit_by::<true, R>(now_ns, wrap)
+    }
+
+    /// [`Sender::poll_transmit_with`] (a small `wrap`, inlined everywhere) and, with
+    /// `RARE_OUT_OF_LINE`, [`Sender::poll_transmit_with_large`].
+    #[inline(always)]
+    fn poll_transmit_by<const RARE_OUT_OF_LINE: bool, R>(
+        &mut self,
+        now_ns: u64,
+        wrap: impl FnOnce(Segment) -> R,
+    ) -> Option<R> {
         // Each `None` below ends a drain: the probe is scheduled there, once for all the
         // drain sent (`resolve_tlp`; a wrapper testing the result copied every segment).
         if !self.path_up {
@@ -430,7 +470,7 @@ impl Sender {
         if self.hs.has_pending() {
             if let Some(mut s) = self.hs.poll_transmit(now_ns) {
                 s.window = self.cfg.rcv_buf_bytes;
-                return Some(wrap(s));
+                return Some(rare_wrap::<RARE_OUT_OF_LINE, R>(wrap, s));
             }
         }
         if !self.hs.is_established() {
@@ -439,14 +479,18 @@ impl Sender {
         let mut ignore_cwnd = false;
         if self.probe_due {
             match self.take_probe(now_ns) {
-                Some(s) => return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin))),
+                Some(s) => {
+                    let seg = self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin);
+                    return Some(rare_wrap::<RARE_OUT_OF_LINE, R>(wrap, seg));
+                }
                 None => ignore_cwnd = !self.queue.is_empty(),
             }
         }
         if self.state != CaState::Open || self.board.lost_bytes() > 0 {
             match self.next_retransmission(now_ns) {
                 Some(Some(s)) => {
-                    return Some(wrap(self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin)))
+                    let seg = self.build(now_ns, s.seq, s.len, s.dsn, s.data_fin);
+                    return Some(rare_wrap::<RARE_OUT_OF_LINE, R>(wrap, seg));
                 }
                 Some(None) => {
                     self.resolve_tlp();
