@@ -43,17 +43,19 @@ impl Lane {
         self.debug_check();
     }
 
-    /// Replaces the root (the least key) with `key` and sifts it down. The heap must not be
-    /// empty.
+    /// Replaces the root (the least key) with `key` and sifts it down; an empty lane takes
+    /// `key` as its only key (so no caller's slip can make the writes below go out of bounds).
     #[inline(always)]
     pub(super) fn replace_root(&mut self, key: u128) {
         let n = self.keys.len();
-        debug_assert!(n > 0, "replace_root of an empty lane");
+        if n == 0 {
+            self.keys.push(key);
+            return;
+        }
         let keys = self.keys.as_mut_ptr();
         let (mut pos, mut child) = (0, 1);
         // SAFETY: every index read or written is below `n`, the vector's length: `pos` is 0
-        // (n > 0, asserted in debug builds, and `EventQueue` calls this only with its taken
-        // root present) or a former `child`; the loop reads `child` and `child + 1` only while
+        // (n > 0, tested above) or a former `child`; the loop reads `child` and `child + 1` only while
         // `child + 1 < n`, and the tail reads `child` only when `child + 1 == n`.
         unsafe {
             while child + 1 < n {
@@ -133,10 +135,13 @@ mod tests {
                         lane.push(key);
                         model.push(key);
                     }
-                    1 if !model.is_empty() => {
+                    1 => {
                         lane.replace_root(key);
                         model.sort_unstable();
-                        model[0] = key;
+                        match model.first_mut() {
+                            Some(root) => *root = key,
+                            None => model.push(key), // an empty lane takes it as its root
+                        }
                     }
                     _ if !model.is_empty() => {
                         lane.pop_root();
