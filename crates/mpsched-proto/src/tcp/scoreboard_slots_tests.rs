@@ -152,7 +152,7 @@ fn a_send_time_held_for_minutes_is_kept_wide_and_exact() {
 }
 
 /// xorshift64: the random tests' numbers, the same on every run.
-fn rng(mut state: u64) -> impl FnMut(u64) -> u64 {
+pub(super) fn rng(mut state: u64) -> impl FnMut(u64) -> u64 {
     move |n| {
         state ^= state << 13;
         state ^= state >> 7;

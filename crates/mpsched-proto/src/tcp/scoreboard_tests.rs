@@ -297,13 +297,7 @@ fn nothing_to_judge_means_rack_marks_nothing_and_arms_no_timer() {
     // on a copy must mark nothing, arm no timer and leave its pointer, whatever the
     // reordering window. (Fails with the SACKed test dropped, or with the send time alone
     // compared.)
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rand = |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut rand = super::slots_tests::rng(0x9e37_79b9_7f4a_7c15u64);
     let (mut said_nothing, mut judged_a_tie) = (0, 0);
     for _flight in 0..40 {
         let mut b = Scoreboard::default();
@@ -392,13 +386,7 @@ fn last_ackt_is_the_latest_send_time_of_the_acked_first_transmissions() {
     // stored: the latest send time among the segments it covers that are neither SACKed nor
     // ever retransmitted (Linux `tcp_clean_rtx_queue`). Counts that ACKs covering several
     // such segments, and marked ones among them, occur.
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut rand = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut rand = super::slots_tests::rng(0x2545_f491_4f6c_dd1du64);
     let (mut several, mut mixed) = (0, 0);
     for flight in 0..40 {
         let mut b = Scoreboard::default();
