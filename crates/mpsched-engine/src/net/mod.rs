@@ -82,40 +82,28 @@ pub enum NetEvent {
 /// Low bits of a packed [`NetEvent`] that hold its index (the top two hold the variant).
 const NET_INDEX_BITS: u32 = 30;
 
-impl NetEvent {
+impl crate::event::PackedEvent for NetEvent {
     /// The event as a 2-bit variant and a 30-bit index (a link or a propagation-slab entry;
-    /// more than 2^30 of either is a run that does not fit memory anyway).
+    /// more than 2^30 of either is a run that does not fit memory anyway). The simulator's
+    /// loop packs the network's events among its own (`mpsched-sim`'s `run/event.rs`).
     #[inline]
-    pub fn pack_bits(self, index_bits: u32) -> u32 {
+    fn pack(self) -> u32 {
         let (kind, index) = match self {
             NetEvent::Arrive(i) => (0, i),
             NetEvent::PipeArrive(l) => (1, l),
             NetEvent::Enqueue(i) => (2, i),
         };
-        assert!(index < 1 << index_bits, "network event index {index} does not fit {index_bits} bits");
-        kind << index_bits | index
+        assert!(index < 1 << NET_INDEX_BITS, "network event index {index} does not fit {NET_INDEX_BITS} bits");
+        kind << NET_INDEX_BITS | index
     }
-
-    /// The event packed by [`pack_bits`](Self::pack_bits) with the same `index_bits`.
     #[inline]
-    pub fn unpack_bits(code: u32, index_bits: u32) -> Self {
-        let index = code & ((1 << index_bits) - 1);
-        match code >> index_bits {
+    fn unpack(code: u32) -> Self {
+        let index = code & ((1 << NET_INDEX_BITS) - 1);
+        match code >> NET_INDEX_BITS {
             0 => NetEvent::Arrive(index),
             1 => NetEvent::PipeArrive(index),
             _ => NetEvent::Enqueue(index),
         }
-    }
-}
-
-impl crate::event::PackedEvent for NetEvent {
-    #[inline]
-    fn pack(self) -> u32 {
-        self.pack_bits(NET_INDEX_BITS)
-    }
-    #[inline]
-    fn unpack(code: u32) -> Self {
-        Self::unpack_bits(code, NET_INDEX_BITS)
     }
 }
 
