@@ -84,13 +84,7 @@ impl DataReceiver {
     /// the subflow only: `set_path_up` sets the subflow's flag with the connection's bit.
     #[inline(always)]
     pub(crate) fn plain_ack_due(&self) -> bool {
-        if cfg!(any(test, debug_assertions)) {
-            assert_eq!(
-                self.in_order_open,
-                self.in_order_state(),
-                "in-order state moved, not noted"
-            );
-        }
+        self.check_in_order_noted();
         match self.subflows.as_slice() {
             [s] => {
                 if cfg!(any(test, debug_assertions)) {

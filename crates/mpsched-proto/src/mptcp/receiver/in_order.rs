@@ -15,12 +15,7 @@ impl DataReceiver {
     /// kept state tests ([`DataReceiver::in_order_state`]), then the segment's.
     #[inline(always)]
     pub(crate) fn in_order_ready(&self, subflow: usize, seg: &Segment) -> bool {
-        #[cfg(any(test, debug_assertions))]
-        assert_eq!(
-            self.in_order_open,
-            self.in_order_state(),
-            "in-order state moved, not noted"
-        );
+        self.check_in_order_noted();
         match self.subflows.as_slice() {
             [s] => {
                 subflow == 0
@@ -29,6 +24,19 @@ impl DataReceiver {
                     && s.in_order_segment(seg)
             }
             _ => false,
+        }
+    }
+
+    /// In test and debug builds, asserts that `in_order_open` is what
+    /// [`DataReceiver::in_order_state`] says now (the short paths trust the kept flag).
+    #[inline(always)]
+    pub(super) fn check_in_order_noted(&self) {
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(
+                self.in_order_open,
+                self.in_order_state(),
+                "in-order state moved, not noted"
+            );
         }
     }
 
