@@ -289,6 +289,21 @@ fn a_send_time_past_56_bits_is_refused() {
     b.push(0, 100, 0, false, XMIT_LIMIT);
 }
 
+/// SACKs a random run of whole segments of the flight `una..next` (at least two segments),
+/// leaving at least its first segment a hole.
+fn sack_a_run_above_a_hole(
+    b: &mut Scoreboard,
+    una: u64,
+    next: u64,
+    t: u64,
+    rand: &mut impl FnMut(u64) -> u64,
+) {
+    let segs = (next - una) / MSS;
+    let first = 1 + rand(segs - 1);
+    let last = first + 1 + rand(segs - first);
+    b.apply_sack(&[(una + first * MSS, una + last * MSS)], t);
+}
+
 #[test]
 fn nothing_to_judge_means_rack_marks_nothing_and_arms_no_timer() {
     // Random flights sent in bursts (segments of one burst share their send time, so RACK's
@@ -316,12 +331,7 @@ fn nothing_to_judge_means_rack_marks_nothing_and_arms_no_timer() {
                     una += MSS * rand((next - una) / MSS + 1);
                     b.advance_una(una, t);
                 }
-                3 if next > una + MSS => {
-                    let segs = (next - una) / MSS;
-                    let first = 1 + rand(segs - 1);
-                    let last = first + 1 + rand(segs - first);
-                    b.apply_sack(&[(una + first * MSS, una + last * MSS)], t);
-                }
+                3 if next > una + MSS => sack_a_run_above_a_hole(&mut b, una, next, t, &mut rand),
                 4 => {
                     b.rack_mark_lost(t, rand(3));
                 }
@@ -402,12 +412,7 @@ fn last_ackt_is_the_latest_send_time_of_the_acked_first_transmissions() {
                         t += rand(2);
                     }
                 }
-                3 if next > una + MSS => {
-                    let segs = (next - una) / MSS;
-                    let first = 1 + rand(segs - 1);
-                    let last = first + 1 + rand(segs - first);
-                    b.apply_sack(&[(una + first * MSS, una + last * MSS)], t);
-                }
+                3 if next > una + MSS => sack_a_run_above_a_hole(&mut b, una, next, t, &mut rand),
                 4 => {
                     b.rack_mark_lost(t, rand(3));
                 }
