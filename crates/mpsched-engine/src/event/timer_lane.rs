@@ -17,6 +17,9 @@
 
 /// Keys a line (64 bytes of `u128`).
 const LINE_KEYS: usize = 4;
+/// Lanes at least this big (32 KB: L1's size) prefetch each pop's next level (a hint: no
+/// effect on order); smaller ones stay cached between pops and would only pay the instructions.
+const PREFETCH_MIN_KEYS: usize = 2048;
 /// Slots before the root, so that every group of four children starts a line.
 const ROOT_SLOT: usize = LINE_KEYS - 1;
 
@@ -109,33 +112,60 @@ impl TimerLane {
             return;
         }
         // The hole goes from the root down to a leaf, taking each level's least child (keys are
-        // unique, so which of equal children is taken never arises).
+        // unique, so which of equal children is taken never arises), then the last key fills it,
+        // rising to its place.
+        let deep = n >= PREFETCH_MIN_KEYS;
+        let at = keys.as_mut_ptr();
         let mut pos = 0;
         let mut first = 1;
-        while first + LINE_KEYS <= n {
-            let c = &keys[first..first + LINE_KEYS];
-            let (lo, hi) = (first + (c[1] < c[0]) as usize, first + 2 + (c[3] < c[2]) as usize);
-            let least = if keys[hi] < keys[lo] { hi } else { lo };
-            keys[pos] = keys[least];
-            pos = least;
-            first = LINE_KEYS * pos + 1;
-        }
-        if first < n {
-            // A last group of one to three children; their own children would be at or past `n`.
-            let least = (first + 1..n).fold(first, |m, i| if keys[i] < keys[m] { i } else { m });
-            keys[pos] = keys[least];
-            pos = least;
-        }
-        // The last key fills the hole, rising to its place.
-        while pos > 0 {
-            let parent = (pos - 1) / LINE_KEYS;
-            if keys[parent] <= last {
-                break;
+        // SAFETY: every index read or written is below `n` (`keys` has `n + 1`): the first loop
+        // reads `first .. first + 4` only while `first + 4 <= n`, and writes `pos`, which is 0 or
+        // a child read before, so below `first`; the tail reads `first .. n`; the last loop reads
+        // parents of `pos`, which are below it. Prefetches are hints, never faults.
+        unsafe {
+            while first + LINE_KEYS <= n {
+                // The next level's line is one of the four lines holding this group's children,
+                // which sit together (keys `4 * first + 1 ..`, 256 bytes): in a lane too big to
+                // stay cached, ask for all four now, so the next level's miss overlaps this one's
+                // instead of following it.
+                let grandchildren = LINE_KEYS * first + 1;
+                if deep && grandchildren < n {
+                    let block = at.wrapping_add(grandchildren);
+                    for line in 0..LINE_KEYS {
+                        crate::prefetch::line(block.wrapping_add(line * LINE_KEYS));
+                    }
+                }
+                let c = at.add(first);
+                let lo = (*c.add(1) < *c) as usize;
+                let hi = 2 + (*c.add(3) < *c.add(2)) as usize;
+                let least = first + if *c.add(hi) < *c.add(lo) { hi } else { lo };
+                *at.add(pos) = *at.add(least);
+                pos = least;
+                first = LINE_KEYS * pos + 1;
             }
-            keys[pos] = keys[parent];
-            pos = parent;
+            if first < n {
+                // A last group of one to three children; their own children would be at or past
+                // `n`.
+                let mut least = first;
+                for i in first + 1..n {
+                    if *at.add(i) < *at.add(least) {
+                        least = i;
+                    }
+                }
+                *at.add(pos) = *at.add(least);
+                pos = least;
+            }
+            while pos > 0 {
+                let parent = (pos - 1) / LINE_KEYS;
+                let above = *at.add(parent);
+                if above <= last {
+                    break;
+                }
+                *at.add(pos) = above;
+                pos = parent;
+            }
+            *at.add(pos) = last;
         }
-        keys[pos] = last;
         self.debug_check();
     }
 
