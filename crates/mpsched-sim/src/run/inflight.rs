@@ -260,17 +260,8 @@ impl<T: Copy + FreeLink> Pool<T> {
         // `NO_SEGMENT` (none free) is past every slot (they stay below 2^31), so the one
         // bounds test is also the test for a free slot.
         if let Some(slot) = self.slots.get_mut(i as usize) {
-            let next = slot.free_link();
-            self.free_head = next;
+            self.free_head = slot.free_link();
             *slot = v;
-            // The next insert reads the new head's free link first, and at scale that slot,
-            // freed long ago, has left the caches: ask for it now (both ends, as a record may
-            // straddle two lines). A hint: no effect on what is stored.
-            if (next as usize) < self.slots.len() {
-                let head = self.slots.as_ptr().wrapping_add(next as usize);
-                mpsched_engine::prefetch::line(head);
-                mpsched_engine::prefetch::line(head.wrapping_add(1).cast::<u8>().wrapping_sub(1));
-            }
             return i;
         }
         self.push_below(v, limit, full)
