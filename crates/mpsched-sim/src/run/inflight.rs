@@ -292,14 +292,6 @@ impl<T: Copy + FreeLink> Pool<T> {
         let value = *slot;
         slot.set_free_link(head);
         self.free_head = i;
-        // The next insert takes slot `i`, cached by this read; the one after takes `head`,
-        // freed maybe long ago: at scale it has left the caches, so ask for it now (both ends,
-        // as a record may straddle two lines). A hint: no effect on what is stored.
-        if (head as usize) < self.slots.len() {
-            let at = self.slots.as_ptr().wrapping_add(head as usize);
-            mpsched_engine::prefetch::line(at);
-            mpsched_engine::prefetch::line(at.wrapping_add(1).cast::<u8>().wrapping_sub(1));
-        }
         value
     }
 
