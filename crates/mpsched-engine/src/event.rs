@@ -198,6 +198,14 @@ impl<E: PackedEvent> EventQueue<E> {
         self.heap_head().map(|k| k as u32)
     }
 
+    /// The packed code of the second lane's earliest event (pushed with
+    /// [`push_later`](Self::push_later)), the packet lane not looked at: a hint of which timer
+    /// comes next (the event loop prefetches its flow's state).
+    #[inline(always)]
+    pub fn peek_later_code(&self) -> Option<u32> {
+        (!self.later.is_empty()).then_some(self.later_head as u32)
+    }
+
     /// Number of pending events.
     pub fn len(&self) -> usize {
         self.heap.len() - self.root_taken as usize + self.later.len()
@@ -314,6 +322,9 @@ mod tests {
                 // The packet lane's own head: the least key pushed with `push`.
                 let packet_head = model.iter().find(|&(&(_, n), _)| lanes[n]).map(|(_, &e)| e);
                 prop_assert_eq!(q.peek_packet_code(), packet_head);
+                // The second lane's own head: the least key pushed with `push_later`.
+                let later_head = model.iter().find(|&(&(_, n), _)| !lanes[n]).map(|(_, &e)| e);
+                prop_assert_eq!(q.peek_later_code(), later_head);
             }
             let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
             let want: Vec<_> = model.into_iter().map(|((t, _), e)| (t, e)).collect();
