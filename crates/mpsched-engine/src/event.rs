@@ -206,6 +206,13 @@ impl<E: PackedEvent> EventQueue<E> {
         (!self.later.is_empty()).then_some(self.later_head as u32)
     }
 
+    /// The packed code of the second lane's second earliest event, if any: a hint of which
+    /// timer comes after the next.
+    #[inline]
+    pub fn peek_later_second_code(&self) -> Option<u32> {
+        self.later.second().map(|k| k as u32)
+    }
+
     /// Number of pending events.
     pub fn len(&self) -> usize {
         self.heap.len() - self.root_taken as usize + self.later.len()
@@ -325,6 +332,8 @@ mod tests {
                 // The second lane's own head: the least key pushed with `push_later`.
                 let later_head = model.iter().find(|&(&(_, n), _)| !lanes[n]).map(|(_, &e)| e);
                 prop_assert_eq!(q.peek_later_code(), later_head);
+                let later_second = model.iter().filter(|&(&(_, n), _)| !lanes[n]).nth(1).map(|(_, &e)| e);
+                prop_assert_eq!(q.peek_later_second_code(), later_second);
             }
             let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
             let want: Vec<_> = model.into_iter().map(|((t, _), e)| (t, e)).collect();

@@ -53,6 +53,12 @@ impl TimerLane {
         (self.len > 0).then(|| self.keys()[0])
     }
 
+    /// The second least key, if any: the least of the root's children (one line).
+    #[inline]
+    pub(super) fn second(&self) -> Option<u128> {
+        self.keys().get(1..self.len.min(LINE_KEYS + 1))?.iter().min().copied()
+    }
+
     /// The keys, heap order: key `i` at index `i`.
     #[inline(always)]
     fn keys(&self) -> &[u128] {
@@ -259,6 +265,9 @@ mod tests {
                 prop_assert!(lane.heap_order_holds());
                 prop_assert_eq!(lane.len(), model.len());
                 prop_assert_eq!(lane.peek(), model.iter().min().copied());
+                let mut sorted = model.clone();
+                sorted.sort_unstable();
+                prop_assert_eq!(lane.second(), sorted.get(1).copied());
             }
             model.sort_unstable();
             let mut rest = Vec::new();
