@@ -1,4 +1,4 @@
-//! Prefetching the state of the packets a link delivers next.
+//! Prefetching the state of the packets a link delivers next, and of the timers that fire next.
 //!
 //! With thousands of flows, the state one delivered segment touches (its record, the flow's
 //! slot, the receiving endpoint and its subflow) has left the caches since that flow's last
@@ -6,8 +6,10 @@
 //! before. A FIFO link's propagation pipe holds the packets it delivers next, in order, so
 //! while the loop handles one packet it starts the loads for the ones behind it, one level of
 //! that chain per distance: the record of the packet `RECORD_AHEAD` places back, the flow of
-//! the one whose record was fetched earlier, and so on. Hints only: nothing here writes, and
-//! the records cannot change.
+//! the one whose record was fetched earlier, and so on. The second lane of the event queue
+//! (timers, wake-ups) is ordered too, and its next two are known: a firing timer fetches the
+//! next one's endpoint and the flow slot of the one after. Hints only: nothing here writes,
+//! and the records cannot change.
 
 use super::{Carried, Event, Simulation};
 use crate::endpoint::Endpoint;
