@@ -25,10 +25,10 @@
 //! down to the bottom and back up, the push's up.
 
 use lane::Lane;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use timer_lane::TimerLane;
 
 mod lane;
+mod timer_lane;
 
 /// Bits of the key below the time: sequence (high 32) and the packed event (low 32).
 const CODE_MASK: u128 = 0xffff_ffff;
@@ -57,7 +57,7 @@ pub struct EventQueue<E> {
     /// Min-heap of `at_ns << 64 | seq << 32 | event`; keys are unique (one seq each).
     heap: Lane,
     /// The same for the events pushed with [`EventQueue::push_later`].
-    later: BinaryHeap<Reverse<u128>>,
+    later: TimerLane,
     /// The head key of `later`, `u128::MAX` when it is empty: kept beside the first heap so
     /// choosing the lane to pop reads one heap, not two.
     later_head: u128,
@@ -87,7 +87,7 @@ impl<E: PackedEvent> EventQueue<E> {
     fn with_seq_end(seq_end: u64) -> Self {
         Self {
             heap: Lane::default(),
-            later: BinaryHeap::new(),
+            later: TimerLane::default(),
             later_head: u128::MAX,
             root_taken: false,
             next_seq: 0,
@@ -116,7 +116,7 @@ impl<E: PackedEvent> EventQueue<E> {
     pub fn push_later(&mut self, at_ns: u64, event: E) {
         let key = self.key(at_ns, event);
         self.later_head = self.later_head.min(key);
-        self.later.push(Reverse(key));
+        self.later.push(key);
     }
 
     #[inline(always)]
@@ -171,7 +171,7 @@ impl<E: PackedEvent> EventQueue<E> {
         let (top, later) = self.head()?;
         if later {
             self.later.pop();
-            self.later_head = self.later.peek().map_or(u128::MAX, |k| k.0);
+            self.later_head = self.later.peek().unwrap_or(u128::MAX);
         } else {
             self.root_taken = true;
         }
@@ -198,6 +198,21 @@ impl<E: PackedEvent> EventQueue<E> {
         self.heap_head().map(|k| k as u32)
     }
 
+    /// The packed code of the second lane's earliest event (pushed with
+    /// [`push_later`](Self::push_later)), the packet lane not looked at: a hint of which timer
+    /// comes next (the event loop prefetches its flow's state).
+    #[inline(always)]
+    pub fn peek_later_code(&self) -> Option<u32> {
+        (!self.later.is_empty()).then_some(self.later_head as u32)
+    }
+
+    /// The packed code of the second lane's second earliest event, if any: a hint of which
+    /// timer comes after the next.
+    #[inline]
+    pub fn peek_later_second_code(&self) -> Option<u32> {
+        self.later.second().map(|k| k as u32)
+    }
+
     /// Number of pending events.
     pub fn len(&self) -> usize {
         self.heap.len() - self.root_taken as usize + self.later.len()
@@ -218,14 +233,14 @@ impl<E: PackedEvent> EventQueue<E> {
             self.heap.pop_root();
         }
         let now_keys = self.heap.take_keys().into_iter().map(|k| (k, false));
-        let later_keys = std::mem::take(&mut self.later).into_iter().map(|k| (k.0, true));
+        let later_keys = self.later.take_keys().into_iter().map(|k| (k, true));
         let mut keys: Vec<(u128, bool)> = now_keys.chain(later_keys).collect();
         keys.sort_unstable();
         let (mut now, mut later) = (Vec::new(), Vec::new());
         for (i, &(k, in_later)) in keys.iter().enumerate() {
             let k = (k >> 64) << 64 | (i as u128) << 32 | (k & CODE_MASK);
             if in_later {
-                later.push(Reverse(k));
+                later.push(k);
             } else {
                 now.push(k);
             }
@@ -233,8 +248,8 @@ impl<E: PackedEvent> EventQueue<E> {
         self.next_seq = keys.len() as u64;
         // Sorted: `keys` is, and the new sequence numbers follow its order.
         self.heap = Lane::from_sorted(now);
-        self.later = BinaryHeap::from(later);
-        self.later_head = self.later.peek().map_or(u128::MAX, |k| k.0);
+        self.later = TimerLane::from_sorted(later);
+        self.later_head = self.later.peek().unwrap_or(u128::MAX);
     }
 }
 
@@ -314,6 +329,54 @@ mod tests {
                 // The packet lane's own head: the least key pushed with `push`.
                 let packet_head = model.iter().find(|&(&(_, n), _)| lanes[n]).map(|(_, &e)| e);
                 prop_assert_eq!(q.peek_packet_code(), packet_head);
+                // The second lane's own head: the least key pushed with `push_later`.
+                let later_head = model.iter().find(|&(&(_, n), _)| !lanes[n]).map(|(_, &e)| e);
+                prop_assert_eq!(q.peek_later_code(), later_head);
+                let later_second = model.iter().filter(|&(&(_, n), _)| !lanes[n]).nth(1).map(|(_, &e)| e);
+                prop_assert_eq!(q.peek_later_second_code(), later_second);
+            }
+            let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+            let want: Vec<_> = model.into_iter().map(|((t, _), e)| (t, e)).collect();
+            prop_assert_eq!(rest, want);
+        }
+
+        /// The second lane at depth (hundreds of keys, four children a level: the partial last
+        /// group, the hole's way down and the last key's way up): mostly `push_later`, pops in
+        /// runs, times spread wide and often tied, against a sorted map; with a small sequence
+        /// space too, so the lane is renumbered while deep.
+        #[test]
+        fn a_deep_second_lane_matches_a_sorted_map(
+            ops in proptest::collection::vec((0u64..1000, 0u8..10), 0..2000),
+            seq_end in prop_oneof![Just(1u64 << 32), 300u64..700],
+        ) {
+            let mut q = EventQueue::with_seq_end(seq_end);
+            let mut model = BTreeMap::new();
+            let mut now = 0;
+            for (n, (dt, op)) in ops.into_iter().enumerate() {
+                match op {
+                    // A run of pops (a tenth of the ops pop up to four events).
+                    0 => {
+                        for _ in 0..(dt % 5) {
+                            let got = q.pop();
+                            prop_assert_eq!(got, model.pop_first().map(|((t, _), e)| (t, e)));
+                            if let Some((t, _)) = got {
+                                now = t;
+                            }
+                        }
+                    }
+                    1 => {
+                        q.push(now + dt, n as u32);
+                        model.insert((now + dt, n), n as u32);
+                    }
+                    _ => {
+                        // A coarse time, so that many keys tie on it and order by push.
+                        let at = now + dt / 50 * 50;
+                        q.push_later(at, n as u32);
+                        model.insert((at, n), n as u32);
+                    }
+                }
+                prop_assert_eq!(q.len(), model.len());
+                prop_assert_eq!(q.peek(), model.values().next().copied());
             }
             let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
             let want: Vec<_> = model.into_iter().map(|((t, _), e)| (t, e)).collect();

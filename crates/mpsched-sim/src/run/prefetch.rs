@@ -1,4 +1,4 @@
-//! Prefetching the state of the packets a link delivers next.
+//! Prefetching the state of the packets a link delivers next, and of the timers that fire next.
 //!
 //! With thousands of flows, the state one delivered segment touches (its record, the flow's
 //! slot, the receiving endpoint and its subflow) has left the caches since that flow's last
@@ -6,11 +6,14 @@
 //! before. A FIFO link's propagation pipe holds the packets it delivers next, in order, so
 //! while the loop handles one packet it starts the loads for the ones behind it, one level of
 //! that chain per distance: the record of the packet `RECORD_AHEAD` places back, the flow of
-//! the one whose record was fetched earlier, and so on. Hints only: nothing here writes, and
-//! the records cannot change.
+//! the one whose record was fetched earlier, and so on. The second lane of the event queue
+//! (timers, wake-ups) is ordered too, and its next two are known: a firing timer fetches the
+//! next one's endpoint and the flow slot of the one after. Hints only: nothing here writes,
+//! and the records cannot change.
 
-use super::{Carried, Simulation};
+use super::{Carried, Event, Simulation};
 use crate::endpoint::Endpoint;
+use mpsched_engine::event::PackedEvent;
 use mpsched_engine::net::LinkId;
 use mpsched_engine::prefetch;
 
@@ -62,6 +65,46 @@ impl Simulation<'_> {
                 f.side(dest.to_client, dest.request).ep.prefetch(dest.subflow as usize, inner);
             }
         }
+    }
+}
+
+impl Simulation<'_> {
+    /// Starts loading the state of the timers or wake-ups due next in the second lane (called
+    /// when one fires), one level of the chain per distance as the pipe look-ahead does: the
+    /// flow slot of the one after the next, and the endpoint of the next, whose slot the call
+    /// before asked for. At scale a firing timer's reads (its flow's slot and pending time,
+    /// then its endpoint's deadlines) miss the caches; the next ones fire some tens of events
+    /// later, long enough for the lines to arrive and, being few, short enough for them to stay.
+    #[inline]
+    pub(super) fn prefetch_next_timer(&self) {
+        if self.active_flows < MIN_ACTIVE_FLOWS {
+            return;
+        }
+        if let Some(code) = self.queue.peek_later_second_code() {
+            if let Some(slot) = timer_flow(code).and_then(|(fi, _)| self.flows.get(fi)) {
+                prefetch::object(slot, MAX_LINES);
+            }
+        }
+        let Some((fi, side)) = self.queue.peek_later_code().and_then(timer_flow) else { return };
+        let Some(Some(f)) = self.flows.get(fi) else { return };
+        match side {
+            Some((client, request)) => {
+                let ep = &f.side(client, request).ep;
+                ep.prefetch(0, false);
+                ep.prefetch(0, true);
+            }
+            None => prefetch::object(f, MAX_LINES),
+        }
+    }
+}
+
+/// The flow of a timer's or wake-up's `code`, with the timer's side (client, request).
+#[inline(always)]
+fn timer_flow(code: u32) -> Option<(usize, Option<(bool, bool)>)> {
+    match Event::unpack(code) {
+        Event::Timer { flow, client, request } => Some((flow as usize, Some((client, request)))),
+        Event::AppWakeup(flow) => Some((flow as usize, None)),
+        _ => None,
     }
 }
 
