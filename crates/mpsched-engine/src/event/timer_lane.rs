@@ -64,10 +64,11 @@ impl TimerLane {
     fn keys(&self) -> &[u128] {
         // SAFETY: `lines` is `lines.len() * LINE_KEYS` contiguous, initialised `u128`s (`Line` is
         // `repr(C)`, no padding: 64 bytes of keys), and `ROOT_SLOT + len` never exceeds that (see
-        // `push`).
+        // `push`). An empty lane may have no buffer: its pointer is then only aligned, so the
+        // offset is taken with `wrapping_add` (in bounds whenever `len > 0`).
         unsafe {
             let base = self.lines.as_ptr() as *const u128;
-            std::slice::from_raw_parts(base.add(ROOT_SLOT), self.len)
+            std::slice::from_raw_parts(base.wrapping_add(ROOT_SLOT), self.len)
         }
     }
 
