@@ -33,6 +33,21 @@ mod timer_lane;
 /// Bits of the key below the time: sequence (high 32) and the packed event (low 32).
 const CODE_MASK: u128 = 0xffff_ffff;
 
+/// Puts `key` at slot `pos` of the `ARITY`-ary min-heap `keys` (slot `pos` is free: a new leaf)
+/// and moves it up past every parent greater than it (both lanes' push).
+#[inline(always)]
+fn sift_up<const ARITY: usize>(keys: &mut [u128], mut pos: usize, key: u128) {
+    while pos > 0 {
+        let parent = (pos - 1) / ARITY;
+        if keys[parent] <= key {
+            break;
+        }
+        keys[pos] = keys[parent];
+        pos = parent;
+    }
+    keys[pos] = key;
+}
+
 /// An event that the queue stores in 32 bits (`unpack(pack(e)) == e`).
 pub trait PackedEvent: Copy {
     /// The event as 32 bits.

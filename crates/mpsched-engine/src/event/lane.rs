@@ -28,18 +28,9 @@ impl Lane {
     /// Adds `key`, sifting it up from a new leaf.
     #[inline]
     pub(super) fn push(&mut self, key: u128) {
-        let mut pos = self.keys.len();
+        let pos = self.keys.len();
         self.keys.push(key);
-        let keys = self.keys.as_mut_slice();
-        while pos > 0 {
-            let parent = (pos - 1) / 2;
-            if keys[parent] <= key {
-                break;
-            }
-            keys[pos] = keys[parent];
-            pos = parent;
-        }
-        keys[pos] = key;
+        super::sift_up::<2>(self.keys.as_mut_slice(), pos, key);
         self.debug_check();
     }
 

@@ -91,17 +91,7 @@ impl TimerLane {
             self.lines.push(Line([0; LINE_KEYS]));
         }
         self.len = n;
-        let keys = self.keys_mut(n);
-        let mut pos = n - 1;
-        while pos > 0 {
-            let parent = (pos - 1) / LINE_KEYS;
-            if keys[parent] <= key {
-                break;
-            }
-            keys[pos] = keys[parent];
-            pos = parent;
-        }
-        keys[pos] = key;
+        super::sift_up::<LINE_KEYS>(self.keys_mut(n), n - 1, key);
         self.debug_check();
     }
 
