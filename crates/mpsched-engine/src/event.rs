@@ -48,6 +48,12 @@ fn sift_up<const ARITY: usize>(keys: &mut [u128], mut pos: usize, key: u128) {
     keys[pos] = key;
 }
 
+/// Every key of the `ARITY`-ary heap `keys` is at least its parent (both lanes' debug check).
+#[cfg(any(test, debug_assertions))]
+fn heap_order_holds<const ARITY: usize>(keys: &[u128]) -> bool {
+    (1..keys.len()).all(|i| keys[(i - 1) / ARITY] <= keys[i])
+}
+
 /// An event that the queue stores in 32 bits (`unpack(pack(e)) == e`).
 pub trait PackedEvent: Copy {
     /// The event as 32 bits.

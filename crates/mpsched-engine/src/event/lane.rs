@@ -103,7 +103,7 @@ impl Lane {
     /// Every key is at least its parent.
     #[cfg(any(test, debug_assertions))]
     fn heap_order_holds(&self) -> bool {
-        (1..self.keys.len()).all(|i| self.keys[(i - 1) / 2] <= self.keys[i])
+        super::heap_order_holds::<2>(&self.keys)
     }
 }
 

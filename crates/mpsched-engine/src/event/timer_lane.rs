@@ -194,8 +194,7 @@ impl TimerLane {
     /// Every key is at least its parent.
     #[cfg(any(test, debug_assertions))]
     fn heap_order_holds(&self) -> bool {
-        let keys = self.keys();
-        (1..keys.len()).all(|i| keys[(i - 1) / LINE_KEYS] <= keys[i])
+        super::heap_order_holds::<LINE_KEYS>(self.keys())
     }
 }
 
