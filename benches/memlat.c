@@ -1,6 +1,6 @@
 /* benches/memlat.c: the host's load latency now, beside a scale-bench timing.
  *
- *   cc -O2 -o /tmp/memlat benches/memlat.c && /tmp/memlat
+ *   cc -O2 -o /tmp/memlat benches/memlat.c && /tmp/memlat [MILLION_LOADS]
  *
  * prints one line: ns a dependent load when chasing pointers through a random cycle of cache
  * lines in a 1 MiB, 8 MiB and 128 MiB buffer (L2-sized, inside the 32 MiB L3, far beyond it).
@@ -8,6 +8,8 @@
  * while the small rows do not: on a host whose L3 and memory are shared with other guests, run
  * it in the same minutes as a timing to say which memory the ratios were measured against
  * (benches/RESULTS.md, Session 19 lead). Each buffer's cycle is the same every run (fixed seed).
+ * MILLION_LOADS (default 20) sets the loads timed per buffer: benches/scale_ratio.py uses 2, a
+ * probe of about a second, so that it reads the minute of the row it stands beside.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -60,10 +62,17 @@ static double chase_ns(size_t bytes, size_t loads) {
     return ns;
 }
 
-int main(void) {
-    double l2 = chase_ns(1u << 20, 20u << 20);
-    double l3 = chase_ns(8u << 20, 20u << 20);
-    double dram = chase_ns(128u << 20, 20u << 20);
+int main(int argc, char **argv) {
+    char *end = "";
+    long million = argc > 1 ? strtol(argv[1], &end, 10) : 20;
+    if (argc > 2 || *end != '\0' || million < 1 || million > 1000) {
+        fprintf(stderr, "memlat: the one argument, MILLION_LOADS, is a whole number from 1 to 1000\n");
+        return 2;
+    }
+    size_t loads = (size_t)million << 20;
+    double l2 = chase_ns(1u << 20, loads);
+    double l3 = chase_ns(8u << 20, loads);
+    double dram = chase_ns(128u << 20, loads);
     printf("load latency ns: 1 MiB %.1f, 8 MiB %.1f, 128 MiB %.1f\n", l2, l3, dram);
     return 0;
 }

@@ -12,7 +12,7 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 step=0
-steps=$([ -n "${HTSIM_SIM:-}" ] && echo 6 || echo 5)
+steps=$([ -n "${HTSIM_SIM:-}" ] && echo 7 || echo 6)
 progress() { step=$((step + 1)); echo "[bench $step/$steps $(date -u +%H:%M:%S)] $*" >&2; }
 echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md'); several minutes" >&2
 # The simulator's benchmark programs are built as `make setup` builds the core: with
@@ -20,6 +20,7 @@ echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md
 # for the plain build). They get their own target directory, so the plain build stays cached.
 progress "profile-guided build of the benchmark programs (tools/pgo_build.sh bench)"
 pgo_flags=$(tools/pgo_build.sh bench)
+sim_target=$([ -n "$pgo_flags" ] && echo target/pgo-use || echo "${CARGO_TARGET_DIR:-target}")
 sim_bench() {
   if [ -n "$pgo_flags" ]; then
     CARGO_TARGET_DIR=target/pgo-use RUSTFLAGS="$pgo_flags" cargo bench -q -p mpsched-sim "$@"
@@ -69,6 +70,20 @@ build=$([ -n "$pgo_flags" ] && echo "profile-guided (tools/pgo_build.sh bench)" 
   echo
   progress "core at scale (cargo bench -p mpsched-sim --bench scale; its rows below; 100 000 flows take minutes)"
   sim_bench --bench scale 2> >(grep --line-buffered '^\[scale' >&2) | grep -E '^(\||$)'
+  echo
+  # The scale targets are ratios between rows, and the large rows move with the share of the
+  # host's caches other guests leave us: rounds, each with a load-latency probe beside it, and
+  # the median ratio with its interval (benches/scale_ratio.py).
+  rounds=${SCALE_RATIO_ROUNDS:-6}
+  echo "### Scale ratios with the host's cache beside them: \`benches/scale_ratio.py\`, $rounds rounds"
+  echo
+  progress "scale ratios, $rounds rounds of each pair with a cache probe (benches/scale_ratio.py)"
+  scale_bin=$(ls -t "$sim_target"/release/deps/scale-* | grep -v '\.d$' | head -1)
+  .venv/bin/python benches/scale_ratio.py "$scale_bin" "dumbbell 100 flows:21" "dumbbell 10000 flows:3" \
+    --rounds "$rounds" --target 1.3
+  echo
+  .venv/bin/python benches/scale_ratio.py "$scale_bin" "FatTree k=4 MPTCP:9" "FatTree k=16 MPTCP:1" \
+    --rounds "$rounds" --target 1.5
   echo
   echo "### One scheduling decision: \`cargo bench -p mpsched-proto --bench sched_decision\`"
   echo

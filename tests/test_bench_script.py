@@ -25,6 +25,9 @@ def fake_repo(tmp_path):
     (repo / "tools").mkdir()
     shutil.copy(ROOT / "tools" / "pgo_build.sh", repo / "tools" / "pgo_build.sh")
     (repo / "benches" / "RESULTS.md").write_text("# recorded\n")
+    # What `cargo bench --bench scale` leaves behind; the ratio step runs it through the stand-in Python.
+    (repo / "target" / "release" / "deps").mkdir(parents=True)
+    (repo / "target" / "release" / "deps" / "scale-0").write_text("")
     (repo / ".venv" / "bin").mkdir(parents=True)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -49,7 +52,8 @@ def test_bench_writes_where_asked_and_leaves_tracked_files_alone(fake_repo, tmp_
     p = subprocess.run(["bash", "benches/run.sh"], cwd=repo, env={**env, "BENCH_OUT": str(out)},
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert "[bench 1/5" in p.stderr and "[bench 5/5" in p.stderr and f"written to {out}" in p.stderr
+    assert "[bench 1/6" in p.stderr and "[bench 6/6" in p.stderr and f"written to {out}" in p.stderr
+    assert "scale ratios" in p.stderr and "Scale ratios with the host's cache beside them" in out.read_text()
     assert "## Simulator run of" in out.read_text() and "| bench | 1 |" in out.read_text()
     assert "Simulator build: plain (no profile)" in out.read_text()
     assert (repo / "benches" / "RESULTS.md").read_text() == "# recorded\n"
