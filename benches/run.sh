@@ -12,7 +12,7 @@ mkdir -p "$(dirname "$out")"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 step=0
-steps=$([ -n "${HTSIM_SIM:-}" ] && echo 7 || echo 6)
+steps=$([ -n "${HTSIM_SIM:-}" ] && echo 8 || echo 7)
 progress() { step=$((step + 1)); echo "[bench $step/$steps $(date -u +%H:%M:%S)] $*" >&2; }
 echo "benchmarks -> $out$([ "${RECORD:-}" = 1 ] && echo ' and benches/RESULTS.md'); several minutes" >&2
 # The simulator's benchmark programs are built as `make setup` builds the core: with
