@@ -97,13 +97,14 @@ def probe(memlat: Path) -> tuple[float, float, float]:
 
 def row_ns(binary: str, name: str, reps: int) -> float:
     """CPU ns a packet (a hop) of the row's median repetition, run in its own process."""
-    env = dict(os.environ, SCALE_CALLGRIND="0")
+    env = dict(os.environ, SCALE_CALLGRIND="0", RUST_BACKTRACE="0")
     run = subprocess.run([binary, f"--row={name}", f"--reps={reps}"], env=env, capture_output=True, text=True)
     fields = run.stdout.split()
     if run.returncode != 0 or len(fields) != 5:
-        why = run.stderr.strip().splitlines()[-1:] or [f"exit {run.returncode}"]
-        sys.exit(f"scale_ratio: the row {name!r} failed ({why[0]}); "
-                 "a row is named as in the scale bench's table, e.g. 'dumbbell 10000 flows'")
+        # The binary's own last line (a panic's message comes before a note on backtraces).
+        said = [line for line in run.stderr.strip().splitlines() if line and not line.startswith("note:")]
+        why = said[-1] if said else f"exit {run.returncode}"
+        sys.exit(f"scale_ratio: the row {name!r} failed: {why}")
     packets, cpu_s = int(fields[0]), float(fields[1])
     return cpu_s / max(packets, 1) * 1e9
 

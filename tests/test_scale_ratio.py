@@ -21,7 +21,7 @@ def stand_ins(tmp_path: Path, probe_8mib_ns: float = 20.0) -> tuple[Path, Path]:
         'case "$1" in\n'
         '  --row=small) echo "1000 0.000100 0.000100 3 1000000" ;;\n'
         '  --row=large) echo "1000 0.000140 0.000140 1 9000000" ;;\n'
-        '  *) echo "thread main panicked: --row=NAME names a row" >&2; exit 101 ;;\n'
+        '  *) echo "scale: no row named ${1#--row=}; --row= takes one of: small, large" >&2; exit 2 ;;\n'
         "esac\n"
     )
     memlat_dir = tmp_path / "memlat"
@@ -68,7 +68,8 @@ def test_too_few_rounds_give_no_interval(tmp_path):
 def test_an_unknown_row_is_one_clear_error(tmp_path):
     p = run(*stand_ins(tmp_path), "--rounds", "2", small="dumbbell 7 flows:3")
     assert p.returncode != 0
-    assert "the row 'dumbbell 7 flows' failed" in p.stderr and "Traceback" not in p.stderr
+    assert "the row 'dumbbell 7 flows' failed: scale: no row named dumbbell 7 flows; --row= takes one of" in p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_a_row_without_reps_is_refused_before_running(tmp_path):

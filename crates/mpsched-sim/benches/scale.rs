@@ -187,7 +187,11 @@ fn main() {
     let env_secs = std::env::var("SCALE_MIN_SECS").ok().and_then(|s| s.parse().ok());
     let min_secs: f64 = env_secs.unwrap_or(2.0);
     if let Some(name) = args.iter().find_map(|a| a.strip_prefix("--row=")) {
-        let row = rows().into_iter().find(|r| r.name == name).expect("--row=NAME names a row");
+        let Some(row) = rows().into_iter().find(|r| r.name == name) else {
+            let names: Vec<String> = rows().into_iter().map(|r| r.name).collect();
+            eprintln!("scale: no row named {name:?}; --row= takes one of: {}", names.join(", "));
+            std::process::exit(2);
+        };
         let reps = args.iter().find_map(|a| a.strip_prefix("--reps=")).map(|r| r.parse().expect("--reps=N"));
         return run_row(&row, args.iter().any(|a| a == "--build-only"), reps, min_secs);
     }
