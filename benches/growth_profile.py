@@ -25,12 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-
-def row_arg(text: str) -> tuple[str, int]:
-    name, sep, reps = text.rpartition(":")
-    if not sep or not reps.isdigit() or int(reps) < 1:
-        raise argparse.ArgumentTypeError(f"row {text!r}: write NAME:REPS, e.g. 'FatTree k=4 MPTCP:9'")
-    return name, int(reps)
+from scale_rows import cpu_ns_per_packet, failure, row_arg
 
 
 def short_path(path: str) -> str:
@@ -44,16 +39,14 @@ def short_path(path: str) -> str:
 def profile(binary: str, row: str, reps: int, out_dir: Path, hz: int) -> tuple[float, dict[str, float]]:
     """(ns a packet of the row's median repetition, ns a packet by source line)."""
     data = out_dir / f"{row.replace(' ', '_').replace('=', '')}.data"
-    env = dict(os.environ, SCALE_CALLGRIND="0")
+    env = dict(os.environ, SCALE_CALLGRIND="0", RUST_BACKTRACE="0")
     run = subprocess.run(
         ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-o", str(data), binary, f"--row={row}", f"--reps={reps}"],
         env=env, capture_output=True, text=True,
     )
-    lines = [l for l in run.stdout.splitlines() if l.strip()]
-    if run.returncode != 0 or not lines:
-        sys.exit(f"growth_profile: the row {row!r} failed (exit {run.returncode}): {run.stderr.strip()[-400:]}")
-    packets, cpu_s = lines[-1].split()[:2]
-    ns_per_packet = float(cpu_s) / int(packets) * 1e9
+    ns_per_packet = cpu_ns_per_packet(run.stdout)
+    if run.returncode != 0 or ns_per_packet is None:
+        sys.exit(f"growth_profile: the row {row!r} failed: {failure(run.stderr, run.returncode)}")
     report = subprocess.run(
         ["perf", "report", "-i", str(data), "--no-children", "--sort", "srcline", "--full-source-path", "--stdio", "-g", "none"],
         capture_output=True, text=True, check=True,

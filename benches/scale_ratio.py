@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scale_rows import cpu_ns_per_packet, failure, row_arg
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,8 +45,6 @@ MIN_ROUNDS_FOR_INTERVAL = 6  # below, the order statistics give no 95 % interval
 
 @dataclass
 class Round:
-    index: int
-    clock: str
     probe_ns: tuple[float, float, float]  # 1 MiB, 8 MiB, 128 MiB, just before the large row
     small_ns: float
     large_ns: float
@@ -53,13 +52,6 @@ class Round:
     @property
     def ratio(self) -> float:
         return self.large_ns / self.small_ns
-
-
-def row_arg(text: str) -> tuple[str, int]:
-    name, sep, reps = text.rpartition(":")
-    if not sep or not name or not reps.isdigit() or int(reps) < 1:
-        raise argparse.ArgumentTypeError(f"row {text!r}: write NAME:REPS, e.g. 'FatTree k=4 MPTCP:9'")
-    return name, int(reps)
 
 
 def positive(kind: type):
@@ -99,14 +91,10 @@ def row_ns(binary: str, name: str, reps: int) -> float:
     """CPU ns a packet (a hop) of the row's median repetition, run in its own process."""
     env = dict(os.environ, SCALE_CALLGRIND="0", RUST_BACKTRACE="0")
     run = subprocess.run([binary, f"--row={name}", f"--reps={reps}"], env=env, capture_output=True, text=True)
-    fields = run.stdout.split()
-    if run.returncode != 0 or len(fields) != 5:
-        # The binary's own last line (a panic's message comes before a note on backtraces).
-        said = [line for line in run.stderr.strip().splitlines() if line and not line.startswith("note:")]
-        why = said[-1] if said else f"exit {run.returncode}"
-        sys.exit(f"scale_ratio: the row {name!r} failed: {why}")
-    packets, cpu_s = int(fields[0]), float(fields[1])
-    return cpu_s / max(packets, 1) * 1e9
+    ns = cpu_ns_per_packet(run.stdout)
+    if run.returncode != 0 or ns is None:
+        sys.exit(f"scale_ratio: the row {name!r} failed: {failure(run.stderr, run.returncode)}")
+    return ns
 
 
 def median_interval(values: list[float]) -> tuple[float, float] | None:
@@ -186,7 +174,7 @@ def main() -> None:
                 probe_ns = probe(memlat)
                 large_ns = row_ns(args.binary, large, large_reps)
                 small_ns = row_ns(args.binary, small, small_reps)
-            done = Round(index, clock, probe_ns, small_ns, large_ns)
+            done = Round(probe_ns, small_ns, large_ns)
             rounds.append(done)
             l2, l3, dram = probe_ns
             print(f"| {index} | {clock} | {l2:.1f} | {l3:.1f} | {dram:.1f} | {small_ns:.1f} | {large_ns:.1f} | "

@@ -1,0 +1,37 @@
+"""What the scripts beside the scale bench share: a row argument, the line a row's child prints,
+and why it failed.
+
+The scale binary run as `--row=NAME --reps=N` prints one line, `packets cpu_s wall_s reps
+peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profile.py` and
+`scale_ratio.py` read it here, so the format is known in one place on this side.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def row_arg(text: str) -> tuple[str, int]:
+    """`NAME:REPS` as (name, reps), for argparse."""
+    name, sep, reps = text.rpartition(":")
+    if not sep or not name or not reps.isdigit() or int(reps) < 1:
+        raise argparse.ArgumentTypeError(f"row {text!r}: write NAME:REPS, e.g. 'FatTree k=4 MPTCP:9'")
+    return name, int(reps)
+
+
+def cpu_ns_per_packet(stdout: str) -> float | None:
+    """CPU ns a packet (a hop on the FatTree rows) of the median repetition, from a row child's
+    output; None if its last line is not the five fields it prints."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    fields = lines[-1].split() if lines else []
+    if len(fields) != 5:
+        return None
+    packets, cpu_s = int(fields[0]), float(fields[1])
+    return cpu_s / max(packets, 1) * 1e9
+
+
+def failure(stderr: str, returncode: int) -> str:
+    """Why a row's child failed, in one line: the last it said (a panic's message comes before a
+    note on backtraces), or its exit status. Run it with RUST_BACKTRACE=0."""
+    said = [line for line in stderr.strip().splitlines() if line and not line.startswith("note:")]
+    return said[-1] if said else f"exit {returncode}"
