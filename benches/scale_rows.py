@@ -2,8 +2,8 @@
 and why it failed.
 
 The scale binary run as `--row=NAME --reps=N` prints one line, `packets cpu_s wall_s reps
-peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profile.py` and
-`scale_ratio.py` read it here, so the format is known in one place on this side.
+peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profile.py`,
+`scale_ratio.py` and `scale_cache.py` read it here, so the format is known in one place on this side.
 """
 
 from __future__ import annotations
@@ -19,15 +19,26 @@ def row_arg(text: str) -> tuple[str, int]:
     return name, int(reps)
 
 
+def _row_fields(stdout: str) -> list[str] | None:
+    """The five fields of a row child's last line, or None."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    fields = lines[-1].split() if lines else []
+    return fields if len(fields) == 5 else None
+
+
 def cpu_ns_per_packet(stdout: str) -> float | None:
     """CPU ns a packet (a hop on the FatTree rows) of the median repetition, from a row child's
     output; None if its last line is not the five fields it prints."""
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    fields = lines[-1].split() if lines else []
-    if len(fields) != 5:
+    fields = _row_fields(stdout)
+    if fields is None:
         return None
-    packets, cpu_s = int(fields[0]), float(fields[1])
-    return cpu_s / max(packets, 1) * 1e9
+    return float(fields[1]) / max(int(fields[0]), 1) * 1e9
+
+
+def packets(stdout: str) -> int | None:
+    """The packets (FatTree: packet-hops) of a row child's run, or None as above."""
+    fields = _row_fields(stdout)
+    return int(fields[0]) if fields else None
 
 
 def failure(stderr: str, returncode: int) -> str:
