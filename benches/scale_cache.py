@@ -19,6 +19,11 @@ moves a little from run to run, and with it which lines conflict in the model. M
 (Session 21): FatTree k=8 within 0.2 % over three runs (113.97-114.21 M misses beyond L2), but
 k=4's small count ranged 0.81-1.05 a hop over six; compare rows whose counts are large.
 
+A count, not a time: misses that a core overlaps (independent loads, as a loop over a
+connection's subflows makes) cost less than the count says, and work added to save them can
+cost more. Two changes that cut the count by 4 % and 11 % at k=8 timed as ties or slower
+(Session 21): confirm a lead with paired timing before keeping it.
+
 With `--against`, the same rows of a second binary, and the differences; `--files N` lists the
 N source files with the most misses beyond L2 a packet (the largest differences with
 `--against`). Cachegrind runs this code ~50-80x slower than native: FatTree k=8 takes ~1.5 min,
