@@ -25,15 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scale_rows import cpu_ns_per_packet, failure, row_arg
-
-
-def short_path(path: str) -> str:
-    """`crates/...` for the project's files, `std/...` for the standard library's."""
-    for marker, prefix in (("/crates/", "crates/"), ("/library/", "std/"), ("/c_src/", "c/")):
-        if marker in path:
-            return prefix + path.split(marker, 1)[1]
-    return path
+from scale_rows import cpu_ns_per_packet, failure, row_arg, short_source
 
 
 def profile(binary: str, row: str, reps: int, out_dir: Path, hz: int) -> tuple[float, dict[str, float]]:
@@ -56,7 +48,7 @@ def profile(binary: str, row: str, reps: int, out_dir: Path, hz: int) -> tuple[f
         parts = text.split()
         if len(parts) >= 2 and parts[0].endswith("%"):
             share = float(parts[0].rstrip("%")) / 100
-            line = short_path(parts[1])
+            line = short_source(parts[1])
             by_line[line] = by_line.get(line, 0.0) + share * ns_per_packet
     return ns_per_packet, by_line
 

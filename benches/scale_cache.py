@@ -42,7 +42,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scale_rows import failure, packets
+from scale_rows import failure, packets, short_source
 
 # The cache model: fixed, so that the counts do not depend on the host they are taken on.
 MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=524288,8,64")
@@ -78,15 +78,6 @@ class Counts:
         )
 
 
-def short_name(path: str) -> str:
-    """A source path as the tables show it: from `crates/` on (ours), `library/` (std) or
-    `mimalloc/` (the allocator), else the file's name (libc's and others')."""
-    for anchor in ("/crates/", "/library/", "/mimalloc/"):
-        if anchor in path:
-            return anchor.strip("/") + "/" + path.split(anchor, 1)[1]
-    return Path(path).name
-
-
 def read_counts(path: Path) -> Counts:
     """A cachegrind output file's counts, summed by source file (`fl=` blocks)."""
     counts = Counts()
@@ -96,7 +87,7 @@ def read_counts(path: Path) -> Counts:
         if line.startswith("events:"):
             counts.events = line.split()[1:]
         elif line.startswith("fl="):
-            current = short_name(line[3:])
+            current = short_source(line[3:])
         elif current is not None and line[:1].isdigit():
             values = [int(v) for v in line.split()[1:]]
             total = sums[current]

@@ -1,5 +1,5 @@
 """What the scripts beside the scale bench share: a row argument, the line a row's child prints,
-and why it failed.
+why it failed, and how a profiler's source path is shown.
 
 The scale binary run as `--row=NAME --reps=N` prints one line, `packets cpu_s wall_s reps
 peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profile.py`,
@@ -9,6 +9,7 @@ peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profil
 from __future__ import annotations
 
 import argparse
+from pathlib import PurePath
 
 
 def row_arg(text: str) -> tuple[str, int]:
@@ -46,3 +47,13 @@ def failure(stderr: str, returncode: int) -> str:
     note on backtraces), or its exit status. Run it with RUST_BACKTRACE=0."""
     said = [line for line in stderr.strip().splitlines() if line and not line.startswith("note:")]
     return said[-1] if said else f"exit {returncode}"
+
+
+def short_source(path: str) -> str:
+    """A profiler's source path as the tables show it: from `crates/` on (ours), `library/`
+    (std) or `mimalloc/` (the allocator), else the file's name (libc's and others'); a
+    `:line` suffix is kept."""
+    for anchor in ("/crates/", "/library/", "/mimalloc/"):
+        if anchor in path:
+            return anchor.strip("/") + "/" + path.split(anchor, 1)[1]
+    return PurePath(path).name
