@@ -149,7 +149,7 @@ def report(row: str, mine: tuple[int, Counts], other: tuple[int, Counts] | None,
     names = set(counts.by_file) | (set(other[1].by_file) if other else set())
     if other is None:
         ranked = sorted(names, key=lambda f: -counts.figure("beyond L2", f))
-        print("\n| source file | beyond L2 a packet | L1 misses a packet |\n|---|---|---|")
+        print("\n| source file | beyond L2 | L1 misses |\n|---|---|---|")
         for f in ranked[:files]:
             print(f"| {f} | {per_packet(counts, n, 'beyond L2', f):.3f} | {per_packet(counts, n, 'L1 misses', f):.3f} |")
     else:
@@ -163,12 +163,19 @@ def report(row: str, mine: tuple[int, Counts], other: tuple[int, Counts] | None,
             print(f"| {f} | {per_packet(counts, n, 'beyond L2', f):.3f} | {per_packet(theirs, m, 'beyond L2', f):.3f} | {change(f):+.3f} |")
 
 
+def files_arg(text: str) -> int:
+    """`--files N`: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: give how many files to list, 0 or more")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("scale_bin", type=Path, help="the scale bench binary")
     parser.add_argument("rows", nargs="+", help="row names, e.g. 'FatTree k=8 MPTCP'")
     parser.add_argument("--against", type=Path, help="a second scale binary: its counts and the differences")
-    parser.add_argument("--files", type=int, default=0, help="list this many source files by misses beyond L2")
+    parser.add_argument("--files", type=files_arg, default=0, help="list this many source files by misses beyond L2")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("scale_cache: valgrind is not installed (Debian: apt-get install valgrind)")

@@ -110,3 +110,10 @@ def test_without_valgrind_it_says_how_to_get_it(tmp_path):
     p = run({**env, "PATH": str(empty)}, str(scale), "FatTree k=8 MPTCP")
     assert p.returncode != 0
     assert p.stderr.strip() == "scale_cache: valgrind is not installed (Debian: apt-get install valgrind)"
+
+
+def test_a_negative_count_of_files_is_refused(tmp_path):
+    scale, _, env = stand_ins(tmp_path)
+    p = run(env, str(scale), "FatTree k=8 MPTCP", "--files", "-2")
+    assert p.returncode == 2 and "give how many files to list" in p.stderr
+    assert "Traceback" not in p.stderr and "Cache model" not in p.stdout
