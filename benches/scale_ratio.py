@@ -33,14 +33,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scale_rows import cpu_ns_per_packet, failure, row_arg
+from scale_rows import MIN_ROUNDS_FOR_INTERVAL, cpu_ns_per_packet, failure, median_interval, positive, row_arg
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parent.parent
 MEMLAT_SOURCE = ROOT / "benches" / "memlat.c"
 # Millions of dependent loads per probe buffer: ~1 s for the three, short beside a row.
 PROBE_MILLION_LOADS = 2
-MIN_ROUNDS_FOR_INTERVAL = 6  # below, the order statistics give no 95 % interval
 
 
 @dataclass
@@ -52,19 +51,6 @@ class Round:
     @property
     def ratio(self) -> float:
         return self.large_ns / self.small_ns
-
-
-def positive(kind: type):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r}: give a positive {kind.__name__}")
-        return value
-
-    return parse
 
 
 def build_memlat(out_dir: Path) -> Path:
@@ -95,14 +81,6 @@ def row_ns(binary: str, name: str, reps: int) -> float:
     if run.returncode != 0 or ns is None:
         sys.exit(f"scale_ratio: the row {name!r} failed: {failure(run.stderr, run.returncode)}")
     return ns
-
-
-def median_interval(values: list[float]) -> tuple[float, float] | None:
-    """Distribution-free 95 % interval of the median (None below MIN_ROUNDS_FOR_INTERVAL)."""
-    if len(values) < MIN_ROUNDS_FOR_INTERVAL:
-        return None
-    ci = stats.quantile_test(values, q=statistics.median(values), p=0.5).confidence_interval(0.95)
-    return float(ci.low), float(ci.high)
 
 
 def verdict(interval: tuple[float, float] | None, target: float) -> str:

@@ -1,5 +1,5 @@
 """What the scripts beside the scale bench share: a row argument, the line a row's child prints,
-why it failed, and how a profiler's source path is shown.
+why it failed, how a profiler's source path is shown, and the interval of a median ratio.
 
 The scale binary run as `--row=NAME --reps=N` prints one line, `packets cpu_s wall_s reps
 peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profile.py`,
@@ -9,7 +9,12 @@ peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profil
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import PurePath
+
+from scipy import stats
+
+MIN_ROUNDS_FOR_INTERVAL = 6  # below, the order statistics give no 95 % interval
 
 
 def row_arg(text: str) -> tuple[str, int]:
@@ -18,6 +23,30 @@ def row_arg(text: str) -> tuple[str, int]:
     if not sep or not name or not reps.isdigit() or int(reps) < 1:
         raise argparse.ArgumentTypeError(f"row {text!r}: write NAME:REPS, e.g. 'FatTree k=4 MPTCP:9'")
     return name, int(reps)
+
+
+def positive(kind: type):
+    """An argparse type: a positive `kind` (int or float), or one line saying what to give."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a positive {kind.__name__}")
+        return value
+
+    return parse
+
+
+def median_interval(values: list[float]) -> tuple[float, float] | None:
+    """Distribution-free 95 % interval of the median: the order statistics around it
+    (`scipy.stats.quantile_test`); None below MIN_ROUNDS_FOR_INTERVAL values."""
+    if len(values) < MIN_ROUNDS_FOR_INTERVAL:
+        return None
+    ci = stats.quantile_test(values, q=statistics.median(values), p=0.5).confidence_interval(0.95)
+    return float(ci.low), float(ci.high)
 
 
 def _row_fields(stdout: str) -> list[str] | None:
