@@ -13,7 +13,7 @@ use crate::endpoint::{build_endpoints, build_request_endpoints, ConnConfigs, End
 use crate::records::{ConnSample, LinkSample, Records, RunStats, SubflowSample};
 use event::Event;
 use host::HostRx;
-use inflight::{InFlight, NO_SEGMENT};
+use inflight::{Destination, InFlight, NO_SEGMENT};
 use mpsched_engine::event::{EventQueue, PackedEvent};
 use mpsched_engine::net::{LinkId, NetEvent, Network, RouteId};
 use mpsched_engine::rng::Rng;
@@ -57,12 +57,23 @@ mod wire;
 const RNG_LINK_BASE: u64 = 1 << 32;
 
 /// What travels in a packet: a handle, so the engine moves a few bytes per hop while the
-/// segment itself stays put in [`Simulation::segments`] until delivery or drop. One word (a
-/// link's propagation pipe then holds 20-byte entries; two words made them 24): a segment's
-/// index below [`PAYLOAD_APP`], an application message's slot in the same store with that bit
-/// set, or [`PAYLOAD_CROSS`]. Read it with [`Payload::carried`].
+/// segment itself stays put in [`Simulation::segments`] until delivery or drop. Its first word
+/// is a segment's index below [`PAYLOAD_APP`], an application message's slot in the same store
+/// with that bit set, or [`PAYLOAD_CROSS`] (read it with [`Payload::carried`]). Its second word
+/// is a segment's flow and side ([`Payload::receiver`]), so that a delivery loads the flow's
+/// slot beside the segment's record rather than after it. The record, the slot, the endpoint
+/// and its subflow were a chain of loads, each waiting on the one before; the record's miss
+/// now overlaps the endpoint's (FatTree k=12: 0.962 the time a hop, benches/RESULTS.md,
+/// Session 22). A link's propagation pipe holds 24-byte entries for it, 20 with one word.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Payload(u32);
+pub(crate) struct Payload {
+    code: u32,
+    receiver: u32,
+}
+
+/// Flows a run may hold: a packet carries its flow's index in the 30 bits above its side's two
+/// ([`Payload::receiver`]).
+pub(crate) const MAX_FLOWS: usize = 1 << 30;
 
 /// The bit of an application message's handle; segment indices stay below it (`InFlight`
 /// refuses to grow past 2^31 records, ~100 GB of them).
@@ -82,27 +93,51 @@ pub(crate) enum Carried {
     AppMsg(u32),
 }
 
+/// Where a delivered packet goes, as its [`Payload`] carries it: the flow and the endpoint, not
+/// the subflow (the segment's record holds that, and it is read at delivery anyway).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Receiver {
+    pub(crate) flow: u32,
+    pub(crate) to_client: bool,
+    pub(crate) request: bool,
+}
+
+impl Receiver {
+    #[inline(always)]
+    fn of(dest: Destination) -> Self {
+        Self { flow: dest.flow, to_client: dest.to_client, request: dest.request }
+    }
+}
+
 impl Payload {
-    #[inline]
-    fn segment(idx: u32) -> Self {
-        debug_assert!(idx < PAYLOAD_APP);
-        Self(idx)
+    /// Segment `idx`, going to `receiver` (its flow below [`MAX_FLOWS`]).
+    #[inline(always)]
+    fn segment(idx: u32, receiver: Receiver) -> Self {
+        debug_assert!(idx < PAYLOAD_APP && (receiver.flow as usize) < MAX_FLOWS);
+        let sides = (receiver.to_client as u32) << 1 | receiver.request as u32;
+        Self { code: idx, receiver: receiver.flow << 2 | sides }
     }
     fn cross() -> Self {
-        Self(PAYLOAD_CROSS)
+        Self { code: PAYLOAD_CROSS, receiver: 0 }
     }
     /// The message in slot `slot` of `InFlight`'s messages (below `PAYLOAD_APP - 1`).
     fn app_msg(slot: u32) -> Self {
         debug_assert!(slot < PAYLOAD_APP - 1);
-        Self(PAYLOAD_APP | slot)
+        Self { code: PAYLOAD_APP | slot, receiver: 0 }
     }
     #[inline]
     pub(crate) fn carried(self) -> Carried {
-        match self.0 {
+        match self.code {
             idx if idx < PAYLOAD_APP => Carried::Segment(idx),
             PAYLOAD_CROSS => Carried::Cross,
             v => Carried::AppMsg(v & !PAYLOAD_APP),
         }
+    }
+    /// The flow and endpoint a segment goes to (meaningless for the other kinds).
+    #[inline(always)]
+    pub(crate) fn receiver(self) -> Receiver {
+        let r = self.receiver;
+        Receiver { flow: r >> 2, to_client: r & 2 != 0, request: r & 1 != 0 }
     }
 }
 
@@ -377,7 +412,10 @@ impl<'a> Simulation<'a> {
                 Event::CrossSend(c) => self.cross_send(c as usize),
                 Event::Path(e) => self.path_event(self.cfg.path_events[e as usize], true),
                 Event::PathEnd(e) => self.path_event(self.cfg.path_events[e as usize], false),
-                Event::HostRx(idx) => self.deliver(idx, false),
+                Event::HostRx(idx) => {
+                    let to = Receiver::of(self.segments.destination(idx));
+                    self.deliver(idx, to, false)
+                }
             }
         }
         self.stats.end_ns = self.now_ns.min(self.cfg.duration_ns);
@@ -406,17 +444,16 @@ impl<'a> Simulation<'a> {
             return;
         }
         if let Carried::Segment(idx) = carried {
-            self.deliver(idx, true);
+            self.deliver(idx, pkt.payload.receiver(), true);
         }
     }
 
-    /// Hands segment `idx` (with the rest of its skb) to its endpoint, which then frees it;
+    /// Hands segment `idx` (with the rest of its skb) to its endpoint `to`, which then frees it;
     /// one that has just arrived (`arrived`) at an endpoint with a host delay is handed over
     /// later instead. An skb's segments are handled together and answered once, as the
     /// receiving TCP handles one skb (one ACK for a GSO skb of several segments).
-    fn deliver(&mut self, idx: u32, arrived: bool) {
-        let dest = self.segments.destination(idx);
-        let (fi, to_client, request) = (dest.flow as usize, dest.to_client, dest.request);
+    fn deliver(&mut self, idx: u32, to: Receiver, arrived: bool) {
+        let (fi, to_client, request) = (to.flow as usize, to.to_client, to.request);
         let now = self.now_ns;
         let Some(f) = self.flows[fi].as_mut() else {
             self.segments.remove_chain(idx);
@@ -428,10 +465,13 @@ impl<'a> Simulation<'a> {
             self.queue.push(h.handle_at(now), Event::HostRx(idx));
             return;
         }
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(to, Receiver::of(self.segments.destination(idx)), "segment {idx}'s packet names its flow");
+        }
         let side = f.side_mut(to_client, request);
-        // Each segment is read back and freed before it is handled (the first one's subflow
-        // was read with its destination above).
-        let (mut at, mut subflow) = (idx, dest.subflow);
+        // Each segment is read back and freed before it is handled. (Its record loaded beside
+        // the flow's slot: the packet names the flow.)
+        let (mut at, mut subflow) = (idx, self.segments.destination(idx).subflow);
         loop {
             let seg = self.segments.take(&mut at);
             side.ep.handle_segment(now, subflow as usize, seg);

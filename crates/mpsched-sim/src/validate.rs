@@ -256,8 +256,9 @@ impl SimConfig {
                 _ => {}
             }
         }
-        if self.flows.len() > u32::MAX as usize {
-            return Err(err("flows", "too many flows"));
+        if self.flows.len() > crate::run::MAX_FLOWS {
+            let most = crate::run::MAX_FLOWS;
+            return Err(err("flows", format!("at most {most} flows a run; split the study into several runs")));
         }
         for (i, c) in self.cross_traffic.iter().enumerate() {
             let f = |name: &str| format!("cross_traffic[{i}].{name}");

@@ -326,12 +326,21 @@ fn a_fourth_sack_block_keeps_the_segment_whole() {
 }
 
 #[test]
-fn a_packet_carries_one_word_and_messages_are_kept_by_slot() {
-    use super::super::{Carried, Payload};
+fn a_packet_carries_two_words_and_messages_are_kept_by_slot() {
+    use super::super::{Carried, Payload, Receiver, MAX_FLOWS};
     use mpsched_engine::net::Packet;
-    assert_eq!((std::mem::size_of::<Payload>(), std::mem::size_of::<Packet<Payload>>()), (4, 16));
-    assert!(matches!(Payload::segment(0).carried(), Carried::Segment(0)));
-    assert!(matches!(Payload::segment((1 << 31) - 1).carried(), Carried::Segment(i) if i == (1 << 31) - 1));
+    assert_eq!((std::mem::size_of::<Payload>(), std::mem::size_of::<Packet<Payload>>()), (8, 20));
+    let to = Receiver { flow: 0, to_client: false, request: false };
+    assert!(matches!(Payload::segment(0, to).carried(), Carried::Segment(0)));
+    // A segment's packet names its flow and endpoint, whatever the index, up to the last flow.
+    let last = Receiver { flow: MAX_FLOWS as u32 - 1, to_client: true, request: false };
+    let p = Payload::segment((1 << 31) - 1, last);
+    assert!(matches!(p.carried(), Carried::Segment(i) if i == (1 << 31) - 1));
+    assert_eq!(p.receiver(), last);
+    for (to_client, request) in [(false, true), (true, true), (false, false)] {
+        let to = Receiver { flow: 12_345, to_client, request };
+        assert_eq!(Payload::segment(7, to).receiver(), to);
+    }
     assert!(matches!(Payload::cross().carried(), Carried::Cross));
     assert!(matches!(Payload::app_msg((1 << 31) - 2).carried(), Carried::AppMsg(s) if s == (1 << 31) - 2));
     let mut f = InFlight::default();

@@ -6,7 +6,7 @@
 //! before. A FIFO link's propagation pipe holds the packets it delivers next, in order, so
 //! while the loop handles one packet it starts the loads for the ones behind it, one level of
 //! that chain per distance: the record of the packet `RECORD_AHEAD` places back, the flow of
-//! the one whose record was fetched earlier, and so on. The second lane of the event queue
+//! the one `FLOW_AHEAD` back (the packet names it), and so on. The second lane of the event queue
 //! (timers, wake-ups) is ordered too, and its next two are known: a firing timer fetches the
 //! next one's endpoint and the flow slot of the one after. Hints only: nothing here writes,
 //! and the records cannot change.
@@ -40,9 +40,12 @@ impl Simulation<'_> {
         if self.active_flows < MIN_ACTIVE_FLOWS {
             return;
         }
-        let segment = |ahead| match self.net.pipe_payload(link, ahead).map(|p| p.carried()) {
-            Some(Carried::Segment(idx)) => Some(idx),
-            _ => None,
+        let segment = |ahead| match self.net.pipe_payload(link, ahead) {
+            Some(&p) => match p.carried() {
+                Carried::Segment(idx) => Some((idx, p.receiver())),
+                _ => None,
+            },
+            None => None,
         };
         // Only on a deep pipe (a bottleneck): there the next arrivals come in quick succession,
         // so what is fetched now is still cached when they arrive. On a short pipe (a FatTree
@@ -51,18 +54,22 @@ impl Simulation<'_> {
         if self.net.pipe_payload(link, RECORD_AHEAD).is_none() {
             return;
         }
-        if let Some(idx) = segment(RECORD_AHEAD) {
+        if let Some((idx, _)) = segment(RECORD_AHEAD) {
             self.segments.prefetch(idx);
         }
-        if let Some(idx) = segment(FLOW_AHEAD) {
-            let fi = self.segments.destination(idx).flow as usize;
-            prefetch::object(&self.flows[fi], MAX_LINES);
+        // The packet names its flow and endpoint; only the subflow is read from the record.
+        if let Some((_, to)) = segment(FLOW_AHEAD) {
+            prefetch::object(&self.flows[to.flow as usize], MAX_LINES);
         }
-        for (ahead, inner) in [(ENDPOINT_AHEAD, false), (SUBFLOW_AHEAD, true)] {
-            let Some(idx) = segment(ahead) else { continue };
-            let dest = self.segments.destination(idx);
-            if let Some(f) = &self.flows[dest.flow as usize] {
-                f.side(dest.to_client, dest.request).ep.prefetch(dest.subflow as usize, inner);
+        if let Some((_, to)) = segment(ENDPOINT_AHEAD) {
+            if let Some(f) = &self.flows[to.flow as usize] {
+                f.side(to.to_client, to.request).ep.prefetch(0, false);
+            }
+        }
+        if let Some((idx, to)) = segment(SUBFLOW_AHEAD) {
+            if let Some(f) = &self.flows[to.flow as usize] {
+                let subflow = self.segments.destination(idx).subflow as usize;
+                f.side(to.to_client, to.request).ep.prefetch(subflow, true);
             }
         }
     }

@@ -4,15 +4,27 @@
 
 use super::inflight::{InFlight, NO_SEGMENT};
 use super::wire::Sink;
-use super::Payload;
+use super::{Payload, Receiver};
 use crate::config::SimConfig;
 use crate::records::RunStats;
 use mpsched_engine::net::{Network, RouteId};
 use mpsched_proto::tcp::Segment;
 
+/// Where an skb's first segment goes: on `path`'s `route` (`up`: the client's direction), from
+/// `subflow`, to `receiver`; stored at `idx`.
+pub(super) struct SkbStart {
+    pub(super) path: usize,
+    pub(super) up: bool,
+    pub(super) route: RouteId,
+    pub(super) receiver: Receiver,
+    pub(super) subflow: usize,
+    pub(super) idx: u32,
+}
+
 /// A TSO skb being built from the segments a sender emits at one instant.
 pub(super) struct OpenSkb {
     subflow: usize,
+    receiver: Receiver,
     first: u32,
     last: u32,
     segs: u64,
@@ -28,23 +40,14 @@ pub(super) struct OpenSkb {
 }
 
 impl OpenSkb {
-    /// Opens an skb with segment `idx` (`seg`) of `subflow` on `path`'s route (`up`: the
-    /// client's direction), of at most `max_segs` segments.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn start(
-        cfg: &SimConfig,
-        path: usize,
-        up: bool,
-        route: RouteId,
-        subflow: usize,
-        idx: u32,
-        seg: &Segment,
-        max_segs: u64,
-    ) -> Self {
+    /// Opens an skb of at most `max_segs` segments with `seg`, sent as `at` says.
+    pub(super) fn start(cfg: &SimConfig, at: SkbStart, seg: &Segment, max_segs: u64) -> Self {
+        let SkbStart { path, up, route, receiver, subflow, idx } = at;
         let p = &cfg.paths[path];
         let route_links = || (if up { &p.up } else { &p.down }).iter().map(|&l| &cfg.links[l]);
         OpenSkb {
             subflow,
+            receiver,
             first: idx,
             last: idx,
             segs: 1,
@@ -80,13 +83,13 @@ impl OpenSkb {
             let mut at = self.first;
             while at != NO_SEGMENT {
                 let (next, size) = (sink.segments.take_next(at), sink.segments.segment(at).wire_bytes());
-                net.send(now, self.route, size as u32, Payload::segment(at), sink);
+                net.send(now, self.route, size as u32, Payload::segment(at, self.receiver), sink);
                 stats.packets_sent += 1;
                 at = next;
             }
             return;
         }
-        net.send(now, self.route, self.bytes as u32, Payload::segment(self.first), sink);
+        net.send(now, self.route, self.bytes as u32, Payload::segment(self.first, self.receiver), sink);
         stats.packets_sent += 1;
     }
 }

@@ -3,8 +3,8 @@
 
 use super::event::Event;
 use super::inflight::{Destination, InFlight};
-use super::skb::OpenSkb;
-use super::{Carried, Flow, Payload, PendingNs, Side};
+use super::skb::{OpenSkb, SkbStart};
+use super::{Carried, Flow, Payload, PendingNs, Receiver, Side};
 use crate::app::App;
 use crate::config::SimConfig;
 use crate::endpoint::{Endpoint, StoreSegment};
@@ -73,6 +73,7 @@ impl Wire<'_> {
         let now = self.now_ns;
         let mut data_subflows = 0u64;
         let dest = Destination { flow: fi as u32, subflow: 0, to_client: !client_side, request };
+        let receiver = Receiver::of(dest);
         let mut to = Store { segments: self.segments, dest };
         // The segment is stored where the endpoint builds it (a data sender's: in its own frame,
         // from registers); only its handle, size and kind come back.
@@ -86,11 +87,11 @@ impl Wire<'_> {
             if data && self.cfg.paths[path].gso {
                 // Read back as stored (exact): the skb path is out of line and rare.
                 let seg = to.segments.segment(idx);
-                let first = FirstSkb { paths, path, route, subflow, idx, seg: &seg };
+                let first = FirstSkb { paths, path, route, subflow, idx, seg: &seg, receiver };
                 return self.transmit_skbs(side, fi, client_side, request, first, data_subflows);
             }
             let mut sink = Sink { queue: self.queue, segments: to.segments };
-            self.net.send(now, route, size, Payload::segment(idx), &mut sink);
+            self.net.send(now, route, size, Payload::segment(idx, receiver), &mut sink);
             self.stats.packets_sent += 1;
         }
         self.rearm_timer(side, fi, client_side, request);
@@ -113,7 +114,9 @@ impl Wire<'_> {
         let now = self.now_ns;
         let max_segs = side.ep.tso_segments(first.subflow);
         let (path, route, subflow, idx) = (first.path, first.route, first.subflow, first.idx);
-        let mut skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, first.seg, max_segs));
+        let (up, receiver) = (client_side, first.receiver);
+        let at = SkbStart { path, up, route, receiver, subflow, idx };
+        let mut skb = Some(OpenSkb::start(self.cfg, at, first.seg, max_segs));
         let paths = first.paths;
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
             let Placed { path, route, data, idx } = self.place(paths, subflow, &seg, fi, client_side, request);
@@ -132,11 +135,12 @@ impl Wire<'_> {
             }
             if data && self.cfg.paths[path].gso {
                 let max_segs = side.ep.tso_segments(subflow);
-                skb = Some(OpenSkb::start(self.cfg, path, client_side, route, subflow, idx, &seg, max_segs));
+                let at = SkbStart { path, up, route, receiver, subflow, idx };
+                skb = Some(OpenSkb::start(self.cfg, at, &seg, max_segs));
                 continue;
             }
             let mut sink = Sink { queue: self.queue, segments: self.segments };
-            self.net.send(now, route, size as u32, Payload::segment(idx), &mut sink);
+            self.net.send(now, route, size as u32, Payload::segment(idx, receiver), &mut sink);
             self.stats.packets_sent += 1;
         }
         if let Some(o) = skb.take() {
@@ -246,6 +250,7 @@ pub(super) struct FirstSkb<'s> {
     subflow: usize,
     idx: u32,
     seg: &'s Segment,
+    receiver: Receiver,
 }
 
 /// Sends the receiving application's messages of flow `fi`, `first` then the others `app`
