@@ -25,16 +25,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scale_rows import cpu_ns_per_packet, failure, row_arg, short_source
+from scale_rows import ROW_ENV, cpu_ns_per_packet, failure, row_arg, short_source
 
 
 def profile(binary: str, row: str, reps: int, out_dir: Path, hz: int) -> tuple[float, dict[str, float]]:
     """(ns a packet of the row's median repetition, ns a packet by source line)."""
     data = out_dir / f"{row.replace(' ', '_').replace('=', '')}.data"
-    env = dict(os.environ, SCALE_CALLGRIND="0", RUST_BACKTRACE="0")
     run = subprocess.run(
         ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-o", str(data), binary, f"--row={row}", f"--reps={reps}"],
-        env=env, capture_output=True, text=True,
+        env=ROW_ENV, capture_output=True, text=True,
     )
     ns_per_packet = cpu_ns_per_packet(run.stdout)
     if run.returncode != 0 or ns_per_packet is None:

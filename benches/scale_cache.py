@@ -33,7 +33,6 @@ k=12 ~5 min. The scale binary is `cargo bench -p mpsched-sim --bench scale --no-
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -42,12 +41,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scale_rows import failure, packets, short_source
+from scale_rows import ROW_ENV, check_row, failure, packets, short_source
 
 # The cache model: fixed, so that the counts do not depend on the host they are taken on.
 MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=524288,8,64")
 # A failing row says why in one line, not a backtrace (`failure`).
-CHILD_ENV = {**os.environ, "RUST_BACKTRACE": "0"}
 # The figures, each a sum of cachegrind events.
 FIGURES = {
     "instructions": ("Ir",),
@@ -102,7 +100,7 @@ def read_counts(path: Path) -> Counts:
 def cachegrind(binary: Path, args: list[str], out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}", *MODEL, str(binary), *args],
-        capture_output=True, text=True, env=CHILD_ENV,
+        capture_output=True, text=True, env=ROW_ENV,
     )
 
 
@@ -117,13 +115,6 @@ def measure(binary: Path, row: str, work: Path) -> tuple[int, Counts]:
     if built.returncode != 0:
         sys.exit(f"scale_cache: row {row!r} of {binary} --build-only failed: {failure(built.stderr, built.returncode)}")
     return n, read_counts(run_out).minus(read_counts(build_out))
-
-
-def check_row(binary: Path, row: str) -> None:
-    """One clear line for a row the binary does not have (its own message), before any long run."""
-    p = subprocess.run([str(binary), f"--row={row}", "--build-only"], capture_output=True, text=True, env=CHILD_ENV)
-    if p.returncode != 0:
-        sys.exit(f"scale_cache: {failure(p.stderr, p.returncode)}")
 
 
 def per_packet(counts: Counts, n: int, name: str, file: str | None = None) -> float:
@@ -184,7 +175,7 @@ def main() -> None:
         if not binary.is_file():
             sys.exit(f"scale_cache: no scale binary at {binary} (cargo bench -p mpsched-sim --bench scale --no-run)")
         for row in args.rows:
-            check_row(binary, row)
+            check_row(binary, row, "scale_cache")
     print(f"Cache model: {' '.join(MODEL)} (cachegrind; counts less the row's --build-only run)")
     try:
         with tempfile.TemporaryDirectory(prefix="scale_cache.") as tmp:

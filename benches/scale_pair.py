@@ -31,13 +31,12 @@ import subprocess
 import sys
 import time
 
-from scale_rows import cpu_ns_per_packet, failure, median_interval, positive
+from scale_rows import MIN_ROUNDS_FOR_INTERVAL, ROW_ENV, check_row, cpu_ns_per_packet, failure, median_interval, positive
 
 
 def start(binary: str, row: str, reps: int, cpu: int | None) -> subprocess.Popen:
-    env = dict(os.environ, SCALE_CALLGRIND="0", RUST_BACKTRACE="0")
     pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-    return subprocess.Popen([binary, f"--row={row}", f"--reps={reps}"], env=env, preexec_fn=pin,
+    return subprocess.Popen([binary, f"--row={row}", f"--reps={reps}"], env=ROW_ENV, preexec_fn=pin,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -70,7 +69,7 @@ def one_round(index: int, args, cpus: list[int]) -> tuple[float, float]:
 
 def verdict(interval: tuple[float, float] | None) -> str:
     if interval is None:
-        return "no interval (fewer than 6 rounds)"
+        return f"no interval (fewer than {MIN_ROUNDS_FOR_INTERVAL} rounds)"
     low, high = interval
     if high < 1:
         return "B faster (the interval lies under 1)"
@@ -112,11 +111,7 @@ def main() -> None:
     if not args.serial and len(cpus) < 2:
         sys.exit("scale_pair: running A and B at once takes two CPUs and this process may use one; "
                  "give --serial to run them one after the other")
-    # A wrong row name fails in a second (the binary lists the rows), before any long run.
-    check = subprocess.run([args.a, f"--row={args.row}", "--build-only"], capture_output=True, text=True,
-                           env=dict(os.environ, RUST_BACKTRACE="0"))
-    if check.returncode != 0:
-        sys.exit(f"scale_pair: {failure(check.stderr, check.returncode)}")
+    check_row(args.a, args.row, "scale_pair")
     how = "one after the other" if args.serial else f"at once on CPUs {cpus[0]} and {cpus[1]}"
     print(f"`benches/scale_pair.py {args.a} {args.b} '{args.row}' --rounds {args.rounds} --reps {args.reps}"
           f"{' --serial' if args.serial else ''}`: A and B {how}")

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scale_rows import MIN_ROUNDS_FOR_INTERVAL, cpu_ns_per_packet, failure, median_interval, positive, row_arg
+from scale_rows import MIN_ROUNDS_FOR_INTERVAL, ROW_ENV, cpu_ns_per_packet, failure, median_interval, positive, row_arg
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,8 +75,7 @@ def probe(memlat: Path) -> tuple[float, float, float]:
 
 def row_ns(binary: str, name: str, reps: int) -> float:
     """CPU ns a packet (a hop) of the row's median repetition, run in its own process."""
-    env = dict(os.environ, SCALE_CALLGRIND="0", RUST_BACKTRACE="0")
-    run = subprocess.run([binary, f"--row={name}", f"--reps={reps}"], env=env, capture_output=True, text=True)
+    run = subprocess.run([binary, f"--row={name}", f"--reps={reps}"], env=ROW_ENV, capture_output=True, text=True)
     ns = cpu_ns_per_packet(run.stdout)
     if run.returncode != 0 or ns is None:
         sys.exit(f"scale_ratio: the row {name!r} failed: {failure(run.stderr, run.returncode)}")

@@ -9,12 +9,17 @@ peak_rss_bytes` (crates/mpsched-sim/benches/scale.rs, `run_row`); `growth_profil
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import PurePath
 
 from scipy import stats
 
 MIN_ROUNDS_FOR_INTERVAL = 6  # below, the order statistics give no 95 % interval
+# A row child's environment: a panic is its one message line, with no backtrace (`failure`).
+ROW_ENV = {**os.environ, "SCALE_CALLGRIND": "0", "RUST_BACKTRACE": "0"}
 
 
 def row_arg(text: str) -> tuple[str, int]:
@@ -76,6 +81,14 @@ def failure(stderr: str, returncode: int) -> str:
     note on backtraces), or its exit status. Run it with RUST_BACKTRACE=0."""
     said = [line for line in stderr.strip().splitlines() if line and not line.startswith("note:")]
     return said[-1] if said else f"exit {returncode}"
+
+
+def check_row(binary: str | PurePath, row: str, tool: str) -> None:
+    """Exits with one line, `tool: ` and the binary's own message, for a row the binary does not
+    have: its `--build-only` run takes a second, before any long run."""
+    p = subprocess.run([str(binary), f"--row={row}", "--build-only"], capture_output=True, text=True, env=ROW_ENV)
+    if p.returncode != 0:
+        sys.exit(f"{tool}: {failure(p.stderr, p.returncode)}")
 
 
 def short_source(path: str) -> str:
