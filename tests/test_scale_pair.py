@@ -77,6 +77,25 @@ def test_serial_runs_need_no_second_cpu_and_too_few_rounds_give_no_interval(tmp_
     assert summary(p.stdout) == "| row | 3 | 100.0 | 120.0 | 1.200 | – | no interval (fewer than 6 rounds) |"
 
 
+def test_serial_a_a_times_each_run_of_the_round(tmp_path):
+    # Each run of this stand-in is 10 us slower than the one before: A/A in series must show the
+    # two runs of a round (first 100 then 110 us, then B first: 120, A 130), not one run twice.
+    counter = tmp_path / "runs"
+    a = tmp_path / "a"
+    a.write_text(
+        "#!/bin/sh\n"
+        '[ "$2" = --build-only ] && exit 0\n'
+        f"echo x >> {counter}\n"
+        f'n=$(wc -l < {counter})\n'
+        'echo "1000 0.000$((90 + 10 * n)) 0.0001 1 1000000"\n'
+    )
+    a.chmod(0o755)
+    p = run(a, a, "--rounds", "2", "--serial")
+    assert p.returncode == 0, p.stderr
+    rounds = [line for line in p.stdout.splitlines() if re.match(r"\| \d+ \| \d\d:\d\d:\d\d \|", line)]
+    assert [line.split(" | ", 2)[2] for line in rounds] == ["100.0 | 110.0 | 1.100 |", "130.0 | 120.0 | 0.923 |"]
+
+
 def test_an_unknown_row_is_one_clear_error_before_any_run(tmp_path):
     a = stand_in(tmp_path, "a", "0.000100")
     p = run(a, a, row="FatTree k=5 MPTCP")
