@@ -40,12 +40,10 @@ impl Simulation<'_> {
         if self.active_flows < MIN_ACTIVE_FLOWS {
             return;
         }
-        let segment = |ahead| match self.net.pipe_payload(link, ahead) {
-            Some(&p) => match p.carried() {
-                Carried::Segment(idx) => Some((idx, p.receiver())),
-                _ => None,
-            },
-            None => None,
+        let segment = |ahead| {
+            let &p = self.net.pipe_payload(link, ahead)?;
+            let Carried::Segment(idx) = p.carried() else { return None };
+            Some((idx, p.receiver()))
         };
         // Only on a deep pipe (a bottleneck): there the next arrivals come in quick succession,
         // so what is fetched now is still cached when they arrive. On a short pipe (a FatTree

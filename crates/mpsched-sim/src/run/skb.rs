@@ -10,11 +10,10 @@ use crate::records::RunStats;
 use mpsched_engine::net::{Network, RouteId};
 use mpsched_proto::tcp::Segment;
 
-/// Where an skb's first segment goes: on `path`'s `route` (`up`: the client's direction), from
-/// `subflow`, to `receiver`; stored at `idx`.
+/// Where an skb's first segment goes: on `path`'s `route` (the client's direction unless it goes
+/// to the client), from `subflow`, to `receiver`; stored at `idx`.
 pub(super) struct SkbStart {
     pub(super) path: usize,
-    pub(super) up: bool,
     pub(super) route: RouteId,
     pub(super) receiver: Receiver,
     pub(super) subflow: usize,
@@ -42,7 +41,8 @@ pub(super) struct OpenSkb {
 impl OpenSkb {
     /// Opens an skb of at most `max_segs` segments with `seg`, sent as `at` says.
     pub(super) fn start(cfg: &SimConfig, at: SkbStart, seg: &Segment, max_segs: u64) -> Self {
-        let SkbStart { path, up, route, receiver, subflow, idx } = at;
+        let SkbStart { path, route, receiver, subflow, idx } = at;
+        let up = !receiver.to_client;
         let p = &cfg.paths[path];
         let route_links = || (if up { &p.up } else { &p.down }).iter().map(|&l| &cfg.links[l]);
         OpenSkb {

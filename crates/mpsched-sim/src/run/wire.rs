@@ -114,8 +114,8 @@ impl Wire<'_> {
         let now = self.now_ns;
         let max_segs = side.ep.tso_segments(first.subflow);
         let (path, route, subflow, idx) = (first.path, first.route, first.subflow, first.idx);
-        let (up, receiver) = (client_side, first.receiver);
-        let at = SkbStart { path, up, route, receiver, subflow, idx };
+        let receiver = first.receiver;
+        let at = SkbStart { path, route, receiver, subflow, idx };
         let mut skb = Some(OpenSkb::start(self.cfg, at, first.seg, max_segs));
         let paths = first.paths;
         while let Some((subflow, seg)) = side.ep.poll_transmit(now) {
@@ -135,7 +135,7 @@ impl Wire<'_> {
             }
             if data && self.cfg.paths[path].gso {
                 let max_segs = side.ep.tso_segments(subflow);
-                let at = SkbStart { path, up, route, receiver, subflow, idx };
+                let at = SkbStart { path, route, receiver, subflow, idx };
                 skb = Some(OpenSkb::start(self.cfg, at, &seg, max_segs));
                 continue;
             }
