@@ -37,6 +37,20 @@ impl<P> Link<P> {
         self.short && (self.free_at_ns <= now_ns || self.derived > 0) && !no_short()
     }
 
+    /// Whether a packet of `size` framed bytes joins a busy link's derived backlog whatever
+    /// settling it would forget: the entries not yet forgotten (`derived`, `backlog_bytes`)
+    /// include every waiting one, so when even they leave room in the queue and stay within
+    /// the largest queue seen, the packet is accepted and the peak cannot rise, and the
+    /// pipe's entries need not be read (the settle's first read is a cache miss with
+    /// thousands of links, the entry written when the link's previous packet came). The
+    /// entries that ended stay counted until a packet that does not fit this way settles them
+    /// (or the pipe pops them, `backlog_forget_popped`); nothing reads them before.
+    #[inline(always)]
+    fn fits_unsettled(&self, size: u64) -> bool {
+        let bound_bytes = self.backlog_bytes + size;
+        bound_bytes <= self.queue_bytes.min(self.stats.max_queue_bytes) && u64::from(self.derived) < self.queue_packets
+    }
+
     /// `enqueue::<false>(now_ns, now_ns, pkt)` if the link `takes_short` (see the module
     /// comment; each step names the general one it replaces).
     #[inline(always)]
@@ -47,17 +61,15 @@ impl<P> Link<P> {
         }
         // While entries are derived the ring is empty (`backlog_push` moves them there first).
         debug_assert!(self.short_now() && (!busy || self.backlog.is_empty()));
-        // `settle::<false>` and the packet in service: a derived front has started (no bucket).
-        let (served_bytes, served) = if busy {
-            self.settle_derived(now_ns).map_or((0, 0), |(_, bytes)| (u64::from(bytes), 1))
-        } else {
+        let size = u64::from(pkt.size_bytes) + u64::from(self.overhead_bytes);
+        if !busy {
             self.backlog_clear();
             self.backlog_bytes = 0;
-            (0, 0)
-        };
-        let size = u64::from(pkt.size_bytes) + u64::from(self.overhead_bytes);
-        let waiting_bytes = self.backlog_bytes - served_bytes;
-        if busy {
+        } else if !self.fits_unsettled(size) {
+            // `settle::<false>` and the packet in service: a derived front has started (no
+            // bucket).
+            let (served_bytes, served) = self.settle_derived(now_ns).map_or((0, 0), |(_, bytes)| (u64::from(bytes), 1));
+            let waiting_bytes = self.backlog_bytes - served_bytes;
             // The entries left are derived (the ring is empty); the first is in service if any.
             let waiting_packets = u64::from(self.derived) - served;
             if waiting_bytes + size > self.queue_bytes || waiting_packets + 1 > self.queue_packets {
