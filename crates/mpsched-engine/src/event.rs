@@ -234,6 +234,12 @@ impl<E: PackedEvent> EventQueue<E> {
         self.later.second().map(|k| k as u32)
     }
 
+    /// Number of pending events in the packet lane (pushed with [`push`](Self::push)).
+    #[inline(always)]
+    pub fn packet_lane_len(&self) -> usize {
+        self.heap.len() - self.root_taken as usize
+    }
+
     /// Number of pending events.
     pub fn len(&self) -> usize {
         self.heap.len() - self.root_taken as usize + self.later.len()
@@ -350,6 +356,7 @@ mod tests {
                 // The packet lane's own head: the least key pushed with `push`.
                 let packet_head = model.iter().find(|&(&(_, n), _)| lanes[n]).map(|(_, &e)| e);
                 prop_assert_eq!(q.peek_packet_code(), packet_head);
+                prop_assert_eq!(q.packet_lane_len(), model.keys().filter(|&&(_, n)| lanes[n]).count());
                 // The second lane's own head: the least key pushed with `push_later`.
                 let later_head = model.iter().find(|&(&(_, n), _)| !lanes[n]).map(|(_, &e)| e);
                 prop_assert_eq!(q.peek_later_code(), later_head);

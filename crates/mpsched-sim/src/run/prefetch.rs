@@ -6,7 +6,9 @@
 //! before. A FIFO link's propagation pipe holds the packets it delivers next, in order, so
 //! while the loop handles one packet it starts the loads for the ones behind it, one level of
 //! that chain per distance: the record of the packet `RECORD_AHEAD` places back, the flow of
-//! the one `FLOW_AHEAD` back (the packet names it), and so on. The second lane of the event queue
+//! the one `FLOW_AHEAD` back (the packet names it), and so on. That pays only where one link's
+//! arrivals follow each other closely in the loop (a shared bottleneck), not among thousands of
+//! busy links (`MAX_PACKET_EVENTS`). The second lane of the event queue
 //! (timers, wake-ups) is ordered too, and its next two are known: a firing timer fetches the
 //! next one's endpoint and the flow slot of the one after. Hints only: nothing here writes,
 //! and the records cannot change.
@@ -32,12 +34,21 @@ const MAX_LINES: usize = 16;
 /// and the lookahead would only cost its ~200 instructions a packet.
 const MIN_ACTIVE_FLOWS: usize = 256;
 
+/// Packet events pending above which the pipe look-ahead stops. Each busy link has one event
+/// pending in the packet lane, so about that many other arrivals come between two of one
+/// link's: the state fetched for a packet three places back waits through a few times that
+/// many hops, each touching some 25 lines, and a 512 KiB L2 (8 192 lines) has let it go by
+/// then, while the look-ahead's own reads (the record, the slot) stall at once. FatTree k=12
+/// holds ~2 000 events and k=16 ~5 000; with the look-ahead off there they ran 9 % and 8 %
+/// faster a hop (`benches/RESULTS.md`, session 23). A dumbbell holds 2, FatTree k=4 ~75.
+const MAX_PACKET_EVENTS: usize = 256;
+
 impl Simulation<'_> {
     /// Starts loading the state of the segments behind the head of `link`'s pipe (called
     /// after the head arrived).
     #[inline]
     pub(super) fn prefetch_pipe(&self, link: LinkId) {
-        if self.active_flows < MIN_ACTIVE_FLOWS {
+        if self.active_flows < MIN_ACTIVE_FLOWS || self.queue.packet_lane_len() > MAX_PACKET_EVENTS {
             return;
         }
         let segment = |ahead| {
