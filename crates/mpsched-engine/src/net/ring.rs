@@ -90,6 +90,13 @@ impl<T> Ring<T> {
         self.0.iter()
     }
 
+    /// Address of the front entry (the buffer's start when empty, see `pop_front`): a hint for
+    /// a prefetch, never read through.
+    #[inline(always)]
+    pub(crate) fn front_addr(&self) -> usize {
+        self.0.as_slices().0.as_ptr() as usize
+    }
+
     #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
         self.0.capacity()

@@ -460,3 +460,45 @@ fn an_htb_link_sends_a_packet_while_it_owes_nothing_and_keeps_its_debt_across_a_
         assert_eq!(got, vec![(10 * NS_PER_MS + extra_ns, 0), (25 * NS_PER_MS + extra_ns, 1)], "{transmitter:?}");
     }
 }
+
+/// With enough links the network keeps each pipe's front address apart (`Network::fronts`),
+/// for the event loop's prefetch: it must name every link's front after each send and hop,
+/// through queues that fill and overflow and pipes that empty.
+#[test]
+fn every_kept_front_address_is_its_pipes_front_after_each_send_and_hop() {
+    let links = MIN_LINKS_FOR_FRONTS;
+    let mut net: Network<u64> = Network::new();
+    for i in 0..links {
+        let mut s = spec(1_000_000_000, 1_000 * (i as u64 % 7 + 1));
+        if i % 5 == 0 {
+            s.queue_packets = Some(4);
+        }
+        net.add_link(s, Rng::stream(0, i as u64));
+    }
+    let routes: Vec<RouteId> =
+        (0..64u32).map(|r| net.add_route((0..4).map(|h| (r * 37 + h * 101) % links as u32).collect())).collect();
+    let stale = |net: &Network<u64>| -> Vec<usize> {
+        (0..links).filter(|&i| net.fronts[i] != net.links[i].pipe.front_addr()).collect()
+    };
+    assert_eq!(net.fronts.len(), links);
+    let mut q = EventQueue::new();
+    let (mut hops, mut delivered) = (0, 0);
+    for i in 0..400u64 {
+        // Bursts of eight into one route: pipes hold several packets, some queues overflow.
+        net.send(i / 8 * 2_000, routes[(i / 8 * 13 % 64) as usize], 1500, i, &mut |t, e| q.push(t, e));
+        assert_eq!(stale(&net), Vec::<usize>::new(), "after send {i}");
+    }
+    while let Some((now, ev)) = q.pop() {
+        delivered += net.handle(now, ev, &mut |t, e| q.push(t, e)).is_some() as u32;
+        hops += 1;
+        assert_eq!(stale(&net), Vec::<usize>::new(), "after hop {hops}");
+    }
+    let dropped: u64 = (0..links).map(|l| net.link_stats(l as LinkId).packets_dropped_queue).sum();
+    assert!(dropped > 0 && delivered > 300 && hops > 1_000, "{dropped} dropped, {delivered} delivered, {hops} hops");
+    // A small network keeps none.
+    let mut small: Network<u64> = Network::new();
+    for i in 0..links - 1 {
+        small.add_link(spec(1_000_000, 0), Rng::stream(0, i as u64));
+    }
+    assert!(small.fronts.is_empty());
+}
