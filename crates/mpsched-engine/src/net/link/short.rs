@@ -43,8 +43,11 @@ impl<P> Link<P> {
     /// the largest queue seen, the packet is accepted and the peak cannot rise, and the
     /// pipe's entries need not be read (the settle's first read is a cache miss with
     /// thousands of links, the entry written when the link's previous packet came). The
-    /// entries that ended stay counted until a packet that does not fit this way settles them
-    /// (or the pipe pops them, `backlog_forget_popped`); nothing reads them before.
+    /// entries that ended stay counted until a packet that does not fit this way settles them,
+    /// or the pipe pops them (`backlog_forget_popped`); materialising copies them to the ring,
+    /// where the next settle forgets them. Every other reader settles first, but the queue's
+    /// samples (`Link::waiting`), which read from the newest entry back and stop at the first
+    /// one started.
     #[inline(always)]
     fn fits_unsettled(&self, size: u64) -> bool {
         let bound_bytes = self.backlog_bytes + size;
