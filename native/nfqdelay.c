@@ -22,7 +22,8 @@
 // them before queueing instead, so that loss applies per packet as in the simulator.
 // Prints "ready" on stdout once every queue is bound (add the iptables rules only then: NFQUEUE
 // without a listener drops). SIGINT/SIGTERM: accepts everything still held, unbinds, writes the
-// statistics (packets, bytes, losses, max occupancy, lateness histogram) as JSON.
+// statistics (packets, bytes, losses, max occupancy, lateness histogram, and lateness split
+// into the host's share and the delayer's own) as JSON.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -330,6 +331,8 @@ int main(int argc, char **argv) {
         ts.tv_sec = (time_t)(wait_ns / 1000000000ull);
         ts.tv_nsec = (long)(wait_ns % 1000000000ull);
         int r = ppoll(&pfd, 1, tsp, &empty);
+        uint64_t woke = mono_ns();
+        for (int i = 0; i < c.nqueues; i++) dq_note_sleep(&c.queues[i], now, woke);
         if (g_epoch) {
             g_epoch = 0;
             apply_epoch(c.queues, c.nqueues, epoch_path);

@@ -352,10 +352,25 @@ uint64_t dq_hist_upper_ns(size_t index) {
     return (uint64_t)(4 + sub + 1) << (msb - 2);
 }
 
-static void record_lateness(struct dq_queue *q, uint64_t late_ns) {
-    q->hist[dq_hist_index(late_ns)]++;
-    q->late_sum_ns += late_ns;
-    if (late_ns > q->late_max_ns) q->late_max_ns = late_ns;
+static void add_late(struct dq_late *l, uint64_t late_ns) {
+    l->hist[dq_hist_index(late_ns)]++;
+    l->sum_ns += late_ns;
+    if (late_ns > l->max_ns) l->max_ns = late_ns;
+}
+
+void dq_note_sleep(struct dq_queue *q, uint64_t asleep_from_ns, uint64_t woke_ns) {
+    q->asleep_from_ns = asleep_from_ns;
+    q->woke_ns = woke_ns;
+}
+
+static void record_lateness(struct dq_queue *q, uint64_t now_ns, uint64_t target_ns) {
+    uint64_t late_ns = now_ns - target_ns;
+    uint64_t due_asleep_ns = target_ns > q->asleep_from_ns ? target_ns : q->asleep_from_ns;
+    uint64_t host_ns = q->woke_ns > due_asleep_ns ? q->woke_ns - due_asleep_ns : 0;
+    if (host_ns > late_ns) host_ns = late_ns; // a sleep window from before this release's clock
+    add_late(&q->late, late_ns);
+    add_late(&q->host_late, host_ns);
+    add_late(&q->own_late, late_ns - host_ns);
 }
 
 int dq_pop_due(struct dq_queue *q, uint64_t now_ns, struct dq_pkt *out) {
@@ -397,25 +412,36 @@ int dq_pop_due(struct dq_queue *q, uint64_t now_ns, struct dq_pkt *out) {
     }
     q->released++;
     // release_all passes UINT64_MAX: those are not timed releases, keep them out of the stats
-    if (now_ns != UINT64_MAX) record_lateness(q, now_ns - out->target_ns);
+    if (now_ns != UINT64_MAX) record_lateness(q, now_ns, out->target_ns);
     return 1;
 }
 
-uint64_t dq_lateness_percentile_ns(const struct dq_queue *q, double pct) {
+uint64_t dq_late_percentile_ns(const struct dq_late *l, double pct) {
     uint64_t total = 0;
-    for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) total += q->hist[i];
+    for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) total += l->hist[i];
     if (total == 0) return 0;
     uint64_t rank = (uint64_t)ceil(pct / 100.0 * (double)total);
     if (rank == 0) rank = 1;
     uint64_t seen = 0;
     for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) {
-        seen += q->hist[i];
+        seen += l->hist[i];
         if (seen >= rank) {
             uint64_t up = dq_hist_upper_ns(i);
-            return up < q->late_max_ns ? up : q->late_max_ns;
+            return up < l->max_ns ? up : l->max_ns;
         }
     }
-    return q->late_max_ns;
+    return l->max_ns;
+}
+
+// {"mean": .., "p50": .., "p90": .., "p99": .., "p999": .., "max": ..} of one distribution.
+static void write_late(FILE *out, const struct dq_late *l) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) n += l->hist[i];
+    fprintf(out,
+            "{\"mean\": %" PRIu64 ", \"p50\": %" PRIu64 ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64
+            ", \"p999\": %" PRIu64 ", \"max\": %" PRIu64 "}",
+            n ? l->sum_ns / n : 0, dq_late_percentile_ns(l, 50), dq_late_percentile_ns(l, 90),
+            dq_late_percentile_ns(l, 99), dq_late_percentile_ns(l, 99.9), l->max_ns);
 }
 
 void dq_write_stats(FILE *out, const struct dq_queue *qs, int n, uint64_t enobufs,
@@ -425,28 +451,26 @@ void dq_write_stats(FILE *out, const struct dq_queue *qs, int n, uint64_t enobuf
             enobufs, send_errors);
     for (int k = 0; k < n; k++) {
         const struct dq_queue *q = &qs[k];
-        uint64_t timed = 0;
-        for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) timed += q->hist[i];
         fprintf(out,
                 "%s\n {\"qnum\": %u, \"mode\": \"%s\", \"delay_ns\": %" PRIu64
                 ", \"jitter_ns\": %" PRIu64 ", \"loss\": %g, \"packets\": %" PRIu64
                 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"lost_bytes\": %" PRIu64
                 ", \"released\": %" PRIu64 ", \"max_occupancy\": %" PRIu64
-                ", \"queue_drops\": %" PRIu64 ", \"queue_max_bytes\": %" PRIu64
-                ", \"lateness_ns\": {\"mean\": %" PRIu64 ", \"p50\": %" PRIu64
-                ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64
-                ", \"max\": %" PRIu64 "}, \"hist\": [",
+                ", \"queue_drops\": %" PRIu64 ", \"queue_max_bytes\": %" PRIu64 ", \"lateness_ns\": ",
                 k ? "," : "", q->qnum, modes[q->mode], q->delay_ns, q->jitter_ns, q->loss_prob,
                 q->packets, q->bytes, q->lost, q->lost_bytes, q->released, q->max_occupancy,
-                q->trace ? q->trace->drops : 0, q->trace ? q->trace->max_bytes : 0,
-                timed ? q->late_sum_ns / timed : 0, dq_lateness_percentile_ns(q, 50),
-                dq_lateness_percentile_ns(q, 90), dq_lateness_percentile_ns(q, 99),
-                dq_lateness_percentile_ns(q, 99.9), q->late_max_ns);
+                q->trace ? q->trace->drops : 0, q->trace ? q->trace->max_bytes : 0);
+        write_late(out, &q->late);
+        fprintf(out, ", \"host_lateness_ns\": ");
+        write_late(out, &q->host_late);
+        fprintf(out, ", \"own_lateness_ns\": ");
+        write_late(out, &q->own_late);
+        fprintf(out, ", \"hist\": [");
         int first = 1;
         for (size_t i = 0; i < DQ_HIST_BUCKETS; i++) {
-            if (!q->hist[i]) continue;
+            if (!q->late.hist[i]) continue;
             fprintf(out, "%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ", dq_hist_upper_ns(i),
-                    q->hist[i]);
+                    q->late.hist[i]);
             first = 0;
         }
         fprintf(out, "]}");

@@ -30,6 +30,12 @@ struct dq_pkt {
 // (each about 19 % wide), up to 2^44 ns.
 #define DQ_HIST_BUCKETS (1 + 34 * 4)
 
+// One lateness distribution: its histogram, sum and largest value.
+struct dq_late {
+    uint64_t sum_ns, max_ns;
+    uint64_t hist[DQ_HIST_BUCKETS];
+};
+
 struct dq_queue {
     uint16_t qnum;
     enum dq_mode mode;
@@ -68,8 +74,12 @@ struct dq_queue {
     size_t cap, head, len;
     // statistics
     uint64_t packets, bytes, lost, lost_bytes, released, max_occupancy;
-    uint64_t late_sum_ns, late_max_ns;
-    uint64_t hist[DQ_HIST_BUCKETS];
+    // Lateness (release minus target) and its two shares: the host's, the time the packet was
+    // due while the delayer waited in ppoll (asleep past its deadline, or runnable but not run:
+    // the OS's wake-up, a busy or stalled CPU), and the delayer's own, the rest (reading
+    // arrivals, issuing verdicts). The sleep window is given by dq_note_sleep.
+    struct dq_late late, host_late, own_late;
+    uint64_t asleep_from_ns, woke_ns;
 };
 
 int dq_parse_spec(struct dq_queue *q, const char *spec, uint64_t seed, char *err, size_t errlen);
@@ -83,6 +93,9 @@ uint64_t dq_event_delay_ns(const struct dq_queue *q, uint64_t now_ns);
 uint64_t dq_delay_at(struct dq_queue *q, uint64_t now_ns);
 // A packet arrived: decides loss, computes its release time and holds it.
 enum dq_verdict dq_arrive(struct dq_queue *q, uint32_t id, uint32_t len_bytes, uint64_t now_ns);
+// The delayer waited in ppoll from asleep_from_ns until woke_ns: lateness of a packet due in
+// that window, up to woke_ns, is the host's share.
+void dq_note_sleep(struct dq_queue *q, uint64_t asleep_from_ns, uint64_t woke_ns);
 // Pops the next packet due at now_ns (records its lateness); 0 when none is due.
 int dq_pop_due(struct dq_queue *q, uint64_t now_ns, struct dq_pkt *out);
 // Release time of the next held packet, 0 when the queue is empty.
@@ -90,7 +103,7 @@ uint64_t dq_next_target(const struct dq_queue *q);
 size_t dq_hist_index(uint64_t ns);
 uint64_t dq_hist_upper_ns(size_t index);
 // Lateness percentile (upper edge of the bucket that holds it), ns.
-uint64_t dq_lateness_percentile_ns(const struct dq_queue *q, double pct);
+uint64_t dq_late_percentile_ns(const struct dq_late *l, double pct);
 void dq_write_stats(FILE *out, const struct dq_queue *qs, int n, uint64_t enobufs,
                     uint64_t send_errors);
 

@@ -39,7 +39,7 @@ static void fifo_constant_delay(void) {
         now += 100000ull;
     }
     CHECK(expect == 101, "released %u", expect - 1);
-    CHECK(q.late_max_ns == 0, "lateness recorded when popped on time");
+    CHECK(q.late.max_ns == 0, "lateness recorded when popped on time");
     dq_free(&q);
 }
 
@@ -212,8 +212,34 @@ static void histogram_edges(void) {
     // Pop packet k at time k*1000 ns: lateness is uniform in [0, 1 ms).
     for (uint64_t k = 0; dq_pop_due(&q, k * 1000, &p); k++) {
     }
-    uint64_t p50 = dq_lateness_percentile_ns(&q, 50);
+    uint64_t p50 = dq_late_percentile_ns(&q.late, 50);
     CHECK(p50 >= 500000 && p50 < 650000, "p50 %llu", (unsigned long long)p50);
+    dq_free(&q);
+}
+
+// Lateness splits into the host's share (due while the delayer waited in ppoll) and its own.
+static void lateness_shares(void) {
+    struct dq_queue q;
+    dq_init(&q, 1, DQ_FIFO, 10 * MS, 0, 0, 0, 1);
+    dq_arrive(&q, 1, 1500, 0);       // due at 10 ms
+    dq_arrive(&q, 2, 1500, 1 * MS);  // due at 11 ms
+    dq_arrive(&q, 3, 1500, 5 * MS);  // due at 15 ms
+    struct dq_pkt p;
+    // Asleep from 5 ms, woken 2 ms past the first deadline, released 0.3 ms after waking.
+    dq_note_sleep(&q, 5 * MS, 12 * MS);
+    CHECK(dq_pop_due(&q, 12 * MS + 300000, &p) && p.id == 1, "first");
+    CHECK(q.host_late.max_ns == 2 * MS && q.own_late.max_ns == 300000, "host %llu own %llu",
+          (unsigned long long)q.host_late.max_ns, (unsigned long long)q.own_late.max_ns);
+    CHECK(dq_pop_due(&q, 12 * MS + 300000, &p) && p.id == 2, "second");
+    CHECK(q.late.sum_ns == 2300000 + 1300000 && q.host_late.sum_ns == 2 * MS + 1 * MS &&
+              q.own_late.sum_ns == 600000, "sums %llu %llu", (unsigned long long)q.host_late.sum_ns,
+          (unsigned long long)q.own_late.sum_ns);
+    // Due at 15 ms while the delayer was busy (it went to sleep only at 15.4 ms): the 0.4 ms
+    // before it slept are its own, the 0.1 ms asleep past that the host's.
+    dq_note_sleep(&q, 15 * MS + 400000, 15 * MS + 500000);
+    CHECK(dq_pop_due(&q, 15 * MS + 600000, &p) && p.id == 3, "third");
+    CHECK(q.host_late.sum_ns == 3 * MS + 100000 && q.own_late.sum_ns == 600000 + 500000, "busy");
+    CHECK(q.late.sum_ns == q.host_late.sum_ns + q.own_late.sum_ns, "shares add up");
     dq_free(&q);
 }
 
@@ -276,6 +302,7 @@ int main(void) {
     gilbert_elliott_loss();
     trace_bottleneck();
     histogram_edges();
+    lateness_shares();
     parse_specs();
     path_events_from_the_epoch();
     if (failures) {
