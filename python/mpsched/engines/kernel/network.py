@@ -12,6 +12,7 @@ rules go before the delayer stops (a queue without a listener drops, pitfall 2).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import signal
@@ -19,9 +20,12 @@ import subprocess
 import time
 from pathlib import Path
 
+from mpsched.engines.kernel.fidelity import CpuWakeHold
 from mpsched.engines.kernel.host import (PREFIX, RUN_ENV, TestbedError, TestbedUnavailable, kill_namespace, native_tool,
                                   ns_sh, probe_features, sh)
 from mpsched.engines.kernel.plan import ROUTER_SERVER_ADDR, SERVER_ADDR, UNLIMITED_QUEUE_BYTES, Plan, client_addr, router_addr
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["Testbed", "shaping_commands"]
 
@@ -119,10 +123,17 @@ class Testbed:
         self._delayer_started = 0.0
         self.rules: list[list[str]] = []
         self.procs: list[subprocess.Popen] = []
+        self.cpu_wake_hold = CpuWakeHold()
 
     # ------------------------------------------------------------------ build
 
     def build(self) -> None:
+        if not self.cpu_wake_hold.acquire():
+            _log.warning("kernel engine: cannot keep the CPUs out of halt (%s); on a VM the hypervisor's "
+                         "wake-ups may then hold packets for milliseconds", self.cpu_wake_hold.reason_not_held)
+        self._build_network()
+
+    def _build_network(self) -> None:
         p = self.plan
         for ns in (self.cli, self.rtr, self.srv):
             r = sh("ip", "netns", "add", ns, check=False)
@@ -330,10 +341,13 @@ class Testbed:
             try:
                 self.stop_delayer()
             finally:
-                for ns in (self.cli, self.srv, self.rtr):
-                    kill_namespace(ns)
-                # The namespaces are gone with their veths, rules, qdiscs and sysctls.
-                deadline = time.monotonic() + 2
-                while time.monotonic() < deadline and any(
-                        Path(f"/run/netns/{ns}").exists() for ns in (self.cli, self.srv, self.rtr)):
-                    time.sleep(0.05)
+                try:
+                    for ns in (self.cli, self.srv, self.rtr):
+                        kill_namespace(ns)
+                    # The namespaces are gone with their veths, rules, qdiscs and sysctls.
+                    deadline = time.monotonic() + 2
+                    while time.monotonic() < deadline and any(
+                            Path(f"/run/netns/{ns}").exists() for ns in (self.cli, self.srv, self.rtr)):
+                        time.sleep(0.05)
+                finally:
+                    self.cpu_wake_hold.release()

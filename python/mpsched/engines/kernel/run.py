@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mpsched.engines.kernel.events import EventPlayer, played_path_events
+from mpsched.engines.kernel.fidelity import CpuTimes, host_stall, host_summary
 from mpsched.engines.kernel.host import (
     WORKDIR_PREFIX, TestbedError, native_tool, ns_sh, preflight, remove_leftovers, testbed_lock,
 )
@@ -162,6 +163,7 @@ def _run_once(cfg: dict[str, Any], plan: Plan, workdir: Path | None) -> tuple[Ta
             _wait_for_line(server_out, "ready", 5)
             _warm_up(tb, mpxfer, work)
             before = tb.qdisc_counters()
+            cpu_before = CpuTimes.read()
             epoch = time.monotonic_ns() + EPOCH_LEAD_NS
             tb.set_epoch(epoch)
             qmon_out = work / "qmon.jsonl"
@@ -205,7 +207,11 @@ def _run_once(cfg: dict[str, Any], plan: Plan, workdir: Path | None) -> tuple[Ta
                 tables["path_events"] = played_path_events(path_event_table(cfg), player.log)
             diag = {"delayer": tb.delayer_stats, "delayer_cpu_s": tb.delayer_cpu_s,
                     "delayer_wall_s": tb.delayer_wall_s, "stderr": {k: v for k, v in errs.items() if v.strip()},
-                    "notes": plan.notes, "events": player.log}
+                    "notes": plan.notes, "events": player.log,
+                    "host": host_summary(cpu_before, CpuTimes.read(), tb.delayer_stats, tb.cpu_wake_hold.held)}
+            stall = host_stall(diag)
+            if stall:  # the records are the kernel's, but their timing is not the configured network's
+                _log.warning("kernel engine: this run's timing is not the configured network's: %s", stall)
             return tables, diag
     finally:
         if player is not None:
