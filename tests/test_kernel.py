@@ -43,6 +43,7 @@ if _reason:
     pytest.skip(_reason, allow_module_level=True)
 
 from mpsched.engines.kernel import run_kernel, run_once  # noqa: E402
+from mpsched.engines.kernel.fidelity import host_stall  # noqa: E402
 from mpsched.engines.kernel.host import PREFIX, list_namespaces, remove_leftovers, run_processes  # noqa: E402
 
 
@@ -77,43 +78,75 @@ def _leftovers(pid: int):
     return [n for n in list_namespaces() if n.startswith(tag + "-")], run_processes(tag)
 
 
+#: Runs of one configuration a timing test makes at most, to find one the host kept on time.
+RUNS_FOR_AN_ON_TIME_ONE = 3
+
+
+def on_time_run(cfg):
+    """Runs `cfg` until the host keeps a run on time (engines/kernel/fidelity.py: the delayer's
+    packets leave within 1 ms of their time at p99 and the hypervisor steals under 2 %), at most
+    RUNS_FOR_AN_ON_TIME_ONE times; returns that run's (tables, diag), or the last run's when the
+    host stalled every one (`timing_judgeable` then skips the timing checks, naming the stalls).
+    The testbed keeps the CPUs out of halt during a run, which removes the VM's usual stalls;
+    this is for a host busy with others' work."""
+    stalls = []
+    for _ in range(RUNS_FOR_AN_ON_TIME_ONE):
+        tables, diag = run_once(cfg)
+        stall = host_stall(diag)
+        if stall is None:
+            return tables, diag
+        stalls.append(stall)
+    diag["stalls"] = stalls
+    return tables, diag
+
+
+def timing_judgeable(diag, checked="its structure"):
+    """Skips the rest of a test whose kernel runs the host stalled every time (see on_time_run)."""
+    if diag.get("stalls"):
+        pytest.skip(f"the host stalled all {len(diag['stalls'])} runs, so the kernel's timing is not the "
+                    f"configured network's and cannot be judged ({checked}: checked): {diag['stalls']}")
+
+
 @pytest.fixture(scope="module")
 def table_a():
-    """One run: 1 MB download at 0 s, 16 MB download at 1 s (they do not overlap)."""
+    """One run the host kept on time: 1 MB download at 0 s, 16 MB download at 1 s (they do not overlap)."""
     cfg = two_path_config([
         {"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 1 << 20}},
         {"id": 2, "transport": 0, "start_ns": 1000 * MS, "app": {"kind": "sized", "size_bytes": 16 << 20}},
     ])
-    tables, diag = run_once(cfg)
+    tables, diag = on_time_run(cfg)
     return cfg, tables, diag
 
 
 def test_16mb_download_uses_both_paths_in_plausible_time(table_a):
-    _, tables, _ = table_a
+    _, tables, diag = table_a
     flow = next(r for r in _rows(tables["flows"]) if r["flow_id"] == 2)
     assert flow["completed"] and flow["bytes_delivered"] == 16 << 20
-    # Path 1 alone needs >= 2.8 s. Table A's reference was 2.57 / 3.04 / 3.22 s over 5 runs with
-    # the paced, bbr-born server sockets of before; born cubic (2026-11-28) 3.24-3.62 s over 7
-    # runs: the WLAN subflow waits behind LTE's head of line after LTE's slow-start losses. Since
-    # kern11b the sender's buffer is fixed too (the configuration has no rcv_buf_autotuning, which
-    # means false: 16 MiB, as in the simulator) and no longer holds LTE back: 2.56-2.85 s (benches/rcvbuf_kernel_vs_sim.py table_a).
-    assert 2.4e9 <= flow["fct_ns"] <= 4.0e9, flow
     subs = [r for r in _rows(tables["subflows"]) if r["flow_id"] == 2]
     acked = {r["path"]: r["bytes_acked"] for r in subs}
     assert set(acked) == {0, 1}
-    share2 = acked[1] / sum(acked.values())
-    assert 0.03 <= share2 <= 0.35, acked  # reference: 0.15
     # Conservation: the subflows got at least the application's bytes acknowledged.
     assert sum(acked.values()) >= 16 << 20
     links = {r["link"]: r for r in _rows(tables["links"])}
     assert links["lte.down"]["bytes_forwarded"] >= 0.9 * acked[1]
     assert links["wlan.down"]["bytes_forwarded"] >= 0.9 * acked[0]
+    timing_judgeable(diag, "both paths used, conservation")
+    # Path 1 alone needs >= 2.8 s. Table A's reference was 2.57 / 3.04 / 3.22 s over 5 runs with
+    # the paced, bbr-born server sockets of before; born cubic (2026-11-28) 3.24-3.62 s over 7
+    # runs: the WLAN subflow waits behind LTE's head of line after LTE's slow-start losses. Since
+    # kern11b the sender's buffer is fixed too (the configuration has no rcv_buf_autotuning, which
+    # means false: 16 MiB, as in the simulator) and no longer holds LTE back: 2.56-2.85 s (benches/rcvbuf_kernel_vs_sim.py table_a);
+    # with the CPUs held awake (docs/testbed.md), 2.83-2.88 s over 12 runs.
+    assert 2.4e9 <= flow["fct_ns"] <= 4.0e9, flow
+    share2 = acked[1] / sum(acked.values())
+    assert 0.03 <= share2 <= 0.35, acked  # reference: 0.15
 
 
 def test_1mb_download_uses_only_the_fast_path(table_a):
-    _, tables, _ = table_a
+    _, tables, diag = table_a
     flow = next(r for r in _rows(tables["flows"]) if r["flow_id"] == 1)
     assert flow["completed"] and flow["bytes_delivered"] == 1 << 20
+    timing_judgeable(diag, "the download's completeness")
     # 1 MB at 50 Mbit/s with 20 ms RTT: slow start, ~0.25 s (table A: 0.251-0.254 s).
     assert 0.2e9 <= flow["fct_ns"] <= 0.45e9, flow
     data_on_lte = sum(r["bytes_acked"] for r in _rows(tables["subflows"]) if r["flow_id"] == 1 and r["path"] == 1)
@@ -121,41 +154,55 @@ def test_1mb_download_uses_only_the_fast_path(table_a):
 
 
 def test_series_follow_the_kernel(table_a):
-    _, tables, _ = table_a
+    _, tables, diag = table_a
     s = [r for r in _rows(tables["subflow_series"]) if r["flow_id"] == 2 and r["path"] == 0]
     assert len(s) > 100  # 10 ms samples over ~3 s
+    acked = [r["bytes_acked"] for r in sorted(s, key=lambda r: r["time_ns"])]
+    assert all(b >= a for a, b in zip(acked, acked[1:]))
+    conn = [r for r in _rows(tables["conn_series"]) if r["flow_id"] == 2]
+    delivered = [r["delivered_bytes"] for r in conn]
+    assert delivered == sorted(delivered) and delivered[-1] == 16 << 20
+    q = [r for r in _rows(tables["link_series"]) if r["link"] == "wlan.down"]
+    assert len(q) > 100
+    drops = [r["dropped_packets"] for r in sorted(q, key=lambda r: r["time_ns"])]
+    assert drops == sorted(drops)
+    timing_judgeable(diag, "the series' counts and monotonicity")
     srtt_ms = sorted(r["srtt_ns"] / 1e6 for r in s)
     # The smoothed RTT sits between the 20 ms base RTT and base + a full queue (250 kB at 50 Mbit/s = 40 ms).
     assert 19 <= srtt_ms[len(srtt_ms) // 2] <= 70, srtt_ms[len(srtt_ms) // 2]
-    acked = [r["bytes_acked"] for r in sorted(s, key=lambda r: r["time_ns"])]
-    assert all(b >= a for a, b in zip(acked, acked[1:]))
     # The receiver's progress rises to the flow size; mid-transfer it carries more than LTE alone
     # could (15 Mbit/s less headers: WLAN is used) and no more than both paths. Not "about the
     # WLAN rate": with the server's sockets born cubic (unpaced, as on a server whose default is
     # cubic), LTE's slow start loses segments into its 500 kB queue and the WLAN subflow waits
     # 200-300 ms behind LTE's head of line two or three times; 1.5-3.0 s then carries 28-34 Mbit/s
     # (measured), the paced bbr-born sockets of before about 48.
-    conn = [r for r in _rows(tables["conn_series"]) if r["flow_id"] == 2]
-    delivered = [r["delivered_bytes"] for r in conn]
-    assert delivered == sorted(delivered) and delivered[-1] == 16 << 20
     mid = [r for r in conn if 1.5e9 <= r["time_ns"] <= 3.0e9]  # after slow start, before the end
     rate_mbps = (mid[-1]["delivered_bytes"] - mid[0]["delivered_bytes"]) * 8 / (mid[-1]["time_ns"] - mid[0]["time_ns"]) * 1e3
     assert 15 * 0.956 < rate_mbps <= 65, rate_mbps
     # cubic fills WLAN's 250 kB drop-tail queue; the qdisc never holds more than its limit.
-    q = [r for r in _rows(tables["link_series"]) if r["link"] == "wlan.down"]
-    assert len(q) > 100
     peak = max(r["queue_bytes"] for r in q)
     assert 100_000 <= peak <= 250_000 * 1514 // 1500 + 2_400, peak
-    drops = [r["dropped_packets"] for r in sorted(q, key=lambda r: r["time_ns"])]
-    assert drops == sorted(drops)
 
 
 def test_delayer_is_accurate(table_a):
+    """On a run the host kept on time, 90 % of packets leave within 1 ms of their time (the
+    feasibility study: p99 under 256 µs), and the delayer's own share of any packet's lateness
+    (reading arrivals, issuing verdicts: nfqdelay's own_lateness_ns, the rest being the time the
+    packet was due while the delayer waited for the CPU) stays under 0.5 ms at p99. A delayer that
+    released one packet per wake-up, or read every arrival before releasing, would fail the latter
+    on any host. The testbed holds the CPUs out of halt for the run (fidelity.CpuWakeHold)."""
     _, _, diag = table_a
-    for q in diag["delayer"]["queues"]:
+    if Path("/dev/cpu_dma_latency").exists():
+        assert diag["host"]["cpus_held_awake"], diag["host"]
+    queues = diag["delayer"]["queues"]
+    for q in queues:
         assert q["packets"] > 0
-        # release error well under 1 ms at these rates (feasibility study: p99 < 256 us)
+        assert q["host_lateness_ns"]["max"] <= q["lateness_ns"]["max"], q
+        assert q["own_lateness_ns"]["max"] <= q["lateness_ns"]["max"], q
+    timing_judgeable(diag, "every queue forwarded packets")
+    for q in queues:
         assert q["lateness_ns"]["p90"] < 1_000_000, q
+        assert q["own_lateness_ns"]["p99"] < 500_000, q
 
 
 def test_run_leaves_nothing_behind(table_a):
@@ -283,9 +330,11 @@ def test_a_fixed_receive_buffer_limits_the_kernel_as_it_limits_the_simulator():
            "transports": [{"protocol": "tcp", "scheduler": "linux", "cc": "cubic", "paths": [0],
                            "rcv_buf_bytes": 128 << 10, "snd_buf_bytes": 4 << 20, "rcv_buf_autotuning": False}],
            "flows": [{"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 4 << 20}}]}
-    kernel = _rows(run_once(cfg)[0]["flows"])[0]
+    tables, diag = on_time_run(cfg)
+    kernel = _rows(tables["flows"])[0]
     sim = _rows(run_config(cfg)["flows"])[0]
     assert kernel["completed"] and sim["completed"], (kernel, sim)
+    timing_judgeable(diag, "both completed")
     window_bound_ns = (4 << 20) / (128 << 10) * 40 * MS  # one window per round trip at most
     assert kernel["fct_ns"] >= 0.95 * window_bound_ns, kernel
     assert kernel["fct_ns"] == pytest.approx(sim["fct_ns"], rel=0.10), (kernel["fct_ns"], sim["fct_ns"])
@@ -300,7 +349,8 @@ def test_a_fixed_send_buffer_limits_the_kernel_as_it_limits_the_simulator():
     1 MiB and takes about 0.66 s (docs/testbed.md, kern11b). The kernel's writer refills the
     buffer only once a third of it is free (sk_stream_is_writeable), which the simulator's fixed
     buffer does not model: on average 5/6 of the buffer in flight, so up to 6/5 of its time
-    (measured 1.57-1.72 s against 1.45 s)."""
+    (measured 1.57-1.72 s; 1.59-1.60 s in five runs since the testbed holds the CPUs awake,
+    2026-12-01, against the simulator's 1.51 s)."""
     from mpsched.engines import run_config
 
     path = _link("a", 100_000_000, 20 * MS, 1_000_000)
@@ -309,9 +359,11 @@ def test_a_fixed_send_buffer_limits_the_kernel_as_it_limits_the_simulator():
            "transports": [{"protocol": "mptcp", "scheduler": "linux", "cc": "cubic", "paths": [0],
                            "rcv_buf_bytes": 16 << 20, "snd_buf_bytes": 128 << 10, "rcv_buf_autotuning": False}],
            "flows": [{"id": 1, "transport": 0, "start_ns": 0, "app": {"kind": "sized", "size_bytes": 4 << 20}}]}
-    kernel = _rows(run_once(cfg)[0]["flows"])[0]
+    tables, diag = on_time_run(cfg)
+    kernel = _rows(tables["flows"])[0]
     sim = _rows(run_config(cfg)["flows"])[0]
     assert kernel["completed"] and sim["completed"], (kernel, sim)
+    timing_judgeable(diag, "both completed")
     buffer_bound_ns = (4 << 20) / (128 << 10) * 40 * MS  # one send buffer per round trip at most
     assert kernel["fct_ns"] >= 0.95 * buffer_bound_ns, kernel
     assert 0.95 * sim["fct_ns"] <= kernel["fct_ns"] <= 1.25 * sim["fct_ns"], (kernel["fct_ns"], sim["fct_ns"])
