@@ -70,3 +70,6 @@ def test_validate_grid_measures_the_cells_and_rewrites_the_csv(tmp_path):
     assert [r["repetition"] for r in rows] == list(range(7))
     assert {r["cell"] for r in rows} == {"one/tbf32k/64KiB"} and all(r["fct_s"] > 0.08 for r in rows)  # > 2 RTTs
     assert "one/tbf32k/64KiB" in proc.stdout
+    # Each row says how the host kept its run (the testbed holds the CPUs out of halt).
+    if Path("/dev/cpu_dma_latency").exists():
+        assert all("; cpus held awake" in r["settings"] for r in rows), rows[0]["settings"]

@@ -134,17 +134,24 @@ def measure(todo: list[Cell], on_cell: Callable[[Cell, list[dict[str, Any]]], No
             settings: str = "") -> list[dict[str, Any]]:
     """Run every cell once on the kernel testbed (needs root); returns the CSV rows. `on_cell`
     gets each cell's rows as soon as they are measured (to save progress)."""
+    from mpsched.engines.kernel.fidelity import host_stall
     from mpsched.engines.kernel.run import run_kernel
 
     rows = []
     for cell in todo:
         load1 = os.getloadavg()[0]
-        tables = run_kernel(cell.config, repetitions=1)
+        diags: list[dict] = []
+        tables = run_kernel(cell.config, repetitions=1, diagnostics=diags)
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         seg = "segmented" if os.environ.get("MPSCHED_TESTBED_SEGMENT") == "1" else "gso"
         # Since issue 11's HyStart analysis the server's listener carries the flows' cc (sockets
         # born with it); "inherited cc" marks runs whose sockets were born with the host's bbr.
         seg += "; inherited cc" if os.environ.get("MPSCHED_TESTBED_INHERIT_CC") == "1" else "; listener cc"
+        # Since 2026-12-01 the testbed holds the CPUs out of halt; a run the host still stalled says so.
+        host = diags[0].get("host", {}) if diags else {}
+        seg += "; cpus held awake" if host.get("cpus_held_awake") else ""
+        stall = host_stall(diags[0]) if diags else None
+        seg += f"; host stalled: {stall}" if stall else ""
         mine = [{"cell": cell.id, "scenario": cell.scenario, "size_bytes": cell.size_bytes, "shaper": cell.shaper,
                  "repetition": k, "fct_s": round(r["fct_s"], 6),
                  "path2_share": None if r["path2_share"] is None else round(r["path2_share"], 4),

@@ -357,11 +357,12 @@ def _link_series(plan: Plan, epoch: int, samples: list[dict], before: dict) -> d
     return out
 
 
-def run_kernel(config: dict[str, Any], repetitions: int = 1) -> Tables:
+def run_kernel(config: dict[str, Any], repetitions: int = 1, diagnostics: list[dict] | None = None) -> Tables:
     """Run a normalized configuration on the real Linux MPTCP stack `repetitions` times, each on
     a freshly built testbed; returns the simulator's tables (`flows`, `subflows`,
     `subflow_series`, `conn_series`, `links`; `blocks` for rpc flows), with a `repetition` column
-    when repetitions > 1."""
+    when repetitions > 1. `diagnostics`, when given, receives each repetition's diagnostics in
+    order (`diag["host"]`: whether the host kept the run's time, fidelity.py)."""
     if repetitions < 1:
         raise ValueError("repetitions must be >= 1")
     plan = make_plan(config)
@@ -369,7 +370,9 @@ def run_kernel(config: dict[str, Any], repetitions: int = 1) -> Tables:
         _log.warning("kernel engine: %s", note)
     merged: Tables = {}
     for rep in range(repetitions):
-        tables, _diag = run_once(config, plan)
+        tables, diag = run_once(config, plan)
+        if diagnostics is not None:
+            diagnostics.append(diag)
         for name, cols in tables.items():
             n = len(next(iter(cols.values()), []))
             if repetitions > 1:
