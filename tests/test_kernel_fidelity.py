@@ -28,12 +28,13 @@ def test_steal_share_is_the_runs_stolen_ticks_over_all_its_ticks_guest_time_not_
     after = _stat(tmp_path, user=300, idle=1500, steal=200)
     assert (before.steal_ticks, before.total_ticks) == (100, 1000)  # guest (7) is inside user already
     summary = host_summary(before, after, None, cpus_held_awake=True)
-    assert summary == {"cpus_held_awake": True, "steal_share": 100 / 1000}
+    assert summary == {"cpus_held_awake": True, "steal_share": 100 / 1000,
+                       "stall": "the hypervisor took 10.0 % of the CPU time (limit 2 %)"}
 
 
 def test_an_unreadable_stat_gives_no_steal_figure_rather_than_an_error(tmp_path):
     assert CpuTimes.read(tmp_path / "absent") is None
-    assert host_summary(None, None, None, cpus_held_awake=False) == {"cpus_held_awake": False}
+    assert host_summary(None, None, None, cpus_held_awake=False) == {"cpus_held_awake": False, "stall": None}
 
 
 def test_the_delayers_worst_queue_counts_and_idle_queues_do_not():
@@ -44,18 +45,19 @@ def test_the_delayers_worst_queue_counts_and_idle_queues_do_not():
 
 
 def test_a_run_the_host_kept_on_time_is_not_called_stalled():
-    diag = {"host": host_summary(None, None, {"queues": [_queue(HOST_SHARE_P99_LIMIT_NS)]}, True)}
-    diag["host"]["steal_share"] = STEAL_SHARE_LIMIT
-    assert host_stall(diag) is None
+    host = host_summary(None, None, {"queues": [_queue(HOST_SHARE_P99_LIMIT_NS)]}, True)
+    assert host["stall"] is None
+    host["steal_share"] = STEAL_SHARE_LIMIT
+    assert host_stall(host) is None
     assert host_stall({}) is None  # no figures: nothing to judge by
 
 
 def test_a_stalled_run_names_each_figure_over_its_limit():
-    diag = {"host": host_summary(None, None, {"queues": [_queue(6_290_000)]}, True)}
-    said = host_stall(diag)
+    host = host_summary(None, None, {"queues": [_queue(6_290_000)]}, True)
+    said = host["stall"]
     assert "p99 6.29 ms" in said and "largest 18.9 ms" in said and "hypervisor" not in said
-    diag["host"]["steal_share"] = 0.19
-    said = host_stall(diag)
+    host["steal_share"] = 0.19
+    said = host_stall(host)
     assert "p99 6.29 ms" in said and "19.0 % of the CPU time" in said
 
 

@@ -134,7 +134,6 @@ def measure(todo: list[Cell], on_cell: Callable[[Cell, list[dict[str, Any]]], No
             settings: str = "") -> list[dict[str, Any]]:
     """Run every cell once on the kernel testbed (needs root); returns the CSV rows. `on_cell`
     gets each cell's rows as soon as they are measured (to save progress)."""
-    from mpsched.engines.kernel.fidelity import host_stall
     from mpsched.engines.kernel.run import run_kernel
 
     rows = []
@@ -148,10 +147,9 @@ def measure(todo: list[Cell], on_cell: Callable[[Cell, list[dict[str, Any]]], No
         # born with it); "inherited cc" marks runs whose sockets were born with the host's bbr.
         seg += "; inherited cc" if os.environ.get("MPSCHED_TESTBED_INHERIT_CC") == "1" else "; listener cc"
         # Since 2026-12-01 the testbed holds the CPUs out of halt; a run the host still stalled says so.
-        host = diags[0].get("host", {}) if diags else {}
-        seg += "; cpus held awake" if host.get("cpus_held_awake") else ""
-        stall = host_stall(diags[0]) if diags else None
-        seg += f"; host stalled: {stall}" if stall else ""
+        (diag,) = diags  # one repetition
+        seg += "; cpus held awake" if diag["host"]["cpus_held_awake"] else ""
+        seg += f"; host stalled: {diag['host']['stall']}" if diag["host"]["stall"] else ""
         mine = [{"cell": cell.id, "scenario": cell.scenario, "size_bytes": cell.size_bytes, "shaper": cell.shaper,
                  "repetition": k, "fct_s": round(r["fct_s"], 6),
                  "path2_share": None if r["path2_share"] is None else round(r["path2_share"], 4),

@@ -5,7 +5,8 @@ judging afterwards whether the host kept time: the VM's stolen CPU time during t
 A kernel run's timing is only as good as the host's: a vCPU the hypervisor takes away, or a
 CPU too busy to wake the real-time delayer, holds packets past their release time and stretches
 the run. Such a run is still a real kernel run, but its timing is not the configured network's;
-`host_stall` names that, so a user (or a test) knows not to read it as one.
+`host_stall` names that (kept in the run's diagnostics as `diag["host"]["stall"]`), so a user
+(or a test) knows not to read it as one.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class CpuTimes:
 
 def host_summary(before: CpuTimes | None, after: CpuTimes | None, delayer_stats: dict | None,
                  cpus_held_awake: bool) -> dict:
-    """The run's host figures for its diagnostics: the hold, steal share, the delayer's worst queue."""
+    """The run's host figures for its diagnostics: the hold, steal share, the delayer's worst queue,
+    and `stall`, the judgement of `host_stall` on them."""
     out: dict = {"cpus_held_awake": cpus_held_awake}
     if before and after and after.total_ticks > before.total_ticks:
         out["steal_share"] = (after.steal_ticks - before.steal_ticks) / (after.total_ticks - before.total_ticks)
@@ -103,12 +105,13 @@ def host_summary(before: CpuTimes | None, after: CpuTimes | None, delayer_stats:
         if worst:
             out[f"delayer_{share}_p99_ns"] = max(w["p99"] for w in worst)
             out[f"delayer_{share}_max_ns"] = max(w["max"] for w in worst)
+    out["stall"] = host_stall(out)
     return out
 
 
-def host_stall(diag: dict) -> str | None:
-    """A sentence saying how the host held this run's packets, or None when it kept time."""
-    host = diag.get("host") or {}
+def host_stall(host: dict) -> str | None:
+    """A sentence saying how the host held a run's packets, from its figures (`host_summary`'s),
+    or None when it kept time."""
     said = []
     p99 = host.get("delayer_host_p99_ns")
     if p99 is not None and p99 > HOST_SHARE_P99_LIMIT_NS:

@@ -131,9 +131,6 @@ class Testbed:
         if not self.cpu_wake_hold.acquire():
             _log.warning("kernel engine: cannot keep the CPUs out of halt (%s); on a VM the hypervisor's "
                          "wake-ups may then hold packets for milliseconds", self.cpu_wake_hold.reason_not_held)
-        self._build_network()
-
-    def _build_network(self) -> None:
         p = self.plan
         for ns in (self.cli, self.rtr, self.srv):
             r = sh("ip", "netns", "add", ns, check=False)
