@@ -242,7 +242,7 @@ impl<E: PackedEvent> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() - self.root_taken as usize + self.later.len()
+        self.packet_lane_len() + self.later.len()
     }
 
     /// True when no event is pending.
